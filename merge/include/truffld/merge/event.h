@@ -1,0 +1,114 @@
+// The merge stage's in-memory event model: one plain record per input event.
+//
+// Every importer (truffld raw JSONL, the paper's NVTX_MARKER dialect, Kineto Chrome traces,
+// Nsight Systems SQLite) turns its input into a TraceFile: the file's identity (FileMeta), its
+// interned strings, and a vector of Event. Everything downstream (sorting, range reconstruction,
+// correlation, tree building, output) reads only this model, never an input format.
+// Times are int64 ns on the file's own clock (FileMeta::clock); cross-file alignment happens
+// later by adding the per-file offset. Events are fixed-size (no owning pointers) so a
+// 10 M-event merge stays within the memory budget.
+// Thread-safety: plain data; a TraceFile is built by one thread and then read-only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "truffld/merge/string_pool.h"
+#include "truffld/time.h"
+
+namespace truffld::merge {
+
+enum class EventKind : uint8_t {
+  kNvtxPush,   // opens a push/pop range on (process, thread)
+  kNvtxPop,    // closes the innermost open push range on (process, thread)
+  kNvtxStart,  // opens start/end range `range_id` (may close on another thread)
+  kNvtxEnd,    // closes start/end range `range_id`
+  kNvtxMark,   // instant
+  kRange,      // a complete host range with start and end already known (Kineto 'X', nsys NVTX)
+  kRuntime,    // CUDA runtime API call [start, end] with correlation_id
+  kDriver,     // CUDA driver API call [start, end] with correlation_id
+  kKernel,     // device activity [gpu start, gpu end]
+  kMemcpy,
+  kMemset,
+  kSync,       // synchronisation activity [start, end]
+  kGraphNode,  // CUDA graph node created/cloned by API call `correlation_id` at `start`
+};
+const char* EventKindName(EventKind k) noexcept;  // contract spelling: "NVTX_PUSH", "KERNEL", ...
+inline bool IsDeviceKind(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
+}
+inline bool IsApiKind(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
+
+constexpr int64_t kNone = -1;  // "absent" for optional integer fields
+
+struct Event {
+  TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
+  TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node)
+  int64_t process_id = kNone;
+  int64_t thread_id = kNone;      // host events; kNone for device activity
+  int64_t correlation_id = kNone; // API calls, device activity, graph nodes
+  int64_t range_id = kNone;       // NVTX start/end id (or the NVTX_MARKER id)
+  int64_t bytes = kNone;          // memcpy/memset (device and API)
+  int64_t graph_id = kNone;
+  int64_t graph_node_id = kNone;
+  int64_t original_graph_node_id = kNone;  // GRAPH_NODE clones
+  uint64_t line = 0;              // 1-based source line (or record index) for messages
+  StrId name = kNoStr;            // range/API/kernel name
+  StrId domain = kNoStr;          // NVTX domain
+  StrId category = kNoStr;        // Kineto 'cat' or NVTX category, as text
+  StrId copy_kind = kNoStr;       // "HtoD", ...
+  StrId payload = kNoStr;         // decoded NVTX payload, as compact JSON object text
+  int32_t device = -1;
+  int32_t stream = -1;
+  int32_t cbid = -1;
+  int32_t return_code = 0;
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  EventKind kind = EventKind::kNvtxMark;
+};
+
+// What the importer learned about the file as a whole.
+struct FileMeta {
+  std::string path;
+  std::string format;               // "truffld", "truffld-marker", "kineto", "nsys"
+  std::string host;
+  int64_t process_id = kNone;       // META process (Kineto/nsys: the main one seen)
+  std::optional<int64_t> rank;
+  std::optional<int64_t> local_rank;
+  std::optional<int64_t> world_size;
+  ClockId clock = ClockId::kRealtime;
+  bool has_meta = false;
+  // Clock pairs (realtime_ns, monotonic_ns) from META.clock_sync and CLOCK records.
+  std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
+  std::string stats_json;           // the injector's STATS record, verbatim (empty if none)
+};
+
+// One reported problem: where, what. Counted always; message kept for the first few.
+struct IngestIssue {
+  std::string where;    // "file:line"
+  std::string kind;     // stable key for the summary table: "malformed_json", "unknown_type", ...
+  std::string message;
+};
+
+// Per-file ingest counters. `counts` is keyed by stable names that reach summary.json.
+struct IngestStats {
+  std::vector<std::pair<std::string, uint64_t>> counts;  // e.g. {"KERNEL", 812}, {"malformed_json", 2}
+  std::vector<IngestIssue> issues;                        // first kMaxIssuesKept, per kind
+  static constexpr size_t kMaxIssuesKept = 20;
+  void Add(std::string_view key, uint64_t n = 1);
+  uint64_t Get(std::string_view key) const;
+  // Counts under `kind` and keeps the message if fewer than kMaxIssuesKept of that kind are kept.
+  void Report(std::string where, std::string kind, std::string message);
+};
+
+struct TraceFile {
+  FileMeta meta;
+  StringPool strings;
+  std::vector<Event> events;
+  IngestStats stats;
+};
+
+}  // namespace truffld::merge
