@@ -1,0 +1,62 @@
+// The contract between Stage I (GMM scoring) and Stage II (LLM or offline confirmation).
+//
+// Stage I fills one StepEvidence per (rank, step, view): every operator family present in the
+// step with its calibrated confidence, and which of them the robust selector made candidates.
+// Stage II (an LLM under a strict schema, or the same decision policy as plain code) answers one
+// StageTwoDecision per StepEvidence. Fusion then intersects candidates with the decision.
+// Probabilities are Stage I's rho-bar: the confidence that the family behaved normally in this
+// step (low = anomalous); scores are A = 1 - rho-bar.
+// Thread-safety: plain data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace truffld::diagnose {
+
+// One operator family within one step and view.
+struct FamilyEvidence {
+  std::string family;               // normalised operator name, e.g. "aten::mm", "ncclAllReduce"
+  std::string layer;                // "frontend_op", "backend_op", "comm", "kernel", ...
+  std::string parent;               // most frequent parent family in the step ("" at the root)
+  int instances = 0;                // operator instances of this family in the step
+  double probability = 1.0;         // rho-bar in [0, 1]: confidence the family was normal
+  double score = 0.0;               // A = 1 - rho-bar
+  double min_instance_probability = 1.0;  // lowest rho(x) over the family's instances
+  bool candidate = false;           // chosen by Stage I's selector (A >= threshold, top M)
+  std::string method;               // "gmm", "gmm-reference", "robust-z" (too few instances)
+  double total_time_ns = 0;         // sum of instance durations, for context
+  std::vector<std::string> kernels;    // most frequent kernel families launched (<= 5)
+  std::vector<std::string> api_calls;  // most frequent runtime/driver calls (<= 5)
+};
+
+struct StepEvidence {
+  std::optional<int64_t> rank;
+  int64_t step_index = 0;
+  std::string step_name;
+  std::string view;                 // "vertical" or "horizontal"
+  std::vector<std::string> requests;
+  std::string phase;                // "prefill", "decode", "mixed", "unknown"
+  int64_t step_duration_ns = 0;
+  int operator_instances = 0;       // all operator instances in the step and view
+  std::vector<FamilyEvidence> families;  // every family present, candidates flagged
+  // Communication context (horizontal view): total message bytes and world size when known.
+  int64_t comm_bytes = 0;
+  int64_t world_size = 0;
+};
+
+enum class DecisionSource { kLlm, kOffline, kLlmFallbackOffline, kCache };
+const char* DecisionSourceName(DecisionSource s) noexcept;  // "llm", "offline", "offline-fallback", "cache"
+
+struct StageTwoDecision {
+  bool abnormal = false;
+  std::vector<std::string> faulty;  // family names, always a subset of the step's families
+  DecisionSource source = DecisionSource::kOffline;
+  std::string rationale;            // short text (LLM's, or the policy rule that fired)
+  std::string raw;                  // raw model output when source is kLlm/kCache (else empty)
+  std::string note;                 // why a fallback happened, validation errors, ...
+};
+
+}  // namespace truffld::diagnose
