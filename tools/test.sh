@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds truffld and runs its test suite: the README's second command, and what CI runs.
+#
+# Usage: tools/test.sh [options]
+#   --label RE     ctest label regex to run (default: all but gpu and bench)
+#   --gpu          also run the gpu-labelled tests (needs an NVIDIA GPU and driver)
+#   --asan         build in build-asan with AddressSanitizer + UndefinedBehaviorSanitizer
+#   --no-fuzz      skip the bounded libFuzzer runs
+#   --fuzz-seconds N   seconds per fuzz target (default 60, or $TRUFFLD_FUZZ_SECONDS)
+# Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_SHARED_DATA (real traces; default
+# ../shared/data beside the checkout; tests that need them skip when absent), JOBS (default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+label_exclude='gpu|bench'
+label_include=''
+asan=0
+fuzz=1
+fuzz_seconds=${TRUFFLD_FUZZ_SECONDS:-60}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --label) label_include=$2; shift 2 ;;
+    --gpu) label_exclude='bench'; shift ;;
+    --asan) asan=1; shift ;;
+    --no-fuzz) fuzz=0; shift ;;
+    --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+tools/bootstrap.sh
+jobs=${JOBS:-$(nproc)}
+build=${TRUFFLD_BUILD_DIR:-build}
+extra=()
+if [[ $asan -eq 1 ]]; then
+  build=${TRUFFLD_BUILD_DIR:-build-asan}
+  extra+=(-DTRUFFLD_SANITIZE=ON -DTRUFFLD_BUILD_BENCHMARKS=OFF)
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+[[ -n "${TRUFFLD_SHARED_DATA:-}" ]] && extra+=(-DTRUFFLD_SHARED_DATA="$TRUFFLD_SHARED_DATA")
+
+echo "== configure ($build)"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" >"$build.configure.log" 2>&1 ||
+  { cat "$build.configure.log"; exit 1; }
+grep '^-- truffld:' "$build.configure.log" || true
+echo "== build (-j$jobs)"
+cmake --build "$build" -j"$jobs"
+echo "== test"
+ctest_args=(--test-dir "$build" --output-on-failure -j"$jobs" --timeout 900 --no-tests=error)
+if [[ -n "$label_include" ]]; then ctest_args+=(-L "$label_include"); fi
+ctest_args+=(-LE "$label_exclude")
+ctest "${ctest_args[@]}"
+
+if [[ $fuzz -eq 1 && $asan -eq 0 && -z "$label_include" && -x tools/run-fuzz.sh ]]; then
+  echo "== fuzz (${fuzz_seconds}s per target)"
+  tools/run-fuzz.sh "$fuzz_seconds"
+fi
+echo "== all tests passed"
