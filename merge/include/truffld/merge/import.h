@@ -1,11 +1,47 @@
-// Importer entry points shared by every input format of truffld-merge.
-// Thread-safety: plain options struct; importers are reentrant (one call per file).
+// Input sniffing and dispatch: one entry point that turns any supported input file into a
+// TraceFile (the merge stage's event model, see event.h).
+//
+// ImportFile looks at the content, never the file name: SQLite's 16-byte magic goes to the
+// Nsight Systems importer, a JSON document whose top level is an object with "traceEvents" goes
+// to the Kineto importer, anything else is read as the line-oriented raw dialects (truffld
+// events-v1 records and the paper's NVTX_MARKER form). Compressed inputs (.gz/.zst) are detected
+// by their magic bytes too.
+// Problems inside a file are counted in TraceFile::stats (with file:line messages) and the rest
+// is imported; only an unreadable/unrecognisable file, or any problem when `strict`, is an error.
+// Times stay on the file's own clock (ns); alignment happens in Merge().
+// Thread-safety: every function here is reentrant; different files may be imported on
+// different threads at once.
 #pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "truffld/merge/event.h"
+#include "truffld/status.h"
 
 namespace truffld::merge {
 
 struct ImportOptions {
-  bool strict = false;  // any reported problem becomes a fatal error
+  bool strict = false;  // the first counted input problem becomes the returned error
 };
+
+enum class InputFormat { kRawJsonl, kKineto, kNsys };
+const char* InputFormatName(InputFormat f) noexcept;  // "truffld", "kineto", "nsys"
+
+// Decides the format from the first bytes of the (decompressed) content.
+Result<InputFormat> SniffFormat(const std::string& path);
+// Same decision from a content prefix already in memory (pure; used by tests).
+InputFormat SniffFormatFromPrefix(std::string_view prefix);
+
+// Imports one file of any supported format.
+Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options);
+
+// Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records).
+Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
+
+// Expands directories (recursively, sorted by name) into the files they hold; plain files are
+// kept as given. Fails naming the first path that does not exist.
+Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
 
 }  // namespace truffld::merge

@@ -1,0 +1,74 @@
+// Range classification (the design's rule-based classifier) and name normalisation.
+//
+// A Rules object maps a host range to a Layer by its name, NVTX domain and category: the first
+// matching rule wins, user rules are tried before the built-in defaults (vLLM/SGLang step
+// ranges, torch.nn.functional.* and module ranges, aten:: ranges, NCCL/collective ranges).
+// It also holds the regex that extracts a step's request ids from its name. Family
+// normalisation turns a captured name into the operator name that downstream stages group by.
+// All functions are pure (no files except LoadRules, no globals).
+// Thread-safety: a Rules object is immutable after construction and may be shared by threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "truffld/status.h"
+
+namespace truffld::merge {
+
+// The node layers of trees.schema.json, in its spelling.
+enum class Layer : uint8_t {
+  kStep, kFrontend, kBackend, kComm, kOther,
+  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync,
+};
+const char* LayerName(Layer l) noexcept;  // "step", "frontend_op", ..., "memset", "sync"
+bool ParseLayerName(std::string_view s, Layer* out) noexcept;
+
+struct Rule {
+  Layer layer = Layer::kOther;
+  std::string name_regex;      // ECMAScript, searched (not anchored) in the name; empty = any
+  std::string domain;          // exact NVTX domain; empty = any
+  std::string category;        // exact category (Kineto 'cat'); empty = any
+  std::regex compiled;         // built by Rules::Compile
+};
+
+class Rules {
+ public:
+  // The built-in rules only.
+  static Rules Defaults();
+  // Parses a rules document (schemas/rules.schema.json). `origin` names it in messages.
+  static Result<Rules> FromJson(std::string_view text, std::string_view origin);
+  // Reads and parses a rules file.
+  static Result<Rules> Load(const std::string& path);
+
+  // First matching rule's layer; kOther when none matches.
+  Layer Classify(std::string_view name, std::string_view domain, std::string_view category) const;
+
+  // Request ids named by a step's name, unescaped ("\_" -> "_", "\\" -> "\"); empty when the
+  // name names none. The regex's first capture group holds ids separated by '_'.
+  std::vector<std::string> ParseRequests(std::string_view step_name) const;
+
+  const std::vector<Rule>& rules() const { return rules_; }
+  const std::string& request_regex() const { return request_regex_; }
+  // Replaces the request regex (must have one capture group).
+  Status SetRequestRegex(const std::string& re);
+
+ private:
+  std::vector<Rule> rules_;
+  std::string request_regex_;
+  std::shared_ptr<const std::regex> request_re_;
+};
+
+// Normalised operator family for a node name of the given layer (see the header comment of
+// trees.schema.json): "aten::mm, seq = 0" -> "aten::mm"; "torch.nn.functional.linear f.py:1"
+// -> "torch.nn.functional.linear"; "void ns::k<4, float>(int)" -> "ns::k"; steps -> "step".
+std::string NormaliseFamily(Layer layer, std::string_view name);
+
+// Engine phase hinted by a step name: "prefill", "decode", "mixed" or "unknown".
+const char* PhaseFromStepName(std::string_view name);
+
+}  // namespace truffld::merge

@@ -1,0 +1,157 @@
+// Merge(): imported TraceFiles in, per-request call-chain trees and a summary out.
+//
+// Steps (the design's Algorithm 1, made exact; see merge/README.md for every rule):
+//   1. clock alignment: each file gets an offset (ns) onto the merged axis, from its
+//      META/CLOCK (realtime_ns, monotonic_ns) pairs;
+//   2. per (process, thread), host events are sorted by time and push/pop ranges rebuilt by
+//      stack scanning, start/end ranges by id (crossing threads allowed);
+//   3. each range is classified (Rules), nested into a per-thread forest, and step ranges
+//      (or one implicit step per process when a file has none) become tree roots;
+//   4. API calls attach to the innermost range on their thread containing their start; device
+//      activity links to the API call with the same correlation id (and through GRAPH_NODE
+//      records to the capturing range for CUDA graphs);
+//   5. each step yields a vertical tree (non-COMM ranges) and a horizontal tree (COMM ranges,
+//      anchored to the nearest enclosing vertical range). Per-request trees are views: a node
+//      belongs to request q unless it (or an ancestor) names a request subset without q.
+// Memory: nodes are small index records; names, device fields etc. are read through the
+// owning file's Event and StringPool (accessors below), so trees do not copy input strings.
+// Thread-safety: Merge is reentrant; a MergeResult is read-only after Merge returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "truffld/merge/classify.h"
+#include "truffld/merge/event.h"
+#include "truffld/status.h"
+
+namespace truffld::merge {
+
+struct MergeOptions {
+  Rules rules = Rules::Defaults();  // classifier + request regex (Rules::SetRequestRegex)
+  bool strict = false;              // any counted problem in the merge itself becomes an error
+  int threads = 2;                  // used by ImportAll (merging itself is single-threaded)
+  bool implicit_steps = true;       // a file (process) with no step range gets one spanning it
+};
+
+enum class View : uint8_t { kVertical, kHorizontal };
+const char* ViewName(View v) noexcept;  // "vertical" / "horizontal"
+
+constexpr uint32_t kNoNode = UINT32_MAX;
+constexpr uint32_t kNoEvent = UINT32_MAX;
+constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inherit / all"
+
+// One tree node. Times are ns on the merged axis. Name/family strings live in the StringPool
+// of MergeResult::files[file]; device fields in the Event at files[file].events[event].
+struct Node {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  uint32_t file = 0;
+  uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
+  StrId name = kNoStr;
+  StrId family = kNoStr;
+  uint32_t first_child = kNoNode;     // children are a sibling list, in start order
+  uint32_t next_sibling = kNoNode;
+  uint32_t requests = kAllRequests;   // index into MergeResult::request_sets (stricter subset)
+  uint32_t anchor = kNoNode;          // horizontal comm nodes: enclosing vertical range node
+  int64_t thread_id = kNone;          // host nodes
+  Layer layer = Layer::kOther;
+};
+
+// One (rank, step, view) tree; written once per request in `requests`.
+struct Tree {
+  uint32_t root = kNoNode;
+  uint32_t file = 0;                  // file holding the step range
+  int64_t process_id = kNone;
+  std::optional<int64_t> rank;
+  uint32_t step_index = 0;            // 0-based ordinal among the rank's steps in time order
+  uint32_t requests = 0;              // index into request_sets; {"*"} when the step names none
+  View view = View::kVertical;
+  bool implicit_step = false;
+};
+
+// Counters kept per file and in total; reach summary.json under these names.
+struct MergeCounters {
+  std::vector<std::pair<std::string, uint64_t>> events_read;  // per EventKind name
+  uint64_t malformed_lines = 0;       // any line-level input problem the importer counted
+  uint64_t unmatched_pops = 0;        // NVTX_POP with no open push, NVTX_END with no start
+  uint64_t unclosed_ranges = 0;       // pushes/starts never closed (closed at the file's end)
+  uint64_t zero_length_ranges = 0;
+  uint64_t negative_durations = 0;    // end < start (clamped to start)
+  uint64_t duplicate_correlations = 0;
+  uint64_t kernels_read = 0, memcpys_read = 0, memsets_read = 0;
+  uint64_t device_ops_read = 0;
+  uint64_t device_ops_linked_unique = 0;  // device ops placed in at least one tree
+  uint64_t device_ops_unattributed = 0;   // device ops placed in no tree (sum of reasons)
+  uint64_t kernels_linked_unique = 0, kernels_unattributed = 0;
+  // Reason -> count: "no_launch_api" (no API call in the file has its correlation id),
+  // "launch_outside_step" (its launch lies in no step), "starts_before_launch".
+  std::vector<std::pair<std::string, uint64_t>> unattributed_reasons;
+  uint64_t api_calls_outside_step = 0;
+  uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
+  uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
+  void Add(const MergeCounters& o);
+  void AddReason(const std::string& reason, uint64_t n = 1);
+};
+
+struct FileSummary {
+  std::string path, format, host;
+  int64_t process_id = kNone;
+  std::optional<int64_t> rank;
+  std::string clock;                  // the file's own clock name
+  TimeNs clock_offset_ns = 0;         // added to the file's times to reach the merged axis
+  std::string clock_offset_method;    // "reference", "clock_sync", "none"
+  std::string injector_stats_json;    // STATS record verbatim
+  MergeCounters counters;
+  std::vector<IngestIssue> issues;    // first messages per kind, with file:line
+  std::vector<std::pair<std::string, uint64_t>> ingest_counts;  // importer's table, verbatim
+};
+
+struct RankSummary {
+  std::optional<int64_t> rank;
+  uint64_t steps = 0, implicit_steps = 0, trees = 0;
+};
+
+struct MergeSummary {
+  std::string axis_clock;             // clock of the merged axis ("realtime" normally)
+  std::vector<FileSummary> files;
+  MergeCounters total;
+  std::vector<RankSummary> ranks;
+};
+
+struct MergeResult {
+  std::vector<TraceFile> files;       // inputs, owned (strings and device fields live here)
+  std::vector<Node> nodes;
+  std::vector<Tree> trees;            // sorted by (rank, step_index, view)
+  std::vector<std::vector<std::string>> request_sets;
+  MergeSummary summary;
+
+  const Node& node(uint32_t i) const { return nodes[i]; }
+  std::string_view Name(const Node& n) const { return files[n.file].strings.Get(n.name); }
+  std::string_view Family(const Node& n) const { return files[n.file].strings.Get(n.family); }
+  // The node's source event, or nullptr for an implicit step.
+  const Event* EventOf(const Node& n) const {
+    return n.event == kNoEvent ? nullptr : &files[n.file].events[n.event];
+  }
+  std::string_view Str(uint32_t file, StrId id) const { return files[file].strings.Get(id); }
+  // Calls f(child_index) for each child of node i in order.
+  template <typename F>
+  void ForEachChild(uint32_t i, F&& f) const {
+    for (uint32_t c = nodes[i].first_child; c != kNoNode; c = nodes[c].next_sibling) f(c);
+  }
+  // Whether node i belongs to request q given the inherited request set (set index).
+  bool InRequestSet(uint32_t set, std::string_view q) const;
+};
+
+// Merges imported files. Fails only on an internal error, or (strict) on a counted problem.
+Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& options);
+
+// Imports every path (in parallel on up to options.threads threads) in input order.
+// Unreadable files are counted by the caller via the returned per-path statuses.
+std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
+                                          int threads);
+
+}  // namespace truffld::merge
