@@ -1,0 +1,52 @@
+// RawLineParser: one line of a raw dump -> zero or one Event (plus file-level metadata).
+//
+// Understands the truffld events-v1 records (META, NVTX_*, RUNTIME, DRIVER, KERNEL, MEMCPY,
+// MEMSET, SYNC, GRAPH_NODE, CLOCK, STATS) and the paper's NVTX_MARKER dialect (a named marker
+// opens range `id`, "name": "null" or null closes it; kernels may carry `duration` and lack
+// host ids). Parsing uses simdjson On-Demand on a reused padded buffer: no allocation per line
+// once warm except for new strings interned into the file's StringPool.
+// Every problem is counted in TraceFile::stats with a "path:line: ..." message and never stops
+// the parse: malformed JSON, unknown types, missing required fields, negative durations
+// (clamped), invalid UTF-8 (bytes replaced by U+FFFD, record kept).
+// Pure logic: no files, no threads. Thread-safety: one parser per thread / per TraceFile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "truffld/merge/event.h"
+
+namespace truffld::merge {
+
+class RawLineParser {
+ public:
+  // `out` receives events, metadata and counters; `source` names the file in messages.
+  RawLineParser(TraceFile* out, std::string source);
+  ~RawLineParser();
+  RawLineParser(const RawLineParser&) = delete;
+  RawLineParser& operator=(const RawLineParser&) = delete;
+
+  // Parses one line (without terminator). Blank lines are ignored.
+  void ParseLine(std::string_view line, uint64_t line_no);
+
+  // Number of problems reported so far (any kind); lets --strict stop at the first.
+  uint64_t problems() const { return problems_; }
+  // "path:line: message" of the first problem, empty when none.
+  const std::string& first_problem() const { return first_problem_; }
+
+ private:
+  struct Impl;
+  void Problem(uint64_t line_no, const char* kind, std::string message);
+  std::unique_ptr<Impl> impl_;
+  TraceFile* out_;
+  std::string source_;
+  uint64_t problems_ = 0;
+  std::string first_problem_;
+};
+
+// Replaces every invalid UTF-8 sequence in `s` with U+FFFD; returns the number replaced.
+size_t RepairUtf8(std::string* s);
+
+}  // namespace truffld::merge

@@ -1,0 +1,259 @@
+// Rules (built-in and user), request-id parsing, family normalisation, phase hints.
+#include "truffld/merge/classify.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace truffld::merge {
+namespace {
+
+constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "comm", "other",
+                                       "runtime_call", "driver_call", "kernel", "memcpy",
+                                       "memset", "sync"};
+
+// Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
+constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";
+
+struct DefaultRule { Layer layer; const char* re; const char* domain; const char* category; bool icase; };
+// Order matters: the first match wins.
+constexpr DefaultRule kDefaults[] = {
+    {Layer::kStep, "^step_execute_model", "", "", false},
+    {Layer::kStep, "^execute_model", "", "", false},
+    {Layer::kStep, "^ProfilerStep#", "", "", false},
+    {Layer::kStep, "^run_batch", "", "", false},
+    {Layer::kComm, "", "NCCL", "", false},
+    {Layer::kComm, "^nccl", "", "", true},
+    {Layer::kComm, "^c10d::|^record_param_comms|^gloo:", "", "", false},
+    {Layer::kComm,
+     "all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|^(send|recv|barrier)\\b", "", "",
+     true},
+    {Layer::kFrontend, "^torch\\.nn\\.functional\\.", "", "", false},
+    {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
+    {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false},
+    {Layer::kBackend, "^aten::", "", "", false},
+    {Layer::kBackend, "", "", "cpu_op", false},
+    {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false},
+};
+
+Status CompileRule(Rule* r, bool icase, std::string_view origin) {
+  try {
+    auto flags = std::regex::ECMAScript | std::regex::optimize;
+    if (icase) flags |= std::regex::icase;
+    r->compiled = std::regex(r->name_regex, flags);
+  } catch (const std::regex_error& e) {
+    return InvalidArgument(std::string(origin) + ": bad name_regex '" + r->name_regex + "': " + e.what());
+  }
+  return Status::Ok();
+}
+
+std::string_view CutAt(std::string_view s, std::string_view seps) {
+  size_t p = s.find_first_of(seps);
+  return p == std::string_view::npos ? s : s.substr(0, p);
+}
+
+// "_ZN2at6native29vectorized_elementwise_kernelLi4E..." (possibly truncated) -> "at::native::..."
+std::string NestedNameFromMangled(std::string_view m) {
+  size_t i = 2;
+  bool nested = i < m.size() && m[i] == 'N';
+  if (nested) ++i;
+  std::string out;
+  while (i < m.size()) {
+    while (i < m.size() && (m[i] == 'K' || m[i] == 'V' || m[i] == 'L')) ++i;
+    if (i >= m.size() || m[i] < '0' || m[i] > '9') break;
+    size_t n = 0;
+    while (i < m.size() && m[i] >= '0' && m[i] <= '9') n = n * 10 + size_t(m[i++] - '0');
+    if (n == 0 || i + n > m.size()) break;
+    if (!out.empty()) out += "::";
+    out.append(m.substr(i, n));
+    i += n;
+    if (!nested) break;
+  }
+  return out.empty() ? std::string(m) : out;
+}
+
+std::string KernelFamily(std::string_view name) {
+  std::string demangled;
+  if (name.size() > 2 && name[0] == '_' && name[1] == 'Z') {
+    int st = 0;
+    std::string z(name);
+    char* d = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &st);
+    if (st == 0 && d) demangled = d;
+    std::free(d);
+    if (demangled.empty()) return NestedNameFromMangled(name);
+    name = demangled;
+  }
+  if (name.substr(0, 5) == "void ") name.remove_prefix(5);
+  // Cut at the first '<' or '(' that is not part of "(anonymous namespace)".
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name.compare(i, 21, "(anonymous namespace)") == 0) { out.append("(anonymous namespace)"); i += 20; continue; }
+    char c = name[i];
+    if (c == '<' || c == '(') break;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? std::string(name) : out;
+}
+
+}  // namespace
+
+const char* LayerName(Layer l) noexcept {
+  auto i = static_cast<size_t>(l);
+  return i < std::size(kLayerNames) ? kLayerNames[i] : "other";
+}
+
+bool ParseLayerName(std::string_view s, Layer* out) noexcept {
+  for (size_t i = 0; i < std::size(kLayerNames); ++i)
+    if (s == kLayerNames[i]) { *out = static_cast<Layer>(i); return true; }
+  if (s == "frontend") { *out = Layer::kFrontend; return true; }
+  if (s == "backend") { *out = Layer::kBackend; return true; }
+  return false;
+}
+
+Rules Rules::Defaults() {
+  Rules r;
+  for (const DefaultRule& d : kDefaults) {
+    Rule rule;
+    rule.layer = d.layer;
+    rule.name_regex = d.re;
+    rule.domain = d.domain;
+    rule.category = d.category;
+    (void)CompileRule(&rule, d.icase, "built-in rules");
+    r.rules_.push_back(std::move(rule));
+  }
+  (void)r.SetRequestRegex(kDefaultRequestRegex);
+  return r;
+}
+
+Status Rules::SetRequestRegex(const std::string& re) {
+  try {
+    auto compiled = std::make_shared<std::regex>(re, std::regex::ECMAScript);
+    if (compiled->mark_count() < 1)
+      return InvalidArgument("request regex '" + re + "' needs one capture group holding the ids");
+    request_re_ = std::move(compiled);
+    request_regex_ = re;
+  } catch (const std::regex_error& e) {
+    return InvalidArgument("bad request regex '" + re + "': " + e.what());
+  }
+  return Status::Ok();
+}
+
+Result<Rules> Rules::FromJson(std::string_view text, std::string_view origin) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return ParseError(std::string(origin) + ": not a JSON object (see schemas/rules.schema.json)");
+  Rules out = Defaults();
+  bool replace = doc.value("replace_defaults", false);
+  std::vector<Rule> user;
+  const auto& arr = doc.contains("rules") ? doc["rules"] : nlohmann::json::array();
+  if (!arr.is_array()) return ParseError(std::string(origin) + ": \"rules\" must be an array");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const auto& j = arr[i];
+    std::string where = std::string(origin) + ": rules[" + std::to_string(i) + "]";
+    if (!j.is_object() || !j.contains("layer") || !j["layer"].is_string())
+      return ParseError(where + ": needs a string \"layer\"");
+    Rule r;
+    if (!ParseLayerName(j["layer"].get<std::string>(), &r.layer) || r.layer == Layer::kRuntime ||
+        r.layer > Layer::kOther)
+      return ParseError(where + ": layer must be step, frontend_op, backend_op, comm or other");
+    for (auto [key, dst] : {std::pair{"name_regex", &r.name_regex}, {"domain", &r.domain}, {"category", &r.category}}) {
+      if (!j.contains(key)) continue;
+      if (!j[key].is_string()) return ParseError(where + ": \"" + key + "\" must be a string");
+      *dst = j[key].get<std::string>();
+    }
+    TRUFFLD_RETURN_IF_ERROR(CompileRule(&r, j.value("ignore_case", false), where));
+    user.push_back(std::move(r));
+  }
+  if (replace) out.rules_.clear();
+  out.rules_.insert(out.rules_.begin(), std::make_move_iterator(user.begin()), std::make_move_iterator(user.end()));
+  if (doc.contains("request_regex")) {
+    if (!doc["request_regex"].is_string()) return ParseError(std::string(origin) + ": \"request_regex\" must be a string");
+    TRUFFLD_RETURN_IF_ERROR(out.SetRequestRegex(doc["request_regex"].get<std::string>()));
+  }
+  return out;
+}
+
+Result<Rules> Rules::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open rules file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return FromJson(ss.str(), path);
+}
+
+Layer Rules::Classify(std::string_view name, std::string_view domain, std::string_view category) const {
+  for (const Rule& r : rules_) {
+    if (!r.domain.empty() && r.domain != domain) continue;
+    if (!r.category.empty() && r.category != category) continue;
+    if (!r.name_regex.empty() && !std::regex_search(name.begin(), name.end(), r.compiled)) continue;
+    return r.layer;
+  }
+  return Layer::kOther;
+}
+
+std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const {
+  std::vector<std::string> ids;
+  if (!request_re_) return ids;
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_) || !m[1].matched) return ids;
+  std::string_view body(&*m[1].first, static_cast<size_t>(m[1].length()));
+  std::string cur;
+  bool any = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '\\' && i + 1 < body.size()) { cur += body[++i]; any = true; continue; }
+    if (c == '_') { ids.push_back(std::move(cur)); cur.clear(); any = false; continue; }
+    cur += c;
+    any = true;
+  }
+  if (any || !ids.empty()) ids.push_back(std::move(cur));
+  std::erase_if(ids, [](const std::string& s) { return s.empty(); });
+  return ids;
+}
+
+std::string NormaliseFamily(Layer layer, std::string_view name) {
+  switch (layer) {
+    case Layer::kStep: return "step";
+    case Layer::kFrontend: return std::string(CutAt(name, " "));
+    case Layer::kBackend: {
+      size_t p = name.find(", ");
+      return std::string(p == std::string_view::npos ? name : name.substr(0, p));
+    }
+    case Layer::kComm: return std::string(CutAt(name, " ,"));
+    case Layer::kRuntime:
+    case Layer::kDriver: {
+      // cudaDeviceSynchronize_v3020 -> cudaDeviceSynchronize (CUPTI's version suffix).
+      size_t p = name.rfind("_v");
+      if (p != std::string_view::npos && p + 2 < name.size() &&
+          name.substr(p + 2).find_first_not_of("0123456789") == std::string_view::npos)
+        return std::string(name.substr(0, p));
+      return std::string(name);
+    }
+    case Layer::kKernel: return KernelFamily(name);
+    case Layer::kMemcpy:
+    case Layer::kMemset: {
+      size_t p = name.find(" (");
+      return std::string(p == std::string_view::npos ? name : name.substr(0, p));
+    }
+    case Layer::kOther:
+    case Layer::kSync: {
+      size_t p = name.find(", ");
+      return std::string(p == std::string_view::npos ? name : name.substr(0, p));
+    }
+  }
+  return std::string(name);
+}
+
+const char* PhaseFromStepName(std::string_view name) {
+  auto has = [&](std::string_view w) { return name.find(w) != std::string_view::npos; };
+  if (has("mixed") || (has("prefill") && has("decode"))) return "mixed";
+  if (has("prefill")) return "prefill";
+  if (has("decode")) return "decode";
+  return "unknown";
+}
+
+}  // namespace truffld::merge

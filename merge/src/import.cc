@@ -1,0 +1,164 @@
+// Format sniffing, dispatch to the importers, the raw JSONL file loop, input expansion and
+// parallel import of several files.
+#include "truffld/merge/import.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "truffld/byte_source.h"
+#include "truffld/line_reader.h"
+#include "truffld/merge/import_kineto.h"
+#include "truffld/merge/import_nsys.h"
+#include "truffld/merge/pipeline.h"
+#include "truffld/merge/raw_parser.h"
+
+namespace truffld::merge {
+
+const char* InputFormatName(InputFormat f) noexcept {
+  switch (f) {
+    case InputFormat::kRawJsonl: return "truffld";
+    case InputFormat::kKineto: return "kineto";
+    case InputFormat::kNsys: return "nsys";
+  }
+  return "?";
+}
+
+InputFormat SniffFormatFromPrefix(std::string_view p) {
+  static constexpr char kSqlite[] = "SQLite format 3";  // + '\0', 16 bytes in all
+  if (p.size() >= 16 && std::memcmp(p.data(), kSqlite, 16) == 0) return InputFormat::kNsys;
+  size_t i = p.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos || p[i] != '{') return InputFormat::kRawJsonl;
+  size_t nl = p.find('\n', i);
+  std::string_view first = p.substr(i, nl == std::string_view::npos ? p.size() - i : nl - i);
+  while (!first.empty() && (first.back() == '\r' || first.back() == ' ')) first.remove_suffix(1);
+  // A raw dump's first line is one complete record carrying "type" and no "traceEvents".
+  if (first.find("\"traceEvents\"") != std::string_view::npos) return InputFormat::kKineto;
+  bool complete = first.size() > 1 && first.back() == '}';
+  if (complete && first.find("\"type\"") != std::string_view::npos) return InputFormat::kRawJsonl;
+  if (p.find("\"traceEvents\"") != std::string_view::npos ||
+      p.find("\"schemaVersion\"") != std::string_view::npos || !complete)
+    return InputFormat::kKineto;
+  return InputFormat::kRawJsonl;
+}
+
+Result<InputFormat> SniffFormat(const std::string& path) {
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  std::string prefix(64 << 10, '\0');
+  size_t have = 0;
+  while (have < prefix.size()) {
+    auto n = (*src)->Read(prefix.data() + have, prefix.size() - have);
+    if (!n.ok()) {
+      if (have == 0) return n.status();
+      break;
+    }
+    if (*n == 0) break;
+    have += *n;
+  }
+  prefix.resize(have);
+  return SniffFormatFromPrefix(prefix);
+}
+
+#ifdef TRUFFLD_MERGE_NO_NSYS
+// The Nsight Systems importer is not in this tree yet (merge/CMakeLists.txt detects it).
+Result<TraceFile> ImportNsys(const std::string& path, const ImportOptions&) {
+  return Unsupported(path + ": Nsight Systems SQLite import is not built into this truffld-merge");
+}
+#endif
+#ifdef TRUFFLD_MERGE_NO_KINETO
+Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions&) {
+  return Unsupported(path + ": Kineto import is not built into this truffld-merge");
+}
+#endif
+
+Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options) {
+  auto fmt = SniffFormat(path);
+  if (!fmt.ok()) return fmt.status();
+  switch (*fmt) {
+    case InputFormat::kNsys: return ImportNsys(path, options);
+    case InputFormat::kKineto: return ImportKineto(path, options);
+    case InputFormat::kRawJsonl: break;
+  }
+  return ImportRawJsonl(path, options);
+}
+
+Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {
+  auto reader = LineReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  LineReader& r = **reader;
+  TraceFile file;
+  file.meta.path = path;
+  RawLineParser parser(&file, path);
+  std::string_view line;
+  while (r.Next(&line)) {
+    parser.ParseLine(line, static_cast<uint64_t>(r.line_number()));
+    if (options.strict && parser.problems()) return ParseError(parser.first_problem());
+  }
+  for (const LineWarning& w : r.warnings()) {
+    file.stats.Report(path + ":" + std::to_string(w.line), "read_warning", w.message);
+  }
+  if (r.truncated_last_line()) file.stats.Add("truncated_last_line");
+  if (r.long_lines_skipped()) file.stats.Add("long_lines_skipped", r.long_lines_skipped());
+  if (!r.status().ok()) {
+    file.stats.Report(r.Where(), "read_error", r.status().message() + " (data before it kept)");
+  }
+  if (r.line_number() == 0) file.stats.Report(path + ":0", "empty_file", "file holds no records");
+  else if (!file.meta.has_meta && file.meta.format != "truffld-marker")
+    file.stats.Report(path + ":1", "missing_meta",
+                      "no META record: rank unknown, clock taken as realtime, no clock alignment");
+  if (file.meta.format.empty()) file.meta.format = "truffld";
+  if (file.meta.process_id == kNone) {
+    for (const Event& e : file.events)
+      if (e.process_id != kNone) { file.meta.process_id = e.process_id; break; }
+  }
+  if (options.strict && (!r.status().ok() || !r.warnings().empty() || file.stats.issues.size()))
+    return ParseError(file.stats.issues.empty() ? r.status().ToString()
+                                                : file.stats.issues[0].where + ": " + file.stats.issues[0].message);
+  return file;
+}
+
+Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (in == "-") { out.push_back(in); continue; }
+    auto st = fs::status(in, ec);
+    if (ec || !fs::exists(st)) return NotFound(in + ": no such file or directory");
+    if (!fs::is_directory(st)) { out.push_back(in); continue; }
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->is_regular_file(ec)) found.push_back(it->path().string());
+    }
+    if (ec) return IoError(in + ": cannot list directory: " + ec.message());
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
+                                          int threads) {
+  std::vector<std::optional<Result<TraceFile>>> slots(paths.size());
+  std::atomic<size_t> next{0};
+  ImportOptions opt;
+  opt.strict = strict;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) slots[i].emplace(ImportFile(paths[i], opt));
+  };
+  size_t n = std::clamp<size_t>(threads < 1 ? 1 : size_t(threads), 1, std::max<size_t>(1, paths.size()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  std::vector<Result<TraceFile>> out;
+  out.reserve(paths.size());
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
+
+}  // namespace truffld::merge

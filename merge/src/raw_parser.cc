@@ -1,0 +1,385 @@
+// RawLineParser implementation: simdjson DOM (runtime-dispatched SIMD kernels; the header-only
+// On-Demand front end would fall back to scalar code without -march flags), one pass over each
+// record's fields.
+#include "truffld/merge/raw_parser.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+#include <vector>
+
+#include "truffld/status.h"
+
+namespace truffld::merge {
+namespace dom = simdjson::dom;
+
+namespace {
+
+// Field values of one record, collected in one pass (the `type` may come last).
+struct Fields {
+  std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
+  bool has_name = false, name_null = false;
+  bool has[32] = {};
+  int64_t v[32] = {};
+  int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
+  bool rank_null = false;
+  uint64_t dropped = 0;
+  bool has_dropped = false;
+};
+
+enum F : int {
+  kTimestamp, kStart, kEnd, kGpuStart, kGpuEnd, kDuration, kProcess, kThread, kCorr, kId,
+  kCbid, kRet, kBytes, kDevice, kStream, kGraph, kGraphNode, kOrigGraphNode, kRank,
+  kLocalRank, kWorldSize, kCategoryNum, kCount
+};
+
+struct IntKey { const char* key; F field; };
+constexpr IntKey kIntKeys[] = {
+    {"timestamp", kTimestamp}, {"start", kStart}, {"end", kEnd}, {"gpu_start", kGpuStart},
+    {"gpu_end", kGpuEnd}, {"duration", kDuration}, {"process_id", kProcess},
+    {"thread_id", kThread}, {"correlation_id", kCorr}, {"id", kId}, {"cbid", kCbid},
+    {"return_code", kRet}, {"bytes", kBytes}, {"device", kDevice}, {"stream", kStream},
+    {"graph_id", kGraph}, {"graph_node_id", kGraphNode},
+    {"original_graph_node_id", kOrigGraphNode}, {"local_rank", kLocalRank},
+    {"world_size", kWorldSize},
+};
+
+bool GetInt(dom::element v, int64_t* out) {
+  if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
+  double d;
+  if (v.is_number() && v.get_double().get(d) == simdjson::SUCCESS && d > -9.2e18 && d < 9.2e18) {
+    *out = static_cast<int64_t>(d < 0 ? d - 0.5 : d + 0.5);
+    return true;
+  }
+  return false;
+}
+
+// Sums an integer or an object of integer counts.
+uint64_t SumCounts(dom::element v) {
+  int64_t n = 0;
+  if (v.get_int64().get(n) == simdjson::SUCCESS) return n > 0 ? uint64_t(n) : 0;
+  dom::object o;
+  uint64_t total = 0;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return 0;
+  for (auto [k, fv] : o)
+    if (fv.get_int64().get(n) == simdjson::SUCCESS && n > 0) total += uint64_t(n);
+  return total;
+}
+
+bool ParseClockPair(dom::element v, std::vector<std::pair<TimeNs, TimeNs>>* out) {
+  dom::object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return false;
+  int64_t r = 0, m = 0;
+  bool hr = false, hm = false;
+  for (auto [k, fv] : o) {
+    if (k == "realtime_ns") hr = GetInt(fv, &r);
+    else if (k == "monotonic_ns") hm = GetInt(fv, &m);
+  }
+  if (hr && hm) out->emplace_back(r, m);
+  return hr && hm;
+}
+
+// clock_sync: one {realtime_ns, monotonic_ns} object, or an array of them.
+bool ParseClockSync(dom::element v, std::vector<std::pair<TimeNs, TimeNs>>* out) {
+  if (v.is_object()) return ParseClockPair(v, out);
+  dom::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+  bool ok = a.size() > 0;
+  for (dom::element e : a) ok = ParseClockPair(e, out) && ok;
+  return ok;
+}
+
+void ParseXyz(dom::element v, int32_t out[3]) {
+  dom::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return;
+  int i = 0;
+  for (dom::element e : a) {
+    int64_t n = 0;
+    if (i < 3 && e.get_int64().get(n) == simdjson::SUCCESS) out[i] = static_cast<int32_t>(n);
+    ++i;
+  }
+}
+
+// Text of a scalar that may be a string or a number (categories, copy kinds).
+// Text of a scalar that may be a string or a number (categories, copy kinds); `scratch` holds
+// the formatted number.
+std::string_view StringOrToken(dom::element v, std::string* scratch) {
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return s;
+  *scratch = simdjson::minify(v);
+  return *scratch;
+}
+
+}  // namespace
+
+struct RawLineParser::Impl {
+  dom::parser parser;
+  std::vector<char> buf;
+  std::string repaired;
+  std::string payload, category, copy_kind, domain, schema;  // scratch for non-string values
+};
+
+RawLineParser::RawLineParser(TraceFile* out, std::string source)
+    : impl_(std::make_unique<Impl>()), out_(out), source_(std::move(source)) {}
+RawLineParser::~RawLineParser() = default;
+
+void RawLineParser::Problem(uint64_t line_no, const char* kind, std::string message) {
+  std::string where = source_ + ":" + std::to_string(line_no);
+  if (problems_++ == 0) first_problem_ = where + ": " + message;
+  out_->stats.Report(std::move(where), kind, std::move(message));
+}
+
+void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
+  size_t first = line.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return;  // blank
+  auto& buf = impl_->buf;
+  auto load = [&](std::string_view text) {
+    buf.resize(text.size() + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buf.data(), text.data(), text.size());
+    std::memset(buf.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  };
+  load(line);
+  size_t len = line.size();
+  dom::element doc;
+  auto err = impl_->parser.parse(buf.data(), len, false).get(doc);
+  if (err == simdjson::UTF8_ERROR) {
+    impl_->repaired.assign(line);
+    size_t n = RepairUtf8(&impl_->repaired);
+    Problem(line_no, "invalid_utf8",
+            std::to_string(n) + " invalid UTF-8 sequence(s) replaced by U+FFFD");
+    load(impl_->repaired);
+    len = impl_->repaired.size();
+    err = impl_->parser.parse(buf.data(), len, false).get(doc);
+  }
+  dom::object obj;
+  if (!err) err = doc.get_object().get(obj);
+  if (err) {
+    Problem(line_no, "malformed_json", std::string("not a JSON object: ") + simdjson::error_message(err));
+    return;
+  }
+  Fields f;
+  for (auto [key, v] : obj) {
+    if (key == "type") {
+      err = v.get_string().get(f.type);
+    } else if (key == "name") {
+      f.has_name = true;
+      if (v.is_null()) f.name_null = true;
+      else err = v.get_string().get(f.name);
+    } else if (key == "domain") {
+      if (!v.is_null()) f.domain = StringOrToken(v, &impl_->domain);
+    } else if (key == "category" || key == "sync_kind") {
+      if (!v.is_null()) f.category = StringOrToken(v, &impl_->category);
+    } else if (key == "copy_kind") {
+      if (!v.is_null()) f.copy_kind = StringOrToken(v, &impl_->copy_kind);
+    } else if (key == "payload") {
+      if (v.is_object()) {
+        impl_->payload = simdjson::minify(v);
+        f.payload = impl_->payload;
+      }
+    } else if (key == "grid") {
+      ParseXyz(v, f.grid);
+    } else if (key == "block") {
+      ParseXyz(v, f.block);
+    } else if (key == "host") {
+      if (!v.is_null()) err = v.get_string().get(f.host);
+    } else if (key == "clock") {
+      if (!v.is_null()) err = v.get_string().get(f.clock);
+    } else if (key == "schema") {
+      if (!v.is_null()) f.schema = StringOrToken(v, &impl_->schema);
+    } else if (key == "clock_sync") {
+      if (!ParseClockSync(v, &f.clock_sync))
+        Problem(line_no, "bad_clock_sync", "clock_sync is not {realtime_ns, monotonic_ns}");
+    } else if (key == "records_dropped" || key == "cupti_dropped") {
+      f.dropped += SumCounts(v);
+      f.has_dropped = true;
+    } else if (key == "rank") {
+      if (v.is_null()) f.rank_null = true;
+      else if (GetInt(v, &f.v[kRank])) f.has[kRank] = true;
+    } else {
+      for (const IntKey& k : kIntKeys) {
+        if (key == k.key) {
+          if (!v.is_null()) f.has[k.field] = GetInt(v, &f.v[k.field]);
+          break;
+        }
+      }
+    }
+    if (err) {
+      Problem(line_no, "bad_field", "field \"" + std::string(key.substr(0, 64)) + "\" has the wrong type: " +
+              simdjson::error_message(err));
+      return;
+    }
+  }
+  TraceFile& out = *out_;
+  if (f.type.empty()) {
+    Problem(line_no, "missing_field", "record has no \"type\"");
+    return;
+  }
+  if (f.type == "META") {
+    if (out.meta.has_meta) Problem(line_no, "duplicate_meta", "second META record ignored");
+    else {
+      out.meta.has_meta = true;
+      out.meta.format = "truffld";
+      out.meta.host.assign(f.host);
+      if (f.has[kProcess]) out.meta.process_id = f.v[kProcess];
+      if (f.has[kRank]) out.meta.rank = f.v[kRank];
+      if (f.has[kLocalRank]) out.meta.local_rank = f.v[kLocalRank];
+      if (f.has[kWorldSize]) out.meta.world_size = f.v[kWorldSize];
+      if (!f.clock.empty()) {
+        auto c = ParseClockName(f.clock);
+        if (c) out.meta.clock = *c;
+        else Problem(line_no, "bad_field", "unknown clock '" + std::string(f.clock) + "'");
+      }
+      out.meta.clock_sync.insert(out.meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
+      if (!f.schema.empty() && f.schema != "truffld.events/1")
+        Problem(line_no, "unknown_schema", "schema '" + std::string(f.schema) + "' read as truffld.events/1");
+    }
+    return;
+  }
+  if (f.type == "CLOCK") {
+    out.meta.clock_sync.insert(out.meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
+    return;
+  }
+  if (f.type == "STATS") {
+    out.meta.stats_json.assign(line);
+    if (f.dropped) out.stats.Add("injector_dropped", f.dropped);
+    return;
+  }
+  Event e;
+  e.line = line_no;
+  auto need = [&](F a, const char* what) {
+    if (f.has[a]) return true;
+    Problem(line_no, "missing_field", std::string(f.type) + " record without \"" + what + "\"");
+    return false;
+  };
+  auto opt = [&](F a, int64_t* dst) { if (f.has[a]) *dst = f.v[a]; };
+  auto opt32 = [&](F a, int32_t* dst) { if (f.has[a]) *dst = static_cast<int32_t>(f.v[a]); };
+  auto host = [&] { opt(kProcess, &e.process_id); opt(kThread, &e.thread_id); };
+  auto interval = [&](F s, F en, F alt_s) {
+    if (!f.has[s] && alt_s != kCount && f.has[alt_s]) s = alt_s;
+    if (!need(s, s == kGpuStart ? "gpu_start" : "start")) return false;
+    e.start = f.v[s];
+    if (f.has[en]) e.end = f.v[en];
+    else if (f.has[kEnd]) e.end = f.v[kEnd];
+    else if (f.has[kDuration]) e.end = e.start + f.v[kDuration];
+    else return need(en, en == kGpuEnd ? "gpu_end" : "end");
+    if (e.end < e.start) {
+      Problem(line_no, "negative_duration", std::string(f.type) + " ends " +
+              std::to_string(e.start - e.end) + " ns before it starts; clamped to zero length");
+      e.end = e.start;
+    }
+    return true;
+  };
+  auto instant = [&] {
+    if (!need(kTimestamp, "timestamp")) return false;
+    e.start = e.end = f.v[kTimestamp];
+    return true;
+  };
+  StringPool& sp = out.strings;
+  if (!f.domain.empty()) e.domain = sp.Intern(f.domain);
+  if (!f.payload.empty()) e.payload = sp.Intern(f.payload);
+  if (!f.category.empty()) e.category = sp.Intern(f.category);
+  const std::string_view t = f.type;
+  if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
+    if (!instant()) return;
+    host();
+    opt(kId, &e.range_id);
+    bool opens = t != "NVTX_POP" && t != "NVTX_END";
+    if (opens) {
+      if (!f.has_name || f.name_null) { Problem(line_no, "missing_field", std::string(t) + " record without \"name\""); return; }
+      e.name = sp.Intern(f.name);
+    }
+    if ((t == "NVTX_START" || t == "NVTX_END") && !need(kId, "id")) return;
+    e.kind = t == "NVTX_PUSH" ? EventKind::kNvtxPush : t == "NVTX_MARK" ? EventKind::kNvtxMark
+           : t == "NVTX_START" ? EventKind::kNvtxStart : t == "NVTX_POP" ? EventKind::kNvtxPop
+           : EventKind::kNvtxEnd;
+  } else if (t == "NVTX_MARKER") {
+    if (!instant() || !need(kId, "id")) return;
+    host();
+    e.range_id = f.v[kId];
+    bool closes = !f.has_name || f.name_null || f.name == "null";
+    e.kind = closes ? EventKind::kNvtxEnd : EventKind::kNvtxStart;
+    if (!closes) e.name = sp.Intern(f.name);
+    if (out.meta.format.empty()) out.meta.format = "truffld-marker";
+  } else if (t == "RUNTIME" || t == "DRIVER") {
+    if (!interval(kStart, kEnd, kCount)) return;
+    host();
+    if (!need(kCorr, "correlation_id")) return;
+    e.correlation_id = f.v[kCorr];
+    e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
+    opt32(kCbid, &e.cbid); opt32(kRet, &e.return_code); opt(kBytes, &e.bytes);
+    opt32(kStream, &e.stream); opt32(kDevice, &e.device);
+    if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
+    e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
+  } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
+    if (!interval(kGpuStart, kGpuEnd, kStart)) return;
+    opt(kProcess, &e.process_id);
+    opt(kCorr, &e.correlation_id);
+    opt32(kDevice, &e.device); opt32(kStream, &e.stream); opt(kBytes, &e.bytes);
+    opt(kGraph, &e.graph_id); opt(kGraphNode, &e.graph_node_id);
+    if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
+    std::memcpy(e.grid, f.grid, sizeof e.grid);
+    std::memcpy(e.block, f.block, sizeof e.block);
+    if (t == "KERNEL") {
+      e.kind = EventKind::kKernel;
+      e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));
+    } else {
+      e.kind = t == "MEMCPY" ? EventKind::kMemcpy : EventKind::kMemset;
+      e.name = sp.Intern(f.has_name && !f.name_null ? f.name
+                         : t == "MEMCPY" ? std::string_view("Memcpy") : std::string_view("Memset"));
+    }
+    if (!f.has[kCorr]) Problem(line_no, "missing_field", std::string(t) + " record without \"correlation_id\"; kept, cannot be linked");
+  } else if (t == "SYNC") {
+    if (!interval(kStart, kEnd, kCount)) return;
+    host();
+    opt(kCorr, &e.correlation_id); opt32(kStream, &e.stream);
+    e.name = sp.Intern(f.category.empty() ? std::string_view("sync") : f.category);
+    e.kind = EventKind::kSync;
+  } else if (t == "GRAPH_NODE") {
+    if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
+    host();
+    opt(kCorr, &e.correlation_id);
+    e.graph_id = f.v[kGraph]; e.graph_node_id = f.v[kGraphNode];
+    opt(kOrigGraphNode, &e.original_graph_node_id);
+    e.kind = EventKind::kGraphNode;
+  } else {
+    std::string shown(t.substr(0, 64));
+    RepairUtf8(&shown);
+    Problem(line_no, "unknown_type", "unknown record type '" + shown + "' skipped");
+    return;
+  }
+  out.events.push_back(e);
+}
+
+size_t RepairUtf8(std::string* s) {
+  std::string out;
+  size_t bad = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(s->data());
+  size_t n = s->size(), i = 0;
+  bool changed = false;
+  while (i < n) {
+    unsigned char c = p[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
+    if (ok && len > 1) {
+      uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
+      ok = (len == 2 && cp >= 0x80) || (len == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) ||
+           (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
+    }
+    if (ok) {
+      if (changed) out.append(s->data() + i, len);
+      i += len;
+    } else {
+      if (!changed) { out.assign(s->data(), i); changed = true; }
+      out += "\xEF\xBF\xBD";
+      ++bad;
+      ++i;
+    }
+  }
+  if (changed) *s = std::move(out);
+  return bad;
+}
+
+}  // namespace truffld::merge
