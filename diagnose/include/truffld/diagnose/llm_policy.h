@@ -1,0 +1,45 @@
+// The Stage II decision policy as plain deterministic code, and the helpers the LLM path shares
+// with it (anomaly classes, upward propagation).
+//
+// The same rules are written in words in the model's system prompt (llm_prompt.cc); the offline
+// policy is what runs with `--llm off`, when a step has no Stage I candidate, and whenever the
+// model fails. Resolved ambiguities (documented in diagnose/LLM.md):
+//   * the probability compared is FamilyEvidence::probability (Stage I's rho-bar);
+//   * strong: p < 1e-6 (p == 0 included); weak: 1e-6 <= p < 0.5; NaN/out-of-range = no anomaly;
+//   * "the step's operators" for the vertical 10% rule = the distinct families in the step;
+//   * a view other than "horizontal" uses the vertical rule;
+//   * related weak anomalies = weak families sharing a non-empty parent with a strong one; they
+//     are included (configurable);
+//   * upward propagation is transitive and only adds parents that are families of the step.
+// Pure: no I/O, no threads, no globals. Thread-safety: all functions are reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "truffld/diagnose/stage2_types.h"
+
+namespace truffld::diagnose {
+
+struct PolicyThresholds {
+  double strong = 1e-6;             // p below this: strong anomaly
+  double weak = 0.5;                // p below this (and not strong): weak anomaly
+  double vertical_fraction = 0.10;  // vertical: strong/families below this means normal
+  int horizontal_max_strong = 1;    // horizontal: at most this many strong means normal
+  bool include_related_weak = true;  // add weak siblings of strong anomalies
+};
+
+enum class AnomalyClass { kNone, kWeak, kStrong };
+AnomalyClass ClassifyProbability(double probability, const PolicyThresholds& t = {}) noexcept;
+
+// True when the step is judged by the horizontal rule (view == "horizontal").
+bool IsHorizontalView(const StepEvidence& step) noexcept;
+
+// Adds, transitively, every parent of a listed name that is itself a family of the step.
+// Input order is kept; added parents follow; duplicates removed.
+std::vector<std::string> PropagateUpward(const StepEvidence& step, std::vector<std::string> names);
+
+// The policy. `source` is kOffline, `rationale` names the rule that fired, `raw` is empty.
+StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t);
+
+}  // namespace truffld::diagnose

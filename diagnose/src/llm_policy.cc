@@ -1,0 +1,133 @@
+// The offline Stage II policy (see llm_policy.h for the rules and how ambiguities were resolved).
+#include "truffld/diagnose/llm_policy.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "truffld/diagnose/llm_stage2.h"
+
+namespace truffld::diagnose {
+
+const char* DecisionSourceName(DecisionSource s) noexcept {
+  switch (s) {
+    case DecisionSource::kLlm: return "llm";
+    case DecisionSource::kOffline: return "offline";
+    case DecisionSource::kLlmFallbackOffline: return "offline-fallback";
+    case DecisionSource::kCache: return "cache";
+  }
+  return "unknown";
+}
+
+AnomalyClass ClassifyProbability(double p, const PolicyThresholds& t) noexcept {
+  if (!std::isfinite(p) || p < 0.0 || p > 1.0) return AnomalyClass::kNone;
+  if (p < t.strong) return AnomalyClass::kStrong;
+  if (p < t.weak) return AnomalyClass::kWeak;
+  return AnomalyClass::kNone;
+}
+
+bool IsHorizontalView(const StepEvidence& step) noexcept { return step.view == "horizontal"; }
+
+std::vector<std::string> PropagateUpward(const StepEvidence& step, std::vector<std::string> names) {
+  // family -> parent, first occurrence wins (families should be unique per step anyway).
+  std::unordered_map<std::string, const std::string*> parent_of;
+  for (const FamilyEvidence& f : step.families) parent_of.emplace(f.family, &f.parent);
+
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  auto add = [&](const std::string& n) {
+    if (seen.insert(n).second) out.push_back(n);
+  };
+  for (const std::string& n : names) add(n);
+  // Walk up from every listed name; `out` grows while we iterate, so index-based.
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto it = parent_of.find(out[i]);
+    if (it == parent_of.end() || it->second->empty()) continue;
+    const std::string& parent = *it->second;
+    if (parent_of.count(parent) != 0) add(parent);  // only parents present in the step
+  }
+  return out;
+}
+
+namespace {
+
+std::string Percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+}  // namespace
+
+StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t) {
+  StageTwoDecision d;
+  d.source = DecisionSource::kOffline;
+
+  std::vector<std::string> strong;
+  std::unordered_set<std::string> distinct;
+  std::unordered_set<std::string> strong_set;
+  int invalid = 0;
+  for (const FamilyEvidence& f : step.families) {
+    distinct.insert(f.family);
+    if (!std::isfinite(f.probability) || f.probability < 0.0 || f.probability > 1.0) ++invalid;
+    if (ClassifyProbability(f.probability, t) == AnomalyClass::kStrong &&
+        strong_set.insert(f.family).second) {
+      strong.push_back(f.family);
+    }
+  }
+  if (invalid > 0) {
+    d.note = std::to_string(invalid) + " famil" + (invalid == 1 ? "y" : "ies") +
+             " with a probability outside [0,1] treated as normal";
+  }
+
+  const size_t n_strong = strong.size();
+  const size_t n_families = distinct.size();
+  bool abnormal = false;
+  if (IsHorizontalView(step)) {
+    abnormal = n_strong > static_cast<size_t>(t.horizontal_max_strong);
+    d.rationale = "horizontal rule: " + std::to_string(n_strong) + " strong anomal" +
+                  (n_strong == 1 ? "y" : "ies") + (abnormal ? " > " : " <= ") +
+                  std::to_string(t.horizontal_max_strong);
+  } else {
+    const double fraction =
+        n_families == 0 ? 0.0 : static_cast<double>(n_strong) / static_cast<double>(n_families);
+    abnormal = n_families > 0 && fraction >= t.vertical_fraction;
+    d.rationale = "vertical rule: " + std::to_string(n_strong) + " strong of " +
+                  std::to_string(n_families) + " families (" + Percent(fraction) + ")" +
+                  (abnormal ? " >= " : " < ") + Percent(t.vertical_fraction);
+  }
+  if (!abnormal) {
+    d.rationale += ": normal";
+    return d;
+  }
+
+  std::vector<std::string> listed = strong;
+  size_t related = 0;
+  if (t.include_related_weak) {
+    std::unordered_set<std::string> strong_parents;
+    for (const FamilyEvidence& f : step.families) {
+      if (strong_set.count(f.family) != 0 && !f.parent.empty()) strong_parents.insert(f.parent);
+    }
+    std::unordered_set<std::string> added;
+    for (const FamilyEvidence& f : step.families) {
+      if (ClassifyProbability(f.probability, t) == AnomalyClass::kWeak && !f.parent.empty() &&
+          strong_parents.count(f.parent) != 0 && added.insert(f.family).second) {
+        listed.push_back(f.family);
+        ++related;
+      }
+    }
+  }
+  const size_t before = listed.size();
+  d.faulty = PropagateUpward(step, std::move(listed));
+  d.abnormal = true;
+  d.rationale += ": abnormal; " + std::to_string(n_strong) + " strong, " +
+                 std::to_string(related) + " related weak, " +
+                 std::to_string(d.faulty.size() - before) + " parent(s) added";
+  return d;
+}
+
+StageTwoDecision DecideOffline(const StepEvidence& step) { return DecideOffline(step, {}); }
+
+}  // namespace truffld::diagnose
