@@ -1,0 +1,105 @@
+"""truffld_hooks: the Python half of truffld's capture, enabled by environment variables alone.
+
+``sitecustomize`` (on PYTHONPATH, see inject/python/README.md) calls ``install()``, which only
+registers post-import patches (importhook) -- it imports neither torch nor any engine and never
+touches CUDA, so it is safe before vLLM forks its workers. When the engine, torch or
+torch.distributed are later imported, the patches add NVTX ranges:
+
+* steps (engines.py): ``step_execute_model[request_ids:a_b_c]`` per engine iteration;
+* frontend operators (frontend.py): ``torch.nn.functional.linear <file>:<line>``, module forwards;
+* backend operators (backend.py): ``aten::mm, seq = 0, op_id = 42`` from torch's emit_nvtx, or
+  the dispatch-mode fallback when torch has no NVTX binding;
+* communication (comm.py): ``nccl:all_reduce[bytes=...,world_size=...,impl=...]``.
+
+The ranges go through NVTX (nvtx.py) to the tool named by NVTX_INJECTION64_PATH, i.e. truffld's
+libcupti_injector.so, which timestamps them (ns) and writes them to $TRUFFLD_OUTPUT_DIR.
+
+Public API (all thread-safe): ``install()``, ``installed()``, ``step_range(ids)`` for engines
+truffld does not know, ``stats()``.
+"""
+
+import contextlib
+import threading
+
+from . import backend, comm, config as config_mod, engines, frontend, importhook, naming, nvtx
+from . import patching
+
+__all__ = ["install", "installed", "step_range", "stats", "__version__"]
+__version__ = "0.1.0"
+
+_lock = threading.Lock()
+_config = None
+table_problems = []
+
+
+def install(config=None):
+    """Registers every patch once per process (idempotent; later calls return the first config).
+
+    Returns the active Config, or None when TRUFFLD_HOOKS=0.
+    """
+    global _config
+    with _lock:
+        if _config is not None:
+            return _config
+        config = config or config_mod.Config.from_environ()
+        if not config.enabled:
+            return None
+        nvtx.set_default_path(config.pynvtx_path)
+        importhook.install_finder()
+        if config.steps:
+            engines.register(config)
+        if config.frontend or config.comm:
+            entries, problems = frontend.load_table(config.table_path)
+            table_problems.extend(problems)
+            for problem in problems:
+                config_mod.debug_log(config, "injection table: " + problem)
+            if config.frontend:
+                frontend.register(entries, config)
+            if config.comm:
+                comm.register(entries)
+        _config = config
+        config_mod.debug_log(config, "installed; watching %d modules"
+                             % len(importhook.registered_names()))
+        return config
+
+
+def installed():
+    return _config is not None
+
+
+@contextlib.contextmanager
+def step_range(request_ids, base=naming.STEP_EXECUTE):
+    """A step range for custom engines: ``with step_range(["a", "b"]): model(...)``.
+
+    Ids are escaped as the merge expects; no suffix stripping. Enables backend ranges on the
+    calling thread like the built-in engine hooks.
+    """
+    config = _config or config_mod.Config.from_environ()
+    name = naming.step_name([str(r) for r in request_ids], base=base)
+    engines.counters["steps"] += 1
+    backend.ensure_thread(config)
+    emitter = nvtx.get()
+    depth = emitter.depth()
+    emitter.push(name)
+    try:
+        yield name
+    finally:
+        emitter.pop_to(depth)
+
+
+def stats():
+    """What was patched, what was missing, which NVTX binding is used (plain dict)."""
+    emitter = nvtx.get()
+    return {
+        "installed": installed(),
+        "nvtx_binding": emitter.kind,
+        "nvtx_binding_path": emitter.path,
+        "nvtx_errors": list(getattr(emitter, "errors", [])),
+        "patched": list(patching.stats.patched),
+        "missing": list(patching.stats.missing),
+        "failed": list(patching.stats.failed),
+        "import_errors": list(importhook.errors),
+        "table_problems": list(table_problems),
+        "backend": dict(backend.status),
+        "steps": dict(engines.counters),
+    }

@@ -1,0 +1,104 @@
+"""Backend operator ranges (``aten::mm, seq = 0, op_id = 42``), enabled lazily per thread.
+
+PyTorch's own NVTX emission (``torch.autograd.profiler.emit_nvtx``) registers thread-local
+RecordFunction callbacks, so it must be entered on the thread that runs the model; and its
+``__enter__`` synchronises CUDA, so it is entered only once CUDA is already initialised (the
+engine did it) -- the hooks never initialise CUDA. The step wrappers call ``ensure_thread()`` at
+every step; after the first success it costs one thread-local lookup.
+
+When torch has no NVTX binding (CPU builds such as Debian's torch 1.13), a
+``TorchDispatchMode`` is pushed on the thread instead; it emits ``aten::<op>, op_id = <n>``
+through truffld's C shim for every ATen operator, which the merge classifies the same way
+(family = text before the first ", "). The mode stays entered for the thread's lifetime.
+
+Thread-safety: per-thread state only; the op counter is an itertools.count (atomic in CPython).
+"""
+
+import itertools
+import sys
+import threading
+
+from . import config as config_mod
+from . import nvtx
+
+_tls = threading.local()
+_op_ids = itertools.count(1)
+status = {}   # thread name -> "emit_nvtx" | "dispatch" | "waiting-for-cuda" | "failed: ..."
+
+
+def _has_torch_nvtx(torch):
+    return getattr(getattr(torch, "_C", None), "_nvtx", None) is not None
+
+
+def _enter_emit_nvtx(torch):
+    ctx = torch.autograd.profiler.emit_nvtx(enabled=True, record_shapes=False)
+    ctx.__enter__()
+    return ctx
+
+
+def _make_dispatch_mode(torch):
+    from torch.utils._python_dispatch import TorchDispatchMode  # torch >= 1.13
+
+    names = {}
+
+    class NvtxDispatchMode(TorchDispatchMode):
+        """Emits one NVTX range per ATen operator executed on this thread."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            base = names.get(func)
+            if base is None:
+                schema = getattr(func, "_schema", None)
+                base = getattr(schema, "name", None) or str(func)
+                names[func] = base
+            emitter = nvtx.get()
+            emitter.push("%s, op_id = %d" % (base, next(_op_ids)))
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                emitter.pop()
+
+    return NvtxDispatchMode()
+
+
+def ensure_thread(config):
+    """Enables backend ranges on the calling thread if not done yet (see module doc)."""
+    state = getattr(_tls, "state", None)
+    if state is not None:
+        return state
+    mode = getattr(config, "backend", "auto")
+    torch = sys.modules.get("torch")
+    if mode == "off" or torch is None:
+        return None
+    thread = threading.current_thread().name
+    try:
+        if mode in ("auto", "emit_nvtx") and _has_torch_nvtx(torch):
+            cuda = getattr(torch, "cuda", None)
+            if cuda is None or not cuda.is_initialized():
+                status[thread] = "waiting-for-cuda"
+                return None  # retried at the next step; never initialise CUDA ourselves
+            _tls.ctx = _enter_emit_nvtx(torch)
+            _tls.state = "emit_nvtx"
+        elif mode == "dispatch" or (mode == "auto" and not _has_torch_nvtx(torch)):
+            dispatch_mode = _make_dispatch_mode(torch)
+            dispatch_mode.__enter__()
+            _tls.ctx = dispatch_mode
+            _tls.state = "dispatch"
+        else:
+            _tls.state = "unavailable"
+    except Exception as exc:  # e.g. another profiler already enabled on this thread
+        _tls.state = "failed"
+        status[thread] = "failed: %s: %s" % (type(exc).__name__, exc)
+        config_mod.debug_log(config, "backend ranges unavailable on %s: %s" % (thread, exc))
+        return _tls.state
+    status[thread] = _tls.state
+    config_mod.debug_log(config, "backend ranges on thread %s: %s" % (thread, _tls.state))
+    return _tls.state
+
+
+def disable_thread():
+    """Leaves the backend mode on this thread (tests; engines never need it)."""
+    ctx = getattr(_tls, "ctx", None)
+    if ctx is not None:
+        ctx.__exit__(None, None, None)
+    _tls.ctx = None
+    _tls.state = None

@@ -1,0 +1,196 @@
+"""Frontend operator ranges: wrap the functions named by the injection table, and time every
+``nn.Module`` forward through torch's global module hooks.
+
+Range names follow naming.frontend_name: ``<module>.<function> <caller file>:<line>``; module
+forwards are ``<Class.__module__>.<Class.__qualname__>.forward <file>:<line>`` where the call
+site is the first frame outside torch/nn/modules/module.py. Names are cached per (code object,
+line) so the steady state does one dict lookup, two ctypes calls and no string formatting.
+Nothing is emitted while torch.compile traces (patching.is_compiling).
+
+The injection table (schemas/injection_table.json) is a JSON list of
+``{"domain", "module", "functions", "layer"?, "comment"?}``; "layer" is "frontend" (default),
+"comm" (handled by comm.py) or "module_hooks" (the global module hooks, module
+torch.nn.modules.module).
+
+Thread-safety: wrappers may run on any thread; name caches are plain dicts (a racing insert of
+the same key is harmless); module-hook bookkeeping is thread-local.
+"""
+
+import json
+import sys
+import threading
+
+from . import importhook, naming, nvtx, patching
+
+_CACHE_LIMIT = 8192
+_MODULE_FILE_SUFFIXES = ("torch/nn/modules/module.py",)
+
+
+def load_table(path):
+    """Reads and checks the table; returns (entries, problems). Never raises on bad content:
+    malformed entries are skipped and described in ``problems`` ("<path>: entry N: why")."""
+    problems = []
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return [], ["%s: %s" % (path, exc)]
+    if not isinstance(data, list):
+        return [], ["%s: top level must be a JSON list of entries" % path]
+    entries = []
+    for index, entry in enumerate(data):
+        where = "%s: entry %d" % (path, index)
+        if not isinstance(entry, dict):
+            problems.append(where + ": not an object")
+            continue
+        missing = [k for k in ("domain", "module", "functions") if k not in entry]
+        if missing:
+            problems.append(where + ": missing " + ", ".join(missing))
+            continue
+        if not isinstance(entry["functions"], list) or not all(
+                isinstance(f, str) and f for f in entry["functions"]):
+            problems.append(where + ": functions must be a list of non-empty strings")
+            continue
+        layer = entry.get("layer", "frontend")
+        if layer not in ("frontend", "comm", "module_hooks"):
+            problems.append(where + ": unknown layer %r" % layer)
+            continue
+        entries.append(dict(entry, layer=layer))
+    return entries, problems
+
+
+def make_wrapper(original, qualified, domain_name):
+    """Wrapper emitting one push/pop range named by ``qualified`` and the caller's site."""
+    cache = {}
+    domain_box = []  # resolved on first call (the emitter may not exist at patch time)
+    getframe = sys._getframe
+
+    def wrapper(*args, **kwargs):
+        if patching.is_compiling():
+            return original(*args, **kwargs)
+        frame = getframe(1)
+        key = (frame.f_code, frame.f_lineno)
+        name = cache.get(key)
+        if name is None:
+            name = naming.frontend_name(qualified, frame.f_code.co_filename,
+                                        frame.f_lineno).encode("utf-8", "replace")
+            if len(cache) < _CACHE_LIMIT:
+                cache[key] = name
+        emitter = nvtx.get()
+        if not domain_box:
+            domain_box.append(emitter.domain(domain_name))
+        emitter.push(name, domain_box[0])
+        try:
+            return original(*args, **kwargs)
+        finally:
+            emitter.pop()
+
+    return wrapper
+
+
+def patch_entry(module, entry, domains_enabled=True):
+    """Patches every function of one frontend entry in ``module``; returns patched count."""
+    domain = entry["domain"] if domains_enabled else None
+    count = 0
+    for dotted in entry["functions"]:
+        qualified = module.__name__ + "." + dotted
+
+        def factory(original, is_method, qualified=qualified):
+            return make_wrapper(original, qualified, domain)
+
+        count += bool(patching.replace(module, dotted, factory))
+    return count
+
+
+class ModuleForwardHooks(object):
+    """Global pre/post forward hooks emitting one range per module call (see module doc)."""
+
+    def __init__(self, domain_name):
+        self._domain_name = domain_name
+        self._domain = None
+        self._resolved = False
+        self._tls = threading.local()
+        self._names = {}
+        self.handles = []
+
+    def _name(self, module):
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename.endswith(_MODULE_FILE_SUFFIXES):
+            frame = frame.f_back
+        cls = type(module)
+        key = (cls, frame.f_code, frame.f_lineno) if frame is not None else (cls, None, 0)
+        name = self._names.get(key)
+        if name is None:
+            qualified = "%s.%s.forward" % (cls.__module__, cls.__qualname__)
+            where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("?", 0)
+            name = naming.frontend_name(qualified, *where).encode("utf-8", "replace")
+            if len(self._names) < _CACHE_LIMIT:
+                self._names[key] = name
+        return name
+
+    def pre(self, module, args):
+        if patching.is_compiling():
+            return None
+        emitter = nvtx.get()
+        if not self._resolved:
+            self._domain, self._resolved = emitter.domain(self._domain_name), True
+        stack = getattr(self._tls, "stack", None)
+        if stack is None:
+            stack = self._tls.stack = []
+        stack.append((id(module), emitter.depth()))
+        emitter.push(self._name(module), self._domain)
+        return None
+
+    def post(self, module, args, output):
+        stack = getattr(self._tls, "stack", None)
+        if not stack:
+            return None
+        target = id(module)
+        # Unwind to this module's entry: entries above it lost their post-hook to an exception.
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index][0] == target:
+                depth = stack[index][1]
+                del stack[index:]
+                nvtx.get().pop_to(depth)
+                break
+        return None
+
+    def install(self, module_module):
+        """Registers the global hooks in torch.nn.modules.module (idempotent per instance)."""
+        if self.handles:
+            return True
+        register_pre = getattr(module_module, "register_module_forward_pre_hook", None)
+        register_post = getattr(module_module, "register_module_forward_hook", None)
+        if register_pre is None or register_post is None:
+            patching.stats.missing.append("torch.nn.modules.module:global forward hooks")
+            return False
+        self.handles.append(register_pre(self.pre))
+        try:  # torch >= 2.1: call the post hook even when forward raises
+            self.handles.append(register_post(self.post, always_call=True))
+        except TypeError:
+            self.handles.append(register_post(self.post))
+        patching.stats.patched.append("torch.nn.modules.module:global forward hooks")
+        return True
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+
+_module_hooks = None
+
+
+def register(entries, config):
+    """Registers post-import patches for frontend and module-hook entries."""
+    global _module_hooks
+    domains = config is None or getattr(config, "domains", True)
+    for entry in entries:
+        if entry["layer"] == "frontend":
+            importhook.when_imported(
+                entry["module"], "frontend:" + ",".join(entry["functions"]),
+                lambda module, entry=entry: patch_entry(module, entry, domains))
+        elif entry["layer"] == "module_hooks" and (config is None or config.modules):
+            if _module_hooks is None:
+                _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None)
+            importhook.when_imported(entry["module"], "module_hooks", _module_hooks.install)

@@ -1,0 +1,123 @@
+"""Run a callback right after a named module is first imported, without importing it ourselves.
+
+A ``sys.meta_path`` finder that answers only for the registered module names: it asks the
+remaining finders for the real spec, then wraps the spec's loader so that ``exec_module`` runs
+the original code and then the callbacks registered for that name. For every other import the
+finder returns None after one dict lookup, so processes that never import the targets (compile
+workers, resource trackers) pay almost nothing. Modules already in ``sys.modules`` when a callback
+is registered are patched at once.
+
+Callbacks must be idempotent (they are guarded here too: each (module, key) runs once per module
+object) and must never raise into the importer; exceptions are caught, counted and reported on
+stderr with the module name.
+
+Thread-safety: registration and the finder use one lock; Python's import lock serialises
+exec_module per module.
+"""
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+
+_lock = threading.RLock()
+_callbacks = {}      # module name -> list of (key, callback)
+_done = set()        # (id(module), key) already applied
+errors = []          # (module name, key, message) for callbacks that raised
+
+
+class _PostImportLoader(importlib.abc.Loader):
+    """Delegates to the real loader, then runs the callbacks for the module's name."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def create_module(self, spec):
+        create = getattr(self._real, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        _run_callbacks(module.__name__, module)
+
+    def __getattr__(self, name):  # get_source, get_filename, is_package, ... for tools
+        return getattr(self._real, name)
+
+
+class PostImportFinder(importlib.abc.MetaPathFinder):
+    """Finder that intercepts only registered names (see module docstring)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _callbacks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, PostImportFinder):
+                continue
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is None:
+                continue
+            loader = spec.loader
+            if loader is None or not hasattr(loader, "exec_module"):
+                return spec  # namespace packages / legacy loaders: patched by poll_loaded()
+            spec.loader = _PostImportLoader(loader)
+            return spec
+        return None
+
+
+def _run_callbacks(name, module):
+    with _lock:
+        entries = list(_callbacks.get(name, ()))
+    for key, callback in entries:
+        token = (id(module), key)
+        with _lock:
+            if token in _done:
+                continue
+            _done.add(token)
+        try:
+            callback(module)
+        except Exception as exc:  # never break the user's import
+            errors.append((name, key, "%s: %s" % (type(exc).__name__, exc)))
+            sys.stderr.write("truffld_hooks: patching %s (%s) failed: %s: %s\n"
+                             % (name, key, type(exc).__name__, exc))
+
+
+def install_finder():
+    """Puts the finder first on sys.meta_path once (idempotent)."""
+    with _lock:
+        for finder in sys.meta_path:
+            if isinstance(finder, PostImportFinder):
+                return finder
+        finder = PostImportFinder()
+        sys.meta_path.insert(0, finder)
+        return finder
+
+
+def when_imported(name, key, callback):
+    """Runs ``callback(module)`` once when ``name`` is imported (now if it already is)."""
+    with _lock:
+        entries = _callbacks.setdefault(name, [])
+        if all(k != key for k, _ in entries):
+            entries.append((key, callback))
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module is not None and not getattr(spec, "_initializing", False):
+        _run_callbacks(name, module)  # already imported: patch now
+
+
+def poll_loaded():
+    """Applies callbacks to registered modules that are loaded but were missed (e.g. imported
+    through a loader we could not wrap). Cheap: one dict lookup per registered name."""
+    with _lock:
+        names = list(_callbacks)
+    for name in names:
+        module = sys.modules.get(name)
+        if module is not None:
+            _run_callbacks(name, module)
+
+
+def registered_names():
+    with _lock:
+        return sorted(_callbacks)

@@ -1,0 +1,117 @@
+"""Pure naming rules for the NVTX ranges the hooks emit (no torch, no NVTX, no I/O).
+
+The merge stage (truffld-merge) classifies ranges by name alone, so every name produced here is
+a contract with it:
+
+* Step ranges: ``step_execute_model[request_ids:a_b_c]``. Ids are joined by ``_``; inside one
+  id a backslash is written ``\\\\`` and an underscore ``\\_``, so ``parse_step_name`` (and the
+  merge's C++ parser) recover the exact ids. A step with no requests is
+  ``step_execute_model[empty]``; an engine's padding/dummy run is ``step_execute_model[dummy]``.
+  vLLM's split sampling call is ``step_sample_tokens[request_ids:...]`` with the ids of the
+  preceding ``execute_model`` on the same worker.
+* Frontend ranges: ``<dotted.python.name> <file>:<line>`` -- the family is the text before the
+  first space, the call site is the user frame that called it.
+* Communication ranges: ``nccl:<op>[bytes=<int>,world_size=<int>,impl=<name>]`` -- the keys are
+  ``k=v`` pairs separated by ``,``; ``world_size`` is ``-1`` when unknown. Values never contain
+  ``,``, ``=``, ``[`` or ``]``.
+
+Thread-safety: every function here is pure and safe from any thread.
+"""
+
+import re
+
+STEP_EXECUTE = "step_execute_model"
+STEP_SAMPLE = "step_sample_tokens"
+
+# vLLM >= 0.11 appends "-" + 8 lowercase hex characters (random_uuid()[:8]) to every request id
+# it receives (vllm/v1/engine/input_processor.py, assign_request_id); users know the id without it.
+_VLLM_RANDOM_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
+
+
+def escape_request_id(rid):
+    """Escapes one id so that ``_`` can join ids: ``\\`` -> ``\\\\``, ``_`` -> ``\\_``."""
+    return str(rid).replace("\\", "\\\\").replace("_", "\\_")
+
+
+def strip_random_suffix(rid):
+    """Removes vLLM's ``-xxxxxxxx`` (8 lowercase hex) suffix, if present and not the whole id."""
+    rid = str(rid)
+    stripped = _VLLM_RANDOM_SUFFIX.sub("", rid)
+    return stripped if stripped else rid
+
+
+def step_name(request_ids, base=STEP_EXECUTE, dummy=False):
+    """Builds a step range name from an iterable of ids (already normalised, order kept)."""
+    if dummy:
+        return base + "[dummy]"
+    ids = [escape_request_id(r) for r in request_ids]
+    if not ids:
+        return base + "[empty]"
+    return base + "[request_ids:" + "_".join(ids) + "]"
+
+
+def parse_step_name(name):
+    """Inverse of step_name for tests and tools: returns (base, ids or None, tag).
+
+    ``tag`` is "requests", "empty", "dummy" or None (not a step name). Raises nothing: malformed
+    names come back as (name, None, None).
+    """
+    open_at = name.find("[")
+    if open_at <= 0 or not name.endswith("]"):
+        return name, None, None
+    base, body = name[:open_at], name[open_at + 1:-1]
+    if body in ("empty", "dummy"):
+        return base, [], body
+    if not body.startswith("request_ids:"):
+        return name, None, None
+    body = body[len("request_ids:"):]
+    ids, cur, i = [], [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            cur.append(body[i + 1])
+            i += 2
+            continue
+        if c == "_":
+            ids.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    ids.append("".join(cur))
+    return base, ids, "requests"
+
+
+def _clean_value(value):
+    text = str(value)
+    for bad in ",=[]":
+        text = text.replace(bad, "-")
+    return text.replace(" ", "")
+
+
+def comm_name(op, nbytes, world_size, impl=None):
+    """``nccl:all_reduce[bytes=1048576,world_size=8,impl=pynccl]`` (see module docstring)."""
+    parts = ["bytes=%d" % int(nbytes if nbytes is not None and nbytes >= 0 else -1),
+             "world_size=%d" % int(world_size if world_size is not None else -1)]
+    if impl:
+        parts.append("impl=" + _clean_value(impl))
+    return "nccl:" + _clean_value(op) + "[" + ",".join(parts) + "]"
+
+
+def parse_comm_name(name):
+    """Returns (op, {key: value-string}) for a comm_name, or None when ``name`` is not one."""
+    if not name.startswith("nccl:") or not name.endswith("]") or "[" not in name:
+        return None
+    op, _, body = name[len("nccl:"):-1].partition("[")
+    fields = {}
+    for item in body.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            return None
+        fields[key] = value
+    return op, fields
+
+
+def frontend_name(qualified, filename, lineno):
+    """``torch.nn.functional.linear /path/model.py:123`` (call site of the user frame)."""
+    return "%s %s:%d" % (qualified, filename, lineno)

@@ -1,0 +1,131 @@
+"""Shared helpers to replace a function or method in place, once, reversibly.
+
+``resolve(module, "Class.method")`` finds the owner object and attribute; ``replace`` swaps in a
+wrapper built by a factory from the original and remembers the original on the wrapper
+(``__truffld_wrapped__``) so patching twice is a no-op and tests can undo it. Also holds the
+lazily resolved ``is_compiling`` probe used by every wrapper: torch.compile must trace the
+original function, not NVTX calls.
+
+Thread-safety: patching happens under the import lock (post-import callbacks) or at install time;
+``is_compiling`` is safe from any thread.
+"""
+
+import inspect
+import sys
+
+MARK = "__truffld_wrapped__"
+
+
+class PatchStats(object):
+    """Counts what the table asked for and what happened (reported by truffld_hooks.stats())."""
+
+    def __init__(self):
+        self.patched = []    # "module:Class.func"
+        self.missing = []    # asked for but absent in this version
+        self.failed = []     # present but could not be replaced ("name: reason")
+
+
+stats = PatchStats()
+
+
+def resolve(module, dotted):
+    """Returns (owner, attribute name, current value) or None when absent."""
+    owner = module
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    if not hasattr(owner, parts[-1]):
+        return None
+    return owner, parts[-1], getattr(owner, parts[-1])
+
+
+def replace(module, dotted, factory, label=None):
+    """Replaces ``module.<dotted>`` by ``factory(original, is_method)``; True when patched now
+    or earlier. Static/class methods keep their descriptor kind."""
+    label = label or "%s:%s" % (module.__name__, dotted)
+    found = resolve(module, dotted)
+    if found is None:
+        stats.missing.append(label)
+        return False
+    owner, attr, current = found
+    if getattr(current, MARK, None) is not None:
+        return True
+    raw = owner.__dict__.get(attr) if isinstance(owner, type) else None
+    is_method = isinstance(owner, type) and not isinstance(raw, (staticmethod, classmethod))
+    try:
+        if isinstance(raw, staticmethod):
+            wrapper = staticmethod(_marked(factory(raw.__func__, False), raw.__func__))
+        elif isinstance(raw, classmethod):
+            wrapper = classmethod(_marked(factory(raw.__func__, True), raw.__func__))
+        else:
+            wrapper = _marked(factory(current, is_method), current)
+        setattr(owner, attr, wrapper)
+    except (TypeError, AttributeError) as exc:
+        stats.failed.append("%s: %s" % (label, exc))
+        return False
+    stats.patched.append(label)
+    return True
+
+
+def _marked(wrapper, original):
+    setattr(wrapper, MARK, original)
+    for field in ("__name__", "__qualname__", "__doc__", "__module__"):
+        try:
+            setattr(wrapper, field, getattr(original, field))
+        except (AttributeError, TypeError):
+            pass
+    try:
+        wrapper.__signature__ = inspect.signature(original)
+    except (TypeError, ValueError):
+        pass
+    return wrapper
+
+
+def unpatch(module, dotted):
+    """Restores the original (tests)."""
+    found = resolve(module, dotted)
+    if found is None:
+        return
+    owner, attr, current = found
+    original = getattr(current, MARK, None)
+    if original is not None:
+        setattr(owner, attr, original)
+
+
+_probe = None
+
+
+def _never():
+    return False
+
+
+def _resolve_probe():
+    torch = sys.modules.get("torch")
+    version = str(getattr(torch, "__version__", ""))
+    if version.startswith("1."):
+        return _never  # torch 1.x has no torch.compile
+    compiler = getattr(torch, "compiler", None)
+    probe = getattr(compiler, "is_compiling", None)
+    if probe is None:
+        dynamo = sys.modules.get("torch._dynamo")
+        probe = getattr(dynamo, "is_compiling", None)
+    if probe is None and torch is not None and "torch._dynamo" not in sys.modules:
+        return None  # torch 1.x or dynamo never imported: nothing can be compiling (retry later)
+    return probe
+
+
+def is_compiling():
+    """True while torch.compile / dynamo traces (wrappers then call the original directly)."""
+    global _probe
+    probe = _probe
+    if probe is None:
+        probe = _resolve_probe()
+        if probe is None:
+            return False
+        _probe = probe
+    try:
+        return bool(probe())
+    except Exception:
+        return False

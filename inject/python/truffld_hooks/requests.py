@@ -1,0 +1,104 @@
+"""Request-id extraction from engine step arguments, robust across engine versions.
+
+Pure functions over duck-typed objects (no engine import): each reads only attributes, never
+calls engine code, and returns a list of request-id strings (possibly empty) or None when the
+object does not look like the expected type (the caller then names the step without ids and
+counts it). Mirrored layouts:
+
+* vLLM V1 ``vllm.v1.core.sched.output.SchedulerOutput`` (0.8 .. 0.11+):
+  ``num_scheduled_tokens`` (dict req_id -> tokens, insertion order = batch order) is read first;
+  fallbacks are ``scheduled_new_reqs[i].req_id`` plus ``scheduled_cached_reqs`` which is either a
+  list of objects with ``req_id`` (0.8/0.9) or one ``CachedRequestData`` with ``req_ids``
+  (0.10+).
+* vLLM V0 ``ModelInputForGPUWithSamplingMetadata.request_ids_to_seq_ids`` (dict, 0.4 .. 0.10),
+  passed as ``model_input`` to ``vllm.worker.model_runner.ModelRunner.execute_model``.
+* SGLang ``sglang.srt.managers.schedule_batch.ScheduleBatch``: ``reqs[i].rid`` (0.3 .. 0.5);
+  ``forward_mode.is_idle()`` marks a DP-attention idle (dummy) batch.
+
+Thread-safety: pure; safe from any thread.
+"""
+
+from . import naming
+
+_MISSING = object()
+
+
+def _ordered_unique(ids):
+    seen, out = set(), []
+    for rid in ids:
+        if rid is None:
+            continue
+        rid = str(rid)
+        if rid not in seen:
+            seen.add(rid)
+            out.append(rid)
+    return out
+
+
+def vllm_v1_request_ids(scheduler_output):
+    """Ids scheduled in this step (see module docstring), or None if unrecognised."""
+    if scheduler_output is None:
+        return None
+    tokens = getattr(scheduler_output, "num_scheduled_tokens", _MISSING)
+    if isinstance(tokens, dict) and tokens:
+        return _ordered_unique(tokens.keys())
+    ids = []
+    recognised = tokens is not _MISSING
+    new_reqs = getattr(scheduler_output, "scheduled_new_reqs", _MISSING)
+    if new_reqs is not _MISSING:
+        recognised = True
+        for req in new_reqs or ():
+            ids.append(getattr(req, "req_id", None))
+    cached = getattr(scheduler_output, "scheduled_cached_reqs", _MISSING)
+    if cached is not _MISSING:
+        recognised = True
+        req_ids = getattr(cached, "req_ids", _MISSING)
+        if req_ids is not _MISSING:          # vLLM >= 0.10: one CachedRequestData
+            ids.extend(req_ids or ())
+        else:                                 # vLLM 0.8/0.9: list[CachedRequestData]
+            for req in cached or ():
+                ids.append(getattr(req, "req_id", None))
+    return _ordered_unique(ids) if recognised else None
+
+
+def vllm_v1_is_empty(scheduler_output):
+    """True when the scheduler sent no tokens (vLLM still calls execute_model then)."""
+    total = getattr(scheduler_output, "total_num_scheduled_tokens", None)
+    return isinstance(total, int) and total == 0
+
+
+def vllm_v0_request_ids(model_input):
+    """``model_input.request_ids_to_seq_ids`` keys, or None if absent."""
+    mapping = getattr(model_input, "request_ids_to_seq_ids", _MISSING)
+    if mapping is _MISSING or mapping is None:
+        return None
+    try:
+        return _ordered_unique(mapping.keys())
+    except AttributeError:
+        return None
+
+
+def sglang_request_ids(batch):
+    """``batch.reqs[i].rid``, or None if ``batch`` has no ``reqs``."""
+    reqs = getattr(batch, "reqs", _MISSING)
+    if reqs is _MISSING or reqs is None:
+        return None
+    return _ordered_unique(getattr(r, "rid", None) for r in reqs)
+
+
+def sglang_is_idle(batch):
+    mode = getattr(batch, "forward_mode", None)
+    is_idle = getattr(mode, "is_idle", None)
+    try:
+        return bool(is_idle()) if callable(is_idle) else False
+    except Exception:  # an engine bug must never break the step
+        return False
+
+
+def normalise(ids, strip_suffix):
+    """Applies vLLM's suffix stripping when asked; keeps order, drops duplicates it creates."""
+    if ids is None:
+        return None
+    if strip_suffix:
+        ids = [naming.strip_random_suffix(r) for r in ids]
+    return _ordered_unique(ids)
