@@ -1,0 +1,44 @@
+// Host range reconstruction: NVTX push/pop, start/end and complete-range events -> intervals.
+//
+// Rules (documented in merge/README.md, each case counted rather than dropped):
+//   - host events are ordered per (process, thread) by time; equal times keep file order;
+//   - NVTX_POP closes the innermost open push on its (process, thread); a pop with nothing
+//     open is an unmatched pop (counted, reported with file:line, ignored);
+//   - NVTX_START/NVTX_END pair by (process, range id) and may cross threads; the range belongs
+//     to the starting thread; an END with no open START is an unmatched pop;
+//   - a push or start never closed is an unclosed range: it is closed at the last timestamp of
+//     its file (so its work still appears in a tree) and counted;
+//   - zero-length ranges are kept and counted.
+// Pure logic over a TraceFile. Times are ns on the file's own clock.
+// Thread-safety: reentrant; reads the TraceFile only (plus its IngestStats for messages).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "truffld/merge/event.h"
+
+namespace truffld::merge {
+
+struct HostRange {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  int64_t process_id = kNone;
+  int64_t thread_id = kNone;
+  uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
+  bool unclosed = false;
+};
+
+struct RangeCounters {
+  uint64_t unmatched_pops = 0;
+  uint64_t unclosed_ranges = 0;
+  uint64_t zero_length_ranges = 0;
+  uint64_t duplicate_range_ids = 0;  // a START reusing an id that is still open
+};
+
+// Rebuilds every host range of `file`, in no particular order. Problems are counted in
+// `counters` and reported (with file:line) into `issues`.
+std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* counters,
+                                       IngestStats* issues);
+
+}  // namespace truffld::merge

@@ -1,0 +1,206 @@
+// Merge(): clock alignment, per-file tree building (in parallel), step numbering per rank,
+// and the summary tables.
+#include "truffld/merge/pipeline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "tree_builder.h"
+
+namespace truffld::merge {
+
+const char* ViewName(View v) noexcept { return v == View::kVertical ? "vertical" : "horizontal"; }
+
+void MergeCounters::AddReason(const std::string& reason, uint64_t n) {
+  for (auto& [k, v] : unattributed_reasons)
+    if (k == reason) { v += n; return; }
+  unattributed_reasons.emplace_back(reason, n);
+}
+
+void MergeCounters::Add(const MergeCounters& o) {
+  for (const auto& [k, n] : o.events_read) {
+    auto it = std::find_if(events_read.begin(), events_read.end(), [&](auto& p) { return p.first == k; });
+    if (it == events_read.end()) events_read.emplace_back(k, n);
+    else it->second += n;
+  }
+  for (const auto& [k, n] : o.unattributed_reasons) AddReason(k, n);
+  malformed_lines += o.malformed_lines;
+  unmatched_pops += o.unmatched_pops;
+  unclosed_ranges += o.unclosed_ranges;
+  zero_length_ranges += o.zero_length_ranges;
+  negative_durations += o.negative_durations;
+  duplicate_correlations += o.duplicate_correlations;
+  kernels_read += o.kernels_read;
+  memcpys_read += o.memcpys_read;
+  memsets_read += o.memsets_read;
+  device_ops_read += o.device_ops_read;
+  device_ops_linked_unique += o.device_ops_linked_unique;
+  device_ops_unattributed += o.device_ops_unattributed;
+  kernels_linked_unique += o.kernels_linked_unique;
+  kernels_unattributed += o.kernels_unattributed;
+  api_calls_outside_step += o.api_calls_outside_step;
+  injector_dropped += o.injector_dropped;
+  steps += o.steps;
+  implicit_steps += o.implicit_steps;
+  trees += o.trees;
+}
+
+bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {
+  if (set == kAllRequests || set >= request_sets.size()) return true;
+  for (const auto& id : request_sets[set])
+    if (id == q || id == "*") return true;
+  return false;
+}
+
+namespace {
+
+// Offset onto the merged axis (CLOCK_REALTIME). Realtime files need none; monotonic_raw files
+// use the median of (realtime - monotonic) over their clock_sync pairs.
+void AlignClock(const FileMeta& m, FileSummary* fs) {
+  fs->clock = ClockName(m.clock);
+  if (m.clock == ClockId::kRealtime) {
+    fs->clock_offset_ns = 0;
+    fs->clock_offset_method = "native_realtime";
+    return;
+  }
+  if (m.clock_sync.empty()) {
+    fs->clock_offset_ns = 0;
+    fs->clock_offset_method = "none";
+    return;
+  }
+  std::vector<TimeNs> d;
+  for (auto [rt, mono] : m.clock_sync) d.push_back(rt - mono);
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  fs->clock_offset_ns = d[d.size() / 2];
+  fs->clock_offset_method = "clock_sync_median";
+}
+
+uint64_t MalformedOf(const IngestStats& s) {
+  uint64_t n = 0;
+  for (const auto& [k, v] : s.counts)
+    if (k == "malformed_json" || k == "unknown_type" || k == "missing_field" || k == "bad_field" ||
+        k == "invalid_utf8" || k == "truncated_last_line" || k == "long_lines_skipped" || k == "read_warning")
+      n += v;
+  return n;
+}
+
+}  // namespace
+
+Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& options) {
+  MergeResult res;
+  res.files = std::move(files);
+  res.summary.axis_clock = "realtime";
+  const size_t nf = res.files.size();
+  res.summary.files.resize(nf);
+  std::vector<FileTrees> built(nf);
+  for (size_t i = 0; i < nf; ++i) AlignClock(res.files[i].meta, &res.summary.files[i]);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < nf;)
+      built[i] = BuildFileTrees(uint32_t(i), res.files[i], res.summary.files[i].clock_offset_ns, options);
+  };
+  size_t nt = std::clamp<size_t>(options.threads < 1 ? 1 : size_t(options.threads), 1, std::max<size_t>(nf, 1));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < nt; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+
+  // Concatenate nodes; remap request-set indices into the merged table.
+  std::map<std::vector<std::string>, uint32_t> set_index;
+  auto intern_set = [&](const std::vector<std::string>& s) {
+    auto [it, fresh] = set_index.emplace(s, uint32_t(res.request_sets.size()));
+    if (fresh) res.request_sets.push_back(s);
+    return it->second;
+  };
+  struct StepRef { std::tuple<int, int64_t, std::string, int64_t> key; TimeNs start; uint32_t file; uint64_t line; uint32_t v, h, set; bool implicit; };
+  std::vector<StepRef> steps;
+  size_t total_nodes = 0;
+  for (auto& b : built) total_nodes += b.nodes.size();
+  res.nodes.reserve(total_nodes);
+  for (size_t i = 0; i < nf; ++i) {
+    FileTrees& b = built[i];
+    const uint32_t base = uint32_t(res.nodes.size());
+    std::vector<uint32_t> remap;
+    for (auto& s : b.request_sets) remap.push_back(intern_set(s));
+    for (Node n : b.nodes) {
+      if (n.first_child != kNoNode) n.first_child += base;
+      if (n.next_sibling != kNoNode) n.next_sibling += base;
+      if (n.anchor != kNoNode) n.anchor += base;
+      if (n.requests != kAllRequests) n.requests = remap[n.requests];
+      res.nodes.push_back(n);
+    }
+    b.nodes = {};
+    const FileMeta& m = res.files[i].meta;
+    for (const StepRoot& s : b.steps) {
+      int64_t pid = s.process_id != kNone ? s.process_id : m.process_id;
+      auto key = m.rank ? std::make_tuple(0, *m.rank, std::string(), int64_t(0)) : std::make_tuple(1, int64_t(0), m.host, pid);
+      steps.push_back({key, s.start, uint32_t(i), s.line, s.vertical + base, s.horizontal + base, intern_set(s.requests), s.implicit});
+    }
+    FileSummary& fs = res.summary.files[i];
+    fs.path = m.path;
+    fs.format = m.format;
+    fs.host = m.host;
+    fs.process_id = m.process_id;
+    fs.rank = m.rank;
+    fs.injector_stats_json = m.stats_json;
+    fs.counters = b.counters;
+    fs.counters.malformed_lines = MalformedOf(res.files[i].stats);
+    fs.counters.negative_durations = res.files[i].stats.Get("negative_duration");
+    fs.counters.injector_dropped = res.files[i].stats.Get("injector_dropped");
+    fs.issues = res.files[i].stats.issues;
+    fs.ingest_counts = res.files[i].stats.counts;
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const StepRef& a, const StepRef& b) {
+    if (a.key != b.key) return a.key < b.key;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.file != b.file) return a.file < b.file;
+    return a.line < b.line;
+  });
+  std::map<std::tuple<int, int64_t, std::string, int64_t>, RankSummary> ranks;
+  uint32_t ordinal = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRef& s = steps[i];
+    ordinal = (i > 0 && steps[i - 1].key == s.key) ? ordinal + 1 : 0;
+    const FileMeta& m = res.files[s.file].meta;
+    for (View view : {View::kVertical, View::kHorizontal}) {
+      Tree t;
+      t.root = view == View::kVertical ? s.v : s.h;
+      t.file = s.file;
+      t.process_id = std::get<0>(s.key) == 1 ? std::get<3>(s.key) : m.process_id;
+      t.rank = m.rank;
+      t.step_index = ordinal;
+      t.requests = s.set;
+      t.view = view;
+      t.implicit_step = s.implicit;
+      res.trees.push_back(t);
+    }
+    uint64_t n_trees = 2 * res.request_sets[s.set].size();
+    res.summary.files[s.file].counters.trees += n_trees;
+    RankSummary& rs = ranks[s.key];
+    rs.rank = m.rank;
+    ++rs.steps;
+    rs.implicit_steps += s.implicit;
+    rs.trees += n_trees;
+  }
+  for (auto& [k, rs] : ranks) res.summary.ranks.push_back(rs);
+  for (const FileSummary& fs : res.summary.files) res.summary.total.Add(fs.counters);
+  if (options.strict) {
+    for (const FileSummary& fs : res.summary.files) {
+      const MergeCounters& c = fs.counters;
+      if (c.unmatched_pops || c.unclosed_ranges || c.duplicate_correlations || c.malformed_lines ||
+          c.negative_durations) {
+        std::string first = fs.issues.empty() ? fs.path : fs.issues[0].where + ": " + fs.issues[0].message;
+        return ParseError("--strict: " + first);
+      }
+      for (const auto& [k, v] : c.unattributed_reasons)
+        if (k != "launch_outside_step" && v)
+          return ParseError("--strict: " + fs.path + ": " + std::to_string(v) + " device operation(s) " + k);
+    }
+  }
+  return res;
+}
+
+}  // namespace truffld::merge

@@ -1,0 +1,423 @@
+// FileTreeBuilder: classification, nesting, step selection, API and device attribution.
+#include "tree_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "truffld/merge/host_ranges.h"
+
+namespace truffld::merge {
+namespace {
+
+constexpr uint32_t kNoIdx = UINT32_MAX;
+
+struct Triple {
+  StrId a, b, c;
+  bool operator==(const Triple& o) const { return a == o.a && b == o.b && c == o.c; }
+};
+struct TripleHash {
+  size_t operator()(const Triple& t) const noexcept {
+    return (size_t(t.a) * 0x9E3779B97F4A7C15ull) ^ (size_t(t.b) << 21) ^ (size_t(t.c) << 42) ^ t.c;
+  }
+};
+
+struct RangeClass {
+  Layer layer = Layer::kOther;
+  StrId family = kNoStr;
+  std::vector<std::string> requests;  // ids this range's name names (empty: none)
+};
+
+class Builder {
+ public:
+  Builder(uint32_t fi, TraceFile& f, TimeNs off, const MergeOptions& o)
+      : fi_(fi), file_(f), ev_(f.events), off_(off), opt_(o) {}
+
+  FileTrees Run() {
+    CountRead();
+    RangeCounters rc;
+    ranges_ = BuildHostRanges(file_, &rc, &file_.stats);
+    out_.counters.unmatched_pops = rc.unmatched_pops;
+    out_.counters.unclosed_ranges = rc.unclosed_ranges;
+    out_.counters.zero_length_ranges = rc.zero_length_ranges;
+    Classify();
+    Nest();
+    AttachApiCalls();
+    LinkDevice();
+    EmitNodes();
+    return std::move(out_);
+  }
+
+ private:
+  bool IsImplicit(uint32_t r) const { return ranges_[r].event == kNoEvent; }
+
+  void CountRead() {
+    uint64_t per_kind[16] = {};
+    for (const Event& e : ev_) ++per_kind[static_cast<int>(e.kind)];
+    for (int k = 0; k < 13; ++k)
+      if (per_kind[k]) out_.counters.events_read.emplace_back(EventKindName(EventKind(k)), per_kind[k]);
+    auto& c = out_.counters;
+    c.kernels_read = per_kind[int(EventKind::kKernel)];
+    c.memcpys_read = per_kind[int(EventKind::kMemcpy)];
+    c.memsets_read = per_kind[int(EventKind::kMemset)];
+    c.device_ops_read = c.kernels_read + c.memcpys_read + c.memsets_read;
+  }
+
+  const RangeClass& ClassOf(const Event& e) {
+    Triple key{e.name, e.domain, e.category};
+    auto it = class_cache_.find(key);
+    if (it != class_cache_.end()) return it->second;
+    RangeClass rc;
+    std::string_view name = file_.strings.Get(e.name);
+    rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(e.category));
+    rc.family = file_.strings.Intern(NormaliseFamily(rc.layer, name));
+    rc.requests = opt_.rules.ParseRequests(name);
+    return class_cache_.emplace(key, std::move(rc)).first->second;
+  }
+
+  StrId FamilyOf(Layer layer, const Event& e) {
+    uint64_t key = (uint64_t(layer) << 32) | e.name;
+    if (e.copy_kind != kNoStr && layer == Layer::kMemcpy) key |= uint64_t(e.copy_kind) << 40;
+    auto it = family_cache_.find(key);
+    if (it != family_cache_.end()) return it->second;
+    std::string_view name = file_.strings.Get(e.name);
+    std::string fam = NormaliseFamily(layer, name);
+    if (layer == Layer::kMemcpy && name == "Memcpy" && e.copy_kind != kNoStr)
+      fam += " " + std::string(file_.strings.Get(e.copy_kind));
+    StrId id = file_.strings.Intern(fam);
+    family_cache_.emplace(key, id);
+    return id;
+  }
+
+  void Classify() {
+    layer_.resize(ranges_.size());
+    bool any_step = false;
+    for (size_t r = 0; r < ranges_.size(); ++r) {
+      layer_[r] = ClassOf(ev_[ranges_[r].event]).layer;
+      any_step |= layer_[r] == Layer::kStep;
+    }
+    if (any_step || !opt_.implicit_steps) return;
+    // No step range at all: one implicit step per process spanning its host activity.
+    std::map<int64_t, std::pair<TimeNs, TimeNs>> span;
+    auto widen = [&](int64_t p, TimeNs s, TimeNs e) {
+      auto [it, fresh] = span.emplace(p, std::make_pair(s, e));
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, s);
+        it->second.second = std::max(it->second.second, e);
+      }
+    };
+    for (const HostRange& r : ranges_) widen(r.process_id, r.start, r.end);
+    for (const Event& e : ev_)
+      if (IsApiKind(e.kind)) widen(e.process_id, e.start, std::max(e.start, e.end));
+    StrId name = file_.strings.Intern("<implicit step>");
+    for (auto& [p, se] : span) {
+      implicit_of_[p] = static_cast<uint32_t>(ranges_.size());
+      ranges_.push_back({se.first, se.second, p, kNone, kNoEvent, false});
+      layer_.push_back(Layer::kStep);
+    }
+    implicit_name_ = name;
+  }
+
+  // Parent links per (process, thread) by stack scanning over ranges sorted by start.
+  void Nest() {
+    const size_t n = ranges_.size();
+    parent_.assign(n, kNoIdx);
+    step_of_.assign(n, kNoIdx);
+    sorted_.resize(n);
+    for (uint32_t i = 0; i < n; ++i) sorted_[i] = i;
+    std::sort(sorted_.begin(), sorted_.end(), [&](uint32_t a, uint32_t b) { return RangeLess(a, b); });
+    std::vector<uint32_t> stack;
+    int64_t cp = kNone - 1, ct = kNone - 1;
+    for (uint32_t r : sorted_) {
+      const HostRange& h = ranges_[r];
+      if (IsImplicit(r)) { step_of_[r] = r; continue; }
+      if (h.process_id != cp || h.thread_id != ct) { stack.clear(); cp = h.process_id; ct = h.thread_id; }
+      while (!stack.empty() && !(ranges_[stack.back()].start <= h.start && h.end <= ranges_[stack.back()].end))
+        stack.pop_back();
+      uint32_t p = stack.empty() ? kNoIdx : stack.back();
+      parent_[r] = p;
+      if (layer_[r] == Layer::kStep && p != kNoIdx && step_of_[p] != kNoIdx) layer_[r] = Layer::kOther;  // nested step
+      if (layer_[r] == Layer::kStep) step_of_[r] = r;
+      else if (p != kNoIdx) step_of_[r] = step_of_[p];
+      else if (auto it = implicit_of_.find(h.process_id); it != implicit_of_.end()) {
+        parent_[r] = it->second;
+        step_of_[r] = it->second;
+      }
+      stack.push_back(r);
+    }
+  }
+
+  bool RangeLess(uint32_t a, uint32_t b) const {
+    const HostRange& x = ranges_[a];
+    const HostRange& y = ranges_[b];
+    if (x.process_id != y.process_id) return x.process_id < y.process_id;
+    if (x.thread_id != y.thread_id) return x.thread_id < y.thread_id;
+    if (x.start != y.start) return x.start < y.start;
+    if (x.end != y.end) return x.end > y.end;  // the longer one encloses
+    return x.event < y.event;
+  }
+
+  // owner_[api event index] = innermost range containing the call's start on its thread.
+  void AttachApiCalls() {
+    std::vector<uint32_t> api;
+    for (uint32_t i = 0; i < ev_.size(); ++i)
+      if (IsApiKind(ev_[i].kind)) api.push_back(i);
+    std::sort(api.begin(), api.end(), [&](uint32_t a, uint32_t b) {
+      const Event& x = ev_[a];
+      const Event& y = ev_[b];
+      if (x.process_id != y.process_id) return x.process_id < y.process_id;
+      if (x.thread_id != y.thread_id) return x.thread_id < y.thread_id;
+      if (x.start != y.start) return x.start < y.start;
+      return a < b;
+    });
+    api_owner_.assign(ev_.size(), kNoIdx);
+    size_t ri = 0;
+    std::vector<uint32_t> stack;
+    int64_t cp = kNone - 1, ct = kNone - 1;
+    auto before = [&](uint32_t r, int64_t p, int64_t t) {  // range's thread sorts before (p, t)
+      const HostRange& h = ranges_[r];
+      return h.process_id != p ? h.process_id < p : h.thread_id < t;
+    };
+    for (uint32_t a : api) {
+      const Event& e = ev_[a];
+      if (e.process_id != cp || e.thread_id != ct) { stack.clear(); cp = e.process_id; ct = e.thread_id; }
+      while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], cp, ct))) ++ri;
+      while (ri < sorted_.size()) {
+        uint32_t r = sorted_[ri];
+        const HostRange& h = ranges_[r];
+        if (IsImplicit(r)) { ++ri; continue; }
+        if (h.process_id != cp || h.thread_id != ct || h.start > e.start) break;
+        while (!stack.empty() && ranges_[stack.back()].end < h.start) stack.pop_back();
+        stack.push_back(r);
+        ++ri;
+      }
+      while (!stack.empty() && ranges_[stack.back()].end < e.start) stack.pop_back();
+      uint32_t owner = stack.empty() ? kNoIdx : stack.back();
+      // Partially overlapping ranges can leave a non-containing entry on top: walk down.
+      for (size_t k = stack.size(); owner != kNoIdx && k-- > 0;) {
+        const HostRange& h = ranges_[stack[k]];
+        if (h.start <= e.start && e.start <= h.end) { owner = stack[k]; break; }
+        if (k == 0) owner = kNoIdx;
+      }
+      if (owner == kNoIdx)
+        if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
+      if (owner == kNoIdx || step_of_[owner] == kNoIdx) {
+        ++out_.counters.api_calls_outside_step;
+        owner = kNoIdx;
+      }
+      api_owner_[a] = owner;
+    }
+    // Correlation index: (correlation, start) -> API event, sorted for binary search.
+    for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
+    std::sort(corr_.begin(), corr_.end());
+    for (size_t i = 1; i < corr_.size(); ++i) {
+      if (corr_[i].corr == corr_[i - 1].corr && corr_[i].corr != kNone &&
+          ev_[corr_[i].event].process_id == ev_[corr_[i - 1].event].process_id) {
+        ++out_.counters.duplicate_correlations;
+        const Event& e = ev_[corr_[i].event];
+        file_.stats.Report(file_.meta.path + ":" + std::to_string(e.line), "duplicate_correlation",
+                           "correlation id " + std::to_string(e.correlation_id) +
+                           " used by more than one API call; device activity goes to the latest call before it");
+      }
+    }
+  }
+
+  struct CorrEntry {
+    int64_t corr;
+    TimeNs start;
+    uint32_t event;
+    bool operator<(const CorrEntry& o) const {
+      return corr != o.corr ? corr < o.corr : start != o.start ? start < o.start : event < o.event;
+    }
+  };
+
+  // Device activity (and SYNC records) -> launching API call.
+  void LinkDevice() {
+    auto& c = out_.counters;
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const Event& d = ev_[i];
+      bool device = IsDeviceKind(d.kind);
+      if (!device && d.kind != EventKind::kSync) continue;
+      auto lo = std::lower_bound(corr_.begin(), corr_.end(), CorrEntry{d.correlation_id, INT64_MIN, 0});
+      auto hi = lo;
+      while (hi != corr_.end() && hi->corr == d.correlation_id) ++hi;
+      uint32_t api = kNoIdx;
+      bool any = false;
+      for (auto it = lo; it != hi; ++it) {  // latest call in the same process starting no later
+        const Event& a = ev_[it->event];
+        if (d.process_id != kNone && a.process_id != kNone && d.process_id != a.process_id) continue;
+        any = true;
+        if (it->start <= d.start) api = it->event;
+      }
+      const char* reason = nullptr;
+      if (d.correlation_id == kNone || !any) reason = "no_launch_api";
+      else if (api == kNoIdx) reason = "starts_before_launch";
+      else if (api_owner_[api] == kNoIdx) reason = "launch_outside_step";
+      if (reason) {
+        if (device) {
+          c.AddReason(reason);
+          ++c.device_ops_unattributed;
+          if (d.kind == EventKind::kKernel) ++c.kernels_unattributed;
+          if (reason[0] != 'l')
+            file_.stats.Report(file_.meta.path + ":" + std::to_string(d.line), std::string("device_") + reason,
+                               std::string(EventKindName(d.kind)) + " with correlation id " +
+                               std::to_string(d.correlation_id) +
+                               (reason[0] == 'n' ? " has no launching API call in this file"
+                                                 : " starts before its launching API call"));
+        }
+        continue;
+      }
+      device_of_.push_back({api, i});
+      if (device) {
+        ++c.device_ops_linked_unique;
+        if (d.kind == EventKind::kKernel) ++c.kernels_linked_unique;
+      }
+    }
+  }
+
+  Layer DeviceLayer(EventKind k) const {
+    switch (k) {
+      case EventKind::kKernel: return Layer::kKernel;
+      case EventKind::kMemcpy: return Layer::kMemcpy;
+      case EventKind::kMemset: return Layer::kMemset;
+      default: return Layer::kSync;
+    }
+  }
+
+  uint32_t NewNode(uint32_t event, Layer layer, TimeNs s, TimeNs e, int64_t thread) {
+    Node n;
+    n.start = s + off_;
+    n.end = e + off_;
+    n.file = fi_;
+    n.event = event;
+    n.layer = layer;
+    n.thread_id = thread;
+    if (event != kNoEvent) n.name = ev_[event].name;
+    out_.nodes.push_back(n);
+    return static_cast<uint32_t>(out_.nodes.size() - 1);
+  }
+
+  uint32_t RequestSet(const std::vector<std::string>& ids) {
+    for (size_t i = 0; i < out_.request_sets.size(); ++i)
+      if (out_.request_sets[i] == ids) return static_cast<uint32_t>(i);
+    out_.request_sets.push_back(ids);
+    return static_cast<uint32_t>(out_.request_sets.size() - 1);
+  }
+
+  void EmitNodes() {
+    std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
+    step_slot_.assign(ranges_.size(), kNoIdx);
+    std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
+    std::vector<std::pair<uint32_t, uint32_t>> links;  // (parent node, child node)
+    // Parents precede children in sorted_ order (implicit steps are created up front).
+    for (uint32_t r : sorted_) {
+      if (!IsImplicit(r)) continue;
+      const HostRange& h = ranges_[r];
+      uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end, kNone);
+      out_.nodes[v].name = implicit_name_;
+      out_.nodes[v].family = file_.strings.Intern("step");
+      node_of[r] = v;
+      hroot[r] = NewNode(kNoEvent, Layer::kStep, h.start, h.end, kNone);
+      out_.nodes[hroot[r]].name = implicit_name_;
+      out_.nodes[hroot[r]].family = out_.nodes[v].family;
+      step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
+      out_.steps.push_back({v, hroot[r], h.start + off_, h.process_id, {"*"}, true, 0});
+      ++out_.counters.implicit_steps;
+    }
+    std::vector<uint8_t> in_comm(ranges_.size(), 0);
+    for (uint32_t r : sorted_) {
+      if (IsImplicit(r) || step_of_[r] == kNoIdx) continue;
+      const HostRange& h = ranges_[r];
+      const Event& e = ev_[h.event];
+      const RangeClass& cls = ClassOf(e);
+      uint32_t n = NewNode(h.event, layer_[r], h.start, h.end, h.thread_id);
+      node_of[r] = n;
+      out_.nodes[n].family = layer_[r] == cls.layer ? cls.family : file_.strings.Intern(NormaliseFamily(layer_[r], file_.strings.Get(e.name)));
+      if (layer_[r] == Layer::kStep && step_of_[r] == r) {
+        hroot[r] = NewNode(h.event, Layer::kStep, h.start, h.end, h.thread_id);
+        out_.nodes[hroot[r]].family = out_.nodes[n].family;
+        auto ids = cls.requests;
+        if (ids.empty()) ids = {"*"};
+        step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
+        out_.steps.push_back({n, hroot[r], h.start + off_, h.process_id, std::move(ids), false, e.line});
+        continue;
+      }
+      uint32_t p = parent_[r];
+      uint32_t step = step_of_[r];
+      if (!cls.requests.empty()) {
+        const auto& step_ids = out_.steps[step_slot_[step]].requests;
+        std::vector<std::string> sub;
+        for (const auto& id : cls.requests)
+          if (std::find(step_ids.begin(), step_ids.end(), id) != step_ids.end() || step_ids[0] == "*") sub.push_back(id);
+        if (!sub.empty() && (step_ids[0] == "*" || sub.size() < step_ids.size())) out_.nodes[n].requests = RequestSet(sub);
+      }
+      if (layer_[r] == Layer::kComm && !in_comm[p]) {
+        // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
+        in_comm[r] = 1;
+        out_.nodes[n].anchor = node_of[p];
+        links.emplace_back(hroot[step], n);
+      } else {
+        in_comm[r] = in_comm[p];
+        links.emplace_back(node_of[p], n);
+      }
+    }
+    for (uint32_t a = 0; a < ev_.size(); ++a) {
+      const Event& e = ev_[a];
+      if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
+      uint32_t owner = api_owner_[a];
+      uint32_t n = NewNode(a, e.kind == EventKind::kRuntime ? Layer::kRuntime : Layer::kDriver, e.start,
+                           std::max(e.start, e.end), e.thread_id);
+      out_.nodes[n].family = FamilyOf(out_.nodes[n].layer, e);
+      api_owner_[a] = n;  // from here on: the call's node
+      links.emplace_back(node_of[owner], n);
+    }
+    for (auto [api, d] : device_of_) {
+      const Event& e = ev_[d];
+      Layer l = DeviceLayer(e.kind);
+      uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end), kNone);
+      out_.nodes[n].family = FamilyOf(l, e);
+      links.emplace_back(api_owner_[api], n);
+    }
+    // Sibling lists in start order.
+    auto& nodes = out_.nodes;
+    std::sort(links.begin(), links.end(), [&](const auto& x, const auto& y) {
+      if (x.first != y.first) return x.first < y.first;
+      const Node& a = nodes[x.second];
+      const Node& b = nodes[y.second];
+      if (a.start != b.start) return a.start < b.start;
+      return x.second < y.second;
+    });
+    for (size_t i = links.size(); i-- > 0;) {
+      auto [p, ch] = links[i];
+      nodes[ch].next_sibling = nodes[p].first_child;
+      nodes[p].first_child = ch;
+    }
+    out_.counters.steps = out_.steps.size();
+  }
+
+  uint32_t fi_;
+  TraceFile& file_;
+  std::vector<Event>& ev_;
+  TimeNs off_;
+  const MergeOptions& opt_;
+  FileTrees out_;
+  std::vector<HostRange> ranges_;
+  std::vector<Layer> layer_;
+  std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
+  std::unordered_map<int64_t, uint32_t> implicit_of_;
+  std::unordered_map<Triple, RangeClass, TripleHash> class_cache_;
+  std::unordered_map<uint64_t, StrId> family_cache_;
+  // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
+  std::vector<uint32_t> api_owner_;
+  std::vector<CorrEntry> corr_;
+  std::vector<std::pair<uint32_t, uint32_t>> device_of_;  // (api event, device event)
+  StrId implicit_name_ = kNoStr;
+};
+
+}  // namespace
+
+FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, TimeNs offset_ns, const MergeOptions& options) {
+  return Builder(file_index, file, offset_ns, options).Run();
+}
+
+}  // namespace truffld::merge
