@@ -1,0 +1,182 @@
+// Injector configuration: see config.h.
+#include "config.h"
+
+#include <regex.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace truffld::inject {
+
+namespace {
+
+bool ParseInt(const char* s, int base, int64_t* out) {
+  if (!s || !*s) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, base);
+  if (errno || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+void IntVar(const EnvLookup& env, const char* name, int64_t lo, int64_t hi, int64_t* field,
+            std::vector<std::string>* w) {
+  const char* v = env(name);
+  if (!v || !*v) return;
+  int64_t x;
+  if (!ParseInt(v, 10, &x) || x < lo || x > hi) {
+    w->push_back(std::string(name) + "='" + v + "' is not an integer in [" + std::to_string(lo) +
+                 ", " + std::to_string(hi) + "]; using " + std::to_string(*field));
+    return;
+  }
+  *field = x;
+}
+
+bool BoolVar(const EnvLookup& env, const char* name, bool dflt, std::vector<std::string>* w) {
+  const char* v = env(name);
+  if (!v || !*v) return dflt;
+  const std::string s = v;
+  if (s == "1" || s == "true" || s == "on" || s == "yes") return true;
+  if (s == "0" || s == "false" || s == "off" || s == "no") return false;
+  w->push_back(std::string(name) + "='" + s + "' is not a boolean (1/0/true/false/on/off); using " +
+               (dflt ? "1" : "0"));
+  return dflt;
+}
+
+std::optional<int64_t> FirstInt(const EnvLookup& env, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    int64_t v;
+    if (ParseInt(env(n), 10, &v) && v >= 0) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
+  Config c;
+  c.disabled = BoolVar(env, "TRUFFLD_DISABLE", false, w);
+  if (const char* d = env("TRUFFLD_OUTPUT_DIR"); d && *d) c.output_dir = d;
+  IntVar(env, "TRUFFLD_FLUSH_MS", 1, 60000, &c.flush_ms, w);
+  IntVar(env, "TRUFFLD_MAX_BUFFER_MB", 4, 1 << 20, &c.max_buffer_mb, w);
+  IntVar(env, "TRUFFLD_THREAD_BUFFER_KB", 16, 1 << 20, &c.thread_buffer_kb, w);
+  IntVar(env, "TRUFFLD_ACTIVITY_BUFFER_KB", 64, 1 << 20, &c.activity_buffer_kb, w);
+  IntVar(env, "TRUFFLD_CLOCK_SYNC_S", 0, 86400, &c.clock_sync_s, w);
+  if (const char* z = env("TRUFFLD_COMPRESS"); z && *z) {
+    const std::string s = z;
+    if (s == "zstd") c.compress = Compression::kZstd;
+    else if (s == "none" || s == "0") c.compress = Compression::kNone;
+    else w->push_back("TRUFFLD_COMPRESS='" + s + "' is not 'none' or 'zstd'; using none");
+  }
+  if (const char* f = env("TRUFFLD_PROCESS_FILTER")) c.process_filter = f;
+  if (const char* k = env("TRUFFLD_CLOCK"); k && *k) {
+    const std::string s = k;
+    if (s == "realtime") c.clock_realtime = true;
+    else if (s != "monotonic_raw") w->push_back("TRUFFLD_CLOCK='" + s + "' is not 'monotonic_raw' or 'realtime'; using monotonic_raw");
+  }
+  c.cupti = BoolVar(env, "TRUFFLD_CUPTI", true, w);
+  if (const char* a = env("TRUFFLD_CUPTI_API"); a) {
+    const std::string s = a;
+    c.trace_runtime = s.find("runtime") != std::string::npos;
+    c.trace_driver = s.find("driver") != std::string::npos;
+    if (!c.trace_runtime && !c.trace_driver && !s.empty() && s != "none") {
+      w->push_back("TRUFFLD_CUPTI_API='" + s + "' names neither 'runtime' nor 'driver'; tracing no API calls");
+    }
+  }
+  if (const char* l = env("TRUFFLD_CUPTI_LIBRARY")) c.cupti_library = l;
+  if (const char* m = env("TRUFFLD_FILE_MODE"); m && *m) {
+    int64_t mode;
+    if (ParseInt(m, 8, &mode) && mode >= 0 && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
+    else w->push_back(std::string("TRUFFLD_FILE_MODE='") + m + "' is not an octal mode; using 0640");
+  }
+  c.verbose = BoolVar(env, "TRUFFLD_VERBOSE", false, w);
+  if (c.thread_buffer_kb * 1024 > c.max_buffer_mb * 1024 * 1024 / 2) {
+    c.thread_buffer_kb = c.max_buffer_mb * 1024 / 2;
+    w->push_back("TRUFFLD_THREAD_BUFFER_KB exceeds half of TRUFFLD_MAX_BUFFER_MB; using " +
+                 std::to_string(c.thread_buffer_kb));
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, std::string>> Config::Describe() const {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "0%o", file_mode);
+  std::string api = trace_runtime && trace_driver ? "runtime,driver"
+                    : trace_runtime ? "runtime" : trace_driver ? "driver" : "none";
+  return {{"output_dir", output_dir},
+          {"flush_ms", std::to_string(flush_ms)},
+          {"max_buffer_mb", std::to_string(max_buffer_mb)},
+          {"thread_buffer_kb", std::to_string(thread_buffer_kb)},
+          {"activity_buffer_kb", std::to_string(activity_buffer_kb)},
+          {"compress", compress == Compression::kZstd ? "zstd" : "none"},
+          {"process_filter", process_filter},
+          {"clock_sync_s", std::to_string(clock_sync_s)},
+          {"cupti", cupti ? "1" : "0"},
+          {"cupti_api", api},
+          {"file_mode", mode}};
+}
+
+RankInfo DetectRank(const EnvLookup& env) {
+  RankInfo r;
+  r.rank = FirstInt(env, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
+                          "MV2_COMM_WORLD_RANK"});
+  r.local_rank = FirstInt(env, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                "SLURM_LOCALID"});
+  r.world_size = FirstInt(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+  if (r.world_size && *r.world_size == 0) r.world_size.reset();
+  return r;
+}
+
+std::string SanitizeHost(std::string_view host) {
+  std::string h;
+  for (char c : host) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+        c == '_' || c == '-') {
+      h.push_back(c);
+    }
+  }
+  return h.empty() ? "unknown" : h;
+}
+
+std::string DumpFileName(std::string_view host, std::optional<int64_t> rank, int64_t pid,
+                         Compression c, int attempt) {
+  std::string n = "truffld-" + SanitizeHost(host) + "-r" + (rank ? std::to_string(*rank) : "-") +
+                  "-p" + std::to_string(pid);
+  if (attempt > 0) n += "." + std::to_string(attempt);
+  n += ".jsonl";
+  if (c == Compression::kZstd) n += ".zst";
+  return n;
+}
+
+std::vector<std::string> SplitCmdline(std::string_view raw) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= raw.size(); ++i) {
+    if (i == raw.size() || raw[i] == '\0') {
+      if (i > start) out.emplace_back(raw.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+bool ProcessMatches(std::string_view filter, std::string_view cmdline, std::string* error) {
+  if (filter.empty()) return true;
+  regex_t re;
+  const std::string pattern(filter);
+  const int rc = regcomp(&re, pattern.c_str(), REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char buf[256];
+    regerror(rc, &re, buf, sizeof buf);
+    if (error) *error = "TRUFFLD_PROCESS_FILTER='" + pattern + "' is not a valid regex: " + buf;
+    return false;
+  }
+  const std::string text(cmdline);
+  const bool match = regexec(&re, text.c_str(), 0, nullptr, 0) == 0;
+  regfree(&re);
+  return match;
+}
+
+}  // namespace truffld::inject

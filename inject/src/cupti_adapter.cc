@@ -1,0 +1,266 @@
+// CUPTI adapter: see cupti_adapter.h. The only file that includes CUPTI headers.
+#include "cupti_adapter.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+
+#include "tracer.h"
+
+#ifndef TRUFFLD_CUPTI_BUILD_PATH
+#define TRUFFLD_CUPTI_BUILD_PATH ""
+#endif
+
+namespace truffld::inject {
+namespace {
+
+// CUPTI entry points resolved with dlsym, so a process without libcupti still loads us.
+struct CuptiApi {
+  decltype(&cuptiGetResultString) GetResultString = nullptr;
+  decltype(&cuptiGetVersion) GetVersion = nullptr;
+  decltype(&cuptiSubscribe) Subscribe = nullptr;
+  decltype(&cuptiEnableDomain) EnableDomain = nullptr;
+  decltype(&cuptiEnableCallback) EnableCallback = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) RegisterCallbacks = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) RegisterTimestampCallback = nullptr;
+  decltype(&cuptiActivityEnable) ActivityEnable = nullptr;
+  decltype(&cuptiActivityFlushAll) FlushAll = nullptr;
+  decltype(&cuptiActivityGetNextRecord) GetNextRecord = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) GetNumDroppedRecords = nullptr;
+  decltype(&cuptiGetGraphId) GetGraphId = nullptr;
+  decltype(&cuptiGetGraphNodeId) GetGraphNodeId = nullptr;
+};
+
+CuptiApi g_api;
+Tracer* g_tracer = nullptr;
+clockid_t g_clock = CLOCK_MONOTONIC_RAW;
+
+std::string ResultText(CUptiResult r) {
+  const char* s = nullptr;
+  if (g_api.GetResultString) g_api.GetResultString(r, &s);
+  return std::string(s ? s : "CUPTI error") + " (" + std::to_string(static_cast<int>(r)) + ")";
+}
+
+uint64_t CUPTIAPI TimestampNow() {
+  timespec ts;
+  clock_gettime(g_clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+const char* CopyKindName(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "DtoD";  // DtoD, AtoA, AtoD, DtoA and unknown
+  }
+}
+
+const char* MemoryKindName(uint8_t k) {
+  static const char* const kNames[] = {"unknown", "pageable", "pinned", "device", "array",
+                                       "managed", "device_static", "managed_static"};
+  return k < sizeof(kNames) / sizeof(kNames[0]) ? kNames[k] : "unknown";
+}
+
+const char* SyncKindName(uint32_t t) {
+  switch (t) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "context_synchronize";
+    default: return "unknown";
+  }
+}
+
+// Fills bytes / copy kind / stream of memcpy-, memset- and launch-like runtime calls.
+void RuntimeArgs(CUpti_CallbackId cbid, const void* params, Record& r) {
+  if (!params) return;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: {
+      const auto* p = static_cast<const cudaMemcpy_v3020_params*>(params);
+      r.b = p->count; r.aux8 = static_cast<uint8_t>(1 + p->kind); break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020: {
+      const auto* p = static_cast<const cudaMemcpyAsync_v3020_params*>(params);
+      r.b = p->count; r.aux8 = static_cast<uint8_t>(1 + p->kind);
+      r.c = reinterpret_cast<uintptr_t>(p->stream); break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+      r.b = static_cast<const cudaMemset_v3020_params*>(params)->count; break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020: {
+      const auto* p = static_cast<const cudaMemsetAsync_v3020_params*>(params);
+      r.b = p->count; r.c = reinterpret_cast<uintptr_t>(p->stream); break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+      r.c = reinterpret_cast<uintptr_t>(static_cast<const cudaLaunchKernel_v7000_params*>(params)->stream);
+      break;
+    default: break;
+  }
+}
+
+void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  ThreadState& t = t_thread;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    *cb->correlationData = static_cast<uint64_t>(g_tracer->Now());
+    if (t.corr_depth < 8) t.corr_stack[t.corr_depth] = cb->correlationId;
+    ++t.corr_depth;
+    const bool flush_point =
+        (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) ||
+        (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+    if (flush_point) {
+      if (g_api.FlushAll) g_api.FlushAll(0);
+      g_tracer->RequestFlush();
+    }
+    return;
+  }
+  const int64_t end = g_tracer->Now();
+  if (t.corr_depth > 0) --t.corr_depth;
+  Record r;
+  std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
+  r.kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RecordKind::kRuntime : RecordKind::kDriver;
+  r.t0 = static_cast<int64_t>(*cb->correlationData);
+  r.t1 = end;
+  r.id = cb->correlationId;
+  r.a = cbid;
+  r.name_ref = cb->functionName;
+  if (cb->functionReturnValue) {
+    r.flags |= kFlagHasReturnCode;
+    r.return_code = *static_cast<const int*>(cb->functionReturnValue);
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) RuntimeArgs(cbid, cb->functionParams, r);
+  if (!r.name_ref) r.name_ref = "";
+  g_tracer->Emit(r, nullptr, 0);
+}
+
+void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+  const auto* gd = static_cast<const CUpti_GraphData*>(rd ? rd->resourceDescriptor : nullptr);
+  if (!gd || !g_api.GetGraphId || !g_api.GetGraphNodeId) return;
+  uint32_t gid = 0;
+  uint64_t nid = 0;
+  if (g_api.GetGraphId(gd->graph, &gid) != CUPTI_SUCCESS) return;
+  if (g_api.GetGraphNodeId(gd->node, &nid) != CUPTI_SUCCESS) return;
+  Record r;
+  std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
+  r.kind = RecordKind::kGraphNode;
+  r.t0 = g_tracer->Now();
+  const ThreadState& t = t_thread;
+  r.id = t.corr_depth > 0 ? t.corr_stack[0] : 0;  // the outermost (user-visible) API call
+  r.a = gid;
+  r.b = nid;
+  uint64_t orig = 0;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && gd->originalNode &&
+      g_api.GetGraphNodeId(gd->originalNode, &orig) == CUPTI_SUCCESS) {
+    r.c = orig;
+    r.flags |= kFlagHasOriginal;
+  }
+  g_tracer->Emit(r, nullptr, 0);
+}
+
+void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (t_thread.is_tracer_thread || !data) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    OnApi(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+             (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED || cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) {
+    OnGraphNode(cbid, static_cast<const CUpti_ResourceData*>(data));
+  }
+}
+
+void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = g_tracer->activity_pool().Get();
+  *size = *buffer ? g_tracer->activity_pool().buffer_bytes() : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  size_t dropped = 0;
+  if (g_api.GetNumDroppedRecords && g_api.GetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+    g_tracer->AddCuptiDropped(dropped);
+  }
+  if (buffer) g_tracer->EnqueueActivityBuffer(buffer, valid);
+}
+
+#include "cupti_decode.inc"
+
+}  // namespace
+
+bool StartCupti(Tracer* tracer) {
+  g_tracer = tracer;
+  g_clock = tracer->config().clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW;
+  auto fail = [&](const std::string& why) {
+    Tracer::Log("CUPTI unavailable (" + why + "); CUDA activity is not traced, NVTX capture continues");
+    tracer->SetCuptiStatus("unavailable: " + why);
+    return false;
+  };
+  void* h = nullptr;
+  std::string tried;
+  const std::string configured = tracer->config().cupti_library;
+  const char* candidates[] = {configured.c_str(), "libcupti.so.13", "libcupti.so", TRUFFLD_CUPTI_BUILD_PATH};
+  for (const char* c : candidates) {
+    if (!c || !*c) continue;
+    if ((h = dlopen(c, RTLD_NOW | RTLD_LOCAL))) break;
+    tried += std::string(tried.empty() ? "" : ", ") + c;
+    if (!configured.empty()) break;  // an explicit choice is not second-guessed
+  }
+  if (!h) return fail("cannot load libcupti; tried " + tried);
+#define TRUFFLD_SYM(field, name) g_api.field = reinterpret_cast<decltype(g_api.field)>(dlsym(h, name))
+  TRUFFLD_SYM(GetResultString, "cuptiGetResultString");
+  TRUFFLD_SYM(GetVersion, "cuptiGetVersion");
+  TRUFFLD_SYM(Subscribe, "cuptiSubscribe");
+  TRUFFLD_SYM(EnableDomain, "cuptiEnableDomain");
+  TRUFFLD_SYM(EnableCallback, "cuptiEnableCallback");
+  TRUFFLD_SYM(RegisterCallbacks, "cuptiActivityRegisterCallbacks");
+  TRUFFLD_SYM(RegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
+  TRUFFLD_SYM(ActivityEnable, "cuptiActivityEnable");
+  TRUFFLD_SYM(FlushAll, "cuptiActivityFlushAll");
+  TRUFFLD_SYM(GetNextRecord, "cuptiActivityGetNextRecord");
+  TRUFFLD_SYM(GetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
+  TRUFFLD_SYM(GetGraphId, "cuptiGetGraphId");
+  TRUFFLD_SYM(GetGraphNodeId, "cuptiGetGraphNodeId");
+#undef TRUFFLD_SYM
+  if (!g_api.Subscribe || !g_api.RegisterCallbacks || !g_api.ActivityEnable || !g_api.GetNextRecord ||
+      !g_api.FlushAll) {
+    return fail("libcupti lacks required functions");
+  }
+  std::string notes;
+  if (!g_api.RegisterTimestampCallback || g_api.RegisterTimestampCallback(&TimestampNow) != CUPTI_SUCCESS) {
+    notes += "; GPU timestamps use CUPTI's own clock";
+  }
+  CUptiResult r = g_api.RegisterCallbacks(&OnBufferRequested, &OnBufferCompleted);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks: " + ResultText(r));
+  r = g_api.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultText(r));
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                               CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+    if ((r = g_api.ActivityEnable(k)) != CUPTI_SUCCESS) {
+      notes += "; activity kind " + std::to_string(static_cast<int>(k)) + " off: " + ResultText(r);
+    }
+  }
+  static CuptiActivitySource source;
+  tracer->SetActivitySource(&source);
+  CUpti_SubscriberHandle sub = nullptr;
+  r = g_api.Subscribe(&sub, &OnCallback, nullptr);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    Tracer::Log("another CUPTI subscriber is active (a profiler?): API callbacks and GRAPH_NODE records are off, device activity and NVTX continue");
+    tracer->SetCuptiStatus("activity only: another subscriber is active" + notes);
+    return true;
+  }
+  if (r != CUPTI_SUCCESS) {
+    Tracer::Log("cuptiSubscribe failed (" + ResultText(r) + "): API callbacks are off, device activity and NVTX continue");
+    tracer->SetCuptiStatus("activity only: cuptiSubscribe " + ResultText(r) + notes);
+    return true;
+  }
+  if (tracer->config().trace_runtime) g_api.EnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (tracer->config().trace_driver) g_api.EnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  tracer->SetCuptiStatus("ok" + notes);
+  return true;
+}
+
+}  // namespace truffld::inject

@@ -1,0 +1,210 @@
+// Formatting of records into JSONL: see format.h.
+#include "format.h"
+
+#include <cstring>
+
+#include "json_out.h"
+
+namespace truffld::inject {
+
+namespace {
+
+const char* ApiCopyKind(uint8_t aux) {
+  // aux = 1 + cudaMemcpyKind (0 = not a copy).
+  static const char* const kNames[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
+  if (aux == 0 || aux > 5) return nullptr;
+  return kNames[aux - 1];
+}
+
+void AppendScalarPayload(const Record& r, JsonLine& j) {
+  JsonObject p;
+  const uint64_t bits = r.payload_value;
+  switch (r.payload_kind) {
+    case PayloadKind::kUint64: p.UInt("value", bits); break;
+    case PayloadKind::kInt64: p.Int("value", static_cast<int64_t>(bits)); break;
+    case PayloadKind::kUint32: p.UInt("value", static_cast<uint32_t>(bits)); break;
+    case PayloadKind::kInt32: p.Int("value", static_cast<int32_t>(static_cast<uint32_t>(bits))); break;
+    case PayloadKind::kDouble: { double d; std::memcpy(&d, &bits, sizeof d); p.Double("value", d); break; }
+    case PayloadKind::kFloat: {
+      float f; const auto u = static_cast<uint32_t>(bits); std::memcpy(&f, &u, sizeof f);
+      p.Double("value", f); break;
+    }
+    default: return;
+  }
+  j.Raw("payload", p.Finish());
+}
+
+void AppendNvtxCommon(const Record& r, std::string_view data, const RecordContext& ctx,
+                      JsonLine& j) {
+  if (r.domain) {
+    const std::string d = ctx.DomainName(r.domain);
+    if (!d.empty()) j.Str("domain", d);
+  }
+  if (r.flags & kFlagHasCategory) {
+    const std::string c = ctx.CategoryName(r.domain, r.category);
+    if (c.empty()) j.UInt("category", r.category); else j.Str("category", c);
+  }
+  if (r.flags & kFlagHasColor) j.UInt("color", r.color);
+  if (r.payload_kind == PayloadKind::kSchema) {
+    std::string_view bytes = data.substr(r.name_len < data.size() ? r.name_len : data.size());
+    std::string decoded = ctx.DecodePayload(r.domain, r.payload_value, bytes);
+    if (decoded.empty()) {
+      JsonObject p;
+      p.UInt("schema_id", r.payload_value).UInt("size", bytes.size());
+      decoded = p.Finish();
+    }
+    j.Raw("payload", decoded);
+  } else if (r.payload_kind != PayloadKind::kNone) {
+    AppendScalarPayload(r, j);
+  }
+}
+
+std::string_view RecordName(const Record& r, std::string_view data) {
+  if (r.name_ref) return r.name_ref;
+  return data.substr(0, r.name_len < data.size() ? r.name_len : data.size());
+}
+
+}  // namespace
+
+void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
+                  std::string& out) {
+  JsonLine j(out);
+  j.Str("type", RecordKindName(r.kind));
+  switch (r.kind) {
+    case RecordKind::kNvtxPush:
+    case RecordKind::kNvtxMark:
+      j.Str("name", RecordName(r, data)).Int("timestamp", r.t0);
+      AppendNvtxCommon(r, data, ctx, j);
+      break;
+    case RecordKind::kNvtxStart:
+      j.UInt("id", r.id).Str("name", RecordName(r, data)).Int("timestamp", r.t0);
+      AppendNvtxCommon(r, data, ctx, j);
+      break;
+    case RecordKind::kNvtxPop:
+    case RecordKind::kNvtxEnd:
+      if (r.kind == RecordKind::kNvtxEnd) j.UInt("id", r.id);
+      j.Int("timestamp", r.t0);
+      if (r.domain) {
+        const std::string d = ctx.DomainName(r.domain);
+        if (!d.empty()) j.Str("domain", d);
+      }
+      break;
+    case RecordKind::kRuntime:
+    case RecordKind::kDriver: {
+      j.UInt("cbid", r.a).Str("name", RecordName(r, data)).Int("start", r.t0).Int("end", r.t1)
+          .UInt("correlation_id", r.id);
+      if (r.flags & kFlagHasReturnCode) j.Int("return_code", r.return_code);
+      const char* ck = ApiCopyKind(r.aux8);
+      if (ck) j.Str("copy_kind", ck);
+      if (ck || r.b) j.UInt("bytes", r.b);
+      if (r.c) j.UInt("stream", r.c);
+      break;
+    }
+    case RecordKind::kGraphNode:
+      j.UInt("graph_id", r.a).UInt("graph_node_id", r.b).UInt("correlation_id", r.id)
+          .Int("timestamp", r.t0);
+      if (r.flags & kFlagHasOriginal) j.UInt("original_graph_node_id", r.c);
+      break;
+    default:
+      break;
+  }
+  if (r.flags & kFlagNameTruncated) j.Bool("name_truncated", true);
+  j.Int("process_id", pid).UInt("thread_id", r.tid);
+  j.End();
+}
+
+void FormatGpuActivity(const GpuActivity& a, std::string& out) {
+  JsonLine j(out);
+  j.Str("type", RecordKindName(a.kind));
+  if (a.kind == RecordKind::kSync) {
+    j.Str("sync_kind", a.sync_kind ? a.sync_kind : "unknown").Int("start", a.start)
+        .Int("end", a.end).UInt("correlation_id", a.correlation_id);
+    if (a.stream) j.UInt("stream", a.stream);
+    if (a.has_event) j.UInt("event", a.event);
+    j.UInt("context", a.context);
+    j.End();
+    return;
+  }
+  if (a.kind == RecordKind::kKernel) j.Str("name", a.name ? a.name : "");
+  if (a.kind == RecordKind::kMemcpy) {
+    j.Str("copy_kind", a.copy_kind ? a.copy_kind : "DtoD");
+    if (a.src_kind) j.Str("src_kind", a.src_kind);
+    if (a.dst_kind) j.Str("dst_kind", a.dst_kind);
+  }
+  if (a.kind == RecordKind::kMemcpy || a.kind == RecordKind::kMemset) j.UInt("bytes", a.bytes);
+  j.Int("gpu_start", a.start).Int("gpu_end", a.end).UInt("correlation_id", a.correlation_id)
+      .UInt("device", a.device).UInt("stream", a.stream).UInt("context", a.context);
+  if (a.kind == RecordKind::kKernel) {
+    j.Triple("grid", a.grid[0], a.grid[1], a.grid[2]).Triple("block", a.block[0], a.block[1], a.block[2])
+        .UInt("registers", a.registers).UInt("shared_memory", a.shared_memory);
+  }
+  if (a.has_graph) j.UInt("graph_id", a.graph_id).UInt("graph_node_id", a.graph_node_id);
+  j.End();
+}
+
+void FormatMeta(const MetaInfo& m, std::string& out) {
+  JsonLine j(out);
+  j.Str("type", "META").Str("schema", "truffld.events/1").Str("host", m.host)
+      .Int("process_id", m.pid);
+  if (m.rank) j.Int("rank", *m.rank); else j.Null("rank");
+  if (m.local_rank) j.Int("local_rank", *m.local_rank);
+  if (m.world_size) j.Int("world_size", *m.world_size);
+  j.Str("clock", m.clock);
+  JsonObject sync;
+  sync.Int("realtime_ns", m.sync_realtime_ns).Int("monotonic_ns", m.sync_monotonic_ns);
+  j.Raw("clock_sync", sync.Finish());
+  std::string cmd = "[";
+  for (size_t i = 0; i < m.cmdline.size(); ++i) {
+    if (i) cmd.push_back(',');
+    AppendJsonString(cmd, m.cmdline[i]);
+  }
+  cmd.push_back(']');
+  j.Raw("cmdline", cmd);
+  j.Str("injector_version", m.injector_version);
+  if (m.cuda_driver_version) j.Int("cuda_driver_version", *m.cuda_driver_version); else j.Null("cuda_driver_version");
+  if (m.cupti_version) j.Int("cupti_version", *m.cupti_version); else j.Null("cupti_version");
+  std::string devs = "[";
+  for (size_t i = 0; i < m.devices.size(); ++i) {
+    if (i) devs.push_back(',');
+    JsonObject d;
+    d.Int("id", m.devices[i].id).Str("name", m.devices[i].name);
+    if (!m.devices[i].uuid.empty()) d.Str("uuid", m.devices[i].uuid);
+    devs += d.Finish();
+  }
+  devs.push_back(']');
+  j.Raw("devices", devs);
+  JsonObject cfg;
+  for (const auto& [k, v] : m.config) cfg.Str(k, v);
+  j.Raw("config", cfg.Finish());
+  j.End();
+}
+
+void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out) {
+  JsonLine j(out);
+  JsonObject sync;
+  sync.Int("realtime_ns", realtime_ns).Int("monotonic_ns", monotonic_ns);
+  j.Str("type", "CLOCK").Raw("clock_sync", sync.Finish());
+  j.End();
+}
+
+void FormatStats(const StatsInfo& s, std::string& out) {
+  JsonObject written, dropped;
+  for (int k = 0; k < kNumRecordKinds; ++k) {
+    const char* name = RecordKindName(static_cast<RecordKind>(k));
+    written.UInt(name, s.written[k]);
+    dropped.UInt(name, s.dropped[k]);
+  }
+  JsonObject buffers;
+  buffers.UInt("thread_rings", s.rings).UInt("thread_ring_bytes", s.ring_bytes)
+      .UInt("activity_buffers", s.activity_buffers)
+      .UInt("activity_buffers_denied", s.activity_buffers_denied);
+  JsonLine j(out);
+  j.Str("type", "STATS").Raw("records_written", written.Finish())
+      .Raw("records_dropped", dropped.Finish()).UInt("cupti_dropped", s.cupti_dropped)
+      .Raw("buffers", buffers.Finish()).UInt("write_errors", s.write_errors)
+      .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)
+      .Str("cupti_status", s.cupti_status);
+  j.End();
+}
+
+}  // namespace truffld::inject

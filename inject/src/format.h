@@ -1,0 +1,79 @@
+// Formatting of records into JSONL lines of the truffld.events/1 contract.
+//
+// Pure functions: they take plain records (Record, GpuActivity, MetaInfo, StatsInfo) and append
+// exactly one '\n'-terminated JSON object per call. Runs only on the writer thread, so the cost
+// of text formatting stays off the application's hot path. Names that records refer to by
+// handle (domains, categories, payload schemas) are resolved through a RecordContext.
+// Thread-safety: stateless; the RecordContext implementation decides its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpu_activity.h"
+#include "record.h"
+
+namespace truffld::inject {
+
+// What the formatter needs to know beyond a record's bytes.
+class RecordContext {
+ public:
+  virtual ~RecordContext() = default;
+  // Name of an interned NVTX domain handle; empty for the default domain.
+  virtual std::string DomainName(const void* domain) const = 0;
+  // Name given to a category with nvtxNameCategory, or empty when unnamed.
+  virtual std::string CategoryName(const void* domain, uint32_t category) const = 0;
+  // A decoded payload-extension payload as JSON object text, or empty when the schema is unknown.
+  virtual std::string DecodePayload(const void* domain, uint64_t schema_id,
+                                    std::string_view bytes) const = 0;
+};
+
+// Appends one JSON line for a ring record. `data` holds the record's copied bytes.
+void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
+                  std::string& out);
+
+// Appends one JSON line for a device activity.
+void FormatGpuActivity(const GpuActivity& a, std::string& out);
+
+struct DeviceInfo {
+  int id = 0;
+  std::string name;
+  std::string uuid;
+};
+
+struct MetaInfo {
+  std::string host;
+  int64_t pid = 0;
+  std::optional<int64_t> rank, local_rank, world_size;
+  std::string clock;  // "realtime" or "monotonic_raw"
+  int64_t sync_realtime_ns = 0, sync_monotonic_ns = 0;
+  std::vector<std::string> cmdline;
+  std::string injector_version;
+  std::optional<int64_t> cuda_driver_version, cupti_version;
+  std::vector<DeviceInfo> devices;
+  std::vector<std::pair<std::string, std::string>> config;  // name -> value, as text
+};
+void FormatMeta(const MetaInfo& m, std::string& out);
+
+void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out);
+
+struct StatsInfo {
+  uint64_t written[kNumRecordKinds] = {};
+  uint64_t dropped[kNumRecordKinds] = {};
+  uint64_t cupti_dropped = 0;
+  uint64_t write_errors = 0;
+  uint64_t payloads_too_large = 0;
+  uint64_t names_truncated = 0;
+  uint64_t rings = 0;
+  uint64_t ring_bytes = 0;
+  uint64_t activity_buffers = 0;
+  uint64_t activity_buffers_denied = 0;
+  std::string cupti_status;  // "ok", "unavailable: <why>", ...
+};
+void FormatStats(const StatsInfo& s, std::string& out);
+
+}  // namespace truffld::inject

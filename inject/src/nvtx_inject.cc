@@ -1,0 +1,267 @@
+// NVTX injection adapter (core and core2 modules): see nvtx_inject.h.
+#define NVTX_NO_IMPL
+#include "nvtx_inject.h"
+
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
+
+#include <atomic>
+#include <cstring>
+#include <cwchar>
+#include <string>
+
+#include "tracer.h"
+
+namespace truffld::inject {
+
+namespace {
+
+Tracer* g_tracer = nullptr;  // set once by AttachNvtx before any handler can run
+std::atomic<uint64_t> g_next_range_id{1};
+
+// Encodes a wide string as UTF-8 into `out` (at most cap bytes). Returns the length.
+size_t WideToUtf8(const wchar_t* w, char* out, size_t cap) {
+  size_t n = 0;
+  for (; w && *w; ++w) {
+    uint32_t c = static_cast<uint32_t>(*w);
+    char tmp[4];
+    size_t k;
+    if (c < 0x80) { tmp[0] = static_cast<char>(c); k = 1; }
+    else if (c < 0x800) { tmp[0] = static_cast<char>(0xC0 | (c >> 6)); tmp[1] = static_cast<char>(0x80 | (c & 0x3F)); k = 2; }
+    else if (c < 0x10000) { tmp[0] = static_cast<char>(0xE0 | (c >> 12)); tmp[1] = static_cast<char>(0x80 | ((c >> 6) & 0x3F)); tmp[2] = static_cast<char>(0x80 | (c & 0x3F)); k = 3; }
+    else { tmp[0] = static_cast<char>(0xF0 | (c >> 18)); tmp[1] = static_cast<char>(0x80 | ((c >> 12) & 0x3F)); tmp[2] = static_cast<char>(0x80 | ((c >> 6) & 0x3F)); tmp[3] = static_cast<char>(0x80 | (c & 0x3F)); k = 4; }
+    if (n + k > cap) break;
+    std::memcpy(out + n, tmp, k);
+    n += k;
+  }
+  return n;
+}
+
+inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t id) {
+  r.kind = kind;
+  r.flags = 0;
+  r.aux8 = 0;
+  r.payload_kind = PayloadKind::kNone;
+  r.t0 = g_tracer->Now();
+  r.t1 = 0;
+  r.id = id;
+  r.a = r.b = r.c = 0;
+  r.domain = domain;
+  r.name_ref = nullptr;
+  r.category = 0;
+  r.color = 0;
+  r.return_code = 0;
+  r.name_len = 0;
+  r.payload_len = 0;
+  r.payload_value = 0;
+}
+
+// Emits a record whose name is `name` (may be null) and, optionally, schema payload bytes.
+inline void EmitNamed(Record& r, const char* name, size_t len, const void* payload = nullptr,
+                      size_t payload_len = 0) {
+  if (len > kMaxNameBytes) {
+    len = kMaxNameBytes;
+    r.flags |= kFlagNameTruncated;
+    g_tracer->CountNameTruncated();
+  }
+  r.name_len = static_cast<uint16_t>(len);
+  if (payload_len == 0) {
+    g_tracer->Emit(r, name, len);
+    return;
+  }
+  char buf[kMaxNameBytes + kMaxPayloadBytes];
+  if (len) std::memcpy(buf, name, len);
+  std::memcpy(buf + len, payload, payload_len);
+  r.payload_len = static_cast<uint16_t>(payload_len);
+  g_tracer->Emit(r, buf, len + payload_len);
+}
+
+// Builds and emits a record from NVTX event attributes.
+void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
+  Record r;
+  InitRecord(r, kind, domain, id);
+  if (!a) { EmitNamed(r, "", 0); return; }
+  if (a->category) { r.flags |= kFlagHasCategory; r.category = a->category; }
+  if (a->colorType == NVTX_COLOR_ARGB) { r.flags |= kFlagHasColor; r.color = a->color; }
+  const void* payload = nullptr;
+  size_t payload_len = 0;
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: r.payload_kind = PayloadKind::kUint64; r.payload_value = a->payload.ullValue; break;
+    case NVTX_PAYLOAD_TYPE_INT64: r.payload_kind = PayloadKind::kInt64; r.payload_value = static_cast<uint64_t>(a->payload.llValue); break;
+    case NVTX_PAYLOAD_TYPE_DOUBLE: r.payload_kind = PayloadKind::kDouble; std::memcpy(&r.payload_value, &a->payload.dValue, 8); break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: r.payload_kind = PayloadKind::kUint32; r.payload_value = a->payload.uiValue; break;
+    case NVTX_PAYLOAD_TYPE_INT32: r.payload_kind = PayloadKind::kInt32; r.payload_value = static_cast<uint32_t>(a->payload.iValue); break;
+    case NVTX_PAYLOAD_TYPE_FLOAT: { r.payload_kind = PayloadKind::kFloat; uint32_t u; std::memcpy(&u, &a->payload.fValue, 4); r.payload_value = u; break; }
+    case NVTX_PAYLOAD_TYPE_EXT: {
+      const auto* pd = reinterpret_cast<const nvtxPayloadData_t*>(static_cast<uintptr_t>(a->payload.ullValue));
+      if (pd && a->reserved0 >= 1 && pd->payload) {
+        if (pd->size <= kMaxPayloadBytes) {
+          r.payload_kind = PayloadKind::kSchema;
+          r.payload_value = pd->schemaId;
+          payload = pd->payload;
+          payload_len = pd->size;
+        } else {
+          g_tracer->CountPayloadTooLarge();
+        }
+      }
+      break;
+    }
+    default: break;
+  }
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      EmitNamed(r, a->message.ascii, a->message.ascii ? std::strlen(a->message.ascii) : 0, payload, payload_len);
+      return;
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+      const auto* s = reinterpret_cast<const NvtxString*>(a->message.registered);
+      if (s) r.name_ref = s->text.c_str();
+      EmitNamed(r, nullptr, 0, payload, payload_len);
+      return;
+    }
+    case NVTX_MESSAGE_TYPE_UNICODE: {
+      char buf[kMaxNameBytes];
+      const size_t n = WideToUtf8(a->message.unicode, buf, sizeof buf);
+      EmitNamed(r, buf, n, payload, payload_len);
+      return;
+    }
+    default:
+      EmitNamed(r, "", 0, payload, payload_len);
+  }
+}
+
+void EmitAscii(RecordKind kind, const char* msg, uint64_t id) {
+  Record r;
+  InitRecord(r, kind, nullptr, id);
+  EmitNamed(r, msg ? msg : "", msg ? std::strlen(msg) : 0);
+}
+
+void EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
+  Record r;
+  InitRecord(r, kind, nullptr, id);
+  char buf[kMaxNameBytes];
+  EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
+}
+
+void EmitBare(RecordKind kind, const void* domain, uint64_t id) {
+  Record r;
+  InitRecord(r, kind, domain, id);
+  g_tracer->Emit(r, nullptr, 0);
+}
+
+int Push() { return t_thread.nvtx_depth++; }
+int Pop() { return t_thread.nvtx_depth > 0 ? --t_thread.nvtx_depth : -1; }
+uint64_t NewRangeId() { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
+
+// ---- CORE module ----
+void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, nullptr, a, 0); }
+void NVTX_API MarkA(const char* m) { EmitAscii(RecordKind::kNvtxMark, m, 0); }
+void NVTX_API MarkW(const wchar_t* m) { EmitWide(RecordKind::kNvtxMark, m, 0); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, nullptr, a, id); return id; }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { uint64_t id = NewRangeId(); EmitAscii(RecordKind::kNvtxStart, m, id); return id; }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { uint64_t id = NewRangeId(); EmitWide(RecordKind::kNvtxStart, m, id); return id; }
+void NVTX_API RangeEnd(nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, nullptr, id); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0); return Push(); }
+int NVTX_API RangePushA(const char* m) { EmitAscii(RecordKind::kNvtxPush, m, 0); return Push(); }
+int NVTX_API RangePushW(const wchar_t* m) { EmitWide(RecordKind::kNvtxPush, m, 0); return Push(); }
+int NVTX_API RangePop() { EmitBare(RecordKind::kNvtxPop, nullptr, 0); return Pop(); }
+void NVTX_API NameCategoryA(uint32_t cat, const char* name) { if (name) g_tracer->nvtx().NameCategory(nullptr, cat, name); }
+void NVTX_API NameCategoryW(uint32_t cat, const wchar_t* name) {
+  char buf[512];
+  g_tracer->nvtx().NameCategory(nullptr, cat, std::string(buf, WideToUtf8(name, buf, sizeof buf)));
+}
+void NVTX_API NameOsThreadA(uint32_t, const char*) {}
+void NVTX_API NameOsThreadW(uint32_t, const wchar_t*) {}
+
+// ---- CORE2 module (domains) ----
+void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, d, a, 0); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, d, a, id); return id; }
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, d, id); }
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, d, a, 0); return Push(); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { EmitBare(RecordKind::kNvtxPop, d, 0); return Pop(); }
+char g_resource_token;
+nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttributes_t*) { return reinterpret_cast<nvtxResourceHandle_t>(&g_resource_token); }
+void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t) {}
+void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t cat, const char* name) { if (name) g_tracer->nvtx().NameCategory(d, cat, name); }
+void NVTX_API DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t cat, const wchar_t* name) {
+  char buf[512];
+  g_tracer->nvtx().NameCategory(d, cat, std::string(buf, WideToUtf8(name, buf, sizeof buf)));
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(g_tracer->nvtx().RegisterString(s ? s : ""));
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  char buf[kMaxNameBytes];
+  return reinterpret_cast<nvtxStringHandle_t>(
+      g_tracer->nvtx().RegisterString(std::string(buf, WideToUtf8(s, buf, sizeof buf))));
+}
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
+  return reinterpret_cast<nvtxDomainHandle_t>(g_tracer->nvtx().CreateDomain(name ? name : ""));
+}
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
+  char buf[512];
+  return reinterpret_cast<nvtxDomainHandle_t>(
+      g_tracer->nvtx().CreateDomain(std::string(buf, WideToUtf8(name, buf, sizeof buf))));
+}
+void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}  // handles stay valid: records refer to them
+void NVTX_API Initialize(const void*) {}
+
+template <class F>
+bool Install(NvtxFunctionTable table, unsigned size, unsigned cbid, F fn) {
+  if (!table || cbid >= size || !table[cbid]) return false;
+  *table[cbid] = reinterpret_cast<NvtxFunctionPointer>(fn);
+  return true;
+}
+
+}  // namespace
+
+int AttachNvtx(Tracer* tracer, const void* (*get_export_table)(uint32_t)) {
+  if (!tracer || !get_export_table) return 0;
+  g_tracer = tracer;
+  const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+  if (!cb || cb->struct_size < sizeof(NvtxExportTableCallbacks) || !cb->GetModuleFunctionTable) {
+    Tracer::Log("NVTX export table has no callback table; NVTX events are not captured");
+    return 0;
+  }
+  NvtxFunctionTable t = nullptr;
+  unsigned n = 0;
+  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n)) return 0;
+  Install(t, n, NVTX_CBID_CORE_MarkEx, MarkEx);
+  Install(t, n, NVTX_CBID_CORE_MarkA, MarkA);
+  Install(t, n, NVTX_CBID_CORE_MarkW, MarkW);
+  Install(t, n, NVTX_CBID_CORE_RangeStartEx, RangeStartEx);
+  Install(t, n, NVTX_CBID_CORE_RangeStartA, RangeStartA);
+  Install(t, n, NVTX_CBID_CORE_RangeStartW, RangeStartW);
+  Install(t, n, NVTX_CBID_CORE_RangeEnd, RangeEnd);
+  Install(t, n, NVTX_CBID_CORE_RangePushEx, RangePushEx);
+  Install(t, n, NVTX_CBID_CORE_RangePushA, RangePushA);
+  Install(t, n, NVTX_CBID_CORE_RangePushW, RangePushW);
+  Install(t, n, NVTX_CBID_CORE_RangePop, RangePop);
+  Install(t, n, NVTX_CBID_CORE_NameCategoryA, NameCategoryA);
+  Install(t, n, NVTX_CBID_CORE_NameCategoryW, NameCategoryW);
+  Install(t, n, NVTX_CBID_CORE_NameOsThreadA, NameOsThreadA);
+  Install(t, n, NVTX_CBID_CORE_NameOsThreadW, NameOsThreadW);
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n)) {
+    Install(t, n, NVTX_CBID_CORE2_DomainMarkEx, DomainMarkEx);
+    Install(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, DomainRangeStartEx);
+    Install(t, n, NVTX_CBID_CORE2_DomainRangeEnd, DomainRangeEnd);
+    Install(t, n, NVTX_CBID_CORE2_DomainRangePushEx, DomainRangePushEx);
+    Install(t, n, NVTX_CBID_CORE2_DomainRangePop, DomainRangePop);
+    Install(t, n, NVTX_CBID_CORE2_DomainResourceCreate, DomainResourceCreate);
+    Install(t, n, NVTX_CBID_CORE2_DomainResourceDestroy, DomainResourceDestroy);
+    Install(t, n, NVTX_CBID_CORE2_DomainNameCategoryA, DomainNameCategoryA);
+    Install(t, n, NVTX_CBID_CORE2_DomainNameCategoryW, DomainNameCategoryW);
+    Install(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, DomainRegisterStringA);
+    Install(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, DomainRegisterStringW);
+    Install(t, n, NVTX_CBID_CORE2_DomainCreateA, DomainCreateA);
+    Install(t, n, NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
+    Install(t, n, NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
+    Install(t, n, NVTX_CBID_CORE2_Initialize, Initialize);
+  }
+  const auto* vi = static_cast<const NvtxExportTableVersionInfo*>(get_export_table(NVTX_ETID_VERSIONINFO));
+  if (vi && vi->struct_size >= sizeof(NvtxExportTableVersionInfo) && vi->SetInjectionNvtxVersion) {
+    vi->SetInjectionNvtxVersion(NVTX_VERSION);
+  }
+  return 1;
+}
+
+}  // namespace truffld::inject

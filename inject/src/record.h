@@ -1,0 +1,103 @@
+// Plain fixed-size event records: the unit the hot path writes and the writer thread formats.
+//
+// Every captured event (NVTX call, CUDA API call, graph-node creation, GPU activity) becomes one
+// 128-byte Record, optionally followed by "continuation" slots holding bytes that did not fit in
+// the record's inline area (long names, binary NVTX payloads). Records hold no owning pointers:
+// names are either copied inline/into continuation slots or refer to strings that live for the
+// whole process (NVTX registered strings, CUPTI's static API names, interned domains). No vendor
+// (CUPTI/NVTX) type appears here, so formatting and tests need neither.
+// Units: every time field is integer nanoseconds on the tracer's one clock (see clock.h).
+// Thread-safety: plain data; a Record is written by one thread and read by the writer thread
+// after the ring buffer's release/acquire hand-off.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace truffld::inject {
+
+enum class RecordKind : uint8_t {
+  kNvtxPush = 0,
+  kNvtxPop,
+  kNvtxStart,
+  kNvtxEnd,
+  kNvtxMark,
+  kRuntime,
+  kDriver,
+  kGraphNode,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kSync,
+  kCount,  // number of kinds; not a record
+};
+inline constexpr int kNumRecordKinds = static_cast<int>(RecordKind::kCount);
+
+// The "type" string a kind is written as (contract events-v1).
+const char* RecordKindName(RecordKind k) noexcept;
+
+// Flag bits in Record::flags.
+enum RecordFlag : uint8_t {
+  kFlagHasColor = 1 << 0,
+  kFlagHasCategory = 1 << 1,
+  kFlagNameTruncated = 1 << 2,  // the name was longer than kMaxNameBytes and was cut
+  kFlagHasReturnCode = 1 << 3,
+  kFlagHasGraph = 1 << 4,       // graph_id / graph_node_id fields are meaningful
+  kFlagHasOriginal = 1 << 5,    // GRAPH_NODE clone: original_graph_node_id is meaningful
+};
+
+// How an NVTX payload is stored (Record::payload_kind).
+enum class PayloadKind : uint8_t {
+  kNone = 0, kUint64, kInt64, kDouble, kUint32, kInt32, kFloat,
+  kSchema,  // binary payload of the NVTX payload extension; bytes follow the name
+};
+
+// One 128-byte slot. Field meaning per kind:
+//   NVTX_*:   t0 = timestamp, id = range id (START/END), domain, name, color, category,
+//             payload_kind/payload_value/payload_schema (+ payload bytes after the name).
+//   RUNTIME/DRIVER: t0 = start, t1 = end, id = correlation id, a = cbid, b = bytes,
+//             c = stream handle, aux8 = copy kind (1 + cudaMemcpyKind, 0 = none),
+//             return_code, name_ref = the API's name (static string).
+//   GRAPH_NODE: t0 = timestamp, id = correlation id, a = graph id, b = node id,
+//             c = original node id (clone).
+//   KERNEL/MEMCPY/MEMSET/SYNC: never stored in rings (the writer formats CUPTI buffers
+//             directly from GpuActivity, see gpu_activity.h); listed for STATS counting.
+struct Record {
+  RecordKind kind;
+  uint8_t flags;
+  uint8_t aux8;
+  PayloadKind payload_kind;
+  uint32_t tid;            // OS thread id (gettid)
+  int64_t t0;              // ns
+  int64_t t1;              // ns
+  uint64_t id;
+  uint64_t a;
+  uint64_t b;
+  uint64_t c;
+  const void* domain;      // interned Domain* (nullptr = default domain)
+  const char* name_ref;    // process-lifetime string, or nullptr when the name is copied
+  uint32_t category;
+  uint32_t color;
+  int32_t return_code;
+  uint16_t name_len;       // bytes of copied name (inline first, then continuation slots)
+  uint16_t payload_len;    // bytes of binary payload after the name
+  uint64_t payload_value;  // raw bits of a scalar payload, or the schema id for kSchema
+  char inline_bytes[32];   // first bytes of (name ++ payload)
+
+  // Total bytes of copied data (name then payload) carried by this record.
+  size_t data_len() const noexcept { return size_t{name_len} + payload_len; }
+};
+static_assert(sizeof(Record) == 128, "Record must stay one 128-byte slot");
+
+inline constexpr size_t kSlotBytes = sizeof(Record);
+inline constexpr size_t kInlineBytes = sizeof(Record::inline_bytes);
+inline constexpr size_t kMaxNameBytes = 2048;     // longer names are cut and flagged
+inline constexpr size_t kMaxPayloadBytes = 1024;  // longer payloads are not copied (counted)
+
+// Slots needed for a record carrying `data_len` copied bytes.
+constexpr size_t SlotsFor(size_t data_len) noexcept {
+  return data_len <= kInlineBytes ? 1 : 1 + (data_len - kInlineBytes + kSlotBytes - 1) / kSlotBytes;
+}
+
+}  // namespace truffld::inject

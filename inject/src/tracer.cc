@@ -1,0 +1,172 @@
+// Tracer: construction, thread attach, flush requests and fork handling. See tracer.h.
+// The writer thread's loop lives in writer.cc.
+#include "tracer.h"
+
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace truffld::inject {
+
+thread_local ThreadState t_thread;
+
+namespace {
+size_t RingSlots(const Config& c) { return static_cast<size_t>(c.thread_buffer_kb) * 1024 / kSlotBytes; }
+size_t MaxRings(const Config& c) {
+  const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
+  const uint64_t rings = c.cupti ? total * 3 / 4 : total;
+  const uint64_t per = static_cast<uint64_t>(c.thread_buffer_kb) << 10;
+  return static_cast<size_t>(rings / per);
+}
+size_t MaxActivityBuffers(const Config& c) {
+  const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
+  const uint64_t per = static_cast<uint64_t>(c.activity_buffer_kb) << 10;
+  const uint64_t n = (total / 4) / per;
+  return static_cast<size_t>(n < 2 ? 2 : n);
+}
+}  // namespace
+
+Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host)
+    : config_(std::move(config)),
+      cmdline_(std::move(cmdline)),
+      host_(std::move(host)),
+      rank_(DetectRank([](const char* n) { return ::getenv(n); })),
+      pid_(::getpid()),
+      clock_id_(config_.clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW),
+      registry_(RingSlots(config_), MaxRings(config_)),
+      pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)) {
+  pthread_key_create(&thread_key_, &Tracer::ReleaseThreadRing);
+}
+
+void Tracer::Log(const std::string& msg) {
+  const std::string line = "truffld: " + msg + "\n";
+  ssize_t rc = ::write(2, line.data(), line.size());
+  (void)rc;
+}
+
+// The registry pointer is needed from a C callback with only the ring as argument.
+static RingRegistry* g_registry_for_release = nullptr;
+
+void Tracer::ReleaseThreadRing(void* ring) {
+  if (g_registry_for_release) g_registry_for_release->Release(static_cast<RecordRing*>(ring));
+}
+
+bool Tracer::AttachThread(ThreadState& t) noexcept {
+  if (t.is_tracer_thread) return false;
+  if (t.attach_backoff > 0) { --t.attach_backoff; return false; }
+  RecordRing* ring = registry_.Acquire();
+  if (!ring) {
+    t.attach_backoff = 4096;  // budget spent: retry rarely, count drops meanwhile
+    return false;
+  }
+  t.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  g_registry_for_release = &registry_;
+  pthread_setspecific(thread_key_, ring);
+  t.ring = ring;
+  return true;
+}
+
+void Tracer::Start() {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  // The writer must never receive the application's signals (nor SIGXFSZ from a full disk,
+  // which then shows up as EFBIG and is counted).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  writer_running_.store(true, std::memory_order_release);
+  writer_ = std::make_unique<std::thread>([this] { WriterMain(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void Tracer::EnqueueActivityBuffer(uint8_t* buffer, size_t valid_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    activity_queue_.emplace_back(buffer, valid_bytes);
+  }
+}
+
+void Tracer::SetCuptiStatus(const std::string& status) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  cupti_status_ = status;
+}
+
+void Tracer::RequestFlush() noexcept {
+  if (wake_fd_ < 0) return;
+  flush_requested_.fetch_add(1, std::memory_order_acq_rel);
+  const uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_, &one, sizeof one);
+  (void)rc;
+}
+
+bool Tracer::FlushAndWait(bool final_stats, int timeout_ms) noexcept {
+  if (!writer_running_.load(std::memory_order_acquire) || wake_fd_ < 0) return false;
+  if (finished_.load(std::memory_order_acquire)) return true;
+  if (t_thread.is_tracer_thread) return false;  // would wait for ourselves
+  if (final_stats) final_requested_.store(true, std::memory_order_release);
+  const uint64_t seq = flush_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_, &one, sizeof one);
+  (void)rc;
+  const timespec tick{0, 1000000};
+  for (int waited = 0; waited < timeout_ms; ++waited) {
+    if (finished_.load(std::memory_order_acquire)) return true;
+    if (!final_stats && flush_done_.load(std::memory_order_acquire) >= seq) return true;
+    nanosleep(&tick, nullptr);
+  }
+  return false;
+}
+
+void Tracer::Shutdown() {
+  if (shutdown_started_.exchange(true)) return;
+  if (ActivitySource* s = activity_source_.load(std::memory_order_acquire)) s->FlushAll(true);
+  const bool done = FlushAndWait(/*final_stats=*/true, 10000);
+  if (writer_ && writer_->joinable()) {
+    if (done) writer_->join(); else writer_->detach();
+  }
+}
+
+void Tracer::PrepareFork() {
+  registry_.LockForFork();
+  nvtx_.mutex_for_fork().lock();
+  pool_.mutex_for_fork().lock();
+  activity_mu_.lock();
+  status_mu_.lock();
+}
+
+void Tracer::ParentAfterFork() {
+  status_mu_.unlock();
+  activity_mu_.unlock();
+  pool_.mutex_for_fork().unlock();
+  nvtx_.mutex_for_fork().unlock();
+  registry_.UnlockForFork();
+}
+
+void Tracer::ChildAfterFork() {
+  ParentAfterFork();  // the forking thread owns every lock in the child too
+  pid_ = ::getpid();
+  registry_.ResetForChild();
+  for (auto& [buf, len] : activity_queue_) pool_.Put(buf);
+  activity_queue_.clear();
+  if (sink_) { sink_->AbandonInChild(); sink_.reset(); }
+  (void)writer_.release();  // the parent's writer thread does not exist here
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+  for (auto& w : written_) w = 0;
+  cupti_dropped_.store(0);
+  payloads_too_large_.store(0);
+  names_truncated_.store(0);
+  flush_requested_.store(0);
+  flush_done_.store(0);
+  final_requested_.store(false);
+  finished_.store(false);
+  shutdown_started_.store(false);
+  writer_running_.store(false);
+  t_thread.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  Start();
+}
+
+}  // namespace truffld::inject

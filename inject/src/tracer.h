@@ -1,0 +1,162 @@
+// Tracer: the per-process capture engine behind the injection entry points.
+//
+// Owns the configuration, the per-thread rings (RingRegistry), the NVTX handle registry, the
+// CUPTI activity-buffer pool and the one background writer thread that drains rings and
+// completed CUPTI buffers, formats JSONL and writes the dump (DumpSink). Producers call Emit(),
+// the lock-free, allocation-free hot path. Flushes happen every flush_ms, on request
+// (RequestFlush, e.g. on cudaDeviceReset) and at exit/signals (FlushAndWait, bounded).
+// Exactly one Tracer exists per traced process; the entry points (entry.cc) create it and hand
+// it to the NVTX and CUPTI adapters, nothing else reaches it globally.
+// Units: ns on the configured clock (Now()). Thread-safety: stated per method.
+#pragma once
+
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "buffer_pool.h"
+#include "config.h"
+#include "dump_sink.h"
+#include "format.h"
+#include "gpu_activity.h"
+#include "nvtx_registry.h"
+#include "ring_registry.h"
+
+namespace truffld::inject {
+
+// Per-thread producer state. Plain data, zero-initialised, no destructor (safe at any point of
+// process teardown).
+struct ThreadState {
+  RecordRing* ring;
+  uint32_t tid;
+  int32_t nvtx_depth;        // push/pop nesting, returned to NVTX callers
+  uint32_t attach_backoff;   // events to skip before retrying a failed ring attach
+  uint32_t corr_depth;       // CUDA API nesting on this thread
+  uint64_t corr_stack[8];    // correlation ids of the open API calls (innermost last)
+  bool is_tracer_thread;     // the writer thread: its own CUDA calls are not traced
+};
+extern thread_local ThreadState t_thread;
+
+// Decodes completed CUPTI buffers; implemented by the CUPTI adapter so that the writer never
+// sees a CUPTI type.
+class ActivitySource {
+ public:
+  virtual ~ActivitySource() = default;
+  virtual void Decode(const uint8_t* buffer, size_t valid_bytes,
+                      const std::function<void(const GpuActivity&)>& fn) = 0;
+  // cuptiActivityFlushAll; called at exit before the final drain.
+  virtual void FlushAll(bool forced) = 0;
+  // Device list and versions for META (called on the writer thread).
+  virtual void Describe(MetaInfo* meta) = 0;
+};
+
+class Tracer {
+ public:
+  Tracer(Config config, std::vector<std::string> cmdline, std::string host);
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // Starts the writer thread. Thread-safety: call once, from the initialising thread.
+  void Start();
+
+  // Current time in ns on the tracer clock. Thread-safe, async-signal-safe.
+  int64_t Now() const noexcept {
+    timespec ts;
+    clock_gettime(clock_id_, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+
+  // Hot path: copies the record (tid filled in) and `len` data bytes into this thread's ring,
+  // or counts a drop. Never blocks, never allocates after the thread's first event.
+  void Emit(Record& r, const char* data, size_t len) noexcept {
+    ThreadState& t = t_thread;
+    if (__builtin_expect(t.ring == nullptr, 0) && !AttachThread(t)) {
+      registry_.CountNoRing(r.kind);
+      return;
+    }
+    r.tid = t.tid;
+    if (__builtin_expect(!t.ring->TryPush(r, data, len), 0)) t.ring->CountDrop(r.kind);
+  }
+
+  // Counters the producers bump for data they could not copy. Thread-safe (relaxed).
+  void CountPayloadTooLarge() noexcept { payloads_too_large_.fetch_add(1, std::memory_order_relaxed); }
+  void CountNameTruncated() noexcept { names_truncated_.fetch_add(1, std::memory_order_relaxed); }
+
+  NvtxRegistry& nvtx() { return nvtx_; }
+  ActivityBufferPool& activity_pool() { return pool_; }
+  const Config& config() const { return config_; }
+  int64_t pid() const { return pid_; }
+
+  // CUPTI side (adapter). Thread-safe.
+  void SetActivitySource(ActivitySource* s) { activity_source_.store(s, std::memory_order_release); }
+  void EnqueueActivityBuffer(uint8_t* buffer, size_t valid_bytes);
+  void AddCuptiDropped(uint64_t n) { cupti_dropped_.fetch_add(n, std::memory_order_relaxed); }
+  void SetCuptiStatus(const std::string& status);
+
+  // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
+  void RequestFlush() noexcept;
+  // Flushes everything queued so far (with `final_stats`: writes STATS and closes the file)
+  // and waits up to timeout_ms for the writer to finish. Async-signal-safe. Returns false on
+  // timeout or when no writer runs.
+  bool FlushAndWait(bool final_stats, int timeout_ms) noexcept;
+  // Normal exit: CUPTI flush, final drain, STATS. Idempotent.
+  void Shutdown();
+
+  // fork() hooks (pthread_atfork).
+  void PrepareFork();
+  void ParentAfterFork();
+  void ChildAfterFork();
+
+  // One stderr line prefixed "truffld:". Thread-safe.
+  static void Log(const std::string& msg);
+
+ private:
+  bool AttachThread(ThreadState& t) noexcept;
+  static void ReleaseThreadRing(void* ring);
+  void WriterMain();
+  void DrainOnce(std::string& out, std::string& scratch);
+  void OpenDumpAndWriteMeta(std::string& out);
+  void WriteStats(std::string& out);
+
+  Config config_;
+  std::vector<std::string> cmdline_;
+  std::string host_;
+  RankInfo rank_;
+  int64_t pid_;
+  clockid_t clock_id_;
+  RingRegistry registry_;
+  NvtxRegistry nvtx_;
+  ActivityBufferPool pool_;
+  std::unique_ptr<DumpSink> sink_;
+  pthread_key_t thread_key_{};
+  std::unique_ptr<std::thread> writer_;  // leaked (not joined) in a fork child
+  std::atomic<bool> writer_running_{false};
+  int wake_fd_ = -1;                       // eventfd the writer polls
+  std::atomic<uint64_t> flush_requested_{0};
+  std::atomic<uint64_t> flush_done_{0};
+  std::atomic<bool> final_requested_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> shutdown_started_{false};
+  std::atomic<ActivitySource*> activity_source_{nullptr};
+  std::mutex activity_mu_;
+  std::deque<std::pair<uint8_t*, size_t>> activity_queue_;
+  std::mutex status_mu_;
+  std::string cupti_status_ = "not initialised (no CUDA injection seen)";
+  std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> payloads_too_large_{0};
+  std::atomic<uint64_t> names_truncated_{0};
+  uint64_t written_[kNumRecordKinds] = {};  // writer thread only
+  int64_t last_clock_ns_ = 0;               // writer thread only
+};
+
+}  // namespace truffld::inject

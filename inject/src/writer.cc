@@ -1,0 +1,149 @@
+// Tracer's writer thread: drains the per-thread rings and completed CUPTI buffers, formats JSONL
+// and writes the dump. See tracer.h for the overall design.
+#include <poll.h>
+#include <unistd.h>
+
+#include "tracer.h"
+
+namespace truffld::inject {
+
+namespace {
+constexpr size_t kWriteChunk = 1 << 20;  // hand text to the sink in ~1 MiB pieces
+const char* kInjectorVersion = "0.1.0";
+}  // namespace
+
+void Tracer::OpenDumpAndWriteMeta(std::string& out) {
+  sink_ = std::make_unique<DumpSink>(config_.output_dir, config_.compress, config_.file_mode,
+                                     [](const std::string& m) { Log(m); });
+  const std::string host = host_;
+  const auto rank = rank_.rank;
+  const int64_t pid = pid_;
+  const Compression c = config_.compress;
+  if (!sink_->Open([&](int attempt) { return DumpFileName(host, rank, pid, c, attempt); })) return;
+  if (config_.verbose) Log("tracing to " + sink_->path());
+  MetaInfo m;
+  m.host = host_;
+  m.pid = pid_;
+  m.rank = rank_.rank;
+  m.local_rank = rank_.local_rank;
+  m.world_size = rank_.world_size;
+  m.clock = config_.clock_realtime ? "realtime" : "monotonic_raw";
+  timespec rt, mono;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(clock_id_, &mono);
+  m.sync_realtime_ns = static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec;
+  m.sync_monotonic_ns = static_cast<int64_t>(mono.tv_sec) * 1000000000 + mono.tv_nsec;
+  last_clock_ns_ = m.sync_monotonic_ns;
+  m.cmdline = cmdline_;
+  m.injector_version = kInjectorVersion;
+  if (ActivitySource* s = activity_source_.load(std::memory_order_acquire)) s->Describe(&m);
+  m.config = config_.Describe();
+  FormatMeta(m, out);
+}
+
+void Tracer::DrainOnce(std::string& out, std::string& scratch) {
+  auto spill = [&] {
+    if (out.size() >= kWriteChunk) {
+      if (sink_) sink_->Write(out);
+      out.clear();
+    }
+  };
+  registry_.ForEach([&](RecordRing& ring) {
+    ring.Drain(
+        [&](const Record& r, std::string_view data) {
+          FormatRecord(r, data, pid_, nvtx_, out);
+          ++written_[static_cast<int>(r.kind)];
+          spill();
+        },
+        scratch);
+  });
+  std::deque<std::pair<uint8_t*, size_t>> buffers;
+  {
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    buffers.swap(activity_queue_);
+  }
+  ActivitySource* source = activity_source_.load(std::memory_order_acquire);
+  for (auto& [buf, len] : buffers) {
+    if (source) {
+      source->Decode(buf, len, [&](const GpuActivity& a) {
+        FormatGpuActivity(a, out);
+        ++written_[static_cast<int>(a.kind)];
+        spill();
+      });
+    }
+    pool_.Put(buf);
+  }
+  if (config_.clock_sync_s > 0) {
+    const int64_t now = Now();
+    if (now - last_clock_ns_ >= config_.clock_sync_s * 1000000000LL) {
+      timespec rt;
+      clock_gettime(CLOCK_REALTIME, &rt);
+      FormatClock(static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec, now, out);
+      last_clock_ns_ = now;
+    }
+  }
+  if (sink_) sink_->Write(out);
+  out.clear();
+}
+
+void Tracer::WriteStats(std::string& out) {
+  StatsInfo s;
+  for (int k = 0; k < kNumRecordKinds; ++k) {
+    s.written[k] = written_[k];
+    s.dropped[k] = registry_.no_ring_dropped(static_cast<RecordKind>(k));
+  }
+  registry_.ForEach([&](RecordRing& ring) {
+    for (int k = 0; k < kNumRecordKinds; ++k) s.dropped[k] += ring.dropped(static_cast<RecordKind>(k));
+  });
+  s.cupti_dropped = cupti_dropped_.load();
+  s.payloads_too_large = payloads_too_large_.load();
+  s.names_truncated = names_truncated_.load();
+  s.rings = registry_.size();
+  s.ring_bytes = registry_.bytes_reserved();
+  s.activity_buffers = pool_.allocated();
+  s.activity_buffers_denied = pool_.denied();
+  {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    s.cupti_status = cupti_status_;
+  }
+  // Errors so far plus the write of this very line cannot be known in advance; report the
+  // count before it (a failing STATS write is by definition not in the file).
+  s.write_errors = sink_ ? sink_->write_errors() : 0;
+  FormatStats(s, out);
+}
+
+void Tracer::WriterMain() {
+  t_thread.is_tracer_thread = true;
+  std::string out, scratch;
+  out.reserve(kWriteChunk + 4096);
+  bool opened = false;
+  for (;;) {
+    pollfd p{wake_fd_, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(config_.flush_ms));
+    uint64_t counter;
+    while (::read(wake_fd_, &counter, sizeof counter) > 0) {
+    }
+    const uint64_t req = flush_requested_.load(std::memory_order_acquire);
+    const bool fin = final_requested_.load(std::memory_order_acquire);
+    if (!opened) {
+      OpenDumpAndWriteMeta(out);
+      opened = true;
+    }
+    DrainOnce(out, scratch);
+    if (fin) {
+      WriteStats(out);
+      if (sink_) {
+        sink_->Write(out);
+        sink_->Close();
+      }
+      out.clear();
+      flush_done_.store(req, std::memory_order_release);
+      finished_.store(true, std::memory_order_release);
+      return;
+    }
+    if (sink_) sink_->Flush();
+    flush_done_.store(req, std::memory_order_release);
+  }
+}
+
+}  // namespace truffld::inject
