@@ -1,8 +1,8 @@
 """Communication ranges around collectives, carrying message bytes and world size in the name.
 
-Each wrapped collective emits one push/pop range ``nccl:<op>[bytes=B,world_size=W,impl=I]``
+Each wrapped collective emits one push/pop range ``nccl:<op>, bytes=B, world_size=W, impl=I``
 (naming.comm_name): NVTX's C API cannot carry a JSON payload without the payload extension, so
-the merge parses these ``k=v`` pairs from the name instead. ``bytes`` is the size of the
+the merge reads these ``k=v`` pairs from the name instead. ``bytes`` is the size of the
 collective's input (send) buffer on this rank (a tensor, or the sum over a list of tensors);
 ``world_size`` comes from the communicator object's ``world_size`` attribute (vLLM/SGLang
 PyNcclCommunicator, CustomAllreduce, ...) or, for torch.distributed, from

@@ -2,7 +2,7 @@
 ``nn.Module`` forward through torch's global module hooks.
 
 Range names follow naming.frontend_name: ``<module>.<function> <caller file>:<line>``; module
-forwards are ``<Class.__module__>.<Class.__qualname__>.forward <file>:<line>`` where the call
+forwards are ``nn.Module:<Class.__qualname__>.forward <file>:<line>`` where the call
 site is the first frame outside torch/nn/modules/module.py. Names are cached per (code object,
 line) so the steady state does one dict lookup, two ctypes calls and no string formatting.
 Nothing is emitted while torch.compile traces (patching.is_compiling).
@@ -121,7 +121,7 @@ class ModuleForwardHooks(object):
         key = (cls, frame.f_code, frame.f_lineno) if frame is not None else (cls, None, 0)
         name = self._names.get(key)
         if name is None:
-            qualified = "%s.%s.forward" % (cls.__module__, cls.__qualname__)
+            qualified = "nn.Module:%s.forward" % cls.__qualname__
             where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("?", 0)
             name = naming.frontend_name(qualified, *where).encode("utf-8", "replace")
             if len(self._names) < _CACHE_LIMIT:

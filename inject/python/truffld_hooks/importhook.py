@@ -8,7 +8,7 @@ workers, resource trackers) pay almost nothing. Modules already in ``sys.modules
 is registered are patched at once.
 
 Callbacks must be idempotent (they are guarded here too: each (module, key) runs once per module
-object) and must never raise into the importer; exceptions are caught, counted and reported on
+object, except after an ``importlib.reload``, which re-executes the module) and must never raise into the importer; exceptions are caught, counted and reported on
 stderr with the module name.
 
 Thread-safety: registration and the finder use one lock; Python's import lock serialises
@@ -38,7 +38,7 @@ class _PostImportLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._real.exec_module(module)
-        _run_callbacks(module.__name__, module)
+        _run_callbacks(module.__name__, module, force=True)  # also re-patch after reload()
 
     def __getattr__(self, name):  # get_source, get_filename, is_package, ... for tools
         return getattr(self._real, name)
@@ -67,13 +67,13 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-def _run_callbacks(name, module):
+def _run_callbacks(name, module, force=False):
     with _lock:
         entries = list(_callbacks.get(name, ()))
     for key, callback in entries:
         token = (id(module), key)
         with _lock:
-            if token in _done:
+            if token in _done and not force:
                 continue
             _done.add(token)
         try:

@@ -4,16 +4,20 @@ The merge stage (truffld-merge) classifies ranges by name alone, so every name p
 a contract with it:
 
 * Step ranges: ``step_execute_model[request_ids:a_b_c]``. Ids are joined by ``_``; inside one
-  id a backslash is written ``\\\\`` and an underscore ``\\_``, so ``parse_step_name`` (and the
-  merge's C++ parser) recover the exact ids. A step with no requests is
+  id a backslash is written ``\\\\``, an underscore ``\\_`` and a closing bracket ``\\]``, so
+  ``parse_step_name`` (and the merge's C++ parser, which unescapes any ``\\x``) recover the
+  exact ids. A step with no requests is
   ``step_execute_model[empty]``; an engine's padding/dummy run is ``step_execute_model[dummy]``.
-  vLLM's split sampling call is ``step_sample_tokens[request_ids:...]`` with the ids of the
-  preceding ``execute_model`` on the same worker.
+  vLLM's split sampling call is ``step_execute_model:sample_tokens[request_ids:...]`` with the
+  ids of the preceding ``execute_model`` on the same worker (the prefix keeps it a step for the
+  merge's ``^step_execute_model`` rule).
 * Frontend ranges: ``<dotted.python.name> <file>:<line>`` -- the family is the text before the
-  first space, the call site is the user frame that called it.
-* Communication ranges: ``nccl:<op>[bytes=<int>,world_size=<int>,impl=<name>]`` -- the keys are
-  ``k=v`` pairs separated by ``,``; ``world_size`` is ``-1`` when unknown. Values never contain
-  ``,``, ``=``, ``[`` or ``]``.
+  first space, the call site is the frame that called it. Module forwards are
+  ``nn.Module:<Class qualname>.forward <file>:<line>``.
+* Communication ranges: ``nccl:<op>, bytes=<int>, world_size=<int>, impl=<name>`` -- like
+  PyTorch's ``aten::mm, seq = 0`` the family is the text before the first ``,``; the rest are
+  ``k=v`` pairs separated by ``, ``; ``bytes``/``world_size`` are ``-1`` when unknown. Values never
+  contain ``,``, ``=``, spaces or brackets.
 
 Thread-safety: every function here is pure and safe from any thread.
 """
@@ -21,7 +25,7 @@ Thread-safety: every function here is pure and safe from any thread.
 import re
 
 STEP_EXECUTE = "step_execute_model"
-STEP_SAMPLE = "step_sample_tokens"
+STEP_SAMPLE = "step_execute_model:sample_tokens"
 
 # vLLM >= 0.11 appends "-" + 8 lowercase hex characters (random_uuid()[:8]) to every request id
 # it receives (vllm/v1/engine/input_processor.py, assign_request_id); users know the id without it.
@@ -29,8 +33,9 @@ _VLLM_RANDOM_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
 
 
 def escape_request_id(rid):
-    """Escapes one id so that ``_`` can join ids: ``\\`` -> ``\\\\``, ``_`` -> ``\\_``."""
-    return str(rid).replace("\\", "\\\\").replace("_", "\\_")
+    """Escapes one id so that ``_`` can join ids: ``\\`` -> ``\\\\``, ``_`` -> ``\\_``,
+    ``]`` -> ``\\]``."""
+    return str(rid).replace("\\", "\\\\").replace("_", "\\_").replace("]", "\\]")
 
 
 def strip_random_suffix(rid):
@@ -84,32 +89,33 @@ def parse_step_name(name):
 
 def _clean_value(value):
     text = str(value)
-    for bad in ",=[]":
+    for bad in ",=[] ":
         text = text.replace(bad, "-")
-    return text.replace(" ", "")
+    return text
 
 
 def comm_name(op, nbytes, world_size, impl=None):
-    """``nccl:all_reduce[bytes=1048576,world_size=8,impl=pynccl]`` (see module docstring)."""
-    parts = ["bytes=%d" % int(nbytes if nbytes is not None and nbytes >= 0 else -1),
+    """``nccl:all_reduce, bytes=1048576, world_size=8, impl=pynccl`` (see module docstring)."""
+    parts = ["nccl:" + _clean_value(op),
+             "bytes=%d" % int(nbytes if nbytes is not None and nbytes >= 0 else -1),
              "world_size=%d" % int(world_size if world_size is not None else -1)]
     if impl:
         parts.append("impl=" + _clean_value(impl))
-    return "nccl:" + _clean_value(op) + "[" + ",".join(parts) + "]"
+    return ", ".join(parts)
 
 
 def parse_comm_name(name):
     """Returns (op, {key: value-string}) for a comm_name, or None when ``name`` is not one."""
-    if not name.startswith("nccl:") or not name.endswith("]") or "[" not in name:
+    if not name.startswith("nccl:"):
         return None
-    op, _, body = name[len("nccl:"):-1].partition("[")
+    items = name.split(", ")
     fields = {}
-    for item in body.split(","):
+    for item in items[1:]:
         key, sep, value = item.partition("=")
         if not sep:
             return None
         fields[key] = value
-    return op, fields
+    return items[0][len("nccl:"):], fields
 
 
 def frontend_name(qualified, filename, lineno):

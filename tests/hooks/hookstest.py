@@ -1,0 +1,70 @@
+"""Shared helpers for the truffld_hooks tests: locations, and running a child interpreter with
+the hooks enabled exactly as a user would (PYTHONPATH + sitecustomize), returning what the
+child printed as JSON on its last stdout line.
+
+Paths come from the environment set by tests/hooks/CMakeLists.txt (TRUFFLD_HOOKS_SRC,
+TRUFFLD_PYNVTX_LIB, ...) and fall back to the source tree so a developer can run a file directly
+with /usr/bin/python3.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("TRUFFLD_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", ".."))
+HOOKS_SRC = os.environ.get("TRUFFLD_HOOKS_SRC") or os.path.join(SOURCE_DIR, "inject", "python")
+STANDINS = os.path.join(HERE, "standins")
+PYTHON = os.environ.get("TRUFFLD_SYSTEM_PYTHON") or "/usr/bin/python3"
+
+# Prologue run in every child: the hooks are already installed by sitecustomize; record ranges.
+PROLOGUE = """
+import json, sys
+import truffld_hooks
+from truffld_hooks import nvtx
+_em = nvtx.get()
+_em.trace = []
+def ranges():
+    return [name for op, name in _em.trace if op == "push"]
+def balanced():
+    depth = 0
+    for op, _ in _em.trace:
+        depth += 1 if op == "push" else -1 if op == "pop" else 0
+        if depth < 0:
+            return False
+    return depth == 0
+"""
+
+
+def hooks_env(*extra_paths, **overrides):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = os.pathsep.join([HOOKS_SRC] + [p for p in extra_paths if p])
+    env.setdefault("TRUFFLD_HOOKS", "1")
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run_child(code, standin=None, env=None, expect_ok=True, timeout=120):
+    """Runs PROLOGUE + code in a fresh interpreter; returns the JSON of the last stdout line."""
+    env = env or hooks_env(os.path.join(STANDINS, standin) if standin else None)
+    proc = subprocess.run([PYTHON, "-c", PROLOGUE + code], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if expect_ok and proc.returncode != 0:
+        raise AssertionError("child failed (rc=%d)\nstdout:\n%s\nstderr:\n%s"
+                             % (proc.returncode, proc.stdout, proc.stderr))
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if not lines:
+        raise AssertionError("child printed nothing; stderr:\n" + proc.stderr)
+    return json.loads(lines[-1])
+
+
+def import_hooks_here():
+    """Makes the package importable in the test process itself (pure-logic tests)."""
+    if HOOKS_SRC not in sys.path:
+        sys.path.insert(0, HOOKS_SRC)

@@ -1,0 +1,1 @@
+"""Stand-in for the sglang package (truffld tests)."""

@@ -1,0 +1,81 @@
+"""Unit tests of libtruffld_pynvtx.so through its ctypes binding: every call reaches an NVTX tool
+injected with NVTX_INJECTION64_PATH (a recording test tool, fake_nvtx_tool.c), domains included;
+without a tool every call is a harmless no-op; the hooks' step ranges reach the tool too.
+Skips (77) when the shim or the test tool was not built (no CUDA toolkit headers)."""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+import hookstest
+
+SHIM = os.environ.get("TRUFFLD_PYNVTX_LIB", "")
+TOOL = os.environ.get("TRUFFLD_TEST_NVTX_TOOL", "")
+
+SHIM_CALLS = """
+from truffld_hooks import nvtx
+em = nvtx.create(%r)
+assert em.kind == "shim", em.kind
+d = em.domain("PyTorch")
+em.push("outer"); em.push("inner", d); em.mark("here"); em.mark("dmark", d)
+rid = em.start("async"); em.end(rid)
+em.pop(); em.pop(); em.pop()   # the third pop has nothing to close: ignored
+print(em.depth(), em.counters.pushes, em.counters.pops)
+"""
+
+
+def _read_lines(path):
+    with open(path) as handle:
+        return handle.read().splitlines()
+
+
+class ShimTest(unittest.TestCase):
+    def setUp(self):
+        if not (SHIM and os.path.exists(SHIM)):
+            self.skipTest("libtruffld_pynvtx.so not built (TRUFFLD_PYNVTX_LIB=%r)" % SHIM)
+
+    def _run(self, code, tool, log, extra_path=None):
+        env = hookstest.hooks_env(extra_path, TRUFFLD_PYNVTX_LIB=SHIM,
+                                  NVTX_INJECTION64_PATH=tool, FAKE_NVTX_LOG=log)
+        proc = subprocess.run([hookstest.PYTHON, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        return proc.stdout
+
+    def test_calls_reach_the_injected_tool(self):
+        if not (TOOL and os.path.exists(TOOL)):
+            self.skipTest("test NVTX tool not built")
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "nvtx.log")
+            out = self._run(SHIM_CALLS % SHIM, TOOL, log)
+            lines = _read_lines(log)
+        self.assertEqual("0 2 2", out.strip())
+        self.assertEqual(["domain PyTorch", "push outer", "dpush PyTorch|inner", "mark here",
+                          "dmark PyTorch|dmark", "start async", "end", "dpop PyTorch", "pop"],
+                         lines)
+
+    def test_no_tool_is_a_no_op(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = self._run(SHIM_CALLS % SHIM, None, os.path.join(tmp, "unused.log"))
+        self.assertEqual("0 2 2", out.strip())
+
+    def test_hooked_step_reaches_the_tool(self):
+        if not (TOOL and os.path.exists(TOOL)):
+            self.skipTest("test NVTX tool not built")
+        code = """
+from vllm.v1.core.sched.output import SchedulerOutput, CachedRequestData
+from vllm.v1.worker.gpu_worker import Worker
+Worker().execute_model(SchedulerOutput([], CachedRequestData([]), {"a_b-0123abcd": 1, "c": 2}, 3))
+import truffld_hooks; print(truffld_hooks.stats()["nvtx_binding"])
+"""
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "nvtx.log")
+            out = self._run(code, TOOL, log, os.path.join(hookstest.STANDINS, "vllm_v1_new"))
+            lines = _read_lines(log)
+        self.assertEqual("shim", out.strip())
+        self.assertEqual(["push step_execute_model[request_ids:a\\_b_c]", "pop"], lines)
+
+
+if __name__ == "__main__":
+    unittest.main()
