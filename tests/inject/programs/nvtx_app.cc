@@ -1,0 +1,202 @@
+// nvtx_app: a real NVTX 3 application used by the injector's integration tests.
+//
+// It is an ordinary program: it includes the NVTX headers and calls the public API; the tests
+// run it with NVTX_INJECTION64_PATH pointing at libcupti_injector.so and compare the dump with
+// the script each mode below performs. Modes:
+//   basic           nested push/pop, start/end across threads, marks, categories, colors,
+//                   scalar payloads, wide strings, domains, registered strings and NCCL-style
+//                   payload-extension schemas (AllReduce, Send) with a registered enum
+//   threads N M     N threads, each doing M push/pop pairs
+//   sigterm H       loops pushing ranges until SIGTERM; H=1 installs an application handler
+//                   (which prints "app handler ran" and lets main return), H=0 keeps default
+//   fork            events before fork, in the child and in the parent after fork
+//   noflush N       N push/pop pairs, then returns from main at once
+//   sigkill N       N push/pop pairs, prints "ready", then sleeps until killed
+//   fsize BYTES N   sets RLIMIT_FSIZE to BYTES, then N push/pop pairs
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Mirrors NCCL 2.2x's NVTX instrumentation: a static schema per collective whose entries carry
+// NCCL's entry names, and the reduction op as a registered enum used as an entry type.
+constexpr uint64_t kSchemaAllReduce = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
+constexpr uint64_t kSchemaSend = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 9;
+constexpr uint64_t kRedOpEnum = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 11;
+
+struct AllReduceParams { uint64_t comm; size_t bytes; int op; };
+struct SendParams { uint64_t comm; size_t bytes; int peer; };
+
+void RegisterNcclSchemas(nvtxDomainHandle_t nccl) {
+  static const nvtxPayloadEnum_t kRedOps[] = {{"Sum", 0, 0}, {"Product", 1, 0}, {"Max", 2, 0},
+                                              {"Min", 3, 0}, {"Avg", 4, 0}};
+  nvtxPayloadEnumAttr_t e{};
+  e.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+                NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
+  e.entries = kRedOps;
+  e.numEntries = 5;
+  e.sizeOfEnum = sizeof(int);
+  e.schemaId = kRedOpEnum;
+  nvtxPayloadEnumRegister(nccl, &e);
+
+  static const nvtxPayloadSchemaEntry_t kAllReduce[] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduceParams, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduceParams, bytes), nullptr, nullptr},
+      {0, kRedOpEnum, "Reduction operation", nullptr, 0, offsetof(AllReduceParams, op), nullptr, nullptr}};
+  static const nvtxPayloadSchemaEntry_t kSend[] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(SendParams, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(SendParams, bytes), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Peer rank", nullptr, 0, offsetof(SendParams, peer), nullptr, nullptr}};
+  for (auto [entries, n, id, name, size] :
+       {std::tuple{kAllReduce, size_t{3}, kSchemaAllReduce, "AllReduce", sizeof(AllReduceParams)},
+        std::tuple{kSend, size_t{3}, kSchemaSend, "Send", sizeof(SendParams)}}) {
+    nvtxPayloadSchemaAttr_t s{};
+    s.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                  NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                  NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NAME;
+    s.name = name;
+    s.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
+    s.entries = entries;
+    s.numEntries = n;
+    s.payloadStaticSize = size;
+    s.schemaId = id;
+    nvtxPayloadSchemaRegister(nccl, &s);
+  }
+}
+
+nvtxEventAttributes_t Attr(const char* msg) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = msg;
+  return a;
+}
+
+void Basic() {
+  nvtxNameCategoryA(7, "compute");
+  nvtxRangePushA("outer");
+  nvtxEventAttributes_t a = Attr("inner");
+  a.colorType = NVTX_COLOR_ARGB;
+  a.color = 0xFF00FF00u;
+  a.category = 7;
+  a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  a.payload.ullValue = 42;
+  nvtxRangePushEx(&a);
+  nvtxMarkA("tick");
+  nvtxRangePop();
+  nvtxRangePop();
+
+  const nvtxRangeId_t req = nvtxRangeStartA("request cmpl-1");
+  std::thread other([req] {
+    nvtxRangePushW(L"wide \u2713");
+    nvtxRangePop();
+    nvtxRangeEnd(req);  // ends on another thread than it started
+  });
+  other.join();
+
+  nvtxDomainHandle_t dom = nvtxDomainCreateA("myDomain");
+  nvtxStringHandle_t reg = nvtxDomainRegisterStringA(dom, "registered step");
+  nvtxEventAttributes_t r{};
+  r.version = NVTX_VERSION;
+  r.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  r.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  r.message.registered = reg;
+  nvtxDomainRangePushEx(dom, &r);
+  nvtxEventAttributes_t m = Attr("domain mark");
+  m.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+  m.payload.dValue = 2.5;
+  nvtxDomainMarkEx(dom, &m);
+  nvtxDomainRangePop(dom);
+
+  nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
+  RegisterNcclSchemas(nccl);
+  AllReduceParams ar{0x1234abcdull, 4096, 0};
+  nvtxPayloadData_t ard[] = {{kSchemaAllReduce, sizeof ar, &ar}};
+  nvtxEventAttributes_t c = Attr("ncclAllReduce");
+  NVTX_PAYLOAD_EVTATTR_SET_MULTIPLE(c, ard);
+  nvtxDomainRangePushEx(nccl, &c);
+  nvtxDomainRangePop(nccl);
+  SendParams sp{0x1234abcdull, 1024, 3};
+  nvtxPayloadData_t spd[] = {{kSchemaSend, sizeof sp, &sp}};
+  nvtxEventAttributes_t s = Attr("ncclSend");
+  NVTX_PAYLOAD_EVTATTR_SET_MULTIPLE(s, spd);
+  nvtxDomainMarkEx(nccl, &s);
+  nvtxDomainDestroy(dom);
+}
+
+void PushPop(int n, const char* name) {
+  for (int i = 0; i < n; ++i) {
+    nvtxRangePushA(name);
+    nvtxRangePop();
+  }
+}
+
+std::atomic<bool> g_term{false};
+void OnTerm(int) {
+  const char msg[] = "app handler ran\n";
+  ssize_t rc = write(1, msg, sizeof msg - 1);
+  (void)rc;
+  g_term = true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "basic";
+  auto arg = [&](int i, long dflt) { return argc > i ? std::atol(argv[i]) : dflt; };
+  if (mode == "basic") {
+    Basic();
+  } else if (mode == "threads") {
+    const int n = static_cast<int>(arg(2, 64)), m = static_cast<int>(arg(3, 1000));
+    std::vector<std::thread> ts;
+    for (int i = 0; i < n; ++i) ts.emplace_back([m] { PushPop(m, "hammer"); });
+    for (auto& t : ts) t.join();
+  } else if (mode == "sigterm") {
+    if (arg(2, 1)) signal(SIGTERM, OnTerm);  // installed before NVTX initialises truffld
+    nvtxMarkA("started");
+    std::printf("ready\n");
+    std::fflush(stdout);
+    while (!g_term) { PushPop(1, "loop"); usleep(1000); }
+    nvtxMarkA("after handler");
+  } else if (mode == "fork") {
+    nvtxMarkA("parent before fork");
+    const pid_t child = fork();
+    if (child == 0) {
+      nvtxMarkA("in child");
+      std::exit(0);
+    }
+    nvtxMarkA("parent after fork");
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  } else if (mode == "noflush") {
+    PushPop(static_cast<int>(arg(2, 1000)), "quick");
+  } else if (mode == "sigkill") {
+    PushPop(static_cast<int>(arg(2, 1000)), "before kill");
+    std::printf("ready\n");
+    std::fflush(stdout);
+    for (;;) pause();
+  } else if (mode == "fsize") {
+    rlimit lim{static_cast<rlim_t>(arg(2, 4096)), static_cast<rlim_t>(arg(2, 4096))};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    PushPop(static_cast<int>(arg(3, 20000)), "fill the disk");
+    std::printf("still alive\n");
+  } else {
+    std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+    return 2;
+  }
+  return 0;
+}
