@@ -1,0 +1,84 @@
+// What truffld-synth is asked to generate: topology, workload, fault mix and output options.
+//
+// SynthConfig is plain data filled by the CLI (or a test) and checked once by Validate() before
+// any work starts, so the simulator can trust it. Presets name the configurations the README
+// demo, the tests and the evaluation suite rely on; a preset only sets defaults that explicit
+// flags may then override. Times are integer nanoseconds; intensities are slowdown factors
+// (2.0 = the affected work takes twice its normal time).
+// Thread-safety: plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "truffld/status.h"
+
+namespace truffld::synth {
+
+// The injected fault classes of the design (software, CUDA, hardware contention, network, engine).
+enum class FaultClass : uint8_t {
+  kSoftware,       // an operator family's host-side body is delayed (eager steps only)
+  kCudaKernel,     // kernels of one class (gemm, attention, norm, elementwise) run slower
+  kMemcpy,         // memory copies inflate (memory pressure)
+  kContention,     // every kernel/copy on one GPU slows during a short window
+  kCommunication,  // collective transfer time on one TP group's link grows
+  kEngine,         // engine scheduling delay: a step's input preparation stalls
+};
+constexpr int kNumFaultClasses = 6;
+const char* FaultClassName(FaultClass c) noexcept;      // "software", "cuda_kernel", ...
+const char* FaultClassLayer(FaultClass c) noexcept;     // the ledger "layer": software/cuda/hardware/network/engine
+bool ParseFaultClass(std::string_view s, FaultClass* out) noexcept;
+
+// Named intensity levels (slowdown factors). "negligible" is below the default labelling
+// threshold on purpose: such faults perturb the trace but do not make a step abnormal.
+struct IntensityLevel {
+  const char* name;
+  double factor;
+};
+const std::vector<IntensityLevel>& IntensityLevels();
+// "mild" -> {1.3, 1.6}, "strong" -> {2.5, 4.0}, "all" -> every level, or a comma list of numbers.
+Result<std::vector<double>> ParseIntensities(std::string_view spec);
+const char* IntensityName(double factor) noexcept;     // level name, or "custom"
+
+struct SynthConfig {
+  uint64_t seed = 1;
+  // Topology: `ranks` processes over `hosts` hosts; each host runs one tensor-parallel group of
+  // ranks/hosts ranks (a data-parallel replica with its own request stream and clock).
+  int ranks = 2;
+  int hosts = 1;
+  int layers = 36;                 // decoder layers of the Qwen3-8B-like stack
+  // Size: steps per replica, or (when steps == 0) an approximate total record budget.
+  int64_t steps = 0;
+  int64_t target_events = 100000;
+  // Workload: "online" (Poisson arrivals) or "offline" (a large batch queued at time zero).
+  std::string workload = "online";
+  double arrivals_per_step = 0.6;  // online mean new requests per step
+  int max_num_seqs = 48;           // running requests per replica (decode batch bound)
+  int max_prefill_tokens = 4096;   // token budget of one prefill step
+  bool cuda_graphs = true;         // decode steps replayed from CUDA graphs
+  // Faults.
+  std::vector<FaultClass> fault_classes;  // empty = none enabled
+  std::vector<double> intensities = {1.1, 1.3, 1.6, 2.5, 4.0};
+  double abnormal_fraction = 0.5;  // target share of (rank, step) pairs with a labelled fault
+  double label_min_intensity = 1.25;
+  // Output.
+  std::string out_dir;
+  bool zstd = false;
+  int zstd_level = 3;
+  int64_t base_time_ns = 1763700000000000000;  // realtime at trace start (before host offsets)
+
+  int tp() const { return ranks / hosts; }
+  Status Validate() const;
+};
+
+// All fault classes, in enum order.
+std::vector<FaultClass> AllFaultClasses();
+
+// Applies a named preset ("demo", "small", "bench", "suite") to `cfg`. Unknown name -> error
+// listing the known ones.
+Status ApplyPreset(std::string_view name, SynthConfig* cfg);
+std::string PresetHelp();  // one line per preset, for --help
+
+}  // namespace truffld::synth

@@ -1,0 +1,99 @@
+// FaultBook: plans injected faults, answers "is this work affected?", and keeps the ground truth.
+//
+// The design's ledger is a list of (layer, target, start, end, intensity, id). Here each entry
+// belongs to one rank and is opened at a step boundary with a probability chosen so that about
+// `abnormal_fraction` of the (rank, step) pairs carry a labelled fault. Classes and their effect:
+//   software      the host body of every `target` backend operator starting in the window is
+//                 delayed by (intensity - 1) x its nominal time;
+//   cuda_kernel   kernels of class `target` (gemm, attention, norm, elementwise) starting in the
+//                 window run intensity x longer;
+//   memcpy        memory copies issued from operators in the window run intensity x longer;
+//   contention    every kernel, copy and memset starting on the GPU inside a short window (part of
+//                 one step) runs intensity x longer;
+//   communication every rank of a TP group gets an entry: `target` collectives starting in the
+//                 window transfer intensity x slower;
+//   engine        the step's input preparation stalls for (intensity - 1) x the step's nominal
+//                 time; the window is the stall itself.
+// Step-spanning windows run from the first step's range push to the last step's range pop.
+// The simulator reports every affected piece of work with Hit(); when the entry's intensity is
+// at least label_min_intensity the enclosing backend (vertical view) or NCCL (horizontal view)
+// operator family becomes faulty in that step, which is the labelling rule of the design. All
+// times are ns on the rank's file clock.
+// Thread-safety: one FaultBook per run, used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "truffld/synth/byte_sink.h"
+#include "truffld/synth/config.h"
+#include "truffld/synth/model.h"
+#include "truffld/synth/rng.h"
+
+namespace truffld::synth {
+
+struct LedgerEntry {
+  std::string id;            // "f<N>"
+  FaultClass cls = FaultClass::kSoftware;
+  std::string target;        // family, kernel class, "memcpy", "gpu", collective, "step"
+  KernelClass kernel_class = KernelClass::kGemm;  // cuda_kernel target
+  int16_t family = -1;       // software / communication target family id
+  int rank = 0;
+  std::string host;
+  std::string group;         // communication: the TP group all its entries share
+  int64_t start = 0, end = 0;
+  double intensity = 1.0;
+  bool sufficient = false;   // intensity >= label_min_intensity
+  int64_t first_step = 0, last_step = 0;  // rank-local step indices the window spans
+  bool open = false;
+  int64_t steps_left = 0;    // step-spanning entries: steps still to run
+};
+
+struct StepTruth {
+  uint64_t faulty[2] = {0, 0};  // family-id bitmask per view (0 vertical, 1 horizontal)
+  int32_t fault = -1;           // ledger index of the fault active in the step, if it labelled
+  bool prefill = false;
+};
+
+class FaultBook {
+ public:
+  FaultBook(const SynthConfig& cfg, const Catalogue& cat);
+
+  // Opens new entries for the ranks of one TP group at the start of a step. `push_ts[i]` is the
+  // step range's push time on ranks[i]; `nominal_ns` the step's nominal device time.
+  void BeginStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int group,
+                 const std::vector<int64_t>& push_ts, bool prefill, bool decode_graph, int64_t nominal_ns);
+  // Closes the step on every rank (pop_ts per rank) and ends entries whose window is over.
+  void EndStep(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts);
+
+  // Effects. Each returns the fault's index (or -1) through `fault`.
+  int64_t SoftwareDelay(int rank, int16_t family, int64_t nominal_ns, int* fault) const;
+  // Engine stall at host time t, nominal step time; opens the window [t, t + delay).
+  int64_t EngineDelay(int rank, int64_t t, int64_t nominal_ns, int* fault);
+  double DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t family, int64_t gpu_start, int* fault) const;
+  // Records that work of operator `family` (view: horizontal or not) on `rank` was affected.
+  void Hit(int rank, int fault, int16_t family, bool horizontal);
+
+  const std::vector<LedgerEntry>& ledger() const { return ledger_; }
+  const std::vector<std::vector<StepTruth>>& truth() const { return truth_; }
+  double start_probability() const { return p_start_; }
+
+  // ledger.jsonl and labels.jsonl (one line per rank, step and view; normal steps included).
+  Status WriteLedger(ByteSink* sink) const;
+  Status WriteLabels(ByteSink* sink) const;
+
+ private:
+  int NewEntry(FaultClass cls, int rank, const std::string& host, int64_t start, double intensity);
+  FaultClass PickClass(bool group_free, bool decode_graph);
+
+  const SynthConfig& cfg_;
+  const Catalogue& cat_;
+  Rng rng_;
+  double p_start_ = 0;
+  std::vector<LedgerEntry> ledger_;
+  std::vector<int> active_;                    // per rank: ledger index or -1
+  std::vector<std::vector<StepTruth>> truth_;  // per rank, per step
+};
+
+}  // namespace truffld::synth

@@ -1,0 +1,91 @@
+// Simulator: runs the serving workload and writes every rank's raw dump plus the ground truth.
+//
+// Each host runs one tensor-parallel group (a data-parallel replica with its own scheduler and
+// clock). Replicas are simulated one after another; inside a replica the TP ranks advance in
+// lockstep, operator by operator, because collectives tie their GPU timelines together (an
+// all-reduce kernel ends when the slowest rank has arrived plus the transfer time). Per rank the
+// simulator keeps a host clock (the Python thread), one GPU cursor per stream, CUPTI-style
+// correlation ids and PyTorch-style op ids, and writes through a RankWriter. Eager steps emit the
+// frontend/backend NVTX ranges, runtime calls and device activity of every operator; decode steps
+// (with CUDA graphs on) replay a graph captured the first time its batch-size bucket is needed:
+// capture emits the ranges, launches and GRAPH_NODE records, instantiation emits cloned nodes, and
+// each replay is one cudaGraphLaunch whose kernels share its correlation id. All times are int64
+// ns on the host's realtime clock, which has its own offset from the other hosts.
+// Thread-safety: one Simulator per run, used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "truffld/status.h"
+#include "truffld/synth/byte_sink.h"
+#include "truffld/synth/config.h"
+#include "truffld/synth/faults.h"
+#include "truffld/synth/model.h"
+
+namespace truffld::synth {
+
+// Creates the sink for an output file name (relative to the output directory).
+using SinkFactory = std::function<Result<std::unique_ptr<ByteSink>>(const std::string& name)>;
+
+struct RankReport {
+  int rank = 0;
+  std::string host;
+  std::string file;
+  int64_t pid = 0;
+  int64_t steps = 0;
+  uint64_t records = 0;
+  uint64_t bytes = 0;          // uncompressed
+  int64_t kernels = 0;
+  int64_t requests = 0;        // distinct request ids across its steps
+};
+
+struct HostClock {
+  std::string name;
+  int64_t offset_ns = 0;       // realtime offset from the reference (true) time
+  double drift_ppm = 0;        // monotonic_raw vs realtime drift reported in CLOCK records
+};
+
+struct RunReport {
+  std::vector<RankReport> ranks;
+  std::vector<HostClock> hosts;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+};
+
+class Simulator {
+ public:
+  Simulator(const SynthConfig& cfg, SinkFactory sinks);
+  ~Simulator();
+  // Generates all dumps, then ledger.jsonl and labels.jsonl.
+  Status Run();
+  const RunReport& report() const { return report_; }
+  const FaultBook& faults() const { return *faults_; }
+
+ private:
+  struct Rank;
+  struct Group;
+  Status RunReplica(int replica);
+  void ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin, size_t end, int64_t nominal);
+  void EagerOp(Group& g, const Op& op, int64_t nominal);
+  // Eager when `cursors` is null; otherwise a graph replay node (GPU cursors and launch ids per rank).
+  void CollectiveOp(Group& g, const Op& op, std::vector<int64_t>* cursors, const std::vector<int64_t>* corrs,
+                    int bucket, size_t node);
+  std::string CommPayload(const Rank& rk, const Op& op) const;
+  void Capture(Group& g, int bucket, const std::vector<Op>& ops);
+  void Replay(Group& g, int bucket, const std::vector<Op>& ops);
+  void PushRanges(Rank& rk, const Op& op, int64_t* t);
+  void PopRanges(Rank& rk, const Op& op, int64_t* t);
+
+  const SynthConfig& cfg_;
+  SinkFactory sinks_;
+  Catalogue cat_;
+  ModelDims dims_;
+  std::unique_ptr<FaultBook> faults_;
+  RunReport report_;
+};
+
+}  // namespace truffld::synth

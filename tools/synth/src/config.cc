@@ -1,0 +1,138 @@
+// Fault class names, intensity levels, presets and validation for truffld-synth.
+#include "truffld/synth/config.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace truffld::synth {
+
+namespace {
+constexpr const char* kClassNames[kNumFaultClasses] = {"software",   "cuda_kernel",   "memcpy",
+                                                       "contention", "communication", "engine"};
+constexpr const char* kClassLayers[kNumFaultClasses] = {"software", "cuda",    "cuda",
+                                                        "hardware", "network", "engine"};
+}  // namespace
+
+const char* FaultClassName(FaultClass c) noexcept { return kClassNames[static_cast<int>(c)]; }
+const char* FaultClassLayer(FaultClass c) noexcept { return kClassLayers[static_cast<int>(c)]; }
+
+bool ParseFaultClass(std::string_view s, FaultClass* out) noexcept {
+  for (int i = 0; i < kNumFaultClasses; ++i) {
+    if (s == kClassNames[i]) {
+      *out = static_cast<FaultClass>(i);
+      return true;
+    }
+  }
+  if (s == "cuda" || s == "kernel") { *out = FaultClass::kCudaKernel; return true; }
+  if (s == "comm" || s == "network") { *out = FaultClass::kCommunication; return true; }
+  if (s == "scheduling") { *out = FaultClass::kEngine; return true; }
+  return false;
+}
+
+std::vector<FaultClass> AllFaultClasses() {
+  std::vector<FaultClass> v;
+  for (int i = 0; i < kNumFaultClasses; ++i) v.push_back(static_cast<FaultClass>(i));
+  return v;
+}
+
+const std::vector<IntensityLevel>& IntensityLevels() {
+  static const std::vector<IntensityLevel> kLevels = {
+      {"negligible", 1.1}, {"mild", 1.3}, {"mild", 1.6}, {"strong", 2.5}, {"strong", 4.0}};
+  return kLevels;
+}
+
+const char* IntensityName(double factor) noexcept {
+  for (const auto& l : IntensityLevels()) {
+    if (std::fabs(l.factor - factor) < 1e-9) return l.name;
+  }
+  return "custom";
+}
+
+Result<std::vector<double>> ParseIntensities(std::string_view spec) {
+  std::vector<double> out;
+  if (spec == "all") {
+    for (const auto& l : IntensityLevels()) out.push_back(l.factor);
+    return out;
+  }
+  if (spec == "mild" || spec == "strong" || spec == "negligible") {
+    for (const auto& l : IntensityLevels()) {
+      if (spec == l.name) out.push_back(l.factor);
+    }
+    return out;
+  }
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string_view::npos) comma = spec.size();
+    std::string item(spec.substr(pos, comma - pos));
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !(v > 1.0) || v > 100.0) {
+      return InvalidArgument("--intensities: '" + item +
+                             "' is not a slowdown factor in (1, 100]; use mild, strong, all or a list like 1.3,2.5");
+    }
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Status SynthConfig::Validate() const {
+  if (ranks < 1 || ranks > 4096) return InvalidArgument("--ranks must be in [1, 4096]");
+  if (hosts < 1 || hosts > ranks || ranks % hosts != 0) {
+    return InvalidArgument("--hosts must divide --ranks (each host runs ranks/hosts tensor-parallel ranks)");
+  }
+  if (layers < 1 || layers > 256) return InvalidArgument("--layers must be in [1, 256]");
+  if (steps < 0) return InvalidArgument("--steps must be >= 0 (0 = derive from --events)");
+  if (steps == 0 && target_events < 1000) return InvalidArgument("--events must be >= 1000");
+  if (workload != "online" && workload != "offline") {
+    return InvalidArgument("--workload must be 'online' or 'offline'");
+  }
+  if (max_num_seqs < 1 || max_num_seqs > 1024) return InvalidArgument("--max-num-seqs must be in [1, 1024]");
+  if (!(abnormal_fraction >= 0.0 && abnormal_fraction <= 0.95)) {
+    return InvalidArgument("--abnormal-fraction must be in [0, 0.95]");
+  }
+  if (!fault_classes.empty() && intensities.empty()) return InvalidArgument("--intensities is empty");
+  if (out_dir.empty()) return InvalidArgument("--out DIR is required");
+  if (zstd_level < 1 || zstd_level > 19) return InvalidArgument("--zstd-level must be in [1, 19]");
+  return Status::Ok();
+}
+
+Status ApplyPreset(std::string_view name, SynthConfig* cfg) {
+  if (name == "demo") {  // README: 4 ranks on 2 hosts (TP2 x 2 replicas), ~40 steps, a few clear faults
+    cfg->ranks = 4;
+    cfg->hosts = 2;
+    cfg->steps = 40;
+    cfg->fault_classes = AllFaultClasses();
+    cfg->intensities = {2.5, 4.0};
+    cfg->abnormal_fraction = 0.25;
+  } else if (name == "small") {  // unit/integration tests: seconds, every feature exercised
+    cfg->ranks = 2;
+    cfg->hosts = 1;
+    cfg->layers = 4;
+    cfg->steps = 24;
+    cfg->fault_classes = AllFaultClasses();
+  } else if (name == "suite") {  // evaluation scenarios: enough steps for GMMs and splits
+    cfg->ranks = 4;
+    cfg->hosts = 2;
+    cfg->layers = 8;
+    cfg->steps = 160;
+    cfg->fault_classes = AllFaultClasses();
+  } else if (name == "bench") {  // throughput runs: pair with --events
+    cfg->ranks = 8;
+    cfg->hosts = 2;
+    cfg->fault_classes = AllFaultClasses();
+  } else {
+    return InvalidArgument("unknown --preset '" + std::string(name) + "'; known: demo, small, suite, bench");
+  }
+  return Status::Ok();
+}
+
+std::string PresetHelp() {
+  return "  demo   4 ranks on 2 hosts (2 TP2 replicas), 36 layers, 40 steps, strong faults on ~25% of steps\n"
+         "  small  2 ranks, 4 layers, 24 steps, all fault classes (what the tests use)\n"
+         "  suite  4 ranks on 2 hosts, 8 layers, 160 steps, all fault classes (evaluation scenarios)\n"
+         "  bench  8 ranks on 2 hosts, 36 layers, size set by --events (throughput runs)\n";
+}
+
+}  // namespace truffld::synth

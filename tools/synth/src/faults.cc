@@ -1,0 +1,254 @@
+// Fault planning, effects and ground truth (see faults.h).
+#include "truffld/synth/faults.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "truffld/synth/record_writer.h"
+
+namespace truffld::synth {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+bool InWindow(const LedgerEntry& e, int64_t t) { return t >= e.start && (e.open ? true : t < e.end); }
+
+}  // namespace
+
+FaultBook::FaultBook(const SynthConfig& cfg, const Catalogue& cat)
+    : cfg_(cfg), cat_(cat), rng_(cfg.seed, 0xFA017ULL), active_(cfg.ranks, -1), truth_(cfg.ranks) {
+  if (cfg.fault_classes.empty() || cfg.abnormal_fraction <= 0) return;
+  // Share of entries that label (intensity above threshold) and mean window length in steps.
+  double q = 0;
+  for (double f : cfg.intensities) q += f >= cfg.label_min_intensity ? 1 : 0;
+  q /= static_cast<double>(cfg.intensities.size());
+  double mean_len = 0;
+  for (FaultClass c : cfg.fault_classes) {
+    const bool multi = c == FaultClass::kCudaKernel || c == FaultClass::kMemcpy || c == FaultClass::kCommunication;
+    mean_len += multi ? 2.0 : 1.0;
+  }
+  mean_len /= static_cast<double>(cfg.fault_classes.size());
+  if (q <= 0) q = 1;  // nothing labels; still inject at the requested rate
+  const double coverage = std::min(0.95, cfg.abnormal_fraction / q);
+  // Idle gaps are geometric with mean (1 - p) / p steps: coverage = L / (L + (1 - p) / p).
+  p_start_ = 1.0 / (1.0 + mean_len * (1.0 / coverage - 1.0));
+}
+
+FaultClass FaultBook::PickClass(bool group_free, bool decode_graph) {
+  std::vector<FaultClass> ok;
+  for (FaultClass c : cfg_.fault_classes) {
+    if (c == FaultClass::kCommunication && (cfg_.tp() < 2 || !group_free)) continue;
+    (void)decode_graph;
+    ok.push_back(c);
+  }
+  if (ok.empty()) return FaultClass::kCudaKernel;  // caller checks applicability
+  return ok[static_cast<size_t>(rng_.Int(0, static_cast<int64_t>(ok.size()) - 1))];
+}
+
+int FaultBook::NewEntry(FaultClass cls, int rank, const std::string& host, int64_t start, double intensity) {
+  LedgerEntry e;
+  e.id = "f" + std::to_string(ledger_.size());
+  e.cls = cls;
+  e.rank = rank;
+  e.host = host;
+  e.start = start;
+  e.end = start;
+  e.intensity = intensity;
+  e.sufficient = intensity >= cfg_.label_min_intensity;
+  e.first_step = e.last_step = static_cast<int64_t>(truth_[rank].size()) - 1;
+  e.open = true;
+  ledger_.push_back(std::move(e));
+  return static_cast<int>(ledger_.size() - 1);
+}
+
+void FaultBook::BeginStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int group,
+                          const std::vector<int64_t>& push_ts, bool prefill, bool decode_graph,
+                          int64_t nominal_ns) {
+  for (int r : ranks) {
+    truth_[r].emplace_back();
+    truth_[r].back().prefill = prefill;
+  }
+  if (p_start_ <= 0) return;
+  bool group_free = true;
+  for (int r : ranks) group_free = group_free && active_[r] < 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    if (active_[r] >= 0 || !rng_.Bernoulli(p_start_)) continue;
+    const FaultClass cls = PickClass(group_free, decode_graph);
+    const double intensity = cfg_.intensities[static_cast<size_t>(
+        rng_.Int(0, static_cast<int64_t>(cfg_.intensities.size()) - 1))];
+    const int64_t len = rng_.Int(1, 3);
+    if (cls == FaultClass::kCommunication) {
+      const bool gather = rng_.Bernoulli(0.25);
+      const std::string tgt = gather ? "ncclAllGather" : "ncclAllReduce";
+      for (size_t j = 0; j < ranks.size(); ++j) {
+        const int idx = NewEntry(cls, ranks[j], hosts[j], push_ts[j], intensity);
+        LedgerEntry& e = ledger_[idx];
+        e.target = tgt;
+        e.family = cat_.Id(tgt);
+        e.group = "tp" + std::to_string(group);
+        e.steps_left = len;
+        active_[ranks[j]] = idx;
+      }
+      group_free = false;
+      continue;
+    }
+    const int idx = NewEntry(cls, r, hosts[i], push_ts[i], intensity);
+    LedgerEntry& e = ledger_[idx];
+    e.steps_left = 1;
+    switch (cls) {
+      case FaultClass::kSoftware: {
+        // Decode steps replay the model body from a graph: only eager operators can be delayed.
+        static const std::vector<std::string> kEagerInDecode = {"aten::mm", "aten::argmax"};
+        const auto& pool = (decode_graph ? kEagerInDecode : SoftwareTargets());
+        e.target = pool[static_cast<size_t>(rng_.Int(0, static_cast<int64_t>(pool.size()) - 1))];
+        e.family = cat_.Id(e.target);
+        break;
+      }
+      case FaultClass::kCudaKernel: {
+        const auto& pool = KernelFaultClasses();
+        e.kernel_class = pool[static_cast<size_t>(rng_.Int(0, static_cast<int64_t>(pool.size()) - 1))];
+        e.target = KernelClassName(e.kernel_class);
+        e.steps_left = len;
+        break;
+      }
+      case FaultClass::kMemcpy:
+        e.target = "memcpy";
+        e.steps_left = len;
+        break;
+      case FaultClass::kContention: {
+        e.target = "gpu";
+        e.start = push_ts[i] + static_cast<int64_t>(rng_.Uniform(0.05, 0.6) * static_cast<double>(nominal_ns));
+        e.end = e.start + std::max<int64_t>(20000, static_cast<int64_t>(rng_.Uniform(0.1, 0.3) * nominal_ns));
+        e.open = false;
+        break;
+      }
+      case FaultClass::kEngine:
+        e.target = "step";
+        e.start = e.end = -1;  // set by EngineDelay
+        e.open = false;
+        break;
+      case FaultClass::kCommunication:
+        break;
+    }
+    active_[r] = idx;
+  }
+}
+
+void FaultBook::EndStep(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    if (active_[r] < 0) continue;
+    LedgerEntry& e = ledger_[active_[r]];
+    e.last_step = static_cast<int64_t>(truth_[r].size()) - 1;
+    if (--e.steps_left > 0) continue;
+    if (e.open) {
+      e.end = pop_ts[i];
+      e.open = false;
+    }
+    if (e.cls == FaultClass::kEngine && e.start < 0) {  // no preparation op ran: empty window
+      e.start = e.end = pop_ts[i];
+    }
+    active_[r] = -1;
+  }
+}
+
+int64_t FaultBook::SoftwareDelay(int rank, int16_t family, int64_t nominal_ns, int* fault) const {
+  const int a = active_[rank];
+  if (a < 0) return 0;
+  const LedgerEntry& e = ledger_[a];
+  if (e.cls != FaultClass::kSoftware || e.family != family) return 0;
+  *fault = a;
+  return static_cast<int64_t>((e.intensity - 1.0) * static_cast<double>(nominal_ns));
+}
+
+int64_t FaultBook::EngineDelay(int rank, int64_t t, int64_t nominal_ns, int* fault) {
+  const int a = active_[rank];
+  if (a < 0) return 0;
+  LedgerEntry& e = ledger_[a];
+  if (e.cls != FaultClass::kEngine || e.start >= 0) return 0;
+  const int64_t d = static_cast<int64_t>((e.intensity - 1.0) * static_cast<double>(nominal_ns)) + 1000;
+  e.start = t;
+  e.end = t + d;
+  *fault = a;
+  return d;
+}
+
+double FaultBook::DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t family, int64_t gpu_start,
+                               int* fault) const {
+  const int a = active_[rank];
+  if (a < 0) return 1.0;
+  const LedgerEntry& e = ledger_[a];
+  bool hit = false;
+  switch (e.cls) {
+    case FaultClass::kCudaKernel: hit = kind == WorkKind::kKernel && cls == e.kernel_class; break;
+    case FaultClass::kMemcpy: hit = kind == WorkKind::kMemcpy; break;
+    case FaultClass::kContention: hit = true; break;
+    case FaultClass::kCommunication: hit = kind == WorkKind::kNccl && family == e.family; break;
+    default: break;
+  }
+  if (!hit || !InWindow(e, gpu_start)) return 1.0;
+  *fault = a;
+  return e.intensity;
+}
+
+void FaultBook::Hit(int rank, int fault, int16_t family, bool horizontal) {
+  if (fault < 0 || !ledger_[fault].sufficient || truth_[rank].empty()) return;
+  StepTruth& st = truth_[rank].back();
+  st.faulty[horizontal ? 1 : 0] |= uint64_t{1} << family;
+  st.fault = fault;
+}
+
+Status FaultBook::WriteLedger(ByteSink* sink) const {
+  std::string out;
+  for (const LedgerEntry& e : ledger_) {
+    out += "{\"id\":\"" + e.id + "\",\"class\":\"" + FaultClassName(e.cls) + "\",\"layer\":\"" +
+           FaultClassLayer(e.cls) + "\",\"target\":\"" + JsonEscape(e.target) + "\"";
+    if (e.cls == FaultClass::kCudaKernel) {
+      out += ",\"kernel_pattern\":\"" + std::string(KernelClassPattern(e.kernel_class)) + "\"";
+    }
+    out += ",\"rank\":" + std::to_string(e.rank) + ",\"host\":\"" + JsonEscape(e.host) + "\"";
+    if (!e.group.empty()) out += ",\"group\":\"" + e.group + "\"";
+    out += ",\"start\":" + std::to_string(e.start) + ",\"end\":" + std::to_string(e.end) +
+           ",\"intensity\":" + Num(e.intensity) + ",\"level\":\"" + IntensityName(e.intensity) +
+           "\",\"sufficient\":" + (e.sufficient ? "true" : "false") +
+           ",\"first_step\":" + std::to_string(e.first_step) + ",\"last_step\":" + std::to_string(e.last_step) +
+           ",\"clock\":\"realtime\"}\n";
+  }
+  return sink->Write(out);
+}
+
+Status FaultBook::WriteLabels(ByteSink* sink) const {
+  static const char* kViews[2] = {"vertical", "horizontal"};
+  std::string out;
+  for (size_t r = 0; r < truth_.size(); ++r) {
+    for (size_t s = 0; s < truth_[r].size(); ++s) {
+      const StepTruth& st = truth_[r][s];
+      for (int v = 0; v < 2; ++v) {
+        out += "{\"rank\":" + std::to_string(r) + ",\"step_index\":" + std::to_string(s) + ",\"view\":\"" +
+               kViews[v] + "\",\"abnormal\":" + (st.faulty[v] ? "true" : "false") + ",\"faulty\":[";
+        std::vector<std::string> fams;
+        for (int b = 0; b < 64; ++b) {
+          if (st.faulty[v] >> b & 1) fams.push_back(cat_.Escaped(static_cast<int16_t>(b)));
+        }
+        std::sort(fams.begin(), fams.end());
+        for (size_t i = 0; i < fams.size(); ++i) out += (i ? ",\"" : "\"") + fams[i] + "\"";
+        out += "],\"fault_ids\":[";
+        if (st.faulty[v]) out += "\"" + ledger_[st.fault].id + "\"";
+        out += "],\"phase\":\"" + std::string(st.prefill ? "prefill" : "decode") + "\"}\n";
+      }
+      if (out.size() > (1 << 20)) {
+        TRUFFLD_RETURN_IF_ERROR(sink->Write(out));
+        out.clear();
+      }
+    }
+  }
+  return sink->Write(out);
+}
+
+}  // namespace truffld::synth

@@ -1,0 +1,239 @@
+// truffld-synth: command line front end of the fault-injected workload generator.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "truffld/synth/config.h"
+#include "truffld/synth/simulator.h"
+
+namespace fs = std::filesystem;
+using namespace truffld;
+using namespace truffld::synth;
+
+namespace {
+
+const char* kDescription = R"(truffld-synth: writes the raw per-rank dumps a vLLM-like Qwen3-8B serving job would
+produce under libcupti_injector.so, with faults injected on purpose and their ground truth.
+
+Output (in --out DIR):
+  truffld-<host>-r<rank>-p<pid>.jsonl[.zst]  one raw dump per rank (contract truffld.events/1)
+  ledger.jsonl        one line per injected fault: id, class, target, rank, start, end (ns on
+                      that rank's file clock), intensity, whether it is strong enough to label
+  labels.jsonl        one line per (rank, step_index, view): abnormal, faulty operator families,
+                      fault ids (the format truffld-diagnose --labels reads)
+  synth_summary.json  what was generated: ranks, steps, records, abnormal share, speed
+
+Workload: each host runs one tensor-parallel group (TP = ranks/hosts); continuous batching mixes
+prefill and decode steps; decode steps replay CUDA graphs (--no-cuda-graphs for eager). Each host
+has its own clock offset; CLOCK records carry realtime/monotonic_raw pairs.
+
+Fault classes (--faults, comma list or 'all' or 'none'):
+  software       an operator family's host body is delayed (aten::mm, _C::rotary_embedding, ...)
+  cuda_kernel    kernels of one class run slower (gemm, attention, norm, elementwise)
+  memcpy         memory copies inflate
+  contention     every kernel on one GPU slows during a short window
+  communication  a TP group's collectives (ncclAllReduce/ncclAllGather) slow down
+  engine         a step's input preparation stalls (scheduling delay)
+Intensities are slowdown factors: negligible 1.1 (below the labelling threshold on purpose),
+mild 1.3 and 1.6, strong 2.5 and 4.0.
+
+Presets (flags given after --preset still override it):
+)";
+
+const char* kExamples = R"(
+Examples:
+  truffld-synth --preset demo --out /tmp/demo            # README demo: 4 ranks, ~40 steps, clear faults
+  truffld-synth --ranks 8 --hosts 2 --events 1000000 --out /tmp/t1m
+  truffld-synth --preset suite --faults memcpy --intensities mild --seed 3 --out /tmp/s
+  truffld-synth --ranks 2 --steps 100 --faults none --zstd --out /tmp/clean
+)";
+
+std::string Num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds) {
+  const RunReport& rep = sim.report();
+  int64_t steps = 0, abnormal[2] = {0, 0}, either = 0;
+  for (const auto& per_rank : sim.faults().truth()) {
+    for (const auto& st : per_rank) {
+      ++steps;
+      abnormal[0] += st.faulty[0] ? 1 : 0;
+      abnormal[1] += st.faulty[1] ? 1 : 0;
+      either += (st.faulty[0] | st.faulty[1]) ? 1 : 0;
+    }
+  }
+  int64_t by_class[kNumFaultClasses] = {};
+  int64_t labelling = 0;
+  for (const auto& e : sim.faults().ledger()) {
+    ++by_class[static_cast<int>(e.cls)];
+    labelling += e.sufficient ? 1 : 0;
+  }
+  std::string s = "{\n  \"schema\": \"truffld.synth_summary/1\",\n  \"seed\": " + std::to_string(cfg.seed) +
+                  ",\n  \"ranks\": " + std::to_string(cfg.ranks) + ",\n  \"hosts\": " + std::to_string(cfg.hosts) +
+                  ",\n  \"tp\": " + std::to_string(cfg.tp()) + ",\n  \"layers\": " + std::to_string(cfg.layers) +
+                  ",\n  \"workload\": \"" + cfg.workload + "\",\n  \"cuda_graphs\": " +
+                  (cfg.cuda_graphs ? "true" : "false") + ",\n  \"label_min_intensity\": " +
+                  Num(cfg.label_min_intensity) + ",\n  \"records\": " + std::to_string(rep.records) +
+                  ",\n  \"bytes_uncompressed\": " + std::to_string(rep.bytes) +
+                  ",\n  \"rank_steps\": " + std::to_string(steps) +
+                  ",\n  \"abnormal_rank_steps\": {\"vertical\": " + std::to_string(abnormal[0]) +
+                  ", \"horizontal\": " + std::to_string(abnormal[1]) + ", \"either\": " + std::to_string(either) +
+                  "},\n  \"abnormal_fraction\": " + Num(steps ? double(either) / double(steps) : 0.0) +
+                  ",\n  \"faults\": {\"total\": " + std::to_string(sim.faults().ledger().size()) +
+                  ", \"labelling\": " + std::to_string(labelling);
+  for (int c = 0; c < kNumFaultClasses; ++c) {
+    s += ", \"" + std::string(FaultClassName(static_cast<FaultClass>(c))) + "\": " + std::to_string(by_class[c]);
+  }
+  s += "},\n  \"seconds\": " + Num(seconds) + ",\n  \"records_per_second\": " +
+       Num(seconds > 0 ? double(rep.records) / seconds : 0.0) + ",\n  \"hosts_clock\": [";
+  for (size_t i = 0; i < rep.hosts.size(); ++i) {
+    s += std::string(i ? ", " : "") + "{\"host\": \"" + rep.hosts[i].name + "\", \"offset_ns\": " +
+         std::to_string(rep.hosts[i].offset_ns) + ", \"drift_ppm\": " + Num(rep.hosts[i].drift_ppm) + "}";
+  }
+  s += "],\n  \"files\": [";
+  for (size_t i = 0; i < rep.ranks.size(); ++i) {
+    const RankReport& r = rep.ranks[i];
+    s += std::string(i ? "," : "") + "\n    {\"rank\": " + std::to_string(r.rank) + ", \"host\": \"" + r.host +
+         "\", \"file\": \"" + r.file + "\", \"pid\": " + std::to_string(r.pid) + ", \"steps\": " +
+         std::to_string(r.steps) + ", \"requests\": " + std::to_string(r.requests) + ", \"kernels\": " +
+         std::to_string(r.kernels) + ", \"records\": " + std::to_string(r.records) + "}";
+  }
+  s += "\n  ]\n}\n";
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SynthConfig cfg;
+  CLI::App app{std::string(kDescription) + PresetHelp() + kExamples, "truffld-synth"};
+  app.get_formatter()->column_width(34);
+  std::string preset, faults = "all", intensities = "all";
+  bool no_graphs = false;
+  app.add_option("--preset", preset, "demo | small | suite | bench (applied first)");
+  app.add_option("-o,--out", cfg.out_dir, "output directory (created; files in it are overwritten)")->required();
+  app.add_option("--seed", cfg.seed, "random seed; same seed and flags give byte-identical output")->capture_default_str();
+  app.add_option("--ranks", cfg.ranks, "number of ranks (processes)")->capture_default_str();
+  app.add_option("--hosts", cfg.hosts, "number of hosts; each runs one TP group of ranks/hosts ranks")->capture_default_str();
+  app.add_option("--layers", cfg.layers, "decoder layers (Qwen3-8B has 36)")->capture_default_str();
+  app.add_option("--steps", cfg.steps, "engine steps per host (0 = derive from --events)")->capture_default_str();
+  app.add_option("--events", cfg.target_events, "approximate total records when --steps is 0 (10k .. 100M)")->capture_default_str();
+  app.add_option("--workload", cfg.workload, "online (Poisson arrivals) or offline (queued batches)")->capture_default_str();
+  app.add_option("--arrivals", cfg.arrivals_per_step, "online: mean new requests per step")->capture_default_str();
+  app.add_option("--max-num-seqs", cfg.max_num_seqs, "running requests per host (decode batch bound)")->capture_default_str();
+  app.add_flag("--no-cuda-graphs", no_graphs, "run decode steps eagerly instead of replaying CUDA graphs");
+  app.add_option("--faults", faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
+  app.add_option("--intensities", intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
+  app.add_option("--abnormal-fraction", cfg.abnormal_fraction, "target share of (rank, step) pairs with a labelled fault")->capture_default_str();
+  app.add_option("--label-min-intensity", cfg.label_min_intensity, "faults weaker than this perturb but do not label")->capture_default_str();
+  app.add_flag("--zstd", cfg.zstd, "write .jsonl.zst dumps");
+  app.add_option("--zstd-level", cfg.zstd_level, "zstd level")->capture_default_str();
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "print nothing on success");
+
+  // Presets apply first so explicit flags win: parse once to find it, then again over it.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!preset.empty()) {
+    SynthConfig base;
+    Status st = ApplyPreset(preset, &base);
+    if (!st.ok()) {
+      std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
+      return 2;
+    }
+    const std::string f0 = faults, i0 = intensities;
+    const double a0 = base.abnormal_fraction;
+    cfg = base;
+    faults = "all";
+    intensities = "all";
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+    if (app.count("--faults") == 0) faults = "";
+    if (app.count("--intensities") == 0) intensities = "";
+    if (app.count("--abnormal-fraction") == 0) cfg.abnormal_fraction = a0;
+    (void)f0;
+    (void)i0;
+  }
+  cfg.cuda_graphs = !no_graphs;
+  if (!faults.empty()) {
+    cfg.fault_classes.clear();
+    if (faults == "all") {
+      cfg.fault_classes = AllFaultClasses();
+    } else if (faults != "none") {
+      size_t pos = 0;
+      while (pos <= faults.size()) {
+        size_t c = faults.find(',', pos);
+        if (c == std::string::npos) c = faults.size();
+        FaultClass fc;
+        const std::string item = faults.substr(pos, c - pos);
+        if (!ParseFaultClass(item, &fc)) {
+          std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
+                               "contention, communication, engine)\n", item.c_str());
+          return 2;
+        }
+        cfg.fault_classes.push_back(fc);
+        pos = c + 1;
+      }
+    }
+  }
+  if (!intensities.empty()) {
+    auto iv = ParseIntensities(intensities);
+    if (!iv.ok()) {
+      std::fprintf(stderr, "truffld-synth: %s\n", iv.status().message().c_str());
+      return 2;
+    }
+    cfg.intensities = *iv;
+  }
+  if (Status st = cfg.Validate(); !st.ok()) {
+    std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
+    return 2;
+  }
+  std::error_code ec;
+  fs::create_directories(cfg.out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "truffld-synth: cannot create %s: %s\n", cfg.out_dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const std::string dir = cfg.out_dir;
+  const int level = cfg.zstd ? cfg.zstd_level : 0;
+  auto factory = [&](const std::string& name) -> Result<std::unique_ptr<ByteSink>> {
+    const bool dump = name.rfind("truffld-", 0) == 0;
+    return OpenFileSink((fs::path(dir) / name).string(), dump ? level : 0);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  Simulator sim(cfg, factory);
+  if (Status st = sim.Run(); !st.ok()) {
+    std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string summary = Summary(cfg, sim, secs);
+  auto sink = OpenFileSink((fs::path(dir) / "synth_summary.json").string(), 0);
+  if (!sink.ok() || !(*sink)->Write(summary).ok() || !(*sink)->Close().ok()) {
+    std::fprintf(stderr, "truffld-synth: cannot write %s/synth_summary.json\n", dir.c_str());
+    return 1;
+  }
+  if (app.count("--quiet") == 0) {
+    const RunReport& rep = sim.report();
+    int64_t steps = 0;
+    for (const auto& r : rep.ranks) steps += r.steps;
+    std::printf("truffld-synth: %zu ranks, %lld rank-steps, %llu records (%.1f MB) in %.2f s (%.2f M records/s)\n",
+                rep.ranks.size(), static_cast<long long>(steps), static_cast<unsigned long long>(rep.records),
+                static_cast<double>(rep.bytes) / 1e6, secs, secs > 0 ? double(rep.records) / secs / 1e6 : 0.0);
+    std::printf("  faults: %zu in ledger; see %s/synth_summary.json, ledger.jsonl, labels.jsonl\n",
+                sim.faults().ledger().size(), dir.c_str());
+  }
+  return 0;
+}

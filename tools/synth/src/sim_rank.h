@@ -1,0 +1,163 @@
+// Per-rank and per-group simulation state shared by simulator.cc and graphs.cc (private header).
+//
+// A Rank is one traced process: its writer, its host clock (the Python thread issuing ranges and
+// launches), a GPU cursor per stream, CUPTI-style correlation ids, PyTorch-style op ids, the CUDA
+// graphs it has captured, and its own jitter stream. A Group is the TP group of one replica.
+// Times are int64 ns on the host's realtime clock.
+// Thread-safety: used by the simulator's single thread.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "truffld/synth/byte_sink.h"
+#include "truffld/synth/model.h"
+#include "truffld/synth/record_writer.h"
+#include "truffld/synth/rng.h"
+#include "truffld/synth/simulator.h"
+
+namespace truffld::synth {
+
+constexpr int kComputeStream = 7;
+constexpr int kAuxStream = 13;
+
+struct Simulator::Rank {
+  struct Graph {
+    int64_t exec_id = 0;
+    std::vector<int64_t> nodes;  // exec-graph node ids, in launch order
+  };
+
+  Rank(const SynthConfig& cfg, int rank_, int local_, const HostClock& hc, int64_t pid_,
+       std::unique_ptr<ByteSink> sink_, int64_t t0, std::string file_)
+      : rank(rank_), local(local_), host(hc.name), file(std::move(file_)), pid(pid_),
+        sink(std::move(sink_)), rng(cfg.seed, 0x7A11ULL + static_cast<uint64_t>(rank_)), host_t(t0),
+        drift(hc.drift_ppm * 1e-6), t_start(t0) {
+    w = std::make_unique<RankWriter>(sink.get(), pid, pid, pid + 64 + local);
+    gpu_t[0] = gpu_t[1] = t0;
+    mono_base = 180000000000000LL + static_cast<int64_t>(rng.Int(0, 900000000000LL));
+    MetaFields m;
+    m.host = host;
+    m.pid = pid;
+    m.rank = rank;
+    m.local_rank = local;
+    m.world_size = cfg.ranks;
+    m.realtime_ns = t0;
+    m.monotonic_ns = Mono(t0);
+    m.cmdline_json = "[\"python3\",\"-m\",\"vllm.entrypoints.openai.api_server\",\"--model\",\"Qwen/Qwen3-8B\","
+                     "\"--tensor-parallel-size\",\"" + std::to_string(cfg.tp()) + "\"]";
+    m.device = local;
+    m.device_name = "NVIDIA H100 80GB HBM3";
+    static const char* kHex = "0123456789abcdef";
+    m.device_uuid = "GPU-";
+    for (int i = 0; i < 32; ++i) {
+      if (i == 8 || i == 12 || i == 16 || i == 20) m.device_uuid.push_back('-');
+      m.device_uuid.push_back(kHex[rng.Next() & 0xf]);
+    }
+    m.config_json = "{\"synthetic\":\"truffld-synth\",\"seed\":\"" + std::to_string(cfg.seed) + "\"}";
+    w->Meta(m);
+    last_clock = t0;
+  }
+
+  int64_t Mono(int64_t rt) const {
+    const double dt = static_cast<double>(rt - t_start);
+    return mono_base + static_cast<int64_t>(std::llround(dt * (1.0 - drift)));
+  }
+  void MaybeClock() {
+    if (host_t - last_clock >= 500000000) {
+      w->Clock(host_t, Mono(host_t));
+      last_clock = host_t;
+    }
+  }
+  // base x lognormal jitter, at least 1 ns.
+  int64_t Jit(int64_t base, double sigma) {
+    const int64_t v = static_cast<int64_t>(static_cast<double>(base) * rng.LogNormalFactor(sigma));
+    return v > 0 ? v : 1;
+  }
+  // Device duration: 4% jitter plus a rare natural hiccup (unlabelled noise, as in real runs).
+  int64_t DevDur(int64_t nominal) {
+    double f = rng.LogNormalFactor(0.04);
+    if (rng.Uniform() < 0.002) f *= rng.Uniform(1.15, 1.4);
+    const int64_t v = static_cast<int64_t>(static_cast<double>(nominal) * f);
+    return v > 500 ? v : 500;
+  }
+
+  void EmitApiAndDevice(const Catalogue& cat, const Work& w_, int64_t api_start, int64_t api_end, int64_t corr,
+                        int64_t ds, int64_t de, int64_t graph_id, int64_t node_id) {
+    const int stream = w_.stream ? kAuxStream : kComputeStream;
+    static const char* kCopy[] = {"HtoD", "DtoH", "DtoD"};
+    switch (w_.kind) {
+      case WorkKind::kKernel:
+      case WorkKind::kNccl: {
+        if (api_start >= 0) {
+          if (w_.kind == WorkKind::kNccl) {
+            w->Api(Channel::kMain, true, 652, "cuLaunchKernelEx", api_start, api_end, corr);
+          } else {
+            w->Api(Channel::kMain, false, 211, "cudaLaunchKernel_v7000", api_start, api_end, corr);
+          }
+        }
+        KernelFields k;
+        k.name_json = cat.Escaped(w_.name);
+        k.start = ds;
+        k.end = de;
+        k.correlation_id = corr;
+        k.device = local;
+        k.stream = stream;
+        k.grid = w_.grid;
+        k.block = w_.block;
+        k.registers = w_.registers;
+        k.shared_memory = w_.shared_memory;
+        k.graph_id = graph_id;
+        k.graph_node_id = node_id;
+        w->Kernel(k);
+        ++kernels;
+        break;
+      }
+      case WorkKind::kMemcpy: {
+        const char* kind = kCopy[w_.copy];
+        w->Api(Channel::kMain, false, 41, "cudaMemcpyAsync_v3020", api_start, api_end, corr, stream, w_.bytes, kind);
+        const bool h2d = w_.copy == kHtoD;
+        const char* host_kind = w_.pageable ? "Pageable" : "Pinned";
+        w->Memcpy(kind, h2d ? host_kind : "Device", h2d ? "Device" : host_kind, w_.bytes, ds, de, corr, local, stream);
+        break;
+      }
+      case WorkKind::kMemset:
+        w->Api(Channel::kMain, false, 51, "cudaMemsetAsync_v3020", api_start, api_end, corr, stream, w_.bytes);
+        w->Memset(w_.bytes, ds, de, corr, local, stream);
+        break;
+    }
+  }
+
+  int rank, local;
+  std::string host, file;
+  int64_t pid;
+  std::unique_ptr<ByteSink> sink;
+  std::unique_ptr<RankWriter> w;
+  Rng rng;
+  int64_t host_t;
+  int64_t gpu_t[2] = {0, 0};
+  int64_t corr = 0, op_id = 0;
+  int64_t next_graph_id = 1, next_node_id = 1;
+  double drift;
+  int64_t t_start, mono_base = 0, last_clock = 0;
+  std::map<int, Graph> graphs;  // decode batch-size bucket -> instantiated graph
+  int64_t steps = 0, kernels = 0;
+  std::string name_buf;
+};
+
+struct Simulator::Group {
+  Group(uint64_t seed, int replica) : rng(seed, 0x6A0000ULL + static_cast<uint64_t>(replica)) {}
+  uint64_t Records() const {
+    uint64_t n = 0;
+    for (const Rank& r : ranks) n += r.w->records();
+    return n;
+  }
+  Rng rng;
+  std::vector<Rank> ranks;
+  std::vector<int> rank_ids;
+  std::vector<std::string> hosts;
+};
+
+}  // namespace truffld::synth

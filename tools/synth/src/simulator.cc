@@ -1,0 +1,227 @@
+// The serving simulation: replicas, lockstep TP groups, eager steps and step framing
+// (see simulator.h). CUDA-graph capture and replay live in graphs.cc.
+#include "truffld/synth/simulator.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <unordered_set>
+
+#include "truffld/synth/record_writer.h"
+#include "sim_rank.h"
+#include "truffld/synth/workload.h"
+
+namespace truffld::synth {
+
+Simulator::Simulator(const SynthConfig& cfg, SinkFactory sinks) : cfg_(cfg), sinks_(std::move(sinks)) {
+  dims_.layers = cfg.layers;
+  dims_.tp = cfg.tp();
+  faults_ = std::make_unique<FaultBook>(cfg, cat_);
+}
+
+Simulator::~Simulator() = default;
+
+Status Simulator::Run() {
+  const int replicas = cfg_.hosts;
+  for (int r = 0; r < replicas; ++r) TRUFFLD_RETURN_IF_ERROR(RunReplica(r));
+  auto ledger = sinks_("ledger.jsonl");
+  if (!ledger.ok()) return ledger.status();
+  TRUFFLD_RETURN_IF_ERROR(faults_->WriteLedger(ledger->get()));
+  TRUFFLD_RETURN_IF_ERROR((*ledger)->Close());
+  auto labels = sinks_("labels.jsonl");
+  if (!labels.ok()) return labels.status();
+  TRUFFLD_RETURN_IF_ERROR(faults_->WriteLabels(labels->get()));
+  return (*labels)->Close();
+}
+
+void Simulator::PushRanges(Rank& rk, const Op& op, int64_t* t) {
+  if (op.frontend >= 0) {
+    rk.w->NvtxPush(Channel::kMain, cat_.Escaped(op.frontend), *t);
+    *t += rk.Jit(4200, 0.25);
+  }
+  for (int i = 0; i < op.nbackend; ++i) {
+    const int16_t b = op.backend[i];
+    std::string& n = rk.name_buf;
+    n.assign(cat_.Escaped(b));
+    n.append(cat_.HasSeq(b) ? ", seq = 0, op_id = " : ", op_id = ");
+    char tmp[24];
+    auto res = std::to_chars(tmp, tmp + sizeof tmp, ++rk.op_id);
+    n.append(tmp, res.ptr);
+    rk.w->NvtxPush(Channel::kMain, n, *t);
+    *t += rk.Jit(1800, 0.3);
+  }
+}
+
+void Simulator::PopRanges(Rank& rk, const Op& op, int64_t* t) {
+  for (int i = 0; i < op.nbackend; ++i) {
+    rk.w->NvtxPop(Channel::kMain, *t);
+    *t += rk.Jit(650, 0.3);
+  }
+  if (op.frontend >= 0) {
+    rk.w->NvtxPop(Channel::kMain, *t);
+    *t += rk.Jit(900, 0.3);
+  }
+}
+
+void Simulator::EagerOp(Group& g, const Op& op, int64_t nominal) {
+  if (op.comm >= 0) {
+    CollectiveOp(g, op, nullptr, nullptr, 0, 0);
+    return;
+  }
+  const int16_t fam = op.family();
+  int64_t work_nominal = 0;
+  for (int k = 0; k < op.nwork; ++k) work_nominal += op.work[k].nominal_ns;
+  for (Rank& rk : g.ranks) {
+    int64_t t = rk.host_t;
+    PushRanges(rk, op, &t);
+    t += rk.Jit(op.host_ns, 0.15);
+    int f = -1;
+    int64_t d = faults_->SoftwareDelay(rk.rank, fam, op.host_ns + work_nominal, &f);
+    if (d > 0) {
+      t += d;
+      faults_->Hit(rk.rank, f, fam, false);
+    }
+    if (op.prep) {
+      f = -1;
+      d = faults_->EngineDelay(rk.rank, t, nominal, &f);
+      if (d > 0) {
+        t += d;
+        faults_->Hit(rk.rank, f, fam, false);
+      }
+    }
+    for (int k = 0; k < op.nwork; ++k) {
+      const Work& w = op.work[k];
+      const int64_t corr = ++rk.corr;
+      const int64_t api_start = t;
+      const int64_t dev_start = std::max(rk.gpu_t[w.stream], api_start + rk.Jit(3200, 0.2));
+      int64_t dur = rk.DevDur(w.nominal_ns);
+      f = -1;
+      const double fac = faults_->DeviceFactor(rk.rank, w.kind, w.cls, fam, dev_start, &f);
+      if (f >= 0) {
+        dur = static_cast<int64_t>(static_cast<double>(dur) * fac);
+        faults_->Hit(rk.rank, f, fam, false);
+      }
+      const int64_t dev_end = dev_start + dur;
+      int64_t api_end = api_start + rk.Jit(w.kind == WorkKind::kKernel ? 3600 : 5200, 0.2);
+      if (w.pageable) api_end = std::max(api_end, dev_end + rk.Jit(1500, 0.2));
+      rk.EmitApiAndDevice(cat_, w, api_start, api_end, corr, dev_start, dev_end, -1, -1);
+      rk.gpu_t[w.stream] = dev_end;
+      t = api_end + rk.Jit(700, 0.3);
+    }
+    PopRanges(rk, op, &t);
+    rk.host_t = t;
+  }
+}
+
+void Simulator::ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin, size_t end, int64_t nominal) {
+  for (size_t i = begin; i < end; ++i) EagerOp(g, ops[i], nominal);
+}
+
+Status Simulator::RunReplica(int replica) {
+  const int tp = cfg_.tp();
+  Group g(cfg_.seed, replica);
+  g.ranks.reserve(static_cast<size_t>(tp));
+  HostClock hc;
+  hc.name = "node" + std::to_string(replica);
+  hc.offset_ns = replica == 0 ? 0 : g.rng.Int(-3000000, 3000000);
+  hc.drift_ppm = g.rng.Uniform(-25, 25);
+  report_.hosts.push_back(hc);
+  const int64_t base_pid = 1000 + g.rng.Int(0, 3000000);
+  for (int local = 0; local < tp; ++local) {
+    const int rank = replica * tp + local;
+    const int64_t pid = base_pid + 7 * local;
+    std::string file = "truffld-" + hc.name + "-r" + std::to_string(rank) + "-p" + std::to_string(pid) + ".jsonl";
+    if (cfg_.zstd) file += ".zst";
+    auto sink = sinks_(file);
+    if (!sink.ok()) return sink.status();
+    const int64_t t0 = cfg_.base_time_ns + hc.offset_ns + 2000000000 + g.rng.Int(0, 3000000);
+    g.ranks.emplace_back(cfg_, rank, local, hc, pid, std::move(*sink), t0, file);
+    g.rank_ids.push_back(rank);
+    g.hosts.push_back(hc.name);
+  }
+  Scheduler sched(cfg_.seed, replica, cfg_.workload == "online", cfg_.arrivals_per_step, cfg_.max_num_seqs,
+                  cfg_.max_prefill_tokens);
+  const uint64_t budget = static_cast<uint64_t>(cfg_.target_events / std::max(1, cfg_.hosts));
+  std::vector<Op> ops;
+  std::vector<int64_t> push_ts(tp), pop_ts(tp);
+  std::unordered_set<std::string> requests;
+  const std::string aux_copy_name = "cudaMemcpyAsync_v3020";
+  for (int64_t step = 0; step < 50000000; ++step) {
+    if (cfg_.steps > 0 ? step >= cfg_.steps : (step >= 2 && g.Records() >= budget)) break;
+    PlannedStep ps = sched.Next();
+    for (const auto& id : ps.request_ids) requests.insert(id);
+    BuildStepProgram(cat_, dims_, ps.shape, &ops);
+    int64_t nominal = 0;
+    size_t body_begin = ops.size(), body_end = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (int k = 0; k < ops[i].nwork; ++k) nominal += ops[i].work[k].nominal_ns;
+      if (ops[i].graphable) {
+        body_begin = std::min(body_begin, i);
+        body_end = i + 1;
+      }
+    }
+    const bool graph = !ps.shape.prefill && cfg_.cuda_graphs;
+    if (graph && !g.ranks[0].graphs.count(ps.graph_bucket)) Capture(g, ps.graph_bucket, ops);
+    const std::string step_name = JsonEscape(StepRangeName(ps.request_ids));
+    for (int i = 0; i < tp; ++i) {
+      Rank& rk = g.ranks[i];
+      rk.host_t += rk.Jit(90000, 0.4);
+      rk.MaybeClock();
+      push_ts[i] = rk.host_t;
+      rk.w->NvtxPush(Channel::kMain, step_name, rk.host_t);
+      rk.host_t += rk.Jit(15000, 0.3);
+      // The auxiliary thread stages the next block table on the copy stream.
+      const int64_t a0 = push_ts[i] + rk.Jit(9000, 0.3);
+      const int64_t corr = ++rk.corr;
+      const int64_t bytes = 4096 + 64 * ps.real_seqs;
+      const int64_t ds = std::max(rk.gpu_t[1], a0 + rk.Jit(3000, 0.2));
+      const int64_t de = ds + rk.Jit(1800 + bytes / 20, 0.1);
+      rk.w->Api(Channel::kAux, false, 41, aux_copy_name, a0, a0 + rk.Jit(4200, 0.2), corr, kAuxStream, bytes, "HtoD");
+      rk.w->Memcpy("HtoD", "Pinned", "Device", bytes, ds, de, corr, rk.local, kAuxStream);
+      rk.gpu_t[1] = de;
+    }
+    faults_->BeginStep(g.rank_ids, g.hosts, replica, push_ts, ps.shape.prefill, graph, nominal);
+    ExecuteEager(g, ops, 0, body_begin, nominal);
+    for (Rank& rk : g.ranks) rk.gpu_t[0] = std::max(rk.gpu_t[0], rk.gpu_t[1]);  // stream waits on the copy
+    if (graph) {
+      Replay(g, ps.graph_bucket, ops);
+    } else {
+      ExecuteEager(g, ops, body_begin, body_end, nominal);
+    }
+    ExecuteEager(g, ops, body_end, ops.size(), nominal);
+    for (int i = 0; i < tp; ++i) {
+      Rank& rk = g.ranks[i];
+      const int64_t corr = ++rk.corr;
+      const int64_t s = rk.host_t;
+      const int64_t e = std::max(s + rk.Jit(2500, 0.2), rk.gpu_t[0] + rk.Jit(1800, 0.2));
+      rk.w->Api(Channel::kMain, false, 131, "cudaStreamSynchronize_v3020", s, e, corr, kComputeStream);
+      rk.w->Sync("stream_synchronize", s + 400, e - 300, corr, kComputeStream);
+      rk.host_t = e + rk.Jit(2000, 0.3);
+      pop_ts[i] = rk.host_t;
+      rk.w->NvtxPop(Channel::kMain, rk.host_t);
+      rk.host_t += rk.Jit(3000, 0.3);
+      ++rk.steps;
+    }
+    faults_->EndStep(g.rank_ids, pop_ts);
+  }
+  for (Rank& rk : g.ranks) {
+    TRUFFLD_RETURN_IF_ERROR(rk.w->Finish());
+    TRUFFLD_RETURN_IF_ERROR(rk.sink->Close());
+    RankReport rep;
+    rep.rank = rk.rank;
+    rep.host = rk.host;
+    rep.file = rk.file;
+    rep.pid = rk.pid;
+    rep.steps = rk.steps;
+    rep.records = rk.w->records();
+    rep.bytes = rk.w->bytes_written();
+    rep.kernels = rk.kernels;
+    rep.requests = static_cast<int64_t>(requests.size());
+    report_.records += rep.records;
+    report_.bytes += rep.bytes;
+    report_.ranks.push_back(std::move(rep));
+  }
+  return Status::Ok();
+}
+
+}  // namespace truffld::synth
