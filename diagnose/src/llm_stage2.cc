@@ -62,10 +62,20 @@ struct StageTwo::Impl {
     return d;
   }
 
+  // Belt and braces: a server that echoes the request headers must not leak the key into output.
+  std::string Redact(std::string text) const {
+    const std::string& key = config.api_key;
+    if (key.empty()) return text;
+    for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos)) {
+      text.replace(pos, key.size(), "[redacted]");
+    }
+    return text;
+  }
+
   StageTwoDecision Fallback(const StepEvidence& step, const std::string& why) {
     StageTwoDecision d = DecideOffline(step);
     d.source = DecisionSource::kLlmFallbackOffline;
-    d.note = "LLM unavailable, offline policy used: " + why + (d.note.empty() ? "" : "; " + d.note);
+    d.note = Redact("LLM unavailable, offline policy used: " + why + (d.note.empty() ? "" : "; " + d.note));
     Count([](StageTwoStats& s) { ++s.fallbacks; });
     return d;
   }
@@ -172,14 +182,14 @@ struct StageTwo::Impl {
     return Fallback(step, "unreachable");  // the loop always returns
   }
 
-  static StageTwoDecision FromAnswer(ProjectedAnswer a, DecisionSource source, const std::string& raw) {
+  StageTwoDecision FromAnswer(ProjectedAnswer a, DecisionSource source, const std::string& raw) const {
     StageTwoDecision d;
     d.abnormal = a.abnormal;
     d.faulty = std::move(a.faulty);
     d.source = source;
-    d.rationale = std::move(a.rationale);
-    d.raw = SanitizeForPrompt(raw, 8192);
-    d.note = std::move(a.note);
+    d.rationale = Redact(std::move(a.rationale));
+    d.raw = Redact(SanitizeForPrompt(raw, 8192));
+    d.note = Redact(std::move(a.note));
     return d;
   }
 };

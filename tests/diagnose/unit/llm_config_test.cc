@@ -1,0 +1,115 @@
+// StageTwoConfig helpers: modes, environment, validation, URL resolution, backoff, Retry-After.
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "truffld/diagnose/llm_config.h"
+
+namespace truffld::diagnose {
+namespace {
+
+TEST(LlmConfig, ParsesModes) {
+  EXPECT_EQ(ParseLlmMode("off").value(), LlmMode::kOff);
+  EXPECT_EQ(ParseLlmMode("auto").value(), LlmMode::kAuto);
+  EXPECT_EQ(ParseLlmMode("on").value(), LlmMode::kOn);
+  Result<LlmMode> bad = ParseLlmMode("yes");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'yes'"), std::string::npos);
+  EXPECT_STREQ(LlmModeName(LlmMode::kAuto), "auto");
+}
+
+TEST(LlmConfig, ApiKeyComesFromTruffldVariableFirstThenOpenAi) {
+  ::setenv("OPENAI_API_KEY", "sk-openai", 1);
+  ::setenv("TRUFFLD_LLM_API_KEY", "sk-truffld", 1);
+  EXPECT_EQ(StageTwoConfig::FromEnvironment().api_key, "sk-truffld");
+  ::unsetenv("TRUFFLD_LLM_API_KEY");
+  EXPECT_EQ(StageTwoConfig::FromEnvironment().api_key, "sk-openai");
+  ::unsetenv("OPENAI_API_KEY");
+  EXPECT_EQ(StageTwoConfig::FromEnvironment().api_key, "");
+}
+
+TEST(LlmConfig, AutoUsesTheLlmOnlyWithAUrl) {
+  StageTwoConfig c;
+  EXPECT_FALSE(c.UsesLlm());
+  EXPECT_TRUE(c.Validate().ok());
+  c.url = "http://127.0.0.1:8000";
+  EXPECT_TRUE(c.UsesLlm());
+  c.mode = LlmMode::kOff;
+  EXPECT_FALSE(c.UsesLlm());
+}
+
+TEST(LlmConfig, ValidateRejectsUnusableSettings) {
+  StageTwoConfig c;
+  c.mode = LlmMode::kOn;
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+  c.url = "ftp://x";
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+  c.url = "http://x";
+  EXPECT_TRUE(c.Validate().ok());
+  c.max_concurrency = 0;
+  EXPECT_FALSE(c.Validate().ok());
+  c.max_concurrency = 2;
+  c.timeout_ms = 0;
+  EXPECT_FALSE(c.Validate().ok());
+  c.timeout_ms = 10;
+  c.max_retries = -1;
+  EXPECT_FALSE(c.Validate().ok());
+}
+
+TEST(LlmConfig, DescribeNeverContainsTheKey) {
+  StageTwoConfig c;
+  c.url = "http://127.0.0.1:1";
+  c.api_key = "sk-very-secret-123";
+  const std::string text = c.Describe();
+  EXPECT_EQ(text.find("sk-very-secret-123"), std::string::npos);
+  EXPECT_NE(text.find("api key: set"), std::string::npos);
+}
+
+TEST(LlmConfig, ResolvesChatCompletionsUrlWithOrWithoutV1) {
+  const std::string want = "http://h:8000/v1/chat/completions";
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000").value(), want);
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000/").value(), want);
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000/v1").value(), want);
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000/v1/").value(), want);
+  EXPECT_EQ(ResolveChatCompletionsUrl(want).value(), want);
+  EXPECT_EQ(ResolveChatCompletionsUrl("https://api.example.com/openai/v1").value(),
+            "https://api.example.com/openai/v1/chat/completions");
+  EXPECT_FALSE(ResolveChatCompletionsUrl("").ok());
+  EXPECT_FALSE(ResolveChatCompletionsUrl("h:8000").ok());
+}
+
+TEST(LlmConfig, RetryableStatuses) {
+  EXPECT_TRUE(IsRetryableHttpStatus(429));
+  EXPECT_TRUE(IsRetryableHttpStatus(500));
+  EXPECT_TRUE(IsRetryableHttpStatus(503));
+  EXPECT_FALSE(IsRetryableHttpStatus(400));
+  EXPECT_FALSE(IsRetryableHttpStatus(401));
+  EXPECT_FALSE(IsRetryableHttpStatus(404));
+}
+
+TEST(LlmConfig, BackoffDoublesIsCappedAndHonoursRetryAfter) {
+  StageTwoConfig c;
+  c.initial_backoff_ms = 100;
+  c.max_backoff_ms = 1000;
+  EXPECT_EQ(BackoffDelayMs(c, 0, std::nullopt), 100);
+  EXPECT_EQ(BackoffDelayMs(c, 1, std::nullopt), 200);
+  EXPECT_EQ(BackoffDelayMs(c, 3, std::nullopt), 800);
+  EXPECT_EQ(BackoffDelayMs(c, 4, std::nullopt), 1000);
+  EXPECT_EQ(BackoffDelayMs(c, 60, std::nullopt), 1000);  // no overflow
+  EXPECT_EQ(BackoffDelayMs(c, 0, 3000), 1000);           // Retry-After capped
+  EXPECT_EQ(BackoffDelayMs(c, 5, 250), 250);             // Retry-After wins over doubling
+  EXPECT_EQ(BackoffDelayMs(c, 0, -5), 0);
+}
+
+TEST(LlmConfig, ParsesRetryAfterSeconds) {
+  EXPECT_EQ(ParseRetryAfterSeconds("3").value(), 3000);
+  EXPECT_EQ(ParseRetryAfterSeconds(" 120 \r").value(), 120000);
+  EXPECT_EQ(ParseRetryAfterSeconds("0").value(), 0);
+  EXPECT_FALSE(ParseRetryAfterSeconds("").has_value());
+  EXPECT_FALSE(ParseRetryAfterSeconds("1.5").has_value());
+  EXPECT_FALSE(ParseRetryAfterSeconds("Wed, 21 Oct 2015 07:28:00 GMT").has_value());
+  EXPECT_FALSE(ParseRetryAfterSeconds("99999999999999").has_value());
+}
+
+}  // namespace
+}  // namespace truffld::diagnose

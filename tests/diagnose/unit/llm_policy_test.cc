@@ -1,0 +1,126 @@
+// The offline Stage II decision policy, rule by rule, on hand-built evidence.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "../llm_test_helpers.h"
+#include "truffld/diagnose/llm_policy.h"
+#include "truffld/diagnose/llm_stage2.h"
+
+namespace truffld::diagnose {
+namespace {
+
+using Names = std::vector<std::string>;
+using truffld::testing::Fam;
+using truffld::testing::Step;
+
+TEST(LlmPolicy, ClassifiesStrongWeakNormalAtTheBoundaries) {
+  EXPECT_EQ(ClassifyProbability(0.0), AnomalyClass::kStrong);
+  EXPECT_EQ(ClassifyProbability(9.99e-7), AnomalyClass::kStrong);
+  EXPECT_EQ(ClassifyProbability(1e-6), AnomalyClass::kWeak);  // strictly below 1e-6 is strong
+  EXPECT_EQ(ClassifyProbability(0.4999), AnomalyClass::kWeak);
+  EXPECT_EQ(ClassifyProbability(0.5), AnomalyClass::kNone);
+  EXPECT_EQ(ClassifyProbability(1.0), AnomalyClass::kNone);
+  EXPECT_EQ(ClassifyProbability(std::nan("")), AnomalyClass::kNone);
+  EXPECT_EQ(ClassifyProbability(-0.1), AnomalyClass::kNone);
+  EXPECT_EQ(ClassifyProbability(1.5), AnomalyClass::kNone);
+}
+
+TEST(LlmPolicy, HorizontalOneStrongIsNormalWithEmptyList) {
+  StageTwoDecision d = DecideOffline(Step("horizontal", {Fam("ncclAllReduce", 1e-12), Fam("ncclAllGather", 0.1)}));
+  EXPECT_FALSE(d.abnormal);
+  EXPECT_TRUE(d.faulty.empty());
+  EXPECT_EQ(d.source, DecisionSource::kOffline);
+  EXPECT_NE(d.rationale.find("horizontal"), std::string::npos);
+}
+
+TEST(LlmPolicy, HorizontalTwoStrongIsAbnormal) {
+  StageTwoDecision d = DecideOffline(
+      Step("horizontal", {Fam("ncclAllReduce", 1e-12), Fam("ncclAllGather", 3e-9), Fam("ncclSend", 0.9)}));
+  EXPECT_TRUE(d.abnormal);
+  EXPECT_EQ(d.faulty, (Names{"ncclAllReduce", "ncclAllGather"}));
+}
+
+TEST(LlmPolicy, VerticalTenPercentRule) {
+  // 1 strong of 10 families = 10%: not below 10%, so abnormal.
+  std::vector<FamilyEvidence> ten = {Fam("bad", 1e-9)};
+  for (int i = 0; i < 9; ++i) ten.push_back(Fam("ok" + std::to_string(i), 0.9));
+  EXPECT_TRUE(DecideOffline(Step("vertical", ten)).abnormal);
+  // 1 strong of 11 families = 9.1%: normal, even with a strong anomaly, and the list is empty.
+  ten.push_back(Fam("ok9", 0.9));
+  StageTwoDecision d = DecideOffline(Step("vertical", ten));
+  EXPECT_FALSE(d.abnormal);
+  EXPECT_TRUE(d.faulty.empty());
+}
+
+TEST(LlmPolicy, VerticalCountsDistinctFamiliesNotInstances) {
+  StepEvidence s = Step("vertical", {Fam("bad", 1e-9), Fam("ok", 0.9)});
+  s.operator_instances = 1000;  // many instances must not dilute the 1-of-2 ratio
+  EXPECT_TRUE(DecideOffline(s).abnormal);
+}
+
+TEST(LlmPolicy, WeakAnomaliesAloneNeverMakeAStepAbnormal) {
+  EXPECT_FALSE(DecideOffline(Step("vertical", {Fam("a", 0.01), Fam("b", 0.02)})).abnormal);
+  EXPECT_FALSE(DecideOffline(Step("horizontal", {Fam("a", 1e-5), Fam("b", 1e-5)})).abnormal);
+}
+
+TEST(LlmPolicy, PropagatesUpwardTransitivelyButNeverDownward) {
+  StageTwoDecision d = DecideOffline(Step(
+      "vertical", {Fam("root", 0.9), Fam("mid", 0.9, "root"), Fam("leaf", 1e-10, "mid"),
+                   Fam("child_of_leaf", 0.9, "leaf"), Fam("x", 0.9, "root")}));
+  EXPECT_TRUE(d.abnormal);
+  EXPECT_EQ(d.faulty, (Names{"leaf", "mid", "root"}));  // child_of_leaf and x not added
+}
+
+TEST(LlmPolicy, ParentsAbsentFromTheStepAreNotAdded) {
+  StageTwoDecision d = DecideOffline(Step("vertical", {Fam("leaf", 1e-10, "not_in_step"), Fam("ok", 0.9)}));
+  EXPECT_EQ(d.faulty, (Names{"leaf"}));
+}
+
+TEST(LlmPolicy, RelatedWeakSiblingsAreIncludedUnrelatedWeakAreNot) {
+  StepEvidence s = Step("vertical", {Fam("p", 0.9), Fam("strong", 1e-9, "p"), Fam("weak_sibling", 0.2, "p"),
+                                     Fam("q", 0.9), Fam("weak_elsewhere", 0.2, "q")});
+  EXPECT_EQ(DecideOffline(s).faulty, (Names{"strong", "weak_sibling", "p"}));
+  PolicyThresholds strict_only;
+  strict_only.include_related_weak = false;
+  EXPECT_EQ(DecideOffline(s, strict_only).faulty, (Names{"strong", "p"}));
+}
+
+TEST(LlmPolicy, UnknownViewUsesTheVerticalRule) {
+  EXPECT_TRUE(DecideOffline(Step("", {Fam("bad", 1e-9)})).abnormal);
+  EXPECT_FALSE(DecideOffline(Step("", {Fam("bad", 1e-9)})).faulty.empty());
+}
+
+TEST(LlmPolicy, EmptyStepIsNormal) {
+  StageTwoDecision d = DecideOffline(Step("vertical", {}));
+  EXPECT_FALSE(d.abnormal);
+  EXPECT_TRUE(d.faulty.empty());
+}
+
+TEST(LlmPolicy, InvalidProbabilitiesAreNotAnomaliesAndAreNoted) {
+  StageTwoDecision d = DecideOffline(
+      Step("vertical", {Fam("nan", std::numeric_limits<double>::quiet_NaN()), Fam("ok", 0.9)}));
+  EXPECT_FALSE(d.abnormal);
+  EXPECT_NE(d.note.find("outside [0,1]"), std::string::npos);
+}
+
+TEST(LlmPolicy, DuplicateFamiliesAreListedOnce) {
+  StageTwoDecision d = DecideOffline(Step("horizontal", {Fam("a", 1e-9), Fam("a", 1e-9), Fam("b", 1e-9)}));
+  EXPECT_EQ(d.faulty, (Names{"a", "b"}));
+}
+
+TEST(LlmPolicy, PropagateUpwardSurvivesParentCycles) {
+  StepEvidence s = Step("vertical", {Fam("a", 0.9, "b"), Fam("b", 0.9, "a")});
+  EXPECT_EQ(PropagateUpward(s, {"a"}), (Names{"a", "b"}));
+}
+
+TEST(LlmPolicy, DecisionSourceNames) {
+  EXPECT_STREQ(DecisionSourceName(DecisionSource::kLlm), "llm");
+  EXPECT_STREQ(DecisionSourceName(DecisionSource::kOffline), "offline");
+  EXPECT_STREQ(DecisionSourceName(DecisionSource::kLlmFallbackOffline), "offline-fallback");
+  EXPECT_STREQ(DecisionSourceName(DecisionSource::kCache), "cache");
+}
+
+}  // namespace
+}  // namespace truffld::diagnose
