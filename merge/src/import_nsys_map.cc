@@ -1,0 +1,96 @@
+// Pure mapping helpers of the Nsight Systems importer (see import_nsys_map.h).
+#include "import_nsys_map.h"
+
+#include <charconv>
+
+namespace truffld::merge::nsys {
+
+std::string_view CopyKindName(int64_t k) {
+  switch (k) {
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 3: return "HtoA";
+    case 4: return "AtoH";
+    case 5: return "AtoA";
+    case 6: return "AtoD";
+    case 7: return "DtoA";
+    case 8: return "DtoD";
+    case 9: return "HtoH";
+    case 10: return "PtoP";
+    case 11: return "UvmHtoD";
+    case 12: return "UvmDtoH";
+    case 13: return "UvmDtoD";
+    default: return {};
+  }
+}
+
+NvtxRow ClassifyNvtxRow(int64_t t) {
+  switch (t) {
+    case 59: return NvtxRow::kPushPop;
+    case 60: return NvtxRow::kStartEnd;
+    case 34: return NvtxRow::kMark;
+    case 75: return NvtxRow::kDomainCreate;
+    default: return NvtxRow::kOther;
+  }
+}
+
+std::string_view NvtxSkipKey(int64_t t) {
+  switch (t) {
+    case 33: return "nsys.skipped.nvtx.category";
+    case 39: return "nsys.skipped.nvtx.thread_name";
+    case 75: return "nsys.skipped.nvtx.domain_create";
+    case 76: return "nsys.skipped.nvtx.domain_destroy";
+    default: return "nsys.skipped.nvtx.other";
+  }
+}
+
+std::optional<int64_t> MpiRankFromThreadName(std::string_view text) {
+  constexpr std::string_view kPrefix = "MPI Rank ";
+  if (text.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  text.remove_prefix(kPrefix.size());
+  int64_t r = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), r);
+  if (ec != std::errc() || p != text.data() + text.size() || r < 0) return std::nullopt;
+  return r;
+}
+
+void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
+                const std::unordered_map<int64_t, int64_t>& mpi_rank) {
+  if (session_start) {
+    for (Event& e : tf->events) {
+      if (__builtin_add_overflow(e.start, *session_start, &e.start) ||
+          __builtin_add_overflow(e.end, *session_start, &e.end))
+        tf->stats.Report(tf->meta.path, "nsys.bad_time",
+                         "session start + event time overflows int64 ns");
+    }
+  } else {
+    tf->stats.Add("nsys.relative_times");
+  }
+  std::unordered_map<int64_t, uint64_t> api_count;
+  std::unordered_map<int64_t, int64_t> api_pid;
+  for (const Event& e : tf->events) {
+    if (!IsApiKind(e.kind)) continue;
+    ++api_count[e.process_id];
+    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, e.process_id);
+  }
+  int64_t main_pid = kNone;
+  uint64_t best = 0;
+  for (auto [pid, n] : api_count)
+    if (n > best || (n == best && pid < main_pid)) best = n, main_pid = pid;
+  if (main_pid == kNone)
+    for (const Event& e : tf->events)
+      if (e.process_id != kNone) { main_pid = e.process_id; break; }
+  tf->meta.process_id = main_pid;
+  if (auto it = mpi_rank.find(main_pid); it != mpi_rank.end()) tf->meta.rank = it->second;
+  uint64_t kept[16] = {};
+  for (Event& e : tf->events) {
+    ++kept[static_cast<int>(e.kind) & 15];
+    if (!IsDeviceKind(e.kind) || e.process_id != kNone) continue;
+    auto it = e.correlation_id == kNone ? api_pid.end() : api_pid.find(e.correlation_id);
+    e.process_id = it != api_pid.end() ? it->second : main_pid;
+  }
+  for (int k = 0; k < 16; ++k)
+    if (kept[k]) tf->stats.Add(EventKindName(static_cast<EventKind>(k)), kept[k]);
+}
+
+}  // namespace truffld::merge::nsys
