@@ -1,0 +1,38 @@
+// Machine- and human-readable outputs: diagnosis.jsonl lines, the stdout table, feature export.
+//
+// diagnosis.jsonl follows schemas/diagnosis.schema.json (schema "truffld.diagnosis/1"): one
+// object per (rank, step, view) with the fused label, faulty operators with scores and parent
+// chain, Stage I candidates and threshold, and Stage II's raw decision and its source.
+// The JSON builders and formatters are pure; the Write* functions are thin file adapters.
+// Thread-safety: reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "truffld/diagnose/fusion.h"
+#include "truffld/diagnose/instances.h"
+#include "truffld/diagnose/metrics.h"
+#include "truffld/status.h"
+
+namespace truffld::diagnose {
+
+nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode);
+Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagnosis>& d,
+                           const std::string& mode);
+
+// Table of abnormal steps and their faulty operators (at most max_rows steps), plus a count line.
+std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows = 50);
+
+// Writes phi(x) per instance: keys (rank, step_index, view, family, layer, start, end), raw
+// features, Stage I rho, and, when labels are given, the step label and whether the instance's
+// family is labelled faulty. CSV when the path ends in ".csv", JSONL otherwise.
+Status WriteFeatures(const std::string& path, const InstanceTable& t,
+                     const std::vector<double>& rho, const LabelSet* labels);
+
+// CSV field quoting (RFC 4180): quotes when needed, doubles inner quotes.
+std::string CsvField(const std::string& s);
+
+}  // namespace truffld::diagnose

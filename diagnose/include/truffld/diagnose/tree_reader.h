@@ -1,0 +1,61 @@
+// TreeReader: trees.jsonl (schema truffld.trees/1) -> InstanceTable.
+//
+// Reads merge's per-request call-chain trees with simdjson and extracts every operator
+// instance (frontend_op, backend_op, comm, other) with its raw feature vector. A step with
+// several requests has several trees that share the same operators, so instances are
+// deduplicated per (rank, step_index, view) by (family, start, end, thread): each operator
+// counts once per step. Lines that cannot be used are counted and described (file:line:
+// problem) in ReadStats, never silently dropped; only an unreadable file stops the read.
+// Thread-safety: one reader per thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "truffld/diagnose/instances.h"
+#include "truffld/status.h"
+
+namespace truffld::diagnose {
+
+struct ReadStats {
+  uint64_t lines = 0;                // non-empty lines seen
+  uint64_t trees = 0;                // lines accepted as trees
+  uint64_t bad_lines = 0;            // not JSON, wrong schema, missing fields
+  uint64_t instances = 0;            // operator instances kept
+  uint64_t duplicate_instances = 0;  // same operator seen again through another request's tree
+  uint64_t warnings = 0;             // reader warnings (truncated last line, ...)
+  std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
+  static constexpr size_t kMaxProblems = 20;
+};
+
+class TreeReader {
+ public:
+  TreeReader();
+  ~TreeReader();
+  TreeReader(const TreeReader&) = delete;
+  TreeReader& operator=(const TreeReader&) = delete;
+
+  // Reads a trees.jsonl[.gz|.zst] file, or a merge output directory holding one.
+  // Fails only when nothing can be read (missing file, I/O or decode error).
+  Status Read(const std::string& path_or_dir);
+  // Parses one line (exposed for tests and fuzzing); `where` names it in messages.
+  void ParseLine(std::string_view line, const std::string& where);
+
+  const ReadStats& stats() const { return stats_; }
+  // Moves the collected instances out, steps sorted by (rank, step_index, view).
+  InstanceTable Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  ReadStats stats_;
+};
+
+// Resolves a merge output directory to its trees file ("DIR/trees.jsonl[.gz|.zst]");
+// a plain file path is returned unchanged.
+Result<std::string> ResolveTreesPath(const std::string& path_or_dir);
+
+}  // namespace truffld::diagnose

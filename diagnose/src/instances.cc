@@ -1,0 +1,41 @@
+// StringTable interning and InstanceTable row appends.
+#include "truffld/diagnose/instances.h"
+
+namespace truffld::diagnose {
+
+const char* FeatureName(int f) noexcept {
+  static constexpr const char* kNames[kNumFeatures] = {
+      "duration_ns",  "self_time_ns",   "api_time_ns",       "api_count",
+      "kernel_count", "kernel_time_ns", "bytes_moved",       "stream_overlap",
+      "launch_latency_ns", "comm_bytes", "world_size"};
+  return (f >= 0 && f < kNumFeatures) ? kNames[f] : "unknown";
+}
+
+uint32_t StringTable::Intern(std::string_view s) {
+  auto it = index_.find(std::string(s));
+  if (it != index_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+uint32_t InstanceTable::Add(uint32_t family_id, uint32_t layer_id, uint32_t parent_id,
+                            int64_t start, int64_t end, const FeatureVector& f) {
+  uint32_t idx = static_cast<uint32_t>(family.size());
+  step.push_back(steps.empty() ? 0 : static_cast<uint32_t>(steps.size() - 1));
+  family.push_back(family_id);
+  layer.push_back(layer_id);
+  parent.push_back(parent_id);
+  start_ns.push_back(start);
+  end_ns.push_back(end);
+  features.push_back(f);
+  if (!steps.empty()) steps.back().instance_count = idx + 1 - steps.back().first_instance;
+  return idx;
+}
+
+StepKey KeyOf(const StepInfo& s) {
+  return StepKey{s.rank.value_or(-1), s.step_index, s.view == "horizontal"};
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,157 @@
+// diagnosis.jsonl, the stdout table and the feature export.
+#include "truffld/diagnose/output.h"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+namespace truffld::diagnose {
+
+nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) {
+  const StepEvidence& e = d.evidence;
+  nlohmann::json j;
+  j["schema"] = "truffld.diagnosis/1";
+  j["rank"] = e.rank ? nlohmann::json(*e.rank) : nlohmann::json(nullptr);
+  j["step_index"] = e.step_index;
+  j["step"] = e.step_name;
+  j["view"] = e.view;
+  j["phase"] = e.phase;
+  j["requests"] = e.requests;
+  j["duration_ns"] = e.step_duration_ns;
+  j["operator_instances"] = e.operator_instances;
+  j["label"] = d.abnormal ? "abnormal" : "normal";
+  nlohmann::json faulty = nlohmann::json::array();
+  for (const auto& f : d.faulty) {
+    faulty.push_back({{"family", f.family}, {"layer", f.layer}, {"score", f.score},
+                      {"probability", f.probability}, {"method", f.method},
+                      {"instances", f.instances}, {"parent_chain", f.parent_chain}});
+  }
+  j["faulty"] = faulty;
+  nlohmann::json cands = nlohmann::json::array();
+  for (const auto& f : e.families) {
+    if (!f.candidate) continue;
+    cands.push_back({{"family", f.family}, {"layer", f.layer}, {"score", f.score},
+                     {"probability", f.probability}, {"min_instance_probability", f.min_instance_probability},
+                     {"method", f.method}, {"instances", f.instances}, {"parent", f.parent}});
+  }
+  j["stage1"] = {{"mode", mode}, {"threshold", d.threshold}, {"families", e.families.size()},
+                 {"candidates", cands}};
+  nlohmann::json s2 = {{"abnormal", d.decision.abnormal}, {"faulty", d.decision.faulty},
+                       {"source", DecisionSourceName(d.decision.source)},
+                       {"rationale", d.decision.rationale}};
+  if (!d.decision.note.empty()) s2["note"] = d.decision.note;
+  if (!d.decision.raw.empty()) s2["raw"] = d.decision.raw;
+  j["stage2"] = s2;
+  if (e.comm_bytes > 0 || e.world_size > 0) {
+    j["comm"] = {{"bytes", e.comm_bytes}, {"world_size", e.world_size}};
+  }
+  return j;
+}
+
+Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagnosis>& d,
+                           const std::string& mode) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError(path + ": cannot open for writing");
+  for (const auto& s : d) out << DiagnosisToJson(s, mode).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  out.flush();
+  if (!out) return IoError(path + ": write failed");
+  return Status::Ok();
+}
+
+std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows) {
+  std::string s;
+  char buf[512];
+  size_t abnormal = 0, shown = 0;
+  std::snprintf(buf, sizeof buf, "%-6s %-6s %-10s %-8s %-40s %-8s %-10s %s\n", "rank", "step",
+                "view", "phase", "faulty operator", "score", "p(normal)", "parent chain");
+  std::string rows;
+  for (const auto& x : d) {
+    if (!x.abnormal) continue;
+    ++abnormal;
+    if (shown >= max_rows) continue;
+    ++shown;
+    std::string rank = x.evidence.rank ? std::to_string(*x.evidence.rank) : "-";
+    for (size_t i = 0; i < x.faulty.size(); ++i) {
+      const auto& f = x.faulty[i];
+      std::string chain;
+      for (const auto& p : f.parent_chain) chain += (chain.empty() ? "" : " < ") + p;
+      std::string name = f.family.size() > 40 ? f.family.substr(0, 37) + "..." : f.family;
+      char row[768];
+      std::snprintf(row, sizeof row, "%-6s %-6s %-10s %-8s %-40s %-8.3f %-10.2e %s\n",
+                    i == 0 ? rank.c_str() : "", i == 0 ? std::to_string(x.evidence.step_index).c_str() : "",
+                    i == 0 ? x.evidence.view.c_str() : "", i == 0 ? x.evidence.phase.c_str() : "",
+                    name.c_str(), f.score, f.probability, chain.c_str());
+      rows += row;
+    }
+  }
+  if (abnormal == 0) return "No abnormal steps among " + std::to_string(d.size()) + " steps.\n";
+  s = buf + rows;
+  std::snprintf(buf, sizeof buf, "%zu abnormal of %zu steps%s\n", abnormal, d.size(),
+                abnormal > shown ? " (table truncated; see diagnosis.jsonl)" : "");
+  return s + buf;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Status WriteFeatures(const std::string& path, const InstanceTable& t, const std::vector<double>& rho,
+                     const LabelSet* labels) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError(path + ": cannot open for writing");
+  const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  if (csv) {
+    out << "rank,step_index,view,family,layer,parent,start_ns,end_ns";
+    for (int f = 0; f < kNumFeatures; ++f) out << ',' << FeatureName(f);
+    out << ",rho";
+    if (labels) out << ",step_abnormal,family_faulty";
+    out << '\n';
+  }
+  char num[64];
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    const StepInfo& st = t.steps[t.step[i]];
+    const std::string& fam = t.strings.Get(t.family[i]);
+    const std::string& parent = t.parent[i] == kNoString ? std::string() : t.strings.Get(t.parent[i]);
+    bool abnormal = false, faulty = false;
+    if (labels) {
+      auto it = labels->steps.find(KeyOf(st));
+      if (it != labels->steps.end()) {
+        abnormal = it->second.abnormal;
+        for (const auto& f : it->second.faulty) faulty = faulty || f == fam;
+      }
+    }
+    double r = i < rho.size() ? rho[i] : 1.0;
+    if (csv) {
+      out << (st.rank ? std::to_string(*st.rank) : "") << ',' << st.step_index << ',' << st.view << ','
+          << CsvField(fam) << ',' << t.strings.Get(t.layer[i]) << ',' << CsvField(parent) << ','
+          << t.start_ns[i] << ',' << t.end_ns[i];
+      for (int f = 0; f < kNumFeatures; ++f) {
+        std::snprintf(num, sizeof num, ",%.17g", t.features[i][f]);
+        out << num;
+      }
+      std::snprintf(num, sizeof num, ",%.17g", r);
+      out << num;
+      if (labels) out << ',' << (abnormal ? 1 : 0) << ',' << (faulty ? 1 : 0);
+      out << '\n';
+    } else {
+      nlohmann::json j = {{"rank", st.rank ? nlohmann::json(*st.rank) : nlohmann::json(nullptr)},
+                          {"step_index", st.step_index}, {"view", st.view}, {"family", fam},
+                          {"layer", t.strings.Get(t.layer[i])}, {"parent", parent},
+                          {"start_ns", t.start_ns[i]}, {"end_ns", t.end_ns[i]}, {"rho", r}};
+      for (int f = 0; f < kNumFeatures; ++f) j[FeatureName(f)] = t.features[i][f];
+      if (labels) { j["step_abnormal"] = abnormal; j["family_faulty"] = faulty; }
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    }
+  }
+  out.flush();
+  if (!out) return IoError(path + ": write failed");
+  return Status::Ok();
+}
+
+}  // namespace truffld::diagnose

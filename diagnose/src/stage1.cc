@@ -1,0 +1,245 @@
+// Stage I fitting: groups instances per (view, family) [and step], standardises them, fits a
+// BIC-selected mixture (or falls back to robust z-scores) and writes rho(x) for every instance.
+#include "truffld/diagnose/stage1.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "truffld/diagnose/features.h"
+
+namespace truffld::diagnose {
+namespace {
+
+enum Method : uint8_t { kGmm = 0, kGmmPooled, kGmmReference, kRobustZ };
+const std::vector<std::string>& MethodNames() {
+  static const std::vector<std::string> names = {"gmm", "gmm-pooled", "gmm-reference", "robust-z"};
+  return names;
+}
+
+// Outcome of one group's work; merged into StageOneResult after the parallel loop.
+struct GroupOutcome {
+  FamilyModelInfo info;
+  bool fitted = false, robust_z = false, failed = false, keep_info = false;
+  std::string note;
+};
+
+// p-value gate: 1 when plausible, shrinking linearly below alpha.
+double Gate(double p, double alpha) { return alpha > 0 ? std::min(1.0, p / alpha) : 1.0; }
+
+// Two-sided normal tail of the largest |z| over `cols`, Bonferroni-corrected over their count.
+double MaxZTail(const Eigen::MatrixXd& x, Eigen::Index row, const std::vector<int>& cols) {
+  if (cols.empty()) return 1.0;
+  double zmax = 0;
+  for (int c : cols) zmax = std::max(zmax, std::abs(x(row, c)));
+  return std::min(1.0, static_cast<double>(cols.size()) * std::erfc(zmax / std::sqrt(2.0)));
+}
+
+Eigen::MatrixXd Columns(const Eigen::MatrixXd& x, const std::vector<int>& cols) {
+  Eigen::MatrixXd out(x.rows(), static_cast<Eigen::Index>(cols.size()));
+  for (size_t j = 0; j < cols.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = x.col(cols[j]);
+  return out;
+}
+
+// Scores target rows `xt` against a model fitted on `xf` (both standardised). Writes rho into
+// rho_out (one per row of xt). Returns false when it had to fall back to robust z-scores.
+bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
+                const StageOneOptions& o, std::vector<double>* rho_out, GroupOutcome* out) {
+  std::vector<int> active, inactive;
+  for (int c = 0; c < kNumFeatures; ++c) {
+    bool varies = xf.rows() > 0 && xf.col(c).maxCoeff() - xf.col(c).minCoeff() > 1e-9;
+    (varies ? active : inactive).push_back(c);
+  }
+  rho_out->assign(static_cast<size_t>(xt.rows()), 1.0);
+  auto robust_z = [&]() {
+    std::vector<int> all(kNumFeatures);
+    for (int c = 0; c < kNumFeatures; ++c) all[c] = c;
+    for (Eigen::Index i = 0; i < xt.rows(); ++i) {
+      (*rho_out)[static_cast<size_t>(i)] = Gate(MaxZTail(xt, i, all), o.tail_alpha);
+    }
+    out->robust_z = true;
+    out->info.method = "robust-z";
+    return false;
+  };
+  if (xf.rows() < std::max(2, o.min_instances) || active.empty()) return robust_z();
+
+  Eigen::MatrixXd fa = Columns(xf, active);
+  auto sel = FitGmmBic(fa, o.k_min, o.k_max, o.gmm);
+  if (sel.ok() && trim && o.trim > 0 && fa.rows() >= 2 * o.min_instances) {
+    Eigen::VectorXd lp;
+    sel->model.Estimate(fa, &lp, nullptr);
+    std::vector<double> sorted(lp.data(), lp.data() + lp.size());
+    size_t cut_at = static_cast<size_t>(o.trim * static_cast<double>(sorted.size()));
+    std::nth_element(sorted.begin(), sorted.begin() + cut_at, sorted.end());
+    double cut = sorted[cut_at];
+    std::vector<int> keep;
+    for (Eigen::Index i = 0; i < lp.size(); ++i) if (lp(i) >= cut) keep.push_back(static_cast<int>(i));
+    Eigen::MatrixXd kept(static_cast<Eigen::Index>(keep.size()), fa.cols());
+    for (size_t i = 0; i < keep.size(); ++i) kept.row(static_cast<Eigen::Index>(i)) = fa.row(keep[i]);
+    auto refit = FitGmmBic(kept, o.k_min, o.k_max, o.gmm);
+    if (refit.ok()) sel = std::move(refit);
+  }
+  if (!sel.ok()) {
+    out->failed = true;
+    out->note = sel.status().message();
+    return robust_z();
+  }
+  const GmmModel& m = sel->model;
+  out->fitted = true;
+  out->info.k = m.k();
+  out->info.bics = sel->bics;
+  out->info.fit_samples = static_cast<int>(fa.rows());
+  std::vector<int> central = CentralComponents(m, o.central_mass, o.top1);
+  Eigen::MatrixXd ta = Columns(xt, active), resp, m2;
+  m.Estimate(ta, nullptr, &resp, &m2);
+  const int df = static_cast<int>(active.size());
+  for (Eigen::Index i = 0; i < xt.rows(); ++i) {
+    double r = 0;
+    for (int k : central) {
+      double g = resp(i, k);
+      if (o.rho == RhoRule::kGated) g *= Gate(Chi2Survival(m2(i, k), df), o.tail_alpha);
+      r += g;
+    }
+    if (o.rho == RhoRule::kGated) r *= Gate(MaxZTail(xt, i, inactive), o.tail_alpha);
+    (*rho_out)[static_cast<size_t>(i)] = std::clamp(r, 0.0, 1.0);
+  }
+  return true;
+}
+
+// Deterministic stride subsample of at most `cap` rows.
+std::vector<uint32_t> Subsample(const std::vector<uint32_t>& rows, size_t cap) {
+  if (rows.size() <= cap || cap == 0) return rows;
+  std::vector<uint32_t> out;
+  out.reserve(cap);
+  double stride = static_cast<double>(rows.size()) / static_cast<double>(cap);
+  for (size_t i = 0; i < cap; ++i) out.push_back(rows[static_cast<size_t>(i * stride)]);
+  return out;
+}
+
+using GroupKey = std::pair<bool, std::string>;  // (horizontal, family name)
+
+std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t) {
+  std::map<GroupKey, std::vector<uint32_t>> g;
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    g[{t.steps[t.step[i]].view == "horizontal", t.strings.Get(t.family[i])}].push_back(i);
+  }
+  return g;
+}
+
+template <typename F>
+void ParallelFor(size_t n, int threads, F&& fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  int nt = std::max(1, std::min<int>(threads, static_cast<int>(n)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nt; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+const char* ScoringModeName(ScoringMode m) noexcept {
+  switch (m) {
+    case ScoringMode::kWithinStep: return "within-step";
+    case ScoringMode::kPooled: return "pooled";
+    case ScoringMode::kReference: return "reference";
+  }
+  return "unknown";
+}
+
+Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* reference,
+                                   const StageOneOptions& o) {
+  if (o.mode == ScoringMode::kReference && reference == nullptr) {
+    return InvalidArgument("reference mode needs a reference run (--reference DIR)");
+  }
+  if (!(o.q > 0 && o.q <= 1)) return InvalidArgument("--q must be in (0, 1]");
+  if (o.k_min < 1 || o.k_max < o.k_min) return InvalidArgument("--k-max must be >= 1");
+  StageOneResult r;
+  r.rho.assign(t.size(), 1.0);
+  std::vector<uint8_t> method(t.size(), kGmm);
+  auto groups = GroupByFamily(t);
+  std::map<GroupKey, std::vector<uint32_t>> ref_groups;
+  if (o.mode == ScoringMode::kReference) ref_groups = GroupByFamily(*reference);
+
+  // One work item per (view, family) group, or per (step, view, family) within steps.
+  struct Item { const GroupKey* key; const std::vector<uint32_t>* family_rows; std::vector<uint32_t> rows; };
+  std::vector<Item> items;
+  for (auto& [key, rows] : groups) {
+    if (o.mode != ScoringMode::kWithinStep) { items.push_back({&key, &rows, rows}); continue; }
+    size_t b = 0;
+    while (b < rows.size()) {  // rows are in step order: split into runs of one step
+      size_t e = b;
+      while (e < rows.size() && t.step[rows[e]] == t.step[rows[b]]) ++e;
+      items.push_back({&key, &rows, std::vector<uint32_t>(rows.begin() + b, rows.begin() + e)});
+      b = e;
+    }
+  }
+  std::vector<GroupOutcome> outcomes(items.size());
+  ParallelFor(items.size(), o.threads, [&](size_t idx) {
+    const Item& it = items[idx];
+    GroupOutcome& out = outcomes[idx];
+    out.info.family = it.key->second;
+    out.info.view = it.key->first ? "horizontal" : "vertical";
+    const InstanceTable* fit_table = &t;
+    std::vector<uint32_t> fit_rows;
+    uint8_t m = kGmmPooled;
+    FamilyScaler scaler;
+    if (o.mode == ScoringMode::kReference) {
+      auto ref = ref_groups.find(*it.key);
+      if (ref != ref_groups.end()) {
+        fit_table = reference;
+        fit_rows = Subsample(ref->second, o.max_fit_samples);
+        m = kGmmReference;
+      } else {
+        out.note = out.info.view + " family '" + it.key->second +
+                   "' is absent from the reference run: robust z-scores against this run";
+        fit_rows = Subsample(it.rows, o.max_fit_samples);
+        out.failed = true;
+      }
+      scaler = FitScaler(*fit_table, fit_rows, o.min_scale);
+      out.keep_info = true;
+    } else if (o.mode == ScoringMode::kPooled) {
+      fit_rows = Subsample(it.rows, o.max_fit_samples);
+      scaler = FitScaler(t, fit_rows, o.min_scale);
+      out.keep_info = true;
+    } else {
+      fit_rows = it.rows;
+      scaler = FitScaler(t, Subsample(*it.family_rows, o.max_fit_samples), o.min_scale);
+      m = kGmm;
+    }
+    Eigen::MatrixXd xf = TransformRows(*fit_table, fit_rows, scaler);
+    Eigen::MatrixXd xt = fit_table == &t && fit_rows.size() == it.rows.size()
+                             ? xf : TransformRows(t, it.rows, scaler);
+    if (o.mode == ScoringMode::kReference && m != kGmmReference) xf.resize(0, kNumFeatures);
+    std::vector<double> rho;
+    bool gmm = ScoreGroup(xf, xt, o.mode == ScoringMode::kPooled, o, &rho, &out);
+    if (!gmm) m = kRobustZ;
+    out.info.method = MethodNames()[m];
+    for (size_t i = 0; i < it.rows.size(); ++i) {
+      r.rho[it.rows[i]] = rho[i];
+      method[it.rows[i]] = m;
+    }
+  });
+  for (auto& out : outcomes) {
+    r.gmm_fits += out.fitted;
+    r.robust_z_groups += out.robust_z;
+    if (out.failed) {
+      if (o.mode == ScoringMode::kReference && out.note.find("absent") != std::string::npos) {
+        ++r.missing_in_reference;
+      } else {
+        ++r.fit_failures;
+      }
+      if (r.notes.size() < 50) r.notes.push_back(out.note);
+    }
+    if (out.keep_info) r.models.push_back(std::move(out.info));
+  }
+  r.steps = SelectCandidates(t, r.rho, method, MethodNames(), o);
+  return r;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,317 @@
+// TreeReader: walks each trees.jsonl line with simdjson's DOM and turns operator nodes into
+// deduplicated InstanceTable rows with raw features (see instances.h for the feature list).
+#include "truffld/diagnose/tree_reader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <simdjson.h>
+#include <unordered_set>
+
+#include "truffld/line_reader.h"
+
+namespace truffld::diagnose {
+namespace {
+
+bool IsOperatorLayer(std::string_view l) {
+  return l == "frontend_op" || l == "backend_op" || l == "comm" || l == "other";
+}
+bool IsCallLayer(std::string_view l) { return l == "runtime_call" || l == "driver_call"; }
+bool IsDeviceLayer(std::string_view l) { return l == "kernel" || l == "memcpy" || l == "memset"; }
+
+int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
+  int64_t v;
+  if (o[key].get_int64().get(v) == simdjson::SUCCESS) return v;
+  uint64_t u;
+  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
+  double d;
+  if (o[key].get_double().get(d) == simdjson::SUCCESS) return static_cast<int64_t>(d);
+  return dflt;
+}
+std::string_view GetStr(simdjson::dom::object o, const char* key) {
+  std::string_view s;
+  if (o[key].get_string().get(s) == simdjson::SUCCESS) return s;
+  return {};
+}
+
+// Union length of intervals (sorted in place).
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>>& iv) {
+  std::sort(iv.begin(), iv.end());
+  int64_t total = 0, cs = 0, ce = 0;
+  bool open = false;
+  for (auto [s, e] : iv) {
+    if (e < s) continue;
+    if (!open || s > ce) {
+      if (open) total += ce - cs;
+      cs = s; ce = e; open = true;
+    } else {
+      ce = std::max(ce, e);
+    }
+  }
+  if (open) total += ce - cs;
+  return total;
+}
+
+void Bump(std::vector<NameCount>& v, uint32_t id, uint32_t n) {
+  for (auto& nc : v) if (nc.name == id) { nc.count += n; return; }
+  v.push_back({id, n});
+}
+
+// Aggregates of a subtree that an enclosing operator inherits.
+struct SubtreeStats {
+  double api_time = 0, api_count = 0, kernel_count = 0, kernel_time = 0, bytes = 0;
+  double latency_sum = 0, latency_n = 0;
+  std::vector<std::pair<int64_t, int64_t>> device;
+  std::vector<NameCount> kernels, apis;
+  void Merge(const SubtreeStats& o) {
+    api_time += o.api_time; api_count += o.api_count; kernel_count += o.kernel_count;
+    kernel_time += o.kernel_time; bytes += o.bytes; latency_sum += o.latency_sum;
+    latency_n += o.latency_n;
+    device.insert(device.end(), o.device.begin(), o.device.end());
+    for (auto& k : o.kernels) Bump(kernels, k.name, k.count);
+    for (auto& a : o.apis) Bump(apis, a.name, a.count);
+  }
+};
+
+struct DedupKey {
+  uint32_t family; int64_t start, end, thread;
+  bool operator==(const DedupKey& o) const {
+    return family == o.family && start == o.start && end == o.end && thread == o.thread;
+  }
+};
+struct DedupHash {
+  size_t operator()(const DedupKey& k) const {
+    uint64_t h = k.family * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint64_t>(k.start) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(k.end) + 0x8CB92BA72F3D8DD7ull + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(k.thread) + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+struct PendingInstance {
+  uint32_t family, layer, parent;
+  int64_t start, end;
+  FeatureVector f;
+  std::vector<NameCount> kernels, apis;
+};
+
+struct StepBucket {
+  StepInfo info;
+  std::unordered_set<DedupKey, DedupHash> seen;
+  std::vector<PendingInstance> instances;
+};
+
+}  // namespace
+
+struct TreeReader::Impl {
+  simdjson::dom::parser parser;
+  StringTable strings;
+  std::map<StepKey, StepBucket> buckets;
+  ReadStats* stats = nullptr;
+  StepBucket* bucket = nullptr;
+
+  // Walks `node`; appends operator instances; returns the subtree aggregate.
+  SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
+    SubtreeStats agg;
+    std::string_view layer = GetStr(node, "layer");
+    std::string_view family = GetStr(node, "family");
+    if (family.empty()) family = GetStr(node, "name");
+    int64_t start = GetInt(node, "start", 0), end = GetInt(node, "end", start);
+    bool is_op = IsOperatorLayer(layer);
+    uint32_t fam_id = (is_op || IsCallLayer(layer) || IsDeviceLayer(layer))
+                          ? strings.Intern(family) : kNoString;
+    uint32_t child_parent = is_op ? fam_id : parent_family;
+    if (is_op && layer == "comm") {
+      simdjson::dom::object anchor;
+      if (node["anchor"].get_object().get(anchor) == simdjson::SUCCESS) {
+        std::string_view af = GetStr(anchor, "family");
+        if (!af.empty()) parent_family = strings.Intern(af);
+      }
+    }
+    if (IsCallLayer(layer)) {
+      agg.api_time += static_cast<double>(std::max<int64_t>(0, end - start));
+      agg.api_count += 1;
+      Bump(agg.apis, fam_id, 1);
+      call_start = start;
+    } else if (IsDeviceLayer(layer)) {
+      agg.device.emplace_back(start, end);
+      if (layer == "kernel") {
+        agg.kernel_count += 1;
+        agg.kernel_time += static_cast<double>(std::max<int64_t>(0, end - start));
+        Bump(agg.kernels, fam_id, 1);
+      } else {
+        agg.bytes += static_cast<double>(std::max<int64_t>(0, GetInt(node, "bytes", 0)));
+      }
+      if (call_start != INT64_MIN) {
+        agg.latency_sum += static_cast<double>(std::max<int64_t>(0, start - call_start));
+        agg.latency_n += 1;
+      }
+    }
+    std::vector<std::pair<int64_t, int64_t>> child_ops;
+    simdjson::dom::array children;
+    if (node["children"].get_array().get(children) == simdjson::SUCCESS) {
+      for (simdjson::dom::element c : children) {
+        simdjson::dom::object co;
+        if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+        if (is_op && IsOperatorLayer(GetStr(co, "layer"))) {
+          child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
+        }
+        agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN));
+      }
+    }
+    if (!is_op) return agg;
+
+    int64_t thread = GetInt(node, "thread_id", -1);
+    DedupKey key{fam_id, start, end, thread};
+    if (!bucket->seen.insert(key).second) {
+      ++stats->duplicate_instances;
+      return agg;
+    }
+    PendingInstance p;
+    p.family = fam_id;
+    p.layer = strings.Intern(layer);
+    p.parent = parent_family;
+    p.start = start;
+    p.end = end;
+    p.f.fill(0.0);
+    double dur = static_cast<double>(std::max<int64_t>(0, end - start));
+    p.f[kDurationNs] = dur;
+    p.f[kSelfTimeNs] = std::max(0.0, dur - static_cast<double>(UnionLength(child_ops)));
+    p.f[kApiTimeNs] = agg.api_time;
+    p.f[kApiCount] = agg.api_count;
+    p.f[kKernelCount] = agg.kernel_count;
+    p.f[kKernelTimeNs] = agg.kernel_time;
+    p.f[kBytesMoved] = agg.bytes;
+    if (!agg.device.empty()) {
+      double sum = 0;
+      for (auto [s, e] : agg.device) sum += static_cast<double>(std::max<int64_t>(0, e - s));
+      auto dev = agg.device;
+      double uni = static_cast<double>(UnionLength(dev));
+      p.f[kStreamOverlap] = sum > 0 ? std::clamp(1.0 - uni / sum, 0.0, 1.0) : 0.0;
+    }
+    p.f[kLaunchLatencyNs] = agg.latency_n > 0 ? agg.latency_sum / agg.latency_n : 0.0;
+    if (layer == "comm") {
+      simdjson::dom::object payload;
+      int64_t bytes = GetInt(node, "bytes", 0), world = 0;
+      if (node["payload"].get_object().get(payload) == simdjson::SUCCESS) {
+        bytes = GetInt(payload, "bytes", bytes);
+        world = GetInt(payload, "world_size", 0);
+      }
+      p.f[kCommBytes] = static_cast<double>(std::max<int64_t>(0, bytes));
+      p.f[kWorldSize] = static_cast<double>(std::max<int64_t>(0, world));
+      bucket->info.comm_bytes += std::max<int64_t>(0, bytes);
+      bucket->info.world_size = std::max(bucket->info.world_size, world);
+    }
+    p.kernels = agg.kernels;
+    p.apis = agg.apis;
+    bucket->instances.push_back(std::move(p));
+    ++stats->instances;
+    return agg;
+  }
+};
+
+TreeReader::TreeReader() : impl_(std::make_unique<Impl>()) { impl_->stats = &stats_; }
+TreeReader::~TreeReader() = default;
+
+void TreeReader::ParseLine(std::string_view line, const std::string& where) {
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  ++stats_.lines;
+  auto problem = [&](const std::string& msg) {
+    ++stats_.bad_lines;
+    if (stats_.problems.size() < ReadStats::kMaxProblems) stats_.problems.push_back(where + ": " + msg);
+  };
+  simdjson::dom::element doc;
+  if (auto err = impl_->parser.parse(line.data(), line.size()).get(doc)) {
+    problem(std::string("not JSON: ") + simdjson::error_message(err));
+    return;
+  }
+  simdjson::dom::object o;
+  if (doc.get_object().get(o) != simdjson::SUCCESS) return problem("not a JSON object");
+  std::string_view schema = GetStr(o, "schema");
+  if (schema != "truffld.trees/1") {
+    return problem("schema is '" + std::string(schema) + "', expected 'truffld.trees/1'");
+  }
+  std::string_view view = GetStr(o, "view");
+  if (view != "vertical" && view != "horizontal") return problem("view must be vertical or horizontal");
+  int64_t step_index = GetInt(o, "step_index", -1);
+  if (step_index < 0) return problem("missing or negative step_index");
+  simdjson::dom::object root;
+  if (o["root"].get_object().get(root) != simdjson::SUCCESS) return problem("missing root node");
+  StepKey key;
+  int64_t rank = -1;
+  bool has_rank = o["rank"].get_int64().get(rank) == simdjson::SUCCESS;
+  key.rank = has_rank ? rank : -1;
+  key.step_index = step_index;
+  key.horizontal = view == "horizontal";
+  StepBucket& b = impl_->buckets[key];
+  if (b.info.trees == 0) {
+    if (has_rank) b.info.rank = rank;
+    b.info.step_index = step_index;
+    b.info.view = std::string(view);
+    b.info.step_name = std::string(GetStr(o, "step"));
+    std::string_view phase = GetStr(o, "phase");
+    if (!phase.empty()) b.info.phase = std::string(phase);
+    b.info.start_ns = GetInt(o, "start", 0);
+    b.info.end_ns = GetInt(o, "end", b.info.start_ns);
+    simdjson::dom::array reqs;
+    if (o["requests"].get_array().get(reqs) == simdjson::SUCCESS) {
+      for (auto r : reqs) {
+        std::string_view s;
+        if (r.get_string().get(s) == simdjson::SUCCESS) b.info.requests.emplace_back(s);
+      }
+    }
+  }
+  ++b.info.trees;
+  ++stats_.trees;
+  impl_->bucket = &b;
+  impl_->Walk(root, kNoString, INT64_MIN);
+}
+
+Result<std::string> ResolveTreesPath(const std::string& path_or_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path_or_dir, ec)) return NotFound(path_or_dir + ": no such file or directory");
+  if (!fs::is_directory(path_or_dir, ec)) return path_or_dir;
+  for (const char* name : {"trees.jsonl", "trees.jsonl.gz", "trees.jsonl.zst"}) {
+    fs::path p = fs::path(path_or_dir) / name;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return NotFound(path_or_dir + ": directory has no trees.jsonl(.gz|.zst); run truffld-merge first");
+}
+
+Status TreeReader::Read(const std::string& path_or_dir) {
+  auto path = ResolveTreesPath(path_or_dir);
+  if (!path.ok()) return path.status();
+  auto reader = LineReader::Open(*path);
+  if (!reader.ok()) return reader.status();
+  std::string_view line;
+  while ((*reader)->Next(&line)) ParseLine(line, (*reader)->Where());
+  for (const auto& w : (*reader)->warnings()) {
+    ++stats_.warnings;
+    if (stats_.problems.size() < ReadStats::kMaxProblems) stats_.problems.push_back(w.message);
+  }
+  return (*reader)->status();
+}
+
+InstanceTable TreeReader::Finish() {
+  InstanceTable t;
+  t.strings = std::move(impl_->strings);
+  for (auto& [key, b] : impl_->buckets) {
+    auto& ins = b.instances;
+    std::stable_sort(ins.begin(), ins.end(),
+                     [](const PendingInstance& a, const PendingInstance& c) { return a.start < c.start; });
+    b.info.first_instance = static_cast<uint32_t>(t.size());
+    b.info.instance_count = static_cast<uint32_t>(ins.size());
+    t.steps.push_back(b.info);
+    for (auto& p : ins) {
+      t.Add(p.family, p.layer, p.parent, p.start, p.end, p.f);
+      t.kernels.push_back(std::move(p.kernels));
+      t.api_calls.push_back(std::move(p.apis));
+    }
+  }
+  impl_->buckets.clear();
+  impl_->strings = StringTable();
+  return t;
+}
+
+}  // namespace truffld::diagnose

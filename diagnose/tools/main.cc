@@ -1,0 +1,240 @@
+// truffld-diagnose: which steps were abnormal and which operators are at fault.
+//
+// Reads trees.jsonl from truffld-merge, scores operator instances with Gaussian mixtures
+// (Stage I), confirms per step with an LLM or the offline policy (Stage II), fuses, and writes
+// diagnosis.jsonl, report.html, stats.json (and metrics.json with --labels) into OUTDIR.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "truffld/diagnose/html_report.h"
+#include "truffld/diagnose/output.h"
+#include "truffld/diagnose/pipeline.h"
+#include "truffld/diagnose/tree_reader.h"
+
+namespace td = truffld::diagnose;
+using truffld::Result;
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Outputs (in OUTDIR):
+  diagnosis.jsonl  one line per (rank, step, view): label, faulty operators with scores and
+                   parent chain, Stage I candidates, Stage II decision and its source
+                   (schema: schemas/diagnosis.schema.json)
+  report.html      self-contained report: step timeline, family score distributions, call chains
+  stats.json       input problems, Stage I fits and fallbacks, Stage II requests/tokens/cache
+  metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
+
+Modes (Stage I):
+  pooled       (default) one mixture per (view, family) over all steps, refitted after trimming
+               the least likely 5%; sees a step whose instances are all uniformly slow
+  reference    one mixture per (view, family) fitted on a healthy run given by --reference
+  within-step  one mixture per (step, view, family), as in the design paper
+
+Examples:
+  truffld-diagnose merged/ -o diag/                       # offline, pooled mode
+  truffld-diagnose merged/trees.jsonl.zst -o diag/ --mode reference --reference healthy/
+  truffld-diagnose merged/ -o diag/ --labels synth/labels.jsonl --export-features feats.csv
+  TRUFFLD_LLM_API_KEY=... truffld-diagnose merged/ -o diag/ --llm auto \
+      --llm-url http://127.0.0.1:8000/v1 --llm-model qwen2.5-7b-instruct
+
+The API key is read only from TRUFFLD_LLM_API_KEY or OPENAI_API_KEY and is never printed.
+Exit status: 0 success, 1 bad arguments, 2 input could not be read, 3 output could not be written.
+)";
+
+
+struct Args {
+  std::string input, outdir, mode = "pooled", reference, covariance = "diag", rho = "gated";
+  std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
+  td::StageOneOptions s1;
+  bool quiet = false, no_html = false;
+};
+
+td::ScoringMode ParseMode(const std::string& m) {
+  if (m == "within-step") return td::ScoringMode::kWithinStep;
+  if (m == "reference") return td::ScoringMode::kReference;
+  return td::ScoringMode::kPooled;
+}
+
+int Fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "truffld-diagnose: %s\n", msg.c_str());
+  return code;
+}
+
+Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohmann::json* stats,
+                               bool quiet) {
+  td::TreeReader reader;
+  truffld::Status st = reader.Read(path);
+  const td::ReadStats& rs = reader.stats();
+  (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
+                    {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
+                    {"duplicate_instances", rs.duplicate_instances}, {"warnings", rs.warnings},
+                    {"problems", rs.problems}};
+  if (!st.ok()) return st;
+  if (!quiet || rs.bad_lines || rs.warnings) {
+    std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu shared duplicates merged), "
+                 "%llu bad lines, %llu warnings\n", what, (unsigned long long)rs.trees,
+                 (unsigned long long)rs.instances, (unsigned long long)rs.duplicate_instances,
+                 (unsigned long long)rs.bad_lines, (unsigned long long)rs.warnings);
+  }
+  for (const auto& p : rs.problems) std::fprintf(stderr, "  %s\n", p.c_str());
+  if (rs.trees == 0) return truffld::ParseError(path + ": no usable trees (see the problems above)");
+  return reader.Finish();
+}
+
+int Run(Args& a) {
+  namespace fs = std::filesystem;
+  auto t0 = std::chrono::steady_clock::now();
+  a.s1.mode = ParseMode(a.mode);
+  a.s1.gmm.covariance = a.covariance == "full" ? td::CovarianceType::kFull : td::CovarianceType::kDiagonal;
+  a.s1.rho = a.rho == "paper" ? td::RhoRule::kPaper : td::RhoRule::kGated;
+  if (a.s1.mode == td::ScoringMode::kReference && a.reference.empty()) {
+    return Fail(1, "--mode reference needs --reference DIR (trees of a healthy run)");
+  }
+  if (a.s1.threads <= 0) a.s1.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  td::StageTwoConfig cfg = td::StageTwoConfig::FromEnvironment();
+  auto mode = td::ParseLlmMode(a.llm);
+  if (!mode.ok()) return Fail(1, mode.status().message());
+  cfg.mode = *mode;
+  cfg.url = a.llm_url;
+  if (!a.llm_model.empty()) cfg.model = a.llm_model;
+  cfg.cache_dir = a.llm_cache.empty() ? (fs::path(a.outdir) / "llm-cache").string() : a.llm_cache;
+  if (auto st = cfg.Validate(); !st.ok()) return Fail(1, st.message());
+
+  std::error_code ec;
+  fs::create_directories(a.outdir, ec);
+  if (ec) return Fail(3, a.outdir + ": cannot create output directory: " + ec.message());
+
+  nlohmann::json stats;
+  auto target = Load(a.input, "input", &stats, a.quiet);
+  if (!target.ok()) return Fail(2, target.status().ToString());
+  std::optional<td::InstanceTable> reference;
+  if (!a.reference.empty()) {
+    auto ref = Load(a.reference, "reference", &stats, a.quiet);
+    if (!ref.ok()) return Fail(2, ref.status().ToString());
+    reference = std::move(ref).value();
+  }
+  std::optional<td::LabelSet> labels;
+  if (!a.labels.empty()) {
+    auto l = td::ReadLabels(a.labels);
+    if (!l.ok()) return Fail(2, l.status().ToString());
+    labels = std::move(l).value();
+    for (const auto& p : labels->problems) std::fprintf(stderr, "labels: %s\n", p.c_str());
+  }
+
+  td::StageTwo stage2(cfg);
+  auto result = td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, stage2);
+  if (!result.ok()) return Fail(1, result.status().ToString());
+  const auto& s1 = result->stage1;
+  stats["stage1"] = nlohmann::json::object();
+  stats["stage1"]["mode"] = a.mode;
+  stats["stage1"]["gmm_fits"] = s1.gmm_fits;
+  stats["stage1"]["robust_z_groups"] = s1.robust_z_groups;
+  stats["stage1"]["fit_failures"] = s1.fit_failures;
+  stats["stage1"]["missing_in_reference"] = s1.missing_in_reference;
+  stats["stage1"]["notes"] = s1.notes;
+  stats["stage2"] = stage2.stats().ToJson();
+  stats["stage2"]["config"] = cfg.Describe();
+
+  std::string out_jsonl = (fs::path(a.outdir) / "diagnosis.jsonl").string();
+  if (auto st = td::WriteDiagnosisJsonl(out_jsonl, result->diagnoses, a.mode); !st.ok()) return Fail(3, st.message());
+  std::string metrics_text;
+  if (labels) {
+    auto ev = td::Evaluate(td::ToPredictions(result->diagnoses), *labels);
+    metrics_text = td::FormatEvaluation(ev);
+    nlohmann::json mj = td::EvaluationToJson(ev);
+    mj["mode"] = a.mode;
+    mj["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
+    std::ofstream m((fs::path(a.outdir) / "metrics.json").string());
+    m << mj.dump(2) << '\n';
+    if (!m) return Fail(3, a.outdir + "/metrics.json: write failed");
+  }
+  if (!a.export_features.empty()) {
+    if (auto st = td::WriteFeatures(a.export_features, *target, s1.rho, labels ? &*labels : nullptr); !st.ok()) {
+      return Fail(3, st.message());
+    }
+  }
+  if (!a.no_html) {
+    td::ReportContext ctx;
+    ctx.input = a.input;
+    ctx.mode = a.mode;
+    ctx.stage2 = cfg.Describe();
+    ctx.metrics_text = metrics_text;
+    ctx.notes = s1.notes;
+    for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
+    std::ofstream h((fs::path(a.outdir) / "report.html").string());
+    h << td::RenderHtmlReport(result->diagnoses, ctx);
+    if (!h) return Fail(3, a.outdir + "/report.html: write failed");
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats["seconds"] = secs;
+  std::ofstream(fs::path(a.outdir) / "stats.json") << stats.dump(2) << '\n';
+
+  std::fputs(td::FormatAbnormalTable(result->diagnoses).c_str(), stdout);
+  if (!metrics_text.empty()) std::printf("\nEvaluation against %s:\n%s", a.labels.c_str(), metrics_text.c_str());
+  const auto s2 = stage2.stats();
+  std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures. "
+              "Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
+              "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
+              a.mode.c_str(), (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
+              (unsigned long long)s1.fit_failures, (long long)s2.llm_decisions, (long long)s2.cache_hits,
+              (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,
+              (long long)(s2.prompt_tokens + s2.completion_tokens), secs, a.outdir.c_str(),
+              a.no_html ? "" : "report.html,", labels ? ",metrics.json" : "");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
+               "Stage I fits Gaussian mixtures over operator features; Stage II confirms with an LLM\n"
+               "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
+  app.footer(kFooter);
+  app.add_option("input", a.input, "trees.jsonl[.gz|.zst] or a truffld-merge output directory")->required();
+  app.add_option("-o,--out", a.outdir, "output directory (created if missing)")->required();
+  app.add_option("--mode", a.mode, "Stage I scoring: pooled | reference | within-step")
+      ->check(CLI::IsMember({"pooled", "reference", "within-step"}))->capture_default_str();
+  app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory), for --mode reference");
+  app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();
+  app.add_option("--k-max", a.s1.k_max, "largest mixture size tried by BIC")->capture_default_str();
+  app.add_option("--covariance", a.covariance, "covariance: diag | full")
+      ->check(CLI::IsMember({"diag", "full"}))->capture_default_str();
+  app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->capture_default_str();
+  app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->capture_default_str();
+  app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");
+  app.add_option("--rho", a.rho, "gated: responsibilities gated by the chi-square tail (default); paper: plain responsibilities")
+      ->check(CLI::IsMember({"gated", "paper"}))->capture_default_str();
+  app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->capture_default_str();
+  app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->capture_default_str();
+  app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->capture_default_str();
+  app.add_option("--top-m", a.s1.top_m, "at most this many candidates per step")->capture_default_str();
+  app.add_option("--min-score", a.s1.min_score, "scores below this are never candidates")->capture_default_str();
+  app.add_option("--min-instances", a.s1.min_instances, "fewer fitting samples: robust z-scores instead of a mixture")->capture_default_str();
+  app.add_option("--trim", a.s1.trim, "pooled mode: fraction of least likely samples dropped before refitting")->capture_default_str();
+  app.add_option("--llm", a.llm, "Stage II: off | auto (LLM when --llm-url is set) | on (LLM required)")
+      ->check(CLI::IsMember({"off", "auto", "on"}))->capture_default_str();
+  app.add_option("--llm-url", a.llm_url, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1");
+  app.add_option("--llm-model", a.llm_model, "model name sent to the endpoint");
+  app.add_option("--llm-cache", a.llm_cache, "answer cache directory (default OUTDIR/llm-cache)");
+  app.add_option("--labels", a.labels, "ground truth labels.jsonl: print and write metrics.json");
+  app.add_option("--export-features", a.export_features, "write phi per instance (CSV if *.csv, else JSONL)");
+  app.add_option("--threads", a.s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
+  app.add_flag("--no-html", a.no_html, "skip report.html");
+  app.add_flag("-q,--quiet", a.quiet, "less progress output on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+  return Run(a);
+}
