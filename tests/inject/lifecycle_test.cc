@@ -1,0 +1,169 @@
+// Integration: process lifecycle under injection (no GPU needed). Each test runs nvtx_app in a
+// mode of programs/nvtx_app.cc and checks the dump(s) it leaves and that the application itself
+// behaved exactly as it would without truffld.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "inject_test_util.h"
+
+namespace truffld::inject::testing {
+namespace {
+
+using nlohmann::json;
+
+uint64_t Count(const Dump& d, const std::string& type) { return OfType(d, type).size(); }
+
+const json* Stats(const Dump& d) {
+  return !d.records.empty() && d.records.back()["type"] == "STATS" ? &d.records.back() : nullptr;
+}
+
+TEST(Lifecycle, SigtermRunsTheApplicationHandlerAndKeepsTheTrace) {
+  TempDir dir;
+  Child c = Spawn({AppPath("truffld_nvtx_app"), "sigterm", "1"}, InjectEnv(dir.path()));
+  ASSERT_EQ(ReadLine(c), "ready\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(c.pid, SIGTERM);
+  Exit e = Wait(c);
+  EXPECT_EQ(e.code, 0) << e.err;  // the app's handler let main return normally
+  EXPECT_NE(e.out.find("app handler ran"), std::string::npos);
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  ASSERT_NE(Stats(dumps[0]), nullptr);
+  EXPECT_EQ(Count(dumps[0], "NVTX_MARK"), 2u);  // "started" and "after handler"
+  EXPECT_EQ(Count(dumps[0], "NVTX_PUSH"), Count(dumps[0], "NVTX_POP"));
+  EXPECT_EQ(ValidateAgainstSchema(dumps), "");
+}
+
+TEST(Lifecycle, SigtermWithDefaultActionStillDiesButFinishesTheFile) {
+  TempDir dir;
+  Child c = Spawn({AppPath("truffld_nvtx_app"), "sigterm", "0"}, InjectEnv(dir.path()));
+  ASSERT_EQ(ReadLine(c), "ready\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(c.pid, SIGTERM);
+  Exit e = Wait(c);
+  EXPECT_EQ(e.signal, SIGTERM);  // unchanged application behaviour
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  ASSERT_NE(Stats(dumps[0]), nullptr) << "the final flush runs before the default action";
+  EXPECT_EQ(Count(dumps[0], "NVTX_MARK"), 1u);
+  EXPECT_GT(Count(dumps[0], "NVTX_PUSH"), 0u);
+}
+
+TEST(Lifecycle, ForkGivesTheChildItsOwnFile) {
+  TempDir dir;
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "fork"}, InjectEnv(dir.path()));
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(ValidateAgainstSchema(dumps), "");
+  std::set<std::string> names[2];
+  int64_t pids[2];
+  for (int i = 0; i < 2; ++i) {
+    pids[i] = dumps[i].records.front()["process_id"];
+    for (const auto& m : OfType(dumps[i], "NVTX_MARK")) {
+      names[i].insert(m["name"].get<std::string>());
+      EXPECT_EQ(m["process_id"], pids[i]);
+    }
+    EXPECT_NE(Stats(dumps[i]), nullptr) << dumps[i].path;
+  }
+  EXPECT_NE(pids[0], pids[1]);
+  const std::set<std::string> parent = {"parent before fork", "parent after fork"};
+  const std::set<std::string> child = {"in child"};
+  EXPECT_TRUE((names[0] == parent && names[1] == child) || (names[0] == child && names[1] == parent))
+      << "each process writes only its own events";
+}
+
+TEST(Lifecycle, ExitWithoutExplicitFlushWritesEverything) {
+  TempDir dir;
+  // 3000 pairs = 6000 records fit the default 1 MiB ring (8192 slots): nothing may be lost.
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "noflush", "3000"}, InjectEnv(dir.path()));
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(Count(dumps[0], "NVTX_PUSH"), 3000u);
+  EXPECT_EQ(Count(dumps[0], "NVTX_POP"), 3000u);
+  ASSERT_NE(Stats(dumps[0]), nullptr);
+  EXPECT_EQ((*Stats(dumps[0]))["records_written"]["NVTX_PUSH"], 3000);
+  EXPECT_EQ((*Stats(dumps[0]))["records_dropped"]["NVTX_PUSH"], 0);
+}
+
+TEST(Lifecycle, SigkillLosesAtMostTheFlushWindow) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_FLUSH_MS=100");
+  Child c = Spawn({AppPath("truffld_nvtx_app"), "sigkill", "3000"}, env);
+  ASSERT_EQ(ReadLine(c), "ready\n");
+  // Everything emitted before "ready" is at most one flush period (plus scheduling slack) old
+  // by the time we kill.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ::kill(c.pid, SIGKILL);
+  Exit e = Wait(c);
+  EXPECT_EQ(e.signal, SIGKILL);
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(Count(dumps[0], "NVTX_PUSH"), 3000u);
+  EXPECT_EQ(Count(dumps[0], "NVTX_POP"), 3000u);
+  EXPECT_EQ(Stats(dumps[0]), nullptr) << "a killed process writes no STATS";
+  EXPECT_EQ(ValidateAgainstSchema(dumps), "");
+}
+
+TEST(Lifecycle, UnwritableDirectoryWarnsOnceAndTheAppIsUnaffected) {
+  auto env = InjectEnv("/proc/self/truffld-cannot-be-here");
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "noflush", "2000"}, env);
+  EXPECT_EQ(e.code, 0);
+  size_t lines = 0;
+  for (size_t p = 0; (p = e.err.find("truffld:", p)) != std::string::npos; ++p) ++lines;
+  EXPECT_EQ(lines, 1u) << e.err;
+  EXPECT_NE(e.err.find("truffld-cannot-be-here"), std::string::npos) << e.err;
+}
+
+TEST(Lifecycle, FullDiskCountsWriteErrorsAndTheAppIsUnaffected) {
+  TempDir dir;
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "fsize", "8192", "20000"}, InjectEnv(dir.path()));
+  EXPECT_EQ(e.code, 0) << "RLIMIT_FSIZE must not kill the application (SIGXFSZ)";
+  EXPECT_NE(e.out.find("still alive"), std::string::npos);
+  size_t lines = 0;
+  for (size_t p = 0; (p = e.err.find("truffld:", p)) != std::string::npos; ++p) ++lines;
+  EXPECT_EQ(lines, 1u) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(::stat(dumps[0].path.c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 8192);
+}
+
+TEST(Lifecycle, SixtyFourThreadsEveryEventWrittenOrCountedAsDropped) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  // Small rings and a slow flush so that some events really are dropped.
+  env.push_back("TRUFFLD_THREAD_BUFFER_KB=16");
+  env.push_back("TRUFFLD_FLUSH_MS=200");
+  constexpr uint64_t kThreads = 64, kPairs = 2000;
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "threads", std::to_string(kThreads),
+                       std::to_string(kPairs)}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  const json* s = Stats(dumps[0]);
+  ASSERT_NE(s, nullptr);
+  for (const char* kind : {"NVTX_PUSH", "NVTX_POP"}) {
+    const uint64_t in_file = Count(dumps[0], kind);
+    const uint64_t written = (*s)["records_written"][kind];
+    const uint64_t dropped = (*s)["records_dropped"][kind];
+    EXPECT_EQ(in_file, written) << kind;
+    EXPECT_EQ(written + dropped, kThreads * kPairs) << kind;
+  }
+  std::set<uint64_t> tids;
+  for (const auto& r : dumps[0].records) if (r.contains("thread_id")) tids.insert(r["thread_id"].get<uint64_t>());
+  EXPECT_GE(tids.size(), 2u);
+}
+
+}  // namespace
+}  // namespace truffld::inject::testing
