@@ -14,6 +14,11 @@
  * Thread-safety: all functions may be called from any thread; push/pop ranges nest per OS thread
  * (NVTX semantics), start/end ranges may end on another thread. Timestamps are taken by the
  * injector (ns on its clock), not here.
+ *
+ * The shim also keeps, per thread, the stack of domains of the ranges *it* opened, so Python
+ * closes ranges with one call (`truffld_pynvtx_pop_any`, `truffld_pynvtx_pop_to`) and no
+ * Python-side bookkeeping on the hot path. Beyond kMaxDepth nested ranges the domain of the
+ * deeper ranges is not remembered and they are closed in the default domain (counted).
  */
 #include <stdint.h>
 #include <string.h>
@@ -27,9 +32,14 @@
 #endif
 
 /* ABI version of this surface; Python checks it before binding. Bump on any signature change. */
-#define TRUFFLD_PYNVTX_ABI 1
+#define TRUFFLD_PYNVTX_ABI 2
 
 TRUFFLD_PYNVTX_API int truffld_pynvtx_abi(void) { return TRUFFLD_PYNVTX_ABI; }
+
+enum { kMaxDepth = 1024 };
+static _Thread_local void* t_domains[kMaxDepth];
+static _Thread_local int t_depth = 0;
+static unsigned long g_depth_overflows = 0; /* racy counter: diagnostics only */
 
 static void fill_attributes(nvtxEventAttributes_t* attr, const char* name) {
   memset(attr, 0, sizeof(*attr));
@@ -46,20 +56,57 @@ TRUFFLD_PYNVTX_API void* truffld_pynvtx_domain_create(const char* name) {
   return (void*)nvtxDomainCreateA(name);
 }
 
-/* Opens a push/pop range on the calling thread. Returns the nesting depth NVTX reports (0-based
- * level of the new range), or a negative value when no tool is attached. */
+/* Opens a push/pop range on the calling thread and remembers its domain; returns the calling
+ * thread's depth of shim-opened ranges after the push. */
 TRUFFLD_PYNVTX_API int truffld_pynvtx_push(void* domain, const char* name) {
-  if (domain == NULL) return nvtxRangePushA(name);
-  nvtxEventAttributes_t attr;
-  fill_attributes(&attr, name);
-  return nvtxDomainRangePushEx((nvtxDomainHandle_t)domain, &attr);
+  if (domain == NULL) {
+    nvtxRangePushA(name);
+  } else {
+    nvtxEventAttributes_t attr;
+    fill_attributes(&attr, name);
+    nvtxDomainRangePushEx((nvtxDomainHandle_t)domain, &attr);
+  }
+  if (t_depth < kMaxDepth) {
+    t_domains[t_depth] = domain;
+  } else {
+    ++g_depth_overflows;
+  }
+  return ++t_depth;
 }
 
-/* Closes the innermost push/pop range of `domain` on the calling thread. */
-TRUFFLD_PYNVTX_API int truffld_pynvtx_pop(void* domain) {
-  if (domain == NULL) return nvtxRangePop();
-  return nvtxDomainRangePop((nvtxDomainHandle_t)domain);
+static void pop_one(void) {
+  --t_depth;
+  void* domain = t_depth < kMaxDepth ? t_domains[t_depth] : NULL;
+  if (domain == NULL) {
+    nvtxRangePop();
+  } else {
+    nvtxDomainRangePop((nvtxDomainHandle_t)domain);
+  }
 }
+
+/* Closes the innermost shim-opened range of the calling thread; returns the new depth, or -1
+ * (and does nothing) when the shim has no open range on this thread. */
+TRUFFLD_PYNVTX_API int truffld_pynvtx_pop_any(void) {
+  if (t_depth <= 0) return -1;
+  pop_one();
+  return t_depth;
+}
+
+/* Closes shim-opened ranges until the calling thread's depth is `depth`; returns how many. */
+TRUFFLD_PYNVTX_API int truffld_pynvtx_pop_to(int depth) {
+  int closed = 0;
+  if (depth < 0) depth = 0;
+  while (t_depth > depth) {
+    pop_one();
+    ++closed;
+  }
+  return closed;
+}
+
+/* The calling thread's number of open shim ranges. */
+TRUFFLD_PYNVTX_API int truffld_pynvtx_depth(void) { return t_depth; }
+
+TRUFFLD_PYNVTX_API unsigned long truffld_pynvtx_depth_overflows(void) { return g_depth_overflows; }
 
 /* Opens a start/end range; the returned id (0 when no tool is attached) is passed to _end. */
 TRUFFLD_PYNVTX_API uint64_t truffld_pynvtx_start(void* domain, const char* name) {

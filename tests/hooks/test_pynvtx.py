@@ -16,12 +16,13 @@ TOOL = os.environ.get("TRUFFLD_TEST_NVTX_TOOL", "")
 SHIM_CALLS = """
 from truffld_hooks import nvtx
 em = nvtx.create(%r)
+em.trace = []
 assert em.kind == "shim", em.kind
 d = em.domain("PyTorch")
 em.push("outer"); em.push("inner", d); em.mark("here"); em.mark("dmark", d)
 rid = em.start("async"); em.end(rid)
 em.pop(); em.pop(); em.pop()   # the third pop has nothing to close: ignored
-print(em.depth(), em.counters.pushes, em.counters.pops)
+print(em.depth(), sum(1 for op, _ in em.trace if op == "push"), sum(1 for op, _ in em.trace if op == "pop"))
 """
 
 

@@ -46,6 +46,7 @@ def install(config=None):
             return None
         nvtx.set_default_path(config.pynvtx_path)
         importhook.install_finder()
+        importhook.when_imported("torch", "compiling-probe", patching.resolve_compiling_probe)
         if config.steps:
             engines.register(config)
         if config.frontend or config.comm:

@@ -14,20 +14,12 @@ Thread-safety: ``push``/``pop``/``mark``/``start``/``end`` may be called from an
 depth bookkeeping is thread-local. ``get()`` initialises once under a lock.
 """
 
-import ctypes
 import os
 import sys
 import threading
 
 _SHIM_NAME = "libtruffld_pynvtx.so"
-_ABI = 1
-
-
-class _Counters(object):
-    __slots__ = ("pushes", "pops", "marks", "encode_errors")
-
-    def __init__(self):
-        self.pushes = self.pops = self.marks = self.encode_errors = 0
+_ABI = 2
 
 
 def _encode(name):
@@ -37,7 +29,8 @@ def _encode(name):
 
 
 class Emitter(object):
-    """Emits NVTX through ``binding``; ``kind`` is "shim", "torch" or "null" (see module doc)."""
+    """Emits NVTX through torch's binding (``kind`` "torch") or nowhere ("null"), keeping the
+    per-thread push stack in Python; ShimEmitter ("shim") overrides the range calls."""
 
     def __init__(self, kind, lib=None, torch_nvtx=None, path=""):
         self.kind = kind
@@ -46,20 +39,22 @@ class Emitter(object):
         self._torch = torch_nvtx
         self._domains = {}
         self._tls = threading.local()
-        self.counters = _Counters()
         self.upgraded = False
         self.errors = []
         self.trace = None   # tests set a list: every push/pop/mark is appended as (op, name)
 
     # -- depth bookkeeping ------------------------------------------------------------------
     def depth(self):
-        return getattr(self._tls, "depth", 0)
+        """Number of push ranges this emitter has open on the calling thread."""
+        stack = getattr(self._tls, "domains", None)
+        return len(stack) if stack is not None else 0
 
     def _stack(self):
-        stack = getattr(self._tls, "domains", None)
-        if stack is None:
+        try:
+            return self._tls.domains
+        except AttributeError:
             stack = self._tls.domains = []
-        return stack
+            return stack
 
     # -- domains ----------------------------------------------------------------------------
     def domain(self, name):
@@ -68,20 +63,18 @@ class Emitter(object):
             return None
         handle = self._domains.get(name)
         if handle is None:
-            handle = self._lib.truffld_pynvtx_domain_create(_encode(name))
+            import ctypes
+            # kept as a c_void_p object so calls without argtypes pass a full pointer
+            handle = ctypes.c_void_p(self._lib.truffld_pynvtx_domain_create(_encode(name)))
             self._domains[name] = handle
         return handle
 
     # -- ranges -----------------------------------------------------------------------------
     def push(self, name, domain=None):
         """Opens a push/pop range on this thread; ``name`` is str or pre-encoded bytes."""
-        if self._lib is not None:
-            self._lib.truffld_pynvtx_push(domain, _encode(name))
-        elif self._torch is not None:
+        if self._torch is not None:
             self._torch.rangePushA(name.decode("utf-8") if isinstance(name, bytes) else name)
         self._stack().append(domain)
-        self._tls.depth = self.depth() + 1
-        self.counters.pushes += 1
         if self.trace is not None:
             self.trace.append(("push", name.decode("utf-8") if isinstance(name, bytes) else name))
 
@@ -90,13 +83,9 @@ class Emitter(object):
         stack = self._stack()
         if not stack:
             return
-        domain = stack.pop()
-        self._tls.depth = len(stack)
-        if self._lib is not None:
-            self._lib.truffld_pynvtx_pop(domain)
-        elif self._torch is not None:
+        stack.pop()
+        if self._torch is not None:
             self._torch.rangePop()
-        self.counters.pops += 1
         if self.trace is not None:
             self.trace.append(("pop", None))
 
@@ -110,7 +99,6 @@ class Emitter(object):
             self._lib.truffld_pynvtx_mark(domain, _encode(name))
         elif self._torch is not None:
             self._torch.markA(name.decode("utf-8") if isinstance(name, bytes) else name)
-        self.counters.marks += 1
         if self.trace is not None:
             self.trace.append(("mark", name.decode("utf-8") if isinstance(name, bytes) else name))
 
@@ -130,17 +118,48 @@ class Emitter(object):
             self._torch.rangeEnd(range_id)
 
 
+class ShimEmitter(Emitter):
+    """Emitter over libtruffld_pynvtx.so; the per-thread stack lives in C (one ctypes call per
+    push or pop, no Python bookkeeping)."""
+
+    def __init__(self, lib, path):
+        Emitter.__init__(self, "shim", lib=lib, path=path)
+        self._push = lib.truffld_pynvtx_push
+        self._pop_any = lib.truffld_pynvtx_pop_any
+        self._pop_to = lib.truffld_pynvtx_pop_to
+        self._depth = lib.truffld_pynvtx_depth
+
+    def depth(self):
+        return self._depth()
+
+    def push(self, name, domain=None):
+        self._push(domain, name if name.__class__ is bytes else _encode(name))
+        if self.trace is not None:
+            self.trace.append(("push", name.decode("utf-8") if isinstance(name, bytes) else name))
+
+    def pop(self):
+        if self._pop_any() >= 0 and self.trace is not None:
+            self.trace.append(("pop", None))
+
+    def pop_to(self, depth):
+        closed = self._pop_to(depth)
+        if self.trace is not None:
+            self.trace.extend([("pop", None)] * closed)
+
+
 def _load_shim(path):
+    import ctypes  # only when a shim exists: keeps interpreter start-up cheap
     lib = ctypes.CDLL(path)
     if lib.truffld_pynvtx_abi() != _ABI:
         raise OSError("%s has ABI %d, expected %d" % (path, lib.truffld_pynvtx_abi(), _ABI))
+    # Hot calls (push/pop_any/pop_to/depth) deliberately have no argtypes: bytes, None and
+    # c_void_p domain objects convert natively, which is several times cheaper per call.
     vp, cp = ctypes.c_void_p, ctypes.c_char_p
     lib.truffld_pynvtx_domain_create.argtypes, lib.truffld_pynvtx_domain_create.restype = [cp], vp
-    lib.truffld_pynvtx_push.argtypes, lib.truffld_pynvtx_push.restype = [vp, cp], ctypes.c_int
-    lib.truffld_pynvtx_pop.argtypes, lib.truffld_pynvtx_pop.restype = [vp], ctypes.c_int
     lib.truffld_pynvtx_start.argtypes, lib.truffld_pynvtx_start.restype = [vp, cp], ctypes.c_uint64
     lib.truffld_pynvtx_end.argtypes, lib.truffld_pynvtx_end.restype = [vp, ctypes.c_uint64], None
     lib.truffld_pynvtx_mark.argtypes, lib.truffld_pynvtx_mark.restype = [vp, cp], None
+    lib.truffld_pynvtx_depth_overflows.restype = ctypes.c_ulong
     return lib
 
 
@@ -161,7 +180,7 @@ def create(explicit_path="", allow_torch=True):
     for path in shim_candidates(explicit_path):
         if path and os.path.exists(path):
             try:
-                return Emitter("shim", lib=_load_shim(path), path=path)
+                return ShimEmitter(_load_shim(path), path)
             except (OSError, AttributeError) as exc:
                 errors.append("%s: %s" % (path, exc))
     if explicit_path and not os.path.exists(explicit_path):
@@ -187,26 +206,28 @@ def set_default_path(path):
 
 
 def get(explicit_path=""):
-    """The process-wide emitter (created on first use; re-created after fork is not needed:
-    ctypes handles and NVTX state are inherited)."""
-    global _emitter
-    explicit_path = explicit_path or _default_path
+    """The process-wide emitter (created on first use; inherited as is by forked children:
+    ctypes handles and NVTX state survive fork). Fast path: one global read, one compare."""
     emitter = _emitter
-    if emitter is None or (emitter.kind == "null" and not emitter.upgraded and
-                           "torch" in sys.modules):
-        with _lock:
-            if _emitter is None:
-                _emitter = create(explicit_path)
-            elif _emitter.kind == "null" and not _emitter.upgraded:
-                # torch got imported after a shim-less start: use its binding if it has one.
-                better = create(explicit_path)
-                if better.kind != "null":
-                    better.trace = _emitter.trace
-                    _emitter = better
-                else:
-                    _emitter.upgraded = True
-        emitter = _emitter
-    return emitter
+    if emitter is not None and (emitter.kind != "null" or emitter.upgraded):
+        return emitter
+    return _create_or_upgrade(explicit_path or _default_path)
+
+
+def _create_or_upgrade(path):
+    global _emitter
+    with _lock:
+        if _emitter is None:
+            _emitter = create(path)
+        elif _emitter.kind == "null" and not _emitter.upgraded and "torch" in sys.modules:
+            # torch got imported after a shim-less start: use its binding if it has one.
+            better = create(path)
+            if better.kind != "null":
+                better.trace = _emitter.trace
+                _emitter = better
+            else:
+                _emitter.upgraded = True
+        return _emitter
 
 
 def reset_for_tests(emitter=None):

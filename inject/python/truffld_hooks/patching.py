@@ -10,7 +10,6 @@ Thread-safety: patching happens under the import lock (post-import callbacks) or
 ``is_compiling`` is safe from any thread.
 """
 
-import inspect
 import sys
 
 MARK = "__truffld_wrapped__"
@@ -76,6 +75,7 @@ def _marked(wrapper, original):
             setattr(wrapper, field, getattr(original, field))
         except (AttributeError, TypeError):
             pass
+    import inspect  # at patch time only (torch already imported it): keeps start-up cheap
     try:
         wrapper.__signature__ = inspect.signature(original)
     except (TypeError, ValueError):
@@ -94,38 +94,34 @@ def unpatch(module, dotted):
         setattr(owner, attr, original)
 
 
-_probe = None
-
-
 def _never():
     return False
 
 
-def _resolve_probe():
-    torch = sys.modules.get("torch")
+def _dynamo_probe():
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and bool(dynamo.is_compiling())
+
+
+_probe = _never   # until torch is imported nothing can be compiling
+
+
+def resolve_compiling_probe(torch):
+    """Called once torch is imported (importhook callback): picks the cheapest exact probe."""
+    global _probe
     version = str(getattr(torch, "__version__", ""))
-    if version.startswith("1."):
-        return _never  # torch 1.x has no torch.compile
     compiler = getattr(torch, "compiler", None)
-    probe = getattr(compiler, "is_compiling", None)
-    if probe is None:
-        dynamo = sys.modules.get("torch._dynamo")
-        probe = getattr(dynamo, "is_compiling", None)
-    if probe is None and torch is not None and "torch._dynamo" not in sys.modules:
-        return None  # torch 1.x or dynamo never imported: nothing can be compiling (retry later)
-    return probe
+    if getattr(compiler, "is_compiling", None) is not None:
+        _probe = compiler.is_compiling          # torch >= 2.3
+    elif version.startswith("1."):
+        _probe = _never                         # torch 1.x has no torch.compile
+    else:
+        _probe = _dynamo_probe                  # torch 2.0 .. 2.2
 
 
 def is_compiling():
     """True while torch.compile / dynamo traces (wrappers then call the original directly)."""
-    global _probe
-    probe = _probe
-    if probe is None:
-        probe = _resolve_probe()
-        if probe is None:
-            return False
-        _probe = probe
     try:
-        return bool(probe())
+        return _probe()
     except Exception:
         return False
