@@ -201,6 +201,12 @@ class StubServer {
     }
     cv_.notify_all();
     const StubReply reply = handler_(req);
+    {
+      // A request stops being "in flight" before its reply leaves: the client cannot start its
+      // next request before reading this reply, so the count never over-reports overlap.
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+    }
     if (reply.hang) {
       std::string ignored;
       ReadUntil(fd, ignored, [](const std::string&) { return false; });  // until EOF or stop
@@ -212,8 +218,6 @@ class StubServer {
       SendAll(fd, out + "\r\n" + reply.body);
       ::shutdown(fd, SHUT_WR);
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_flight_;
   }
 
   Handler handler_;
