@@ -1,0 +1,164 @@
+// Integration: the real libcupti_injector.so runs InitializeInjection end to end on CPU against
+// a CUPTI double (programs/cupti_double.cc) that replays a recorded session. The expectations
+// below restate that session: API calls with correlation ids 1..11, graph 7 nodes 100/101
+// created during capture and cloned into graph 8 as 200/201, activity for memcpy (corr 1),
+// a kernel (corr 2), two graph-launched kernels (corr 7, nodes 200/201), a memset (corr 9), a
+// stream synchronisation (corr 10), and five records CUPTI reports as dropped.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "inject_test_util.h"
+
+namespace truffld::inject::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Replay {
+  Exit exit;
+  Dump dump;
+  std::vector<Dump> all;
+};
+
+Replay Play(const std::string& scenario, const TempDir& dir) {
+  auto env = InjectEnv(dir.path());
+  env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
+  Replay r;
+  r.exit = RunProgram({AppPath("truffld_cupti_replay_app"), scenario}, env);
+  r.all = ReadDumps(dir.path());
+  if (r.all.size() == 1) r.dump = r.all[0];
+  return r;
+}
+
+size_t Lines(const std::string& err) {
+  size_t n = 0;
+  for (size_t p = 0; (p = err.find("truffld:", p)) != std::string::npos; ++p) ++n;
+  return n;
+}
+
+TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
+  TempDir dir;
+  Replay r = Play("normal", dir);
+  ASSERT_EQ(r.exit.code, 0) << r.exit.err;
+  ASSERT_EQ(r.all.size(), 1u);
+  EXPECT_EQ(Lines(r.exit.err), 0u) << r.exit.err;
+  EXPECT_EQ(ValidateAgainstSchema(r.all), "");
+  const Dump& d = r.dump;
+
+  std::map<uint64_t, json> runtime;  // by correlation id
+  for (const auto& a : OfType(d, "RUNTIME")) runtime[a["correlation_id"].get<uint64_t>()] = a;
+  EXPECT_EQ((std::set<uint64_t>{1, 2, 4, 5, 6, 7, 9, 11}),
+            [&] { std::set<uint64_t> s; for (auto& [k, v] : runtime) s.insert(k); return s; }());
+  EXPECT_EQ(runtime[1]["name"], "cudaMemcpy");
+  EXPECT_EQ(runtime[1]["bytes"], 4096);
+  EXPECT_EQ(runtime[1]["copy_kind"], "HtoD");
+  EXPECT_EQ(runtime[1]["return_code"], 0);
+  EXPECT_EQ(runtime[2]["stream"], 16);
+  EXPECT_EQ(runtime[9]["bytes"], 512);
+  for (auto& [corr, a] : runtime) EXPECT_LE(a["start"].get<int64_t>(), a["end"].get<int64_t>());
+
+  auto drivers = OfType(d, "DRIVER");
+  ASSERT_EQ(drivers.size(), 1u);
+  EXPECT_EQ(drivers[0]["name"], "cuLaunchKernel");
+  EXPECT_EQ(drivers[0]["correlation_id"], 3);
+  // Nested inside its runtime call.
+  EXPECT_GE(drivers[0]["start"].get<int64_t>(), runtime[2]["start"].get<int64_t>());
+  EXPECT_LE(drivers[0]["end"].get<int64_t>(), runtime[2]["end"].get<int64_t>());
+
+  std::map<uint64_t, json> nodes;
+  for (const auto& g : OfType(d, "GRAPH_NODE")) nodes[g["graph_node_id"].get<uint64_t>()] = g;
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(nodes[100]["graph_id"], 7);
+  EXPECT_EQ(nodes[100]["correlation_id"], 4);  // created inside capture-time launch 4
+  EXPECT_EQ(nodes[101]["correlation_id"], 5);
+  EXPECT_EQ(nodes[200]["graph_id"], 8);
+  EXPECT_EQ(nodes[200]["original_graph_node_id"], 100);
+  EXPECT_EQ(nodes[201]["original_graph_node_id"], 101);
+  EXPECT_EQ(nodes[201]["correlation_id"], 6);
+
+  auto kernels = OfType(d, "KERNEL");
+  ASSERT_EQ(kernels.size(), 3u);
+  for (const auto& k : kernels) {
+    const uint64_t corr = k["correlation_id"];
+    ASSERT_TRUE(runtime.count(corr)) << "kernel without its launching API call: " << k.dump();
+    EXPECT_LE(runtime[corr]["start"].get<int64_t>(), k["gpu_start"].get<int64_t>());
+    EXPECT_EQ(k["grid"], json::array({128, 1, 1}));
+    EXPECT_EQ(k["block"], json::array({256, 1, 1}));
+    EXPECT_EQ(k["registers"], 32);
+    EXPECT_EQ(k["shared_memory"], 3072);
+    if (k.contains("graph_node_id")) {
+      // Graph kernel -> cloned node -> original node -> capture-time API call.
+      const json& clone = nodes[k["graph_node_id"].get<uint64_t>()];
+      const json& orig = nodes[clone["original_graph_node_id"].get<uint64_t>()];
+      EXPECT_TRUE(runtime.count(orig["correlation_id"].get<uint64_t>()));
+      EXPECT_EQ(k["correlation_id"], 7);
+    }
+  }
+  auto memcpys = OfType(d, "MEMCPY");
+  ASSERT_EQ(memcpys.size(), 1u);
+  EXPECT_EQ(memcpys[0]["copy_kind"], "HtoD");
+  EXPECT_EQ(memcpys[0]["src_kind"], "pageable");
+  EXPECT_EQ(memcpys[0]["bytes"], 4096);
+  ASSERT_EQ(OfType(d, "MEMSET").size(), 1u);
+  auto syncs = OfType(d, "SYNC");
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(syncs[0]["sync_kind"], "stream_synchronize");
+
+  // NVTX keeps flowing next to CUPTI, on the same clock.
+  EXPECT_EQ(OfType(d, "NVTX_MARK").size(), 2u);
+  const json& stats = d.records.back();
+  ASSERT_EQ(stats["type"], "STATS");
+  EXPECT_EQ(stats["cupti_dropped"], 5);
+  EXPECT_EQ(stats["records_written"]["KERNEL"], 3);
+  EXPECT_EQ(stats["records_written"]["RUNTIME"], 8);
+  EXPECT_EQ(stats["cupti_status"], "ok");
+  const json& meta = d.records.front();
+  EXPECT_EQ(meta["cupti_version"], 130001);
+}
+
+TEST(CuptiReplay, SubscriberConflictKeepsActivityAndNvtx) {
+  TempDir dir;
+  Replay r = Play("multiple_subscribers", dir);
+  ASSERT_EQ(r.exit.code, 0) << r.exit.err;
+  ASSERT_EQ(r.all.size(), 1u);
+  EXPECT_EQ(Lines(r.exit.err), 1u) << r.exit.err;
+  EXPECT_NE(r.exit.err.find("another CUPTI subscriber"), std::string::npos);
+  EXPECT_TRUE(OfType(r.dump, "RUNTIME").empty());
+  EXPECT_EQ(OfType(r.dump, "KERNEL").size(), 3u);  // flushed at exit
+  EXPECT_EQ(OfType(r.dump, "NVTX_MARK").size(), 2u);
+  const std::string status = r.dump.records.back()["cupti_status"];
+  EXPECT_EQ(status.rfind("activity only", 0), 0u) << status;
+  EXPECT_EQ(ValidateAgainstSchema(r.all), "");
+}
+
+TEST(CuptiReplay, InitialisationFailureLeavesTheProcessHealthyAndNvtxOn) {
+  TempDir dir;
+  Replay r = Play("init_failure", dir);
+  ASSERT_EQ(r.exit.code, 0) << r.exit.err;
+  ASSERT_EQ(r.all.size(), 1u);
+  EXPECT_EQ(Lines(r.exit.err), 1u) << r.exit.err;
+  EXPECT_NE(r.exit.err.find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos) << r.exit.err;
+  EXPECT_TRUE(OfType(r.dump, "KERNEL").empty());
+  EXPECT_TRUE(OfType(r.dump, "RUNTIME").empty());
+  EXPECT_EQ(OfType(r.dump, "NVTX_MARK").size(), 2u);
+  EXPECT_EQ(OfType(r.dump, "NVTX_PUSH").size(), 1u);
+  const std::string status = r.dump.records.back()["cupti_status"];
+  EXPECT_EQ(status.rfind("unavailable", 0), 0u) << status;
+}
+
+TEST(CuptiReplay, MissingLibcuptiIsOneLineAndNvtxContinues) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_CUPTI_LIBRARY=/nonexistent/libcupti.so");
+  Exit e = RunProgram({AppPath("truffld_cupti_replay_app"), "init_failure"}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(Lines(e.err), 1u) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(OfType(dumps[0], "NVTX_MARK").size(), 2u);
+}
+
+}  // namespace
+}  // namespace truffld::inject::testing
