@@ -120,6 +120,15 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
   return file;
 }
 
+// Inside directories only trace-like names are taken (files named explicitly always are).
+static bool LooksLikeTrace(const std::string& name) {
+  for (const char* ext : {".jsonl", ".json", ".gz", ".zst", ".sqlite", ".sqlite3", ".db"}) {
+    size_t n = std::strlen(ext);
+    if (name.size() >= n && name.compare(name.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -132,7 +141,8 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
     std::vector<std::string> found;
     for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      if (it->is_regular_file(ec)) found.push_back(it->path().string());
+      if (it->is_regular_file(ec) && LooksLikeTrace(it->path().filename().string()))
+        found.push_back(it->path().string());
     }
     if (ec) return IoError(in + ": cannot list directory: " + ec.message());
     std::sort(found.begin(), found.end());

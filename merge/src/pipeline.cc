@@ -42,6 +42,8 @@ void MergeCounters::Add(const MergeCounters& o) {
   kernels_linked_unique += o.kernels_linked_unique;
   kernels_unattributed += o.kernels_unattributed;
   api_calls_outside_step += o.api_calls_outside_step;
+  adopted_ranges += o.adopted_ranges;
+  adopted_api_calls += o.adopted_api_calls;
   injector_dropped += o.injector_dropped;
   steps += o.steps;
   implicit_steps += o.implicit_steps;

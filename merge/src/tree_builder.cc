@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "truffld/merge/host_ranges.h"
@@ -145,6 +146,43 @@ class Builder {
       }
       stack.push_back(r);
     }
+    // Cross-thread adoption: a range on another thread of the step's process that lies wholly
+    // inside the step (e.g. the autograd thread during a ProfilerStep) joins that step.
+    for (uint32_t r = 0; r < n; ++r)
+      if (step_of_[r] == r) step_spans_.push_back({ranges_[r].process_id, ranges_[r].start, ranges_[r].end, r});
+    std::sort(step_spans_.begin(), step_spans_.end());
+    if (step_spans_.empty()) return;
+    for (uint32_t r : sorted_) {
+      if (step_of_[r] != kNoIdx) continue;
+      uint32_t p = parent_[r];
+      if (p != kNoIdx && step_of_[p] != kNoIdx) { step_of_[r] = step_of_[p]; continue; }
+      uint32_t s = StepContaining(ranges_[r].process_id, ranges_[r].start, ranges_[r].end);
+      if (s == kNoIdx) continue;
+      parent_[r] = s;
+      step_of_[r] = s;
+      ++out_.counters.adopted_ranges;
+    }
+  }
+
+  struct StepSpan {
+    int64_t process;
+    TimeNs start, end;
+    uint32_t range;
+    bool operator<(const StepSpan& o) const {
+      return std::tie(process, start, end, range) < std::tie(o.process, o.start, o.end, o.range);
+    }
+  };
+
+  // The latest-starting step of `process` containing [s, e], or kNoIdx.
+  uint32_t StepContaining(int64_t process, TimeNs s, TimeNs e) const {
+    auto it = std::upper_bound(step_spans_.begin(), step_spans_.end(), StepSpan{process, s, INT64_MAX, kNoIdx});
+    // Steps of one process seldom overlap, so the few latest-starting candidates suffice.
+    for (int tries = 0; it != step_spans_.begin() && tries < 16; ++tries) {
+      --it;
+      if (it->process != process) break;
+      if (it->start <= s && e <= it->end) return it->range;
+    }
+    return kNoIdx;
   }
 
   bool RangeLess(uint32_t a, uint32_t b) const {
@@ -201,6 +239,10 @@ class Builder {
       }
       if (owner == kNoIdx)
         if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
+      if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
+        uint32_t st = StepContaining(e.process_id, e.start, e.start);
+        if (st != kNoIdx) { owner = st; ++out_.counters.adopted_api_calls; }
+      }
       if (owner == kNoIdx || step_of_[owner] == kNoIdx) {
         ++out_.counters.api_calls_outside_step;
         owner = kNoIdx;
@@ -404,6 +446,7 @@ class Builder {
   std::vector<HostRange> ranges_;
   std::vector<Layer> layer_;
   std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
+  std::vector<StepSpan> step_spans_;
   std::unordered_map<int64_t, uint32_t> implicit_of_;
   std::unordered_map<Triple, RangeClass, TripleHash> class_cache_;
   std::unordered_map<uint64_t, StrId> family_cache_;

@@ -40,7 +40,8 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
 // Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records).
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
 
-// Expands directories (recursively, sorted by name) into the files they hold; plain files are
+// Expands directories (recursively, sorted by name) into the trace-like files they hold
+// (*.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db); plain files are
 // kept as given. Fails naming the first path that does not exist.
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
 

@@ -91,6 +91,9 @@ struct MergeCounters {
   // "launch_outside_step" (its launch lies in no step), "starts_before_launch".
   std::vector<std::pair<std::string, uint64_t>> unattributed_reasons;
   uint64_t api_calls_outside_step = 0;
+  // Ranges / API calls on another thread of a step's process, inside the step's interval,
+  // attached to that step ("cross-thread adoption").
+  uint64_t adopted_ranges = 0, adopted_api_calls = 0;
   uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
   uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
   void Add(const MergeCounters& o);

@@ -1,0 +1,49 @@
+// Output writers of truffld-merge: trees.jsonl, trace.json (Chrome trace / Perfetto) and
+// summary.json, plus the short human summary printed on stdout.
+//
+// Each writer takes a finished MergeResult and a JsonOut (file- or memory-backed), so the
+// formats are unit-tested without touching the filesystem. Formats: schemas/trees.schema.json,
+// schemas/summary.schema.json, and merge/README.md for trace.json's track layout.
+// All times written are ns on the merged axis (trace.json: microseconds with 3 decimals, as the
+// Chrome trace format requires).
+// Thread-safety: read-only on the MergeResult; one JsonOut per call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "truffld/merge/json_out.h"
+#include "truffld/merge/pipeline.h"
+
+namespace truffld::merge {
+
+// One line per (rank, step, request, view), in MergeResult::trees order and each tree's
+// request order. Returns the number of lines written.
+uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out);
+
+struct TraceStats {
+  uint64_t slices = 0;
+  uint64_t flows = 0;
+  uint64_t moved_to_overflow_track = 0;  // slices that partially overlapped another on its track
+};
+// Chrome trace JSON: a process per rank, host threads and GPU streams as tracks, flow arrows
+// from launch calls to the device work they caused.
+TraceStats WriteChromeTrace(const MergeResult& result, JsonOut* out);
+
+// What the command line did, for summary.json.
+struct RunInfo {
+  std::vector<std::string> inputs;
+  std::vector<std::pair<std::string, std::string>> failed_inputs;  // path, reason
+  std::string version = "0.1.0";
+  double wall_seconds = 0;
+  uint64_t trees_written = 0;
+  TraceStats trace;
+  bool trace_written = false;
+};
+void WriteSummaryJson(const MergeResult& result, const RunInfo& run, JsonOut* out);
+
+// A few lines for people: events, steps, trees, what could not be attributed and why.
+std::string FormatTextSummary(const MergeResult& result, const RunInfo& run);
+
+}  // namespace truffld::merge

@@ -1,0 +1,127 @@
+// summary.json (schemas/summary.schema.json) and the short stdout summary.
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "truffld/merge/writers.h"
+
+namespace truffld::merge {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json Pairs(const std::vector<std::pair<std::string, uint64_t>>& v) {
+  ordered_json o = ordered_json::object();
+  for (const auto& [k, n] : v) o[k] = n;
+  return o;
+}
+
+ordered_json Counters(const MergeCounters& c) {
+  ordered_json j;
+  j["events_read"] = Pairs(c.events_read);
+  j["malformed_lines"] = c.malformed_lines;
+  j["unmatched_pops"] = c.unmatched_pops;
+  j["unclosed_ranges"] = c.unclosed_ranges;
+  j["zero_length_ranges"] = c.zero_length_ranges;
+  j["negative_durations"] = c.negative_durations;
+  j["duplicate_correlations"] = c.duplicate_correlations;
+  j["kernels_read"] = c.kernels_read;
+  j["memcpys_read"] = c.memcpys_read;
+  j["memsets_read"] = c.memsets_read;
+  j["device_ops_read"] = c.device_ops_read;
+  j["device_ops_linked_unique"] = c.device_ops_linked_unique;
+  j["device_ops_unattributed"] = c.device_ops_unattributed;
+  j["kernels_linked_unique"] = c.kernels_linked_unique;
+  j["kernels_unattributed"] = c.kernels_unattributed;
+  j["unattributed_reasons"] = Pairs(c.unattributed_reasons);
+  j["api_calls_outside_step"] = c.api_calls_outside_step;
+  j["adopted_ranges"] = c.adopted_ranges;
+  j["adopted_api_calls"] = c.adopted_api_calls;
+  j["injector_dropped"] = c.injector_dropped;
+  j["steps"] = c.steps;
+  j["implicit_steps"] = c.implicit_steps;
+  j["trees"] = c.trees;
+  return j;
+}
+
+ordered_json OptInt(const std::optional<int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+}  // namespace
+
+void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
+  ordered_json j;
+  j["schema"] = "truffld.summary/1";
+  j["tool"] = "truffld-merge " + run.version;
+  j["axis_clock"] = r.summary.axis_clock;
+  j["wall_seconds"] = run.wall_seconds;
+  j["inputs"] = run.inputs;
+  ordered_json failed = ordered_json::array();
+  for (const auto& [p, why] : run.failed_inputs) failed.push_back({{"path", p}, {"error", why}});
+  j["failed_inputs"] = failed;
+  j["trees_written"] = run.trees_written;
+  if (run.trace_written) {
+    j["trace"] = {{"slices", run.trace.slices}, {"flows", run.trace.flows},
+                  {"moved_to_overflow_track", run.trace.moved_to_overflow_track}};
+  }
+  j["total"] = Counters(r.summary.total);
+  ordered_json ranks = ordered_json::array();
+  for (const RankSummary& rs : r.summary.ranks)
+    ranks.push_back({{"rank", OptInt(rs.rank)}, {"steps", rs.steps}, {"implicit_steps", rs.implicit_steps}, {"trees", rs.trees}});
+  j["ranks"] = ranks;
+  ordered_json files = ordered_json::array();
+  for (const FileSummary& f : r.summary.files) {
+    ordered_json fj;
+    fj["path"] = f.path;
+    fj["format"] = f.format;
+    fj["host"] = f.host;
+    fj["process_id"] = f.process_id;
+    fj["rank"] = OptInt(f.rank);
+    fj["clock"] = f.clock;
+    fj["clock_offset_ns"] = f.clock_offset_ns;
+    fj["clock_offset_method"] = f.clock_offset_method;
+    fj["counters"] = Counters(f.counters);
+    fj["ingest"] = Pairs(f.ingest_counts);
+    ordered_json issues = ordered_json::array();
+    for (const IngestIssue& i : f.issues) issues.push_back({{"where", i.where}, {"kind", i.kind}, {"message", i.message}});
+    fj["issues"] = issues;
+    if (!f.injector_stats_json.empty()) {
+      auto stats = ordered_json::parse(f.injector_stats_json, nullptr, false);
+      fj["injector_stats"] = stats.is_discarded() ? ordered_json(f.injector_stats_json) : stats;
+    }
+    files.push_back(std::move(fj));
+  }
+  j["files"] = files;
+  out->Raw(j.dump(2, ' ', false, ordered_json::error_handler_t::replace));
+  out->Raw("\n");
+}
+
+std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
+  const MergeCounters& c = r.summary.total;
+  std::ostringstream s;
+  uint64_t events = 0;
+  for (const auto& [k, n] : c.events_read) events += n;
+  s << "truffld-merge: " << r.files.size() << " file(s), " << events << " events";
+  if (!run.failed_inputs.empty()) s << ", " << run.failed_inputs.size() << " unreadable";
+  s << "\n  steps " << c.steps << " (" << c.implicit_steps << " implicit), trees written " << run.trees_written
+    << ", ranks " << r.summary.ranks.size() << "\n";
+  s << "  device ops " << c.device_ops_read << ": linked " << c.device_ops_linked_unique << ", unattributed "
+    << c.device_ops_unattributed;
+  if (!c.unattributed_reasons.empty()) {
+    s << " (";
+    for (size_t i = 0; i < c.unattributed_reasons.size(); ++i)
+      s << (i ? ", " : "") << c.unattributed_reasons[i].first << " " << c.unattributed_reasons[i].second;
+    s << ")";
+  }
+  s << "\n";
+  if (c.malformed_lines || c.unmatched_pops || c.unclosed_ranges || c.duplicate_correlations || c.injector_dropped ||
+      c.negative_durations)
+    s << "  problems: malformed lines " << c.malformed_lines << ", unmatched pops " << c.unmatched_pops
+      << ", unclosed ranges " << c.unclosed_ranges << ", duplicate correlations " << c.duplicate_correlations
+      << ", negative durations " << c.negative_durations << ", injector-dropped records " << c.injector_dropped
+      << " (details in summary.json)\n";
+  for (const auto& [p, why] : run.failed_inputs) s << "  not merged: " << why << "\n";
+  if (run.trace_written && run.trace.moved_to_overflow_track)
+    s << "  trace.json: " << run.trace.moved_to_overflow_track << " overlapping slice(s) moved to overflow tracks\n";
+  return s.str();
+}
+
+}  // namespace truffld::merge

@@ -1,0 +1,166 @@
+// trace.json writer (Chrome trace event format, loads in Perfetto and chrome://tracing).
+//
+// Layout: one process per rank (pid = rank, or 1000000 + n for files without a rank), one
+// track per host thread (tid = OS thread id) and per GPU stream (tid = 2000000000 + device *
+// 100000 + stream, named "GPU d stream s"). Complete slices ("X") for every tree node, flow
+// arrows ("s"/"f", binding to the enclosing slices) from each launch call to its device work.
+// A slice that partially overlaps an open slice on its track cannot nest, so it moves to an
+// overflow track ("<track> (overlap k)") and is counted; no track holds crossing slices.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "truffld/merge/writers.h"
+
+namespace truffld::merge {
+namespace {
+
+constexpr int64_t kGpuTidBase = 2000000000;
+constexpr int64_t kOverflowTidStep = 100000000;
+
+struct Slice {
+  TimeNs start, end;
+  uint32_t node;
+};
+
+}  // namespace
+
+TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
+  TraceStats st;
+  // pid per (file rank | file process); horizontal roots duplicate their step and are skipped.
+  std::vector<uint8_t> skip(r.nodes.size(), 0);
+  for (const Tree& t : r.trees)
+    if (t.view == View::kHorizontal) skip[t.root] = 1;
+  std::map<std::pair<int, int64_t>, int64_t> pid_of;  // (has_rank?0:1, rank|process) -> pid
+  std::map<int64_t, std::string> pid_name;
+  auto pid_for = [&](const Node& n) {
+    const FileMeta& m = r.files[n.file].meta;
+    const Event* e = r.EventOf(n);
+    int64_t proc = e && e->process_id != kNone ? e->process_id : m.process_id;
+    auto key = m.rank ? std::make_pair(0, *m.rank) : std::make_pair(1, proc);
+    auto it = pid_of.find(key);
+    if (it != pid_of.end()) return it->second;
+    int64_t pid = m.rank ? *m.rank : 1000000 + int64_t(pid_of.size());
+    pid_of.emplace(key, pid);
+    pid_name[pid] = (m.rank ? "rank " + std::to_string(*m.rank) : std::string("no rank")) + " (" +
+                    (m.host.empty() ? std::string("?") : m.host) + " pid " + std::to_string(proc) + ")";
+    return pid;
+  };
+  using Track = std::pair<int64_t, int64_t>;  // pid, tid
+  std::map<Track, std::vector<Slice>> tracks;
+  std::map<Track, std::string> track_name;
+  std::vector<Track> track_of(r.nodes.size(), Track{0, 0});
+  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+    if (skip[i]) continue;
+    const Node& n = r.nodes[i];
+    const Event* e = r.EventOf(n);
+    int64_t pid = pid_for(n);
+    int64_t tid;
+    bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
+    if (device && e) {
+      tid = kGpuTidBase + int64_t(std::max(e->device, 0)) * 100000 + std::max(e->stream, 0);
+      track_name.emplace(Track{pid, tid}, "GPU " + std::to_string(e->device) + " stream " + std::to_string(e->stream));
+    } else if (n.thread_id != kNone) {
+      tid = n.thread_id;
+      track_name.emplace(Track{pid, tid}, "thread " + std::to_string(tid));
+    } else {
+      tid = 0;
+      track_name.emplace(Track{pid, tid}, "steps");
+    }
+    tracks[{pid, tid}].push_back({n.start, n.end, i});
+  }
+  // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
+  // where it does.
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      return a.start != b.start ? a.start < b.start : a.end != b.end ? a.end > b.end : a.node < b.node;
+    });
+    std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
+    for (const Slice& s : slices) {
+      size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes.size()) lanes.emplace_back();
+        auto& stack = lanes[lane];
+        while (!stack.empty() && stack.back() <= s.start) stack.pop_back();
+        if (stack.empty() || s.end <= stack.back()) { stack.push_back(s.end); break; }
+      }
+      Track t{track.first, track.second + int64_t(lane) * kOverflowTidStep};
+      if (lane) {
+        ++st.moved_to_overflow_track;
+        track_name.emplace(t, track_name[track] + " (overlap " + std::to_string(lane) + ")");
+      }
+      track_of[s.node] = t;
+    }
+  }
+  out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
+  bool first = true;
+  auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };
+  for (const auto& [pid, name] : pid_name) {
+    sep();
+    out->Raw("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    out->Int(pid);
+    out->Raw(",\"tid\":0,\"args\":{\"name\":");
+    out->String(name);
+    out->Raw("}}");
+  }
+  for (const auto& [t, name] : track_name) {
+    sep();
+    out->Raw("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+    out->Int(t.first);
+    out->Raw(",\"tid\":");
+    out->Int(t.second);
+    out->Raw(",\"args\":{\"name\":");
+    out->String(name);
+    out->Raw("}}");
+  }
+  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+    if (skip[i]) continue;
+    const Node& n = r.nodes[i];
+    sep();
+    out->Raw("{\"ph\":\"X\",\"name\":");
+    out->String(r.Name(n));
+    out->Raw(",\"cat\":\"");
+    out->Raw(LayerName(n.layer));
+    out->Raw("\",\"pid\":");
+    out->Int(track_of[i].first);
+    out->Raw(",\"tid\":");
+    out->Int(track_of[i].second);
+    out->Raw(",\"ts\":");
+    out->Micros(n.start);
+    out->Raw(",\"dur\":");
+    out->Micros(n.end - n.start);
+    const Event* e = r.EventOf(n);
+    if (e && e->correlation_id != kNone) {
+      out->Raw(",\"args\":{\"correlation\":");
+      out->Int(e->correlation_id);
+      out->Raw("}");
+    }
+    out->Raw("}");
+    ++st.slices;
+    if (n.layer != Layer::kRuntime && n.layer != Layer::kDriver) continue;
+    for (uint32_t c = n.first_child; c != kNoNode; c = r.nodes[c].next_sibling) {
+      const Node& d = r.nodes[c];
+      if (d.layer != Layer::kKernel && d.layer != Layer::kMemcpy && d.layer != Layer::kMemset) continue;
+      ++st.flows;
+      for (int k = 0; k < 2; ++k) {
+        const Node& at = k == 0 ? n : d;
+        uint32_t idx = k == 0 ? i : c;
+        sep();
+        out->Raw(k == 0 ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
+        out->Raw(",\"name\":\"launch\",\"cat\":\"launch\",\"id\":");
+        out->Int(int64_t(st.flows));
+        out->Raw(",\"pid\":");
+        out->Int(track_of[idx].first);
+        out->Raw(",\"tid\":");
+        out->Int(track_of[idx].second);
+        out->Raw(",\"ts\":");
+        out->Micros(at.start);
+        out->Raw("}");
+      }
+    }
+  }
+  out->Raw("\n]}\n");
+  return st;
+}
+
+}  // namespace truffld::merge

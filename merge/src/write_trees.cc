@@ -1,0 +1,154 @@
+// trees.jsonl writer: per-request views of each (step, view) tree.
+#include <string>
+
+#include "truffld/merge/writers.h"
+
+namespace truffld::merge {
+namespace {
+
+class TreeWriter {
+ public:
+  TreeWriter(const MergeResult& r, JsonOut* out) : r_(r), out_(*out) {}
+
+  void Tree(const merge::Tree& t, const std::string& request) {
+    const Node& root = r_.nodes[t.root];
+    const FileMeta& m = r_.files[t.file].meta;
+    out_.Raw("{\"schema\":\"truffld.trees/1\",\"rank\":");
+    if (m.rank) out_.Int(*m.rank); else out_.Raw("null");
+    out_.Raw(",\"host\":");
+    out_.String(m.host);
+    out_.Raw(",\"process_id\":");
+    out_.Int(t.process_id);
+    out_.Raw(",\"source\":");
+    out_.String(m.path);
+    out_.Raw(",\"step_index\":");
+    out_.Int(t.step_index);
+    out_.Raw(",\"step\":");
+    std::string_view step_name = r_.Name(root);
+    out_.String(step_name);
+    out_.Raw(",\"requests\":[");
+    const auto& ids = r_.request_sets[t.requests];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) out_.Char(',');
+      out_.String(ids[i]);
+    }
+    out_.Raw("],\"request\":");
+    out_.String(request);
+    out_.Raw(",\"view\":\"");
+    out_.Raw(ViewName(t.view));
+    out_.Raw("\",\"phase\":\"");
+    out_.Raw(PhaseFromStepName(step_name));
+    out_.Raw("\",\"implicit_step\":");
+    out_.Raw(t.implicit_step ? "true" : "false");
+    out_.Raw(",\"start\":");
+    out_.Int(root.start);
+    out_.Raw(",\"end\":");
+    out_.Int(root.end);
+    out_.Raw(",\"root\":");
+    NodeJson(t.root, request);
+    out_.Raw("}\n");
+  }
+
+ private:
+  void NodeJson(uint32_t i, const std::string& q) {
+    const Node& n = r_.nodes[i];
+    const Event* e = r_.EventOf(n);
+    out_.Raw("{\"name\":");
+    out_.String(r_.Name(n));
+    out_.Raw(",\"layer\":\"");
+    out_.Raw(LayerName(n.layer));
+    out_.Raw("\",\"family\":");
+    out_.String(r_.Family(n));
+    out_.Raw(",\"start\":");
+    out_.Int(n.start);
+    out_.Raw(",\"end\":");
+    out_.Int(n.end);
+    if (n.thread_id != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(n.thread_id); }
+    if (e) EventFields(n, *e);
+    if (n.requests != kAllRequests) {
+      out_.Raw(",\"requests\":[");
+      const auto& ids = r_.request_sets[n.requests];
+      for (size_t k = 0; k < ids.size(); ++k) {
+        if (k) out_.Char(',');
+        out_.String(ids[k]);
+      }
+      out_.Char(']');
+    }
+    if (n.anchor != kNoNode) {
+      const Node& a = r_.nodes[n.anchor];
+      out_.Raw(",\"anchor\":{\"name\":");
+      out_.String(r_.Name(a));
+      out_.Raw(",\"layer\":\"");
+      out_.Raw(LayerName(a.layer));
+      out_.Raw("\",\"family\":");
+      out_.String(r_.Family(a));
+      out_.Char('}');
+    }
+    bool first = true;
+    for (uint32_t c = n.first_child; c != kNoNode; c = r_.nodes[c].next_sibling) {
+      if (!r_.InRequestSet(r_.nodes[c].requests, q)) continue;
+      out_.Raw(first ? ",\"children\":[" : ",");
+      first = false;
+      NodeJson(c, q);
+    }
+    if (!first) out_.Char(']');
+    out_.Char('}');
+  }
+
+  void EventFields(const Node& n, const Event& e) {
+    auto opt = [&](const char* key, int64_t v) {
+      if (v == kNone) return;
+      out_.Raw(key);
+      out_.Int(v);
+    };
+    const StringPool& sp = r_.files[n.file].strings;
+    if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); out_.String(sp.Get(e.domain)); }
+    bool api = n.layer == Layer::kRuntime || n.layer == Layer::kDriver;
+    bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
+    if (api || device || n.layer == Layer::kSync) opt(",\"correlation_id\":", e.correlation_id);
+    if (api) {
+      if (e.cbid >= 0) opt(",\"cbid\":", e.cbid);
+      if (e.return_code) opt(",\"return_code\":", e.return_code);
+    }
+    if (device || (api && e.stream >= 0)) {
+      if (e.stream >= 0) opt(",\"stream\":", e.stream);
+      if (e.device >= 0) opt(",\"device\":", e.device);
+    }
+    if (e.bytes >= 0) opt(",\"bytes\":", e.bytes);
+    if (e.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(e.copy_kind)); }
+    if (device) {
+      opt(",\"graph_id\":", e.graph_id);
+      opt(",\"graph_node_id\":", e.graph_node_id);
+      if (e.kind == EventKind::kKernel && (e.grid[0] || e.block[0])) {
+        out_.Raw(",\"grid\":[");
+        out_.Int(e.grid[0]); out_.Char(','); out_.Int(e.grid[1]); out_.Char(','); out_.Int(e.grid[2]);
+        out_.Raw("],\"block\":[");
+        out_.Int(e.block[0]); out_.Char(','); out_.Int(e.block[1]); out_.Char(','); out_.Int(e.block[2]);
+        out_.Char(']');
+      }
+    }
+    if (e.payload != kNoStr) {
+      std::string_view p = sp.Get(e.payload);
+      if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }
+    }
+  }
+
+  const MergeResult& r_;
+  JsonOut& out_;
+};
+
+}  // namespace
+
+uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out) {
+  TreeWriter w(result, out);
+  uint64_t lines = 0;
+  for (const Tree& t : result.trees) {
+    for (const std::string& q : result.request_sets[t.requests]) {
+      w.Tree(t, q);
+      ++lines;
+    }
+  }
+  return lines;
+}
+
+}  // namespace truffld::merge
