@@ -151,9 +151,25 @@ void FaultBook::EndStep(const std::vector<int>& ranks, const std::vector<int64_t
       e.end = pop_ts[i];
       e.open = false;
     }
+    if (e.cls == FaultClass::kContention) {  // the window never outlives its step
+      e.end = std::min(e.end, pop_ts[i]);
+      e.start = std::min(e.start, e.end);
+    }
     if (e.cls == FaultClass::kEngine && e.start < 0) {  // no preparation op ran: empty window
       e.start = e.end = pop_ts[i];
     }
+    active_[r] = -1;
+  }
+}
+
+void FaultBook::Finish(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    if (active_[r] < 0) continue;
+    LedgerEntry& e = ledger_[active_[r]];
+    if (e.open) e.end = pop_ts[i];
+    e.open = false;
+    e.steps_left = 0;
     active_[r] = -1;
   }
 }

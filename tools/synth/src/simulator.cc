@@ -204,6 +204,7 @@ Status Simulator::RunReplica(int replica) {
     }
     faults_->EndStep(g.rank_ids, pop_ts);
   }
+  faults_->Finish(g.rank_ids, pop_ts);
   for (Rank& rk : g.ranks) {
     TRUFFLD_RETURN_IF_ERROR(rk.w->Finish());
     TRUFFLD_RETURN_IF_ERROR(rk.sink->Close());

@@ -66,6 +66,8 @@ class FaultBook {
                  const std::vector<int64_t>& push_ts, bool prefill, bool decode_graph, int64_t nominal_ns);
   // Closes the step on every rank (pop_ts per rank) and ends entries whose window is over.
   void EndStep(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts);
+  // The run ends: windows still open end at the last step's pop.
+  void Finish(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts);
 
   // Effects. Each returns the fault's index (or -1) through `fault`.
   int64_t SoftwareDelay(int rank, int16_t family, int64_t nominal_ns, int* fault) const;

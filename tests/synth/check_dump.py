@@ -1,0 +1,268 @@
+#!/usr/bin/python3
+"""Independent checks of a truffld-synth output directory.
+
+Re-reads the raw dumps with nothing but the event contract, then:
+  1. validates every record against schemas/events.schema.json (Draft 2020-12) and the ledger and
+     label lines against schemas/ledger.schema.json / labels.schema.json;
+  2. checks the file structure the contract promises: META first, STATS last with matching
+     per-type counts, balanced push/pop per thread, every device record's correlation id owned by
+     an API call, every graph kernel's node traceable (clone -> captured node -> launching call),
+     and that records are not globally time-sorted (the writer flushes per producer);
+  3. recomputes the ground-truth labels from the ledger and the events alone, using the rule in
+     tools/synth/README.md, and compares them with labels.jsonl.
+Exit status 0 when everything holds; otherwise prints what differs and exits 1.
+
+Usage: check_dump.py OUTDIR [--schemas DIR] [--max-validate N]
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import sys
+
+
+def load_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def unit_kind(rec):
+    name = rec["name"]
+    if name.startswith("step_execute_model["):
+        return "step"
+    if rec.get("domain") == "NCCL":
+        return "comm"
+    if name.startswith("torch.nn.functional."):
+        return "frontend"
+    return "backend"
+
+
+def family(name, kind):
+    if kind == "comm":
+        return name
+    if kind == "frontend":
+        return name.split(" ", 1)[0]
+    return name.split(", ", 1)[0]
+
+
+class Dump:
+    """One rank's events, reconstructed: ranges, API ownership, graph nodes."""
+
+    def __init__(self, path, errors):
+        self.path = path
+        self.records = load_jsonl(path)
+        self.errors = errors
+        meta = self.records[0]
+        if meta.get("type") != "META":
+            errors.append(f"{path}:1: first record is not META")
+        if self.records[-1].get("type") != "STATS":
+            errors.append(f"{path}: last record is not STATS")
+        self.rank = meta.get("rank")
+        self.ranges = []          # dicts: name, kind, family, start, end, parent, step
+        self.steps = []           # indices into ranges, time order
+        self.api = {}             # corr -> (unit range index or None, step ordinal or None, name)
+        self.graph_nodes = {}     # node id -> record
+        self.device = []          # KERNEL / MEMCPY / MEMSET records
+        self._build()
+
+    def _build(self):
+        counts = collections.Counter(r["type"] for r in self.records[:-1])
+        written = self.records[-1].get("records_written", {})
+        if isinstance(written, dict):
+            for k, v in written.items():
+                if counts.get(k, 0) != v:
+                    self.errors.append(f"{self.path}: STATS says {v} {k}, file has {counts.get(k, 0)}")
+        stacks = collections.defaultdict(list)
+        ts_seen = []
+        for line_no, r in enumerate(self.records, 1):
+            t = r["type"]
+            if t == "NVTX_PUSH":
+                tid = r["thread_id"]
+                kind = unit_kind(r)
+                idx = len(self.ranges)
+                parent = stacks[tid][-1] if stacks[tid] else None
+                self.ranges.append({"name": r["name"], "kind": kind, "family": family(r["name"], kind),
+                                    "start": r["timestamp"], "end": None, "parent": parent, "step": None})
+                if kind == "step":
+                    self.steps.append(idx)
+                    self.ranges[idx]["step"] = len(self.steps) - 1
+                elif parent is not None:
+                    self.ranges[idx]["step"] = self.ranges[parent]["step"]
+                stacks[tid].append(idx)
+                ts_seen.append(r["timestamp"])
+            elif t == "NVTX_POP":
+                tid = r["thread_id"]
+                if not stacks[tid]:
+                    self.errors.append(f"{self.path}:{line_no}: NVTX_POP with no open range")
+                    continue
+                self.ranges[stacks[tid].pop()]["end"] = r["timestamp"]
+            elif t in ("RUNTIME", "DRIVER"):
+                stack = stacks[r["thread_id"]]
+                unit = next((i for i in reversed(stack) if self.ranges[i]["kind"] in ("backend", "comm")), None)
+                step = self.ranges[stack[0]]["step"] if stack and self.ranges[stack[0]]["kind"] == "step" else None
+                if r["correlation_id"] in self.api:
+                    self.errors.append(f"{self.path}:{line_no}: correlation id {r['correlation_id']} reused")
+                self.api[r["correlation_id"]] = (unit, step, r["name"])
+                ts_seen.append(r["start"])
+            elif t == "GRAPH_NODE":
+                self.graph_nodes[r["graph_node_id"]] = r
+            elif t in ("KERNEL", "MEMCPY", "MEMSET"):
+                self.device.append(r)
+                ts_seen.append(r["gpu_start"])
+        for tid, st in stacks.items():
+            if st:
+                self.errors.append(f"{self.path}: thread {tid} ends with {len(st)} open ranges")
+        if ts_seen == sorted(ts_seen):
+            self.errors.append(f"{self.path}: records are globally time-sorted; a real writer's are not")
+        # Steps are numbered in time order (they are pushed in time order on one thread).
+        starts = [self.ranges[i]["start"] for i in self.steps]
+        if starts != sorted(starts):
+            self.errors.append(f"{self.path}: step ranges not pushed in time order")
+
+    def owner(self, rec):
+        """(unit range index, step ordinal) of a device record, following graph nodes."""
+        corr = rec["correlation_id"]
+        if corr not in self.api:
+            self.errors.append(f"{self.path}: device record with unknown correlation id {corr}")
+            return None, None
+        unit, step, api_name = self.api[corr]
+        if "graph_id" in rec:
+            node = self.graph_nodes.get(rec["graph_node_id"])
+            if node is None or node["graph_id"] != rec["graph_id"]:
+                self.errors.append(f"{self.path}: kernel graph node {rec['graph_node_id']} has no GRAPH_NODE")
+                return None, step
+            while "original_graph_node_id" in node:
+                node = self.graph_nodes[node["original_graph_node_id"]]
+            unit = self.api[node["correlation_id"]][0]
+            if not api_name.startswith("cudaGraphLaunch"):
+                self.errors.append(f"{self.path}: graph kernel launched by {api_name}")
+        return unit, step
+
+
+def recompute_labels(dumps, ledger):
+    """{(rank, step, view): (set(families), set(fault ids))} from the ledger and events."""
+    out = collections.defaultdict(lambda: (set(), set()))
+
+    def add(d, unit, step, fid):
+        if unit is None or step is None:
+            return
+        u = d.ranges[unit]
+        view = "horizontal" if u["kind"] == "comm" else "vertical"
+        fams, ids = out[(d.rank, step, view)]
+        fams.add(u["family"])
+        ids.add(fid)
+
+    by_rank = {d.rank: d for d in dumps}
+    for e in ledger:
+        if not e["sufficient"]:
+            continue
+        d = by_rank[e["rank"]]
+        lo, hi = e["start"], e["end"]
+        cls = e["class"]
+        if cls == "software":
+            for i, r in enumerate(d.ranges):
+                if r["kind"] == "backend" and r["family"] == e["target"] and lo <= r["start"] < hi:
+                    add(d, i, r["step"], e["id"])
+        elif cls == "engine":
+            hits = [i for i, r in enumerate(d.ranges)
+                    if r["kind"] == "backend" and r["start"] < hi and r["end"] > lo]
+            parents = {d.ranges[i]["parent"] for i in hits}
+            for i in hits:
+                if i not in parents:
+                    add(d, i, d.ranges[i]["step"], e["id"])
+        else:
+            for rec in d.device:
+                if not lo <= rec["gpu_start"] < hi:
+                    continue
+                t = rec["type"]
+                if cls == "cuda_kernel" and not (t == "KERNEL" and e["kernel_pattern"] in rec["name"]):
+                    continue
+                if cls == "memcpy" and t != "MEMCPY":
+                    continue
+                unit, step = d.owner(rec)
+                if unit is None:
+                    continue
+                if cls == "communication" and d.ranges[unit]["family"] != e["target"]:
+                    continue
+                if cls == "cuda_kernel" and d.ranges[unit]["kind"] == "comm":
+                    continue
+                add(d, unit, step, e["id"])
+    return out
+
+
+def validate(records, validator, where, limit, errors):
+    for i, r in enumerate(records[:limit]):
+        for err in validator.iter_errors(r):
+            errors.append(f"{where}: record {i + 1}: {err.message}")
+            break
+        if len(errors) > 50:
+            return
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--schemas", default=os.path.join(root, "schemas"))
+    ap.add_argument("--max-validate", type=int, default=10 ** 9, help="records validated per file")
+    args = ap.parse_args()
+
+    errors = []
+    files = sorted(glob.glob(os.path.join(args.outdir, "truffld-*.jsonl")))
+    if not files:
+        print(f"check_dump: no truffld-*.jsonl in {args.outdir}")
+        return 1
+    dumps = [Dump(f, errors) for f in files]
+    ledger = load_jsonl(os.path.join(args.outdir, "ledger.jsonl"))
+    labels = load_jsonl(os.path.join(args.outdir, "labels.jsonl"))
+
+    try:
+        from jsonschema import Draft202012Validator
+    except ImportError:
+        print("check_dump: python3-jsonschema missing (run with /usr/bin/python3)")
+        return 1
+    for name, recs in [("events", None), ("ledger", ledger), ("labels", labels)]:
+        path = os.path.join(args.schemas, f"{name}.schema.json")
+        if not os.path.exists(path):
+            errors.append(f"{path} missing")
+            continue
+        v = Draft202012Validator(json.load(open(path)))
+        if recs is None:
+            for d in dumps:
+                validate(d.records, v, d.path, args.max_validate, errors)
+        else:
+            validate(recs, v, name, len(recs), errors)
+
+    truth = recompute_labels(dumps, ledger)
+    given = {}
+    for lab in labels:
+        given[(lab["rank"], lab["step_index"], lab["view"])] = lab
+    step_counts = {d.rank: len(d.steps) for d in dumps}
+    for (rank, n) in step_counts.items():
+        for s in range(n):
+            for view in ("vertical", "horizontal"):
+                if (rank, s, view) not in given:
+                    errors.append(f"labels.jsonl: no line for rank {rank} step {s} {view}")
+    mismatches = 0
+    for key, lab in given.items():
+        fams, ids = truth.get(key, (set(), set()))
+        if set(lab["faulty"]) != fams or lab["abnormal"] != bool(fams) or not set(lab["fault_ids"]) <= ids:
+            mismatches += 1
+            if mismatches <= 10:
+                errors.append(f"label mismatch at rank {key[0]} step {key[1]} {key[2]}: labels.jsonl says "
+                              f"{lab['faulty']} {lab['fault_ids']}, recomputed {sorted(fams)} {sorted(ids)}")
+    for key in truth:
+        if key not in given:
+            errors.append(f"recomputed label for {key} has no line in labels.jsonl")
+    abnormal = sum(1 for lab in labels if lab["abnormal"])
+    print(f"check_dump: {len(dumps)} dumps, {sum(len(d.records) for d in dumps)} records, "
+          f"{sum(step_counts.values())} rank-steps, {len(ledger)} faults, {abnormal} abnormal (rank, step, view) labels, "
+          f"{mismatches} label mismatches")
+    for e in errors[:60]:
+        print("  " + e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
