@@ -1,0 +1,167 @@
+// Unit tests of the JSONL formatting: every record kind, escaping, META/STATS/CLOCK shapes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "format.h"
+#include "json_out.h"
+#include "nvtx_registry.h"
+
+namespace truffld::inject {
+namespace {
+
+using nlohmann::json;
+
+json Line(const std::string& s) {
+  EXPECT_FALSE(s.empty());
+  EXPECT_EQ(s.back(), '\n');
+  EXPECT_EQ(s.find('\n'), s.size() - 1) << "exactly one line";
+  return json::parse(s);
+}
+
+TEST(Json, EscapesControlQuotesAndInvalidUtf8) {
+  std::string out;
+  AppendJsonString(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xC3\xA9\"");
+  EXPECT_NO_THROW(json::parse(out));
+}
+
+TEST(Format, NvtxPushWithDomainCategoryColorAndScalarPayload) {
+  NvtxRegistry reg;
+  NvtxDomain* d = reg.CreateDomain("vllm");
+  reg.NameCategory(d, 3, "decode");
+  Record r{};
+  r.kind = RecordKind::kNvtxPush;
+  r.t0 = 123;
+  r.tid = 77;
+  r.domain = d;
+  r.flags = kFlagHasCategory | kFlagHasColor;
+  r.category = 3;
+  r.color = 0xff0000;
+  r.payload_kind = PayloadKind::kInt64;
+  r.payload_value = static_cast<uint64_t>(-5);
+  r.name_len = 4;
+  std::string out;
+  FormatRecord(r, "step", 42, reg, out);
+  const json j = Line(out);
+  EXPECT_EQ(j["type"], "NVTX_PUSH");
+  EXPECT_EQ(j["name"], "step");
+  EXPECT_EQ(j["timestamp"], 123);
+  EXPECT_EQ(j["domain"], "vllm");
+  EXPECT_EQ(j["category"], "decode");
+  EXPECT_EQ(j["color"], 0xff0000);
+  EXPECT_EQ(j["payload"]["value"], -5);
+  EXPECT_EQ(j["process_id"], 42);
+  EXPECT_EQ(j["thread_id"], 77);
+}
+
+TEST(Format, UnnamedCategoryIsANumberAndRegisteredNameIsUsed) {
+  NvtxRegistry reg;
+  NvtxString* s = reg.RegisterString("registered");
+  Record r{};
+  r.kind = RecordKind::kNvtxMark;
+  r.flags = kFlagHasCategory;
+  r.category = 9;
+  r.name_ref = s->text.c_str();
+  std::string out;
+  FormatRecord(r, "", 1, reg, out);
+  const json j = Line(out);
+  EXPECT_EQ(j["category"], 9);
+  EXPECT_EQ(j["name"], "registered");
+}
+
+TEST(Format, ApiRecordWithCopyArguments) {
+  NvtxRegistry reg;
+  Record r{};
+  r.kind = RecordKind::kRuntime;
+  r.t0 = 10;
+  r.t1 = 20;
+  r.id = 5;
+  r.a = 41;
+  r.b = 1 << 20;
+  r.c = 0x10;
+  r.aux8 = 1 + 2;  // cudaMemcpyDeviceToHost
+  r.flags = kFlagHasReturnCode;
+  r.return_code = 0;
+  r.name_ref = "cudaMemcpyAsync";
+  std::string out;
+  FormatRecord(r, "", 9, reg, out);
+  const json j = Line(out);
+  EXPECT_EQ(j["cbid"], 41);
+  EXPECT_EQ(j["name"], "cudaMemcpyAsync");
+  EXPECT_EQ(j["start"], 10);
+  EXPECT_EQ(j["end"], 20);
+  EXPECT_EQ(j["correlation_id"], 5);
+  EXPECT_EQ(j["copy_kind"], "DtoH");
+  EXPECT_EQ(j["bytes"], 1 << 20);
+  EXPECT_EQ(j["stream"], 16);
+  EXPECT_EQ(j["return_code"], 0);
+}
+
+TEST(Format, GraphNodeCloneAndKernelActivity) {
+  NvtxRegistry reg;
+  Record r{};
+  r.kind = RecordKind::kGraphNode;
+  r.a = 8; r.b = 200; r.c = 100; r.id = 6;
+  r.flags = kFlagHasOriginal;
+  std::string out;
+  FormatRecord(r, "", 1, reg, out);
+  json j = Line(out);
+  EXPECT_EQ(j["graph_id"], 8);
+  EXPECT_EQ(j["graph_node_id"], 200);
+  EXPECT_EQ(j["original_graph_node_id"], 100);
+  EXPECT_EQ(j["correlation_id"], 6);
+
+  GpuActivity k;
+  k.kind = RecordKind::kKernel;
+  k.name = "void gemm<128>(float*)";
+  k.start = 1; k.end = 2; k.correlation_id = 7; k.device = 1; k.stream = 3;
+  k.grid[0] = 4; k.grid[1] = 5; k.grid[2] = 6;
+  k.block[0] = 32; k.block[1] = 1; k.block[2] = 1;
+  k.has_graph = true; k.graph_id = 8; k.graph_node_id = 200;
+  out.clear();
+  FormatGpuActivity(k, out);
+  j = Line(out);
+  EXPECT_EQ(j["type"], "KERNEL");
+  EXPECT_EQ(j["name"], "void gemm<128>(float*)");
+  EXPECT_EQ(j["grid"], json::array({4, 5, 6}));
+  EXPECT_EQ(j["graph_node_id"], 200);
+  EXPECT_EQ(j["device"], 1);
+}
+
+TEST(Format, MetaStatsAndClock) {
+  MetaInfo m;
+  m.host = "h";
+  m.pid = 3;
+  m.rank = 2;
+  m.clock = "monotonic_raw";
+  m.cmdline = {"python", "-m", "vllm"};
+  m.config = {{"flush_ms", "500"}};
+  std::string out;
+  FormatMeta(m, out);
+  json j = Line(out);
+  EXPECT_EQ(j["schema"], "truffld.events/1");
+  EXPECT_EQ(j["rank"], 2);
+  EXPECT_TRUE(j["cuda_driver_version"].is_null());
+  EXPECT_EQ(j["cmdline"][2], "vllm");
+  EXPECT_EQ(j["config"]["flush_ms"], "500");
+  StatsInfo s;
+  s.written[static_cast<int>(RecordKind::kKernel)] = 4;
+  s.dropped[static_cast<int>(RecordKind::kNvtxPush)] = 2;
+  s.cupti_dropped = 7;
+  out.clear();
+  FormatStats(s, out);
+  j = Line(out);
+  EXPECT_EQ(j["records_written"]["KERNEL"], 4);
+  EXPECT_EQ(j["records_dropped"]["NVTX_PUSH"], 2);
+  EXPECT_EQ(j["cupti_dropped"], 7);
+  out.clear();
+  FormatClock(5, 6, out);
+  j = Line(out);
+  EXPECT_EQ(j["clock_sync"]["realtime_ns"], 5);
+  EXPECT_EQ(j["clock_sync"]["monotonic_ns"], 6);
+}
+
+}  // namespace
+}  // namespace truffld::inject

@@ -1,0 +1,145 @@
+// Unit tests of RecordRing and RingRegistry: ordering, spill into continuation slots,
+// drop-and-count when full, slot reuse, budget exhaustion, fork reset.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record_ring.h"
+#include "ring_registry.h"
+
+namespace truffld::inject {
+namespace {
+
+Record Rec(RecordKind k, int64_t t, uint16_t name_len = 0) {
+  Record r{};
+  r.kind = k;
+  r.t0 = t;
+  r.name_len = name_len;
+  return r;
+}
+
+TEST(RecordRing, DeliversRecordsInOrderWithTheirBytes) {
+  RecordRing ring(64);
+  std::string long_name(300, 'x');
+  long_name[0] = 'A';
+  long_name[299] = 'Z';
+  Record a = Rec(RecordKind::kNvtxPush, 1, 5);
+  Record b = Rec(RecordKind::kNvtxPush, 2, static_cast<uint16_t>(long_name.size()));
+  Record c = Rec(RecordKind::kNvtxPop, 3);
+  ASSERT_TRUE(ring.TryPush(a, "short", 5));
+  ASSERT_TRUE(ring.TryPush(b, long_name.data(), long_name.size()));
+  ASSERT_TRUE(ring.TryPush(c, nullptr, 0));
+  std::vector<std::pair<int64_t, std::string>> got;
+  std::string scratch;
+  EXPECT_EQ(ring.Drain([&](const Record& r, std::string_view d) { got.emplace_back(r.t0, std::string(d)); }, scratch), 3u);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], (std::pair<int64_t, std::string>{1, "short"}));
+  EXPECT_EQ(got[1].second, long_name);
+  EXPECT_EQ(got[2].first, 3);
+  EXPECT_TRUE(ring.empty());
+}
+
+TEST(RecordRing, FullRingDropsAndCountsInsteadOfBlocking) {
+  RecordRing ring(64);  // exactly 64 slots
+  int pushed = 0;
+  for (int i = 0; i < 100; ++i) {
+    Record r = Rec(RecordKind::kNvtxMark, i);
+    if (ring.TryPush(r, nullptr, 0)) ++pushed; else ring.CountDrop(RecordKind::kNvtxMark);
+  }
+  EXPECT_EQ(pushed, 64);
+  EXPECT_EQ(ring.dropped(RecordKind::kNvtxMark), 36u);
+  EXPECT_EQ(ring.dropped(RecordKind::kNvtxPush), 0u);
+  std::string scratch;
+  EXPECT_EQ(ring.Drain([](const Record&, std::string_view) {}, scratch), 64u);
+  Record r = Rec(RecordKind::kNvtxMark, 1000);
+  EXPECT_TRUE(ring.TryPush(r, nullptr, 0)) << "space is reusable after a drain";
+}
+
+TEST(RecordRing, SlotsWrapAroundWithMultiSlotRecords) {
+  RecordRing ring(64);
+  std::string scratch;
+  const std::string name(200, 'q');  // 1 + 2 continuation slots
+  size_t seen = 0;
+  for (int round = 0; round < 200; ++round) {
+    Record r = Rec(RecordKind::kNvtxPush, round, static_cast<uint16_t>(name.size()));
+    ASSERT_TRUE(ring.TryPush(r, name.data(), name.size()));
+    ring.Drain([&](const Record& rec, std::string_view d) {
+      EXPECT_EQ(rec.t0, round);
+      EXPECT_EQ(d, name);
+      ++seen;
+    }, scratch);
+  }
+  EXPECT_EQ(seen, 200u);
+}
+
+TEST(RecordRing, ConcurrentProducerAndConsumerLoseNothingUncounted) {
+  RecordRing ring(256);
+  constexpr int kN = 200000;
+  std::atomic<bool> done{false};
+  uint64_t consumed = 0;
+  int64_t last = -1;
+  bool in_order = true;
+  std::thread consumer([&] {
+    std::string scratch;
+    while (!done.load() || !ring.empty()) {
+      ring.Drain([&](const Record& r, std::string_view) {
+        if (r.t0 <= last) in_order = false;
+        last = r.t0;
+        ++consumed;
+      }, scratch);
+    }
+  });
+  for (int i = 0; i < kN; ++i) {
+    Record r = Rec(RecordKind::kNvtxPush, i);
+    if (!ring.TryPush(r, nullptr, 0)) ring.CountDrop(RecordKind::kNvtxPush);
+  }
+  done = true;
+  consumer.join();
+  EXPECT_TRUE(in_order);
+  EXPECT_EQ(consumed + ring.dropped(RecordKind::kNvtxPush), static_cast<uint64_t>(kN));
+}
+
+TEST(RingRegistry, ReusesRingsOfExitedThreadsAndRespectsTheBudget) {
+  RingRegistry reg(64, 2);
+  RecordRing* a = reg.Acquire();
+  RecordRing* b = reg.Acquire();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reg.Acquire(), nullptr) << "budget of two rings";
+  reg.CountNoRing(RecordKind::kNvtxPush);
+  EXPECT_EQ(reg.no_ring_dropped(RecordKind::kNvtxPush), 1u);
+  Record r = Rec(RecordKind::kNvtxMark, 1);
+  ASSERT_TRUE(a->TryPush(r, nullptr, 0));
+  reg.Release(a);
+  EXPECT_EQ(reg.Acquire(), nullptr) << "not reused before its records are drained";
+  std::string scratch;
+  a->Drain([](const Record&, std::string_view) {}, scratch);
+  EXPECT_EQ(reg.Acquire(), a);
+}
+
+TEST(RingRegistry, ResetForChildEmptiesRingsAndCounts) {
+  RingRegistry reg(64, 4);
+  RecordRing* a = reg.Acquire();
+  Record r = Rec(RecordKind::kNvtxMark, 1);
+  ASSERT_TRUE(a->TryPush(r, nullptr, 0));
+  a->CountDrop(RecordKind::kNvtxMark);
+  reg.LockForFork();
+  reg.UnlockForFork();
+  reg.ResetForChild();
+  EXPECT_TRUE(a->empty());
+  EXPECT_EQ(a->dropped(RecordKind::kNvtxMark), 0u);
+}
+
+TEST(Record, SlotArithmetic) {
+  EXPECT_EQ(SlotsFor(0), 1u);
+  EXPECT_EQ(SlotsFor(kInlineBytes), 1u);
+  EXPECT_EQ(SlotsFor(kInlineBytes + 1), 2u);
+  EXPECT_EQ(SlotsFor(kInlineBytes + kSlotBytes), 2u);
+  EXPECT_EQ(SlotsFor(kInlineBytes + kSlotBytes + 1), 3u);
+}
+
+}  // namespace
+}  // namespace truffld::inject
