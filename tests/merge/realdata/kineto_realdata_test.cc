@@ -1,0 +1,96 @@
+// Every Kineto trace in ../shared/data/kineto imports with the counts its README states, and
+// merges into trees that satisfy the structural invariants.
+//
+// The expected figures are the README's table (events, device ops, device ops linked by
+// correlation), extended per kind; they were recomputed from each file independently with
+// Python's json module (categories counted over ph == "X" events; a device op is "linked"
+// when its args.correlation equals that of a cuda_runtime/cuda_driver event in the file).
+#include <gtest/gtest.h>
+
+#include "realdata_util.h"
+#include "truffld/merge/import_kineto.h"
+#include "truffld/merge/pipeline.h"
+
+namespace truffld::merge::realdata {
+namespace {
+
+struct KinetoFacts {
+  const char* file;
+  uint64_t trace_events;  // len(traceEvents)
+  uint64_t host_ranges;   // cpu_op + user_annotation + gpu_user_annotation + python_function
+  uint64_t runtime, driver, kernels, memcpys, memsets;
+  uint64_t device_ops, linked;
+  std::optional<int64_t> rank;
+};
+
+const KinetoFacts kFiles[] = {
+    {"deepseek-v3_train_dualpipe_rank0.json.gz", 14240, 4429, 3853, 40, 963, 8, 12, 983, 983, 0},
+    {"hf_qwen1.5-0.5b_h100.json.gz", 18221, 8450, 1921, 1, 1465, 1, 241, 1707, 1198, std::nullopt},
+    {"hta_ddp_2rank_nccl_a100.json.gz", 40573, 14418, 8740, 0, 2700, 960, 114, 3774, 3774, 0},
+    {"hta_df_index_resolver.json.gz", 216092, 58715, 42373, 0, 19370, 2040, 880, 22290, 22290, 1},
+    {"hta_sampled_rank-0.json.gz", 4855, 2402, 1204, 0, 1154, 40, 10, 1204, 1204, 0},
+    {"hta_sampled_rank-1.json.gz", 4720, 2367, 1154, 0, 1104, 40, 10, 1154, 1154, 1},
+    {"hta_trace_diff_control_a100.json.gz", 109123, 40794, 24692, 0, 8568, 228, 654, 9450, 9450, 3},
+    {"sglang_qwen3-8b_prefilldecode_mi300x.json.gz", 60315, 57109, 1069, 0, 527, 7, 0, 534, 534, 0},
+    {"vllm_gpt-oss_b200_tp8_rank0.json.gz", 24656, 20045, 1151, 221, 768, 161, 0, 929, 929, 0},
+    {"vllm_qwen3-8b_decode_graph_capture_mi300x.json.gz", 131243, 123722, 3128, 0, 7, 3, 0, 10, 10, 0},
+    {"vllm_qwen3-8b_decode_graph_replay_mi300x.json.gz", 1993, 1085, 20, 0, 425, 9, 0, 434, 434, 0},
+};
+
+void PrintTo(const KinetoFacts& f, std::ostream* os) { *os << f.file; }
+
+class KinetoRealData : public ::testing::TestWithParam<KinetoFacts> {};
+
+TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
+  const KinetoFacts& x = GetParam();
+  std::string why;
+  std::string path = SharedDataFile(std::string("kineto/") + x.file, &why);
+  if (path.empty()) GTEST_SKIP() << why;
+
+  auto r = ImportKineto(path, ImportOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  TraceFile& tf = *r;
+  EXPECT_EQ(tf.meta.format, "kineto");
+  EXPECT_EQ(tf.meta.rank, x.rank);
+  EXPECT_NE(tf.meta.process_id, kNone);
+  EXPECT_EQ(tf.stats.Get("kineto.trace_events"), x.trace_events);
+  EXPECT_EQ(CountKind(tf, EventKind::kRange), x.host_ranges);
+  EXPECT_EQ(CountKind(tf, EventKind::kRuntime), x.runtime);
+  EXPECT_EQ(CountKind(tf, EventKind::kDriver), x.driver);
+  EXPECT_EQ(CountKind(tf, EventKind::kKernel), x.kernels);
+  EXPECT_EQ(CountKind(tf, EventKind::kMemcpy), x.memcpys);
+  EXPECT_EQ(CountKind(tf, EventKind::kMemset), x.memsets);
+  EXPECT_EQ(x.kernels + x.memcpys + x.memsets, x.device_ops);
+  EXPECT_EQ(DeviceOpsWithLaunch(tf), x.linked);
+  // No real file has a problem record: nothing counted as missing, malformed or mistyped.
+  for (const IngestIssue& i : tf.stats.issues) ADD_FAILURE() << i.where << ": " << i.kind << ": " << i.message;
+  // Every trace event is accounted for: imported, or skipped under a named key.
+  uint64_t accounted = 0;
+  for (const auto& [k, n] : tf.stats.counts)
+    if (k != "kineto.trace_events") accounted += n;
+  EXPECT_EQ(accounted, x.trace_events);
+  // Times: baseTimeNanoseconds applied (all files are from 2022 or later, UTC ns).
+  for (const Event& e : tf.events) {
+    ASSERT_GE(e.end, e.start);
+    ASSERT_GT(e.start, int64_t{1600000000} * 1000000000) << "event #" << e.line;
+  }
+
+  MergeOptions mo;
+  std::vector<TraceFile> files;
+  files.push_back(std::move(tf));
+  auto m = Merge(std::move(files), mo);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ExpectMergeInvariants(*m, x.kernels, x.device_ops, x.linked);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFiles, KinetoRealData, ::testing::ValuesIn(kFiles),
+                         [](const ::testing::TestParamInfo<KinetoFacts>& i) {
+                           std::string n = i.param.file;
+                           n = n.substr(0, n.find(".json"));
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace truffld::merge::realdata
