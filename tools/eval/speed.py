@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Speed benchmarks, all measured in one run so the ratios compare like with like.
+
+  generation   truffld-synth --preset bench --events N (1 M and 10 M; --quick: 1 M only):
+               wall time, records/s, bytes
+  merge        truffld-merge on those dumps: wall time, records/s, peak RSS (/usr/bin/time -v)
+  diagnose     truffld-diagnose (pooled, --llm off) on the 1 M merge
+  kineto       truffld-merge importing ../shared/data/kineto/hta_df_index_resolver.json.gz
+               vs /usr/bin/python3 json.load of the same file (the usual first step of Python
+               trace tools); Holistic Trace Analysis itself is not packaged by Debian.
+Writes WORK/speed.json. Every timing is one run on a shared 2-core machine: treat ratios as
+the result and absolute numbers as indicative.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def timed(cmd, log):
+    """Runs cmd under /usr/bin/time -v: (ok, wall seconds, peak RSS MiB, stdout)."""
+    r = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+    wall = rss = None
+    for line in r.stderr.splitlines():
+        line = line.strip()
+        if line.startswith("Elapsed (wall clock) time"):
+            parts = line.rsplit(" ", 1)[1].split(":")
+            wall = sum(float(p) * 60 ** i for i, p in enumerate(reversed(parts)))
+        elif line.startswith("Maximum resident set size"):
+            rss = int(line.rsplit(" ", 1)[1]) / 1024.0
+    if r.returncode != 0:
+        log(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+    return r.returncode == 0, wall, rss, r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--shared-data", default=os.environ.get("TRUFFLD_SHARED_DATA", ""))
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    synth = os.path.join(args.bin, "tools/synth/truffld-synth")
+    merge = os.path.join(args.bin, "merge/truffld-merge")
+    diag = os.path.join(args.bin, "diagnose/truffld-diagnose")
+    out = {"runs": []}
+    sizes = [1_000_000] if args.quick else [1_000_000, 10_000_000]
+    for n in sizes:
+        d = os.path.join(args.work, f"gen-{n}")
+        subprocess.run(["rm", "-rf", d])
+        ok, wall, rss, _ = timed([synth, "--preset", "bench", "--events", str(n), "-q", "--out", os.path.join(d, "dump")], log)
+        if not ok:
+            continue
+        summ = json.load(open(os.path.join(d, "dump", "synth_summary.json")))
+        run = {"target_events": n, "records": summ["records"], "bytes": summ["bytes_uncompressed"],
+               "synth_wall_s": wall, "synth_rss_mib": rss, "synth_records_per_s": summ["records"] / wall,
+               "synth_cpu_records_per_s": summ["records_per_second"]}
+        log(f"synth {n}: {summ['records']} records in {wall:.2f} s ({summ['records'] / wall / 1e6:.2f} M/s), RSS {rss:.0f} MiB")
+        if os.path.exists(merge):
+            files = sorted(glob.glob(os.path.join(d, "dump", "truffld-*.jsonl")))
+            ok, mw, mrss, _ = timed([merge, *files, "-o", os.path.join(d, "merged")], log)
+            if ok:
+                run.update(merge_wall_s=mw, merge_rss_mib=mrss, merge_records_per_s=summ["records"] / mw,
+                           synth_over_merge_speed=(summ["records"] / wall) / (summ["records"] / mw))
+                log(f"merge {n}: {mw:.2f} s ({summ['records'] / mw / 1e6:.2f} M records/s), peak RSS {mrss:.0f} MiB")
+                if n == sizes[0] and os.path.exists(diag):
+                    ok, dw, drss, _ = timed([diag, os.path.join(d, "merged"), "-o", os.path.join(d, "diag"),
+                                             "--llm", "off", "--no-html", "-q"], log)
+                    if ok:
+                        run.update(diagnose_wall_s=dw, diagnose_rss_mib=drss)
+                        log(f"diagnose {n}: {dw:.2f} s, peak RSS {drss:.0f} MiB")
+        out["runs"].append(run)
+        if n >= 10_000_000:
+            subprocess.run(["rm", "-rf", os.path.join(d, "dump")])  # gigabytes
+    kin = os.path.join(args.shared_data, "kineto", "hta_df_index_resolver.json.gz") if args.shared_data else ""
+    if kin and os.path.exists(kin) and os.path.exists(merge):
+        ok1, mw, mrss, _ = timed([merge, kin, "-o", os.path.join(args.work, "kineto-merged")], log)
+        ok2, pw, prss, _ = timed(["/usr/bin/python3", "-c",
+                                  "import gzip,json,sys; json.load(gzip.open(sys.argv[1],'rt'))", kin], log)
+        if ok1 and ok2:
+            out["kineto"] = {"file": kin, "merge_wall_s": mw, "merge_rss_mib": mrss, "python_json_load_wall_s": pw,
+                             "python_rss_mib": prss, "python_over_merge_time": pw / mw}
+            log(f"kineto: truffld-merge (import + full merge) {mw:.2f} s / {mrss:.0f} MiB vs python json.load "
+                f"{pw:.2f} s / {prss:.0f} MiB -> ratio {pw / mw:.2f}x")
+    else:
+        out["kineto"] = {"skipped": "truffld-merge or the shared Kineto trace is missing"}
+    json.dump(out, open(os.path.join(args.work, "speed.json"), "w"), indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
