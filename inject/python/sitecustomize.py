@@ -13,9 +13,9 @@ stop the interpreter. Set TRUFFLD_HOOKS=0 to keep only the chaining.
 """
 
 import importlib.machinery
-import importlib.util
 import os
 import sys
+import types
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -34,7 +34,8 @@ def _chain():
             continue
         if os.path.realpath(spec.origin) == mine:
             continue
-        module = importlib.util.module_from_spec(spec)
+        module = types.ModuleType(spec.name)  # importlib.util would cost start-up time
+        module.__spec__, module.__loader__, module.__file__ = spec, spec.loader, spec.origin
         sys.modules["_truffld_chained_sitecustomize"] = module
         try:
             spec.loader.exec_module(module)
@@ -45,6 +46,8 @@ def _chain():
 
 
 def _install():
+    if os.environ.get("TRUFFLD_HOOKS", "1").strip().lower() in ("0", "false", "no", "off", ""):
+        return  # disabled: do not even import the package
     if _HERE not in [os.path.realpath(p) for p in sys.path if p]:
         sys.path.append(_HERE)  # make truffld_hooks importable even if run by path
     try:

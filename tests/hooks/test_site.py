@@ -30,9 +30,11 @@ class ChainingTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def _probe(self, env):
-        code = ("import os, sys, json; print(json.dumps({'ran': os.environ.get("
+        code = ("import sys; lazy = [m for m in ('json', 're', 'ctypes', 'threading') "
+                "if m in sys.modules]; import os, json; print(json.dumps({'ran': os.environ.get("
                 "'SHADOWED_SITECUSTOMIZE_RAN'), 'hooks': 'truffld_hooks' in sys.modules and "
                 "sys.modules['truffld_hooks'].installed(), 'torch': 'torch' in sys.modules, "
+                "'lazy': lazy, "
                 "'site': sys.modules['sitecustomize'].__file__}))")
         proc = subprocess.run([hookstest.PYTHON, "-c", code], env=env, capture_output=True,
                               text=True, timeout=60)
@@ -46,6 +48,7 @@ class ChainingTest(unittest.TestCase):
         self.assertEqual("1", out["ran"])
         self.assertTrue(out["hooks"])
         self.assertFalse(out["torch"])
+        self.assertEqual([], out["lazy"])  # the table is read at the first torch/engine import
         self.assertTrue(out["site"].startswith(hookstest.HOOKS_SRC))
 
     def test_duplicate_entries_do_not_recurse(self):

@@ -18,8 +18,7 @@ Public API (all thread-safe): ``install()``, ``installed()``, ``step_range(ids)`
 truffld does not know, ``stats()``.
 """
 
-import contextlib
-import threading
+import _thread
 
 from . import backend, comm, config as config_mod, engines, frontend, importhook, naming, nvtx
 from . import patching
@@ -27,7 +26,7 @@ from . import patching
 __all__ = ["install", "installed", "step_range", "stats", "__version__"]
 __version__ = "0.1.0"
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _config = None
 table_problems = []
 
@@ -50,42 +49,58 @@ def install(config=None):
         if config.steps:
             engines.register(config)
         if config.frontend or config.comm:
-            entries, problems = frontend.load_table(config.table_path)
-            table_problems.extend(problems)
-            for problem in problems:
-                config_mod.debug_log(config, "injection table: " + problem)
-            if config.frontend:
-                frontend.register(entries, config)
-            if config.comm:
-                comm.register(entries)
+            # The default table only names torch/vLLM/SGLang modules: read it when one of them
+            # is first imported. A user table may name anything: read it now.
+            if config.table_is_default:
+                importhook.before_first_import(TABLE_ROOTS, lambda: _load_table(config))
+            else:
+                _load_table(config)
         _config = config
         config_mod.debug_log(config, "installed; watching %d modules"
                              % len(importhook.registered_names()))
         return config
 
 
+TABLE_ROOTS = ("torch", "vllm", "sglang")
+
+
+def _load_table(config):
+    entries, problems = frontend.load_table(config.table_path)
+    table_problems.extend(problems)
+    for problem in problems:
+        config_mod.debug_log(config, "injection table: " + problem)
+    if config.frontend:
+        frontend.register(entries, config)
+    if config.comm:
+        comm.register(entries)
+
+
 def installed():
     return _config is not None
 
 
-@contextlib.contextmanager
-def step_range(request_ids, base=naming.STEP_EXECUTE):
-    """A step range for custom engines: ``with step_range(["a", "b"]): model(...)``.
+class step_range(object):
+    """A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
 
     Ids are escaped as the merge expects; no suffix stripping. Enables backend ranges on the
-    calling thread like the built-in engine hooks.
+    calling thread like the built-in engine hooks; closes every range opened inside on exit.
     """
-    config = _config or config_mod.Config.from_environ()
-    name = naming.step_name([str(r) for r in request_ids], base=base)
-    engines.counters["steps"] += 1
-    backend.ensure_thread(config)
-    emitter = nvtx.get()
-    depth = emitter.depth()
-    emitter.push(name)
-    try:
-        yield name
-    finally:
-        emitter.pop_to(depth)
+
+    def __init__(self, request_ids, base=naming.STEP_EXECUTE):
+        self.name = naming.step_name([str(r) for r in request_ids], base=base)
+        self._depth = 0
+
+    def __enter__(self):
+        engines.counters["steps"] += 1
+        backend.ensure_thread(_config or config_mod.Config.from_environ())
+        emitter = nvtx.get()
+        self._depth = emitter.depth()
+        emitter.push(self.name)
+        return self.name
+
+    def __exit__(self, *exc):
+        nvtx.get().pop_to(self._depth)
+        return False
 
 
 def stats():

@@ -14,14 +14,14 @@ through truffld's C shim for every ATen operator, which the merge classifies the
 Thread-safety: per-thread state only; the op counter is an itertools.count (atomic in CPython).
 """
 
+import _thread
 import itertools
 import sys
-import threading
 
 from . import config as config_mod
 from . import nvtx
 
-_tls = threading.local()
+_tls = _thread._local()
 _op_ids = itertools.count(1)
 status = {}   # thread name -> "emit_nvtx" | "dispatch" | "waiting-for-cuda" | "failed: ..."
 
@@ -69,6 +69,7 @@ def ensure_thread(config):
     torch = sys.modules.get("torch")
     if mode == "off" or torch is None:
         return None
+    import threading  # torch imported it already
     thread = threading.current_thread().name
     try:
         if mode in ("auto", "emit_nvtx") and _has_torch_nvtx(torch):

@@ -41,7 +41,7 @@ def _flag(env, name, default):
 class Config(object):
     """Parsed switches (see module docstring). Build with ``Config.from_environ()``."""
 
-    __slots__ = ("enabled", "steps", "frontend", "modules", "backend", "comm", "domains", "table_path",
+    __slots__ = ("enabled", "steps", "frontend", "modules", "backend", "comm", "domains", "table_path", "table_is_default",
                  "pynvtx_path", "strip_suffix", "debug")
 
     def __init__(self, **kw):
@@ -68,6 +68,7 @@ class Config(object):
             comm=_flag(env, "TRUFFLD_HOOKS_COMM", True),
             domains=_flag(env, "TRUFFLD_HOOKS_DOMAINS", True),
             table_path=env.get("TRUFFLD_HOOKS_TABLE") or default_table_path(),
+            table_is_default=not env.get("TRUFFLD_HOOKS_TABLE"),
             pynvtx_path=env.get("TRUFFLD_PYNVTX_LIB") or "",
             strip_suffix=_flag(env, "TRUFFLD_HOOKS_STRIP_SUFFIX", True) and not randomization_off,
             debug=_flag(env, "TRUFFLD_HOOKS_DEBUG", False),

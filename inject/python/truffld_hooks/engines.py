@@ -21,12 +21,12 @@ is then named without ids and counted in ``counters['id_errors']``.
 Thread-safety: wrappers may run on any thread; the "last ids" for sample_tokens are per thread.
 """
 
-import threading
+import _thread
 
 from . import backend, importhook, naming, nvtx, patching, requests
 
 counters = {"steps": 0, "id_errors": 0, "unrecognised": 0}
-_tls = threading.local()
+_tls = _thread._local()
 
 
 def _argument(args, kwargs, keyword):

@@ -16,9 +16,8 @@ Thread-safety: wrappers may run on any thread; name caches are plain dicts (a ra
 the same key is harmless); module-hook bookkeeping is thread-local.
 """
 
-import json
+import _thread
 import sys
-import threading
 
 from . import importhook, naming, nvtx, patching
 
@@ -29,6 +28,7 @@ _MODULE_FILE_SUFFIXES = ("torch/nn/modules/module.py",)
 def load_table(path):
     """Reads and checks the table; returns (entries, problems). Never raises on bad content:
     malformed entries are skipped and described in ``problems`` ("<path>: entry N: why")."""
+    import json  # at first use only (see importhook.when_first_imported)
     problems = []
     try:
         with open(path, "r", encoding="utf-8") as handle:
@@ -109,7 +109,7 @@ class ModuleForwardHooks(object):
         self._domain_name = domain_name
         self._domain = None
         self._resolved = False
-        self._tls = threading.local()
+        self._tls = _thread._local()
         self._names = {}
         self.handles = []
 

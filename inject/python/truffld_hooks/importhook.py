@@ -15,18 +15,17 @@ Thread-safety: registration and the finder use one lock; Python's import lock se
 exec_module per module.
 """
 
-import importlib.abc
-import importlib.machinery
+import _thread
 import sys
-import threading
 
-_lock = threading.RLock()
+_lock = _thread.RLock()  # _thread, not threading/importlib.abc: keeps start-up cheap
 _callbacks = {}      # module name -> list of (key, callback)
 _done = set()        # (id(module), key) already applied
+_lazy = {}           # top-level name -> callback run once before that name is first looked up
 errors = []          # (module name, key, message) for callbacks that raised
 
 
-class _PostImportLoader(importlib.abc.Loader):
+class _PostImportLoader(object):
     """Delegates to the real loader, then runs the callbacks for the module's name."""
 
     def __init__(self, real):
@@ -44,10 +43,12 @@ class _PostImportLoader(importlib.abc.Loader):
         return getattr(self._real, name)
 
 
-class PostImportFinder(importlib.abc.MetaPathFinder):
+class PostImportFinder(object):
     """Finder that intercepts only registered names (see module docstring)."""
 
     def find_spec(self, fullname, path=None, target=None):
+        if fullname in _lazy:
+            _run_lazy(fullname)
         if fullname not in _callbacks:
             return None
         for finder in sys.meta_path:
@@ -82,6 +83,38 @@ def _run_callbacks(name, module, force=False):
             errors.append((name, key, "%s: %s" % (type(exc).__name__, exc)))
             sys.stderr.write("truffld_hooks: patching %s (%s) failed: %s: %s\n"
                              % (name, key, type(exc).__name__, exc))
+
+
+def _run_lazy(name):
+    with _lock:
+        callback = _lazy.pop(name, None)
+    if callback is None:
+        return
+    try:
+        callback()
+    except Exception as exc:
+        errors.append((name, "lazy", "%s: %s" % (type(exc).__name__, exc)))
+        sys.stderr.write("truffld_hooks: preparing patches for %s failed: %s: %s\n"
+                         % (name, type(exc).__name__, exc))
+
+
+def before_first_import(roots, callback):
+    """Runs ``callback()`` once, just before the first of the top-level packages ``roots`` is
+    imported (or now if one already is), so costly set-up (reading the injection table) is
+    skipped by processes that never import them. ``callback`` usually calls when_imported."""
+    once = []
+
+    def run_once():
+        if not once:
+            once.append(True)
+            callback()
+
+    if any(root in sys.modules for root in roots):
+        run_once()
+        return
+    with _lock:
+        for root in roots:
+            _lazy[root] = run_once
 
 
 def install_finder():

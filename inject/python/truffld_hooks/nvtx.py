@@ -14,9 +14,9 @@ Thread-safety: ``push``/``pop``/``mark``/``start``/``end`` may be called from an
 depth bookkeeping is thread-local. ``get()`` initialises once under a lock.
 """
 
+import _thread
 import os
 import sys
-import threading
 
 _SHIM_NAME = "libtruffld_pynvtx.so"
 _ABI = 2
@@ -38,7 +38,7 @@ class Emitter(object):
         self._lib = lib
         self._torch = torch_nvtx
         self._domains = {}
-        self._tls = threading.local()
+        self._tls = _thread._local()
         self.upgraded = False
         self.errors = []
         self.trace = None   # tests set a list: every push/pop/mark is appended as (op, name)
@@ -194,7 +194,7 @@ def create(explicit_path="", allow_torch=True):
     return emitter
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _emitter = None
 _default_path = ""
 
