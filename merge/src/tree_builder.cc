@@ -231,16 +231,19 @@ class Builder {
       }
       while (!stack.empty() && ranges_[stack.back()].end < e.start) stack.pop_back();
       uint32_t owner = stack.empty() ? kNoIdx : stack.back();
-      // Partially overlapping ranges can leave a non-containing entry on top: walk down.
+      // The owner must contain the whole call (a call starting as a range ends belongs to the
+      // enclosing range); partially overlapping ranges can also leave a non-containing entry
+      // on top of the stack. Walk down to the innermost range containing [start, end].
+      const TimeNs call_end = std::max(e.start, e.end);
       for (size_t k = stack.size(); owner != kNoIdx && k-- > 0;) {
         const HostRange& h = ranges_[stack[k]];
-        if (h.start <= e.start && e.start <= h.end) { owner = stack[k]; break; }
+        if (h.start <= e.start && call_end <= h.end) { owner = stack[k]; break; }
         if (k == 0) owner = kNoIdx;
       }
       if (owner == kNoIdx)
         if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
       if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
-        uint32_t st = StepContaining(e.process_id, e.start, e.start);
+        uint32_t st = StepContaining(e.process_id, e.start, call_end);
         if (st != kNoIdx) { owner = st; ++out_.counters.adopted_api_calls; }
       }
       if (owner == kNoIdx || step_of_[owner] == kNoIdx) {

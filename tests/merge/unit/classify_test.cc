@@ -1,0 +1,97 @@
+// Rules, request-id parsing and family normalisation.
+#include "truffld/merge/classify.h"
+
+#include <gtest/gtest.h>
+
+namespace truffld::merge {
+namespace {
+
+TEST(Family, BackendFrontendCommApiKernel) {
+  EXPECT_EQ(NormaliseFamily(Layer::kBackend, "aten::mm, seq = 0, op_id = 426392"), "aten::mm");
+  EXPECT_EQ(NormaliseFamily(Layer::kFrontend, "torch.nn.functional.linear /path/file.py:123"),
+            "torch.nn.functional.linear");
+  EXPECT_EQ(NormaliseFamily(Layer::kComm, "ncclAllReduce comm=0x1"), "ncclAllReduce");
+  EXPECT_EQ(NormaliseFamily(Layer::kComm, "nccl:all_reduce, bytes=4"), "nccl:all_reduce");
+  EXPECT_EQ(NormaliseFamily(Layer::kRuntime, "cudaLaunchKernel"), "cudaLaunchKernel");
+  EXPECT_EQ(NormaliseFamily(Layer::kRuntime, "cudaDeviceSynchronize_v3020"), "cudaDeviceSynchronize");
+  EXPECT_EQ(NormaliseFamily(Layer::kDriver, "cuLaunchKernel"), "cuLaunchKernel");
+  EXPECT_EQ(NormaliseFamily(Layer::kStep, "step_execute_model[request_ids:0_1]"), "step");
+  EXPECT_EQ(NormaliseFamily(Layer::kKernel,
+                            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                            "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"),
+            "at::native::vectorized_elementwise_kernel");
+  EXPECT_EQ(NormaliseFamily(Layer::kKernel, "ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
+  EXPECT_EQ(NormaliseFamily(Layer::kKernel, "void (anonymous namespace)::softmax_warp<float>(float*)"),
+            "(anonymous namespace)::softmax_warp");
+  // Mangled and truncated, as CUPTI sometimes reports it.
+  EXPECT_EQ(NormaliseFamily(Layer::kKernel, "_ZN2at6native29vectorized_elementwise_kernelLi4ENS0_13UnaryFuncorIfffNS0"),
+            "at::native::vectorized_elementwise_kernel");
+  EXPECT_EQ(NormaliseFamily(Layer::kMemcpy, "Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD");
+}
+
+TEST(Rules, DefaultsClassifyEngineNames) {
+  Rules r = Rules::Defaults();
+  EXPECT_EQ(r.Classify("step_execute_model[request_ids:0_1_2]", "", ""), Layer::kStep);
+  EXPECT_EQ(r.Classify("ProfilerStep#3", "", "user_annotation"), Layer::kStep);
+  EXPECT_EQ(r.Classify("run_batch", "", ""), Layer::kStep);
+  EXPECT_EQ(r.Classify("torch.nn.functional.embedding .../functional.py:2437", "", ""), Layer::kFrontend);
+  EXPECT_EQ(r.Classify("Linear.forward", "", ""), Layer::kFrontend);
+  EXPECT_EQ(r.Classify("aten::index_select, op_id = 4", "", ""), Layer::kBackend);
+  EXPECT_EQ(r.Classify("vllm::unified_attention", "", "cpu_op"), Layer::kBackend);
+  EXPECT_EQ(r.Classify("ncclAllReduce", "", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("anything", "NCCL", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("c10d::allreduce_", "", "cpu_op"), Layer::kComm);
+  EXPECT_EQ(r.Classify("record_param_comms", "", "cpu_op"), Layer::kComm);
+  EXPECT_EQ(r.Classify("my_python_thing", "", "python_function"), Layer::kOther);
+}
+
+TEST(Rules, UserRulesComeFirstAndCanReplaceDefaults) {
+  auto r = Rules::FromJson(R"J({"schema":"truffld.rules/1","rules":[
+      {"layer":"step","name_regex":"^my_step"},
+      {"layer":"comm","domain":"MyComm"},
+      {"layer":"frontend_op","name_regex":"^aten::special","ignore_case":true}],
+      "request_regex":"reqs=([^;]*)"})J",
+                           "inline");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->Classify("my_step 4", "", ""), Layer::kStep);
+  EXPECT_EQ(r->Classify("x", "MyComm", ""), Layer::kComm);
+  EXPECT_EQ(r->Classify("ATEN::SPECIAL_x", "", ""), Layer::kFrontend);
+  EXPECT_EQ(r->Classify("aten::mm", "", ""), Layer::kBackend);  // defaults still there
+  EXPECT_EQ(r->ParseRequests("my_step reqs=a_b;"), (std::vector<std::string>{"a", "b"}));
+  auto only = Rules::FromJson(R"({"replace_defaults":true,"rules":[{"layer":"backend_op","name_regex":"^x"}]})", "inline");
+  ASSERT_TRUE(only.ok());
+  EXPECT_EQ(only->Classify("aten::mm", "", ""), Layer::kOther);
+}
+
+TEST(Rules, BadRulesFailWithLocation) {
+  auto bad_json = Rules::FromJson("{not json", "r.json");
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_NE(bad_json.status().message().find("r.json"), std::string::npos);
+  auto bad_layer = Rules::FromJson(R"({"rules":[{"layer":"kernel"}]})", "r.json");
+  ASSERT_FALSE(bad_layer.ok());
+  EXPECT_NE(bad_layer.status().message().find("rules[0]"), std::string::npos);
+  auto bad_re = Rules::FromJson(R"({"rules":[{"layer":"step","name_regex":"(unclosed"}]})", "r.json");
+  EXPECT_FALSE(bad_re.ok());
+  Rules d = Rules::Defaults();
+  EXPECT_FALSE(d.SetRequestRegex("no_group").ok());
+  EXPECT_FALSE(Rules::Load("/nonexistent/rules.json").ok());
+}
+
+TEST(Requests, DefaultPatternWithEscapes) {
+  Rules r = Rules::Defaults();
+  EXPECT_EQ(r.ParseRequests("step_execute_model[request_ids:0_1_2]"), (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(r.ParseRequests("step_execute_model[request_ids:cmpl\\_a\\\\b_7]"),
+            (std::vector<std::string>{"cmpl_a\\b", "7"}));
+  EXPECT_TRUE(r.ParseRequests("step_execute_model").empty());
+  EXPECT_TRUE(r.ParseRequests("step_execute_model[request_ids:]").empty());
+}
+
+TEST(Phase, FromStepName) {
+  EXPECT_STREQ(PhaseFromStepName("step prefill"), "prefill");
+  EXPECT_STREQ(PhaseFromStepName("decode step"), "decode");
+  EXPECT_STREQ(PhaseFromStepName("prefill+decode"), "mixed");
+  EXPECT_STREQ(PhaseFromStepName("step_execute_model"), "unknown");
+}
+
+}  // namespace
+}  // namespace truffld::merge

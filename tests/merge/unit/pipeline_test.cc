@@ -1,0 +1,232 @@
+// Merge(): trees, views, requests, attribution counters, step numbering and clock alignment.
+#include "truffld/merge/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "appendix_example.h"
+#include "merge_test_util.h"
+
+namespace truffld::merge {
+namespace {
+
+using testing::AppendixExampleDump;
+using testing::FileFromLines;
+
+MergeResult MergeOne(const std::string& dump, MergeOptions opt = {}) {
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(dump, "appendix.jsonl"));
+  auto r = Merge(std::move(files), opt);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(r).value();
+}
+
+std::vector<std::string> ChildNames(const MergeResult& r, uint32_t node) {
+  std::vector<std::string> out;
+  r.ForEachChild(node, [&](uint32_t c) { out.emplace_back(r.Name(r.node(c))); });
+  return out;
+}
+
+const Node* FindNode(const MergeResult& r, uint32_t root, std::string_view name) {
+  if (r.Name(r.node(root)) == name) return &r.node(root);
+  const Node* found = nullptr;
+  r.ForEachChild(root, [&](uint32_t c) { if (!found) found = FindNode(r, c, name); });
+  return found;
+}
+
+TEST(Merge, AppendixExampleVerticalTree) {
+  MergeResult r = MergeOne(AppendixExampleDump());
+  ASSERT_EQ(r.trees.size(), 2u);
+  const Tree& v = r.trees[0];
+  EXPECT_EQ(v.view, View::kVertical);
+  EXPECT_EQ(v.step_index, 0u);
+  ASSERT_TRUE(v.rank.has_value());
+  EXPECT_EQ(r.request_sets[v.requests], (std::vector<std::string>{"0", "1", "2"}));
+  const Node& root = r.node(v.root);
+  EXPECT_EQ(root.layer, Layer::kStep);
+  EXPECT_EQ(r.Family(root), "step");
+  EXPECT_EQ(ChildNames(r, v.root),
+            (std::vector<std::string>{"torch.nn.functional.embedding .../torch/nn/functional.py:2437",
+                                      "torch.nn.functional.linear f.py:1", "sampler[request_ids:1]"}));
+  const Node* emb = FindNode(r, v.root, "torch.nn.functional.embedding .../torch/nn/functional.py:2437");
+  ASSERT_NE(emb, nullptr);
+  EXPECT_EQ(emb->layer, Layer::kFrontend);
+  EXPECT_EQ(r.Family(*emb), "torch.nn.functional.embedding");
+  const Node* sel = FindNode(r, v.root, "aten::index_select, op_id = 3");
+  ASSERT_NE(sel, nullptr);
+  EXPECT_EQ(sel->layer, Layer::kBackend);
+  EXPECT_EQ(r.Family(*sel), "aten::index_select");
+  // index_select -> [cudaLaunchKernel -> kernel, cudaMemsetAsync -> memset]
+  uint32_t sel_idx = uint32_t(sel - r.nodes.data());
+  auto calls = ChildNames(r, sel_idx);
+  ASSERT_EQ(calls, (std::vector<std::string>{"cudaLaunchKernel", "cudaMemsetAsync"}));
+  uint32_t launch = sel->first_child;
+  EXPECT_EQ(r.node(launch).layer, Layer::kRuntime);
+  uint32_t k = r.node(launch).first_child;
+  ASSERT_NE(k, kNoNode);
+  EXPECT_EQ(r.node(k).layer, Layer::kKernel);
+  EXPECT_EQ(r.Family(r.node(k)), "at::native::indexSelectLargeIndex");
+  EXPECT_EQ(r.EventOf(r.node(k))->stream, 7);
+  uint32_t memset_call = r.node(launch).next_sibling;
+  uint32_t ms = r.node(memset_call).first_child;
+  ASSERT_NE(ms, kNoNode);
+  EXPECT_EQ(r.node(ms).layer, Layer::kMemset);
+  EXPECT_EQ(r.EventOf(r.node(ms))->bytes, 256);
+  // The collective is not in the vertical view.
+  EXPECT_EQ(FindNode(r, v.root, "ncclAllReduce"), nullptr);
+}
+
+TEST(Merge, AppendixExampleHorizontalTreeAnchorsComm) {
+  MergeResult r = MergeOne(AppendixExampleDump());
+  const Tree& h = r.trees[1];
+  EXPECT_EQ(h.view, View::kHorizontal);
+  EXPECT_EQ(h.step_index, 0u);
+  ASSERT_EQ(ChildNames(r, h.root), (std::vector<std::string>{"ncclAllReduce"}));
+  const Node& comm = r.node(r.node(h.root).first_child);
+  EXPECT_EQ(comm.layer, Layer::kComm);
+  ASSERT_NE(comm.anchor, kNoNode);
+  EXPECT_EQ(r.node(comm.anchor).layer, Layer::kStep);
+  const Node& call = r.node(comm.first_child);
+  EXPECT_EQ(r.Name(call), "cudaLaunchKernel");
+  EXPECT_EQ(r.node(call.first_child).layer, Layer::kKernel);
+}
+
+TEST(Merge, AppendixExampleCountersAndRequests) {
+  MergeResult r = MergeOne(AppendixExampleDump());
+  const MergeCounters& c = r.summary.total;
+  EXPECT_EQ(c.kernels_read, 5u);
+  EXPECT_EQ(c.memsets_read, 1u);
+  EXPECT_EQ(c.device_ops_read, 6u);
+  EXPECT_EQ(c.device_ops_linked_unique, 4u);
+  EXPECT_EQ(c.device_ops_unattributed, 2u);
+  EXPECT_EQ(c.kernels_linked_unique + c.kernels_unattributed, c.kernels_read);
+  uint64_t no_launch = 0, outside = 0;
+  for (auto& [k, n] : c.unattributed_reasons) {
+    if (k == "no_launch_api") no_launch = n;
+    if (k == "launch_outside_step") outside = n;
+  }
+  EXPECT_EQ(no_launch, 1u);
+  EXPECT_EQ(outside, 1u);
+  EXPECT_EQ(c.api_calls_outside_step, 1u);
+  EXPECT_EQ(c.injector_dropped, 3u);
+  EXPECT_EQ(c.steps, 1u);
+  EXPECT_EQ(c.trees, 6u);  // 3 requests x 2 views
+  // The sampler range names request 1 only.
+  const Node* sampler = FindNode(r, r.trees[0].root, "sampler[request_ids:1]");
+  ASSERT_NE(sampler, nullptr);
+  EXPECT_TRUE(r.InRequestSet(sampler->requests, "1"));
+  EXPECT_FALSE(r.InRequestSet(sampler->requests, "0"));
+}
+
+TEST(Merge, EveryHostNodeInsideItsParentAndDeviceAfterLaunch) {
+  MergeResult r = MergeOne(AppendixExampleDump());
+  std::function<void(uint32_t)> walk = [&](uint32_t i) {
+    const Node& p = r.node(i);
+    r.ForEachChild(i, [&](uint32_t c) {
+      const Node& n = r.node(c);
+      bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemset || n.layer == Layer::kMemcpy;
+      if (device) EXPECT_GE(n.start, p.start);
+      else { EXPECT_LE(p.start, n.start); EXPECT_LE(n.end, p.end); }
+      walk(c);
+    });
+  };
+  for (const Tree& t : r.trees) walk(t.root);
+}
+
+std::string Meta(int rank, const char* clock, long long rt, long long mono, int pid) {
+  return "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":" + std::to_string(pid) +
+         ",\"rank\":" + (rank < 0 ? std::string("null") : std::to_string(rank)) + ",\"clock\":\"" + clock +
+         "\",\"clock_sync\":{\"realtime_ns\":" + std::to_string(rt) + ",\"monotonic_ns\":" + std::to_string(mono) + "}}\n";
+}
+std::string Step(const char* name, long long s, long long e, int pid) {
+  return "{\"type\":\"NVTX_PUSH\",\"name\":\"" + std::string(name) + "\",\"timestamp\":" + std::to_string(s) +
+         ",\"process_id\":" + std::to_string(pid) + ",\"thread_id\":1}\n{\"type\":\"NVTX_POP\",\"timestamp\":" +
+         std::to_string(e) + ",\"process_id\":" + std::to_string(pid) + ",\"thread_id\":1}\n";
+}
+
+TEST(Merge, StepIndexIsPerRankAcrossFilesOnTheAlignedAxis) {
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(Meta(0, "realtime", 0, 0, 10) + Step("step_execute_model[request_ids:a]", 1000, 2000, 10) +
+                                Step("step_execute_model[request_ids:c]", 20000, 21000, 10), "a.jsonl"));
+  // monotonic_raw file: offset 10000 puts its step at 10500, between the two above.
+  files.push_back(FileFromLines(Meta(0, "monotonic_raw", 10000, 0, 11) + Step("step_execute_model[request_ids:b]", 500, 600, 11), "b.jsonl"));
+  files.push_back(FileFromLines(Meta(-1, "realtime", 0, 0, 12) + Step("execute_model", 5, 6, 12), "c.jsonl"));
+  auto r = Merge(std::move(files), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->summary.files[1].clock_offset_ns, 10000);
+  EXPECT_EQ(r->summary.files[1].clock_offset_method, "clock_sync_median");
+  std::map<std::string, uint32_t> index;
+  std::map<std::string, TimeNs> start;
+  for (const Tree& t : r->trees) {
+    if (t.view != View::kVertical) continue;
+    std::string q = r->request_sets[t.requests][0];
+    index[q] = t.step_index;
+    start[q] = r->node(t.root).start;
+  }
+  EXPECT_EQ(index["a"], 0u);
+  EXPECT_EQ(index["b"], 1u);
+  EXPECT_EQ(index["c"], 2u);
+  EXPECT_EQ(index["*"], 0u);  // the rank-less process counts its own steps
+  EXPECT_EQ(start["b"], 10500);
+  ASSERT_EQ(r->summary.ranks.size(), 2u);
+}
+
+TEST(Merge, ImplicitStepWhenFileHasNoStepRange) {
+  std::string d = Meta(2, "realtime", 0, 0, 5) + Step("aten::mm", 10, 50, 5) +
+                  "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":20,\"end\":30,\"correlation_id\":1,\"process_id\":5,\"thread_id\":1}\n"
+                  "{\"type\":\"RUNTIME\",\"name\":\"cudaMalloc\",\"start\":60,\"end\":70,\"correlation_id\":2,\"process_id\":5,\"thread_id\":9}\n"
+                  "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":40,\"gpu_end\":80,\"correlation_id\":1,\"device\":0,\"stream\":1}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 2u);
+  EXPECT_TRUE(r.trees[0].implicit_step);
+  EXPECT_EQ(r.Name(r.node(r.trees[0].root)), "<implicit step>");
+  EXPECT_EQ(r.request_sets[r.trees[0].requests], (std::vector<std::string>{"*"}));
+  EXPECT_EQ(r.node(r.trees[0].root).start, 10);
+  EXPECT_EQ(r.node(r.trees[0].root).end, 70);
+  EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"aten::mm", "cudaMalloc"}));
+  EXPECT_EQ(r.summary.total.implicit_steps, 1u);
+  EXPECT_EQ(r.summary.total.device_ops_linked_unique, 1u);
+  MergeOptions no_implicit;
+  no_implicit.implicit_steps = false;
+  EXPECT_TRUE(MergeOne(d, no_implicit).trees.empty());
+}
+
+TEST(Merge, NestedStepIsDemotedAndOtherThreadsAreAdopted) {
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"ProfilerStep#1\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n";
+  d += Step("execute_model", 20, 30, 1);
+  d += "{\"type\":\"NVTX_POP\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n";
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"autograd::engine\",\"timestamp\":40,\"process_id\":1,\"thread_id\":2}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":60,\"process_id\":1,\"thread_id\":2}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.summary.total.steps, 1u);
+  EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"execute_model", "autograd::engine"}));
+  EXPECT_EQ(r.node(r.node(r.trees[0].root).first_child).layer, Layer::kOther);
+  EXPECT_EQ(r.summary.total.adopted_ranges, 1u);
+}
+
+TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
+  std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
+  d += "{\"type\":\"RUNTIME\",\"name\":\"a\",\"start\":10,\"end\":20,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"b\",\"start\":30,\"end\":40,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":35,\"gpu_end\":50,\"correlation_id\":7,\"device\":0,\"stream\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"c\",\"start\":60,\"end\":70,\"correlation_id\":8,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"early\",\"gpu_start\":55,\"gpu_end\":58,\"correlation_id\":8,\"device\":0,\"stream\":1}\n";
+  MergeResult r = MergeOne(d);
+  EXPECT_EQ(r.summary.total.duplicate_correlations, 1u);
+  const Node* b = FindNode(r, r.trees[0].root, "b");
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(b->first_child, kNoNode);  // latest call starting before the kernel
+  EXPECT_EQ(r.Name(r.node(b->first_child)), "k");
+  EXPECT_EQ(r.summary.total.device_ops_unattributed, 1u);
+  EXPECT_EQ(r.summary.total.unattributed_reasons.at(0).first, "starts_before_launch");
+  MergeOptions strict;
+  strict.strict = true;
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(d));
+  EXPECT_FALSE(Merge(std::move(files), strict).ok());
+}
+
+}  // namespace
+}  // namespace truffld::merge
