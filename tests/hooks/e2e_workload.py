@@ -1,12 +1,14 @@
 """Workload for the end-to-end test (run with the hooks enabled by PYTHONPATH): a small
 randomly initialised transformer driven by the stand-in vLLM V1 Worker for a few steps, each
-scheduling a different request set. Prints the request sets it used as JSON."""
+scheduling a different request set and ending with a (stand-in) pynccl all-reduce. Prints the
+request sets it used as JSON."""
 
 import json
 import sys
 
 import torch
 
+from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
 from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
 from vllm.v1.worker.gpu_worker import Worker
 
@@ -35,10 +37,13 @@ def main():
     torch.manual_seed(0)
     model = TinyLM().eval()
 
+    comm = PyNcclCommunicator(world_size=2)
+
     def run(scheduler_output):
         batch = len(scheduler_output.num_scheduled_tokens)
         with torch.no_grad():
             model(torch.randint(0, 64, (batch, 8)))
+            comm.all_reduce(torch.ones(256))  # 1024 bytes of float32 ("tensor parallel")
 
     worker = Worker(model=run)
     steps = [["cmpl-a-0-0123abcd", "req_b-89abcdef"], ["cmpl-a-0-0123abcd"],

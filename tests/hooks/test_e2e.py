@@ -1,7 +1,8 @@
 """Integration test, end to end: the hooks + the real injector (NVTX_INJECTION64_PATH) + the real
 merge. A tiny transformer runs under the stand-in vLLM V1 worker; the injector's raw dump must
-hold the step/frontend/backend ranges, and truffld-merge must rebuild trees whose steps carry
-the request ids and whose frontend ranges carry call sites.
+hold the step/frontend/backend/comm ranges, and truffld-merge must rebuild trees whose steps
+carry the request ids, whose frontend ranges carry call sites, and whose horizontal view holds
+the collective under its family with bytes and world size in the name.
 
 Needs TRUFFLD_INJECTOR (libcupti_injector.so) and TRUFFLD_MERGE (truffld-merge) from the build;
 exits 77 (ctest SKIP) with a message naming what is missing when they are not built."""
@@ -57,6 +58,8 @@ def main():
         env = hookstest.hooks_env(os.path.join(hookstest.STANDINS, "vllm_v1_new"),
                                   NVTX_INJECTION64_PATH=injector, TRUFFLD_OUTPUT_DIR=dumps,
                                   CUDA_INJECTION64_PATH=None)
+        if os.environ.get("TRUFFLD_ASAN_PRELOAD"):  # sanitizer build: instrumented injector
+            env["LD_PRELOAD"] = os.environ["TRUFFLD_ASAN_PRELOAD"]
         proc = subprocess.run([hookstest.PYTHON, os.path.join(hookstest.HERE, "e2e_workload.py")],
                               env=env, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
@@ -94,8 +97,16 @@ def main():
         backend = [n for t in trees for n in walk(t["root"]) if n.get("layer") == "backend_op"]
         if not backend:
             fail("no backend_op node in trees.jsonl")
-        print("merge: %d trees, %d frontend nodes (%d with call site), %d backend nodes"
-              % (len(trees), len(frontend), len(with_site), len(backend)))
+        comm = [n for t in trees if t.get("view") == "horizontal" for n in walk(t["root"])
+                if n.get("layer") == "comm"]
+        expected_comm = "nccl:all_reduce, bytes=1024, world_size=2, impl=pynccl"
+        if not comm or any(n["name"] != expected_comm or n["family"] != "nccl:all_reduce"
+                           for n in comm):
+            fail("horizontal view: expected comm nodes %r (family nccl:all_reduce), got %r"
+                 % (expected_comm, [(n["name"], n["family"]) for n in comm][:5]))
+        print("merge: %d trees, %d frontend nodes (%d with call site), %d backend nodes, "
+              "%d comm nodes" % (len(trees), len(frontend), len(with_site), len(backend),
+                                 len(comm)))
     print("PASS")
 
 

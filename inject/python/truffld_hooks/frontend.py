@@ -142,6 +142,8 @@ class ModuleForwardHooks(object):
         return None
 
     def post(self, module, args, output):
+        if patching.is_compiling():
+            return None  # nothing was pushed while tracing; keep dynamo away from thread-locals
         stack = getattr(self._tls, "stack", None)
         if not stack:
             return None
