@@ -92,6 +92,7 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
     else w->push_back(std::string("TRUFFLD_FILE_MODE='") + m + "' is not an octal mode; using 0640");
   }
   c.verbose = BoolVar(env, "TRUFFLD_VERBOSE", false, w);
+  c.use_counter = BoolVar(env, "TRUFFLD_TSC", true, w);
   if (c.thread_buffer_kb * 1024 > c.max_buffer_mb * 1024 * 1024 / 2) {
     c.thread_buffer_kb = c.max_buffer_mb * 1024 / 2;
     w->push_back("TRUFFLD_THREAD_BUFFER_KB exceeds half of TRUFFLD_MAX_BUFFER_MB; using " +
@@ -115,7 +116,8 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"clock_sync_s", std::to_string(clock_sync_s)},
           {"cupti", cupti ? "1" : "0"},
           {"cupti_api", api},
-          {"file_mode", mode}};
+          {"file_mode", mode},
+          {"tsc", use_counter ? "1" : "0"}};
 }
 
 RankInfo DetectRank(const EnvLookup& env) {

@@ -38,6 +38,7 @@ struct Config {
   std::string cupti_library;              // TRUFFLD_CUPTI_LIBRARY (empty = search)
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1
+  bool use_counter = true;                // TRUFFLD_TSC=1|0: hardware counter timestamps
 
   // (name, value) pairs for META.config.
   std::vector<std::pair<std::string, std::string>> Describe() const;

@@ -106,7 +106,7 @@ void RuntimeArgs(CUpti_CallbackId cbid, const void* params, Record& r) {
 void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   ThreadState& t = t_thread;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    *cb->correlationData = static_cast<uint64_t>(g_tracer->Now());
+    *cb->correlationData = ReadTicks();
     if (t.corr_depth < 8) t.corr_stack[t.corr_depth] = cb->correlationId;
     ++t.corr_depth;
     const bool flush_point =
@@ -118,7 +118,7 @@ void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_Callb
     }
     return;
   }
-  const int64_t end = g_tracer->Now();
+  const int64_t end = static_cast<int64_t>(ReadTicks());
   if (t.corr_depth > 0) --t.corr_depth;
   Record r;
   std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
@@ -147,7 +147,7 @@ void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
   Record r;
   std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
   r.kind = RecordKind::kGraphNode;
-  r.t0 = g_tracer->Now();
+  r.t0 = static_cast<int64_t>(ReadTicks());
   const ThreadState& t = t_thread;
   r.id = t.corr_depth > 0 ? t.corr_stack[0] : 0;  // the outermost (user-visible) API call
   r.a = gid;

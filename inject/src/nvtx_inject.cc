@@ -42,7 +42,7 @@ inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t 
   r.flags = 0;
   r.aux8 = 0;
   r.payload_kind = PayloadKind::kNone;
-  r.t0 = g_tracer->Now();
+  r.t0 = static_cast<int64_t>(ReadTicks());
   r.t1 = 0;
   r.id = id;
   r.a = r.b = r.c = 0;

@@ -8,11 +8,35 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace truffld::inject {
 
 thread_local ThreadState t_thread;
+bool g_use_counter = false;
+clockid_t g_tick_fallback_clock = CLOCK_MONOTONIC_RAW;
+
+bool CounterIsInvariant() {
+#if defined(__x86_64__) || defined(__i386__)
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return false;
+  char line[4096];
+  bool constant = false, nonstop = false;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "flags", 5) != 0) continue;
+    constant = std::strstr(line, " constant_tsc") != nullptr;
+    nonstop = std::strstr(line, " nonstop_tsc") != nullptr;
+    break;
+  }
+  std::fclose(f);
+  return constant && nonstop;
+#elif defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
 
 namespace {
 size_t RingSlots(const Config& c) { return static_cast<size_t>(c.thread_buffer_kb) * 1024 / kSlotBytes; }
@@ -40,6 +64,10 @@ Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host
       registry_(RingSlots(config_), MaxRings(config_)),
       pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)) {
   pthread_key_create(&thread_key_, &Tracer::ReleaseThreadRing);
+  g_tick_fallback_clock = clock_id_;
+  g_use_counter = config_.use_counter && CounterIsInvariant();
+  tick_clock_.set_identity(!g_use_counter);
+  tick_clock_.Anchor(ReadTicks(), Now());
 }
 
 void Tracer::Log(const std::string& msg) {

@@ -31,6 +31,7 @@
 #include "gpu_activity.h"
 #include "nvtx_registry.h"
 #include "ring_registry.h"
+#include "tick_clock.h"
 
 namespace truffld::inject {
 
@@ -69,7 +70,8 @@ class Tracer {
   // Starts the writer thread. Thread-safety: call once, from the initialising thread.
   void Start();
 
-  // Current time in ns on the tracer clock. Thread-safe, async-signal-safe.
+  // Current time in ns on the tracer clock (not the hot path: producers store ReadTicks()).
+  // Thread-safe, async-signal-safe.
   int64_t Now() const noexcept {
     timespec ts;
     clock_gettime(clock_id_, &ts);
@@ -157,6 +159,7 @@ class Tracer {
   std::atomic<uint64_t> names_truncated_{0};
   uint64_t written_[kNumRecordKinds] = {};  // writer thread only
   int64_t last_clock_ns_ = 0;               // writer thread only
+  TickClock tick_clock_;                    // writer thread only (anchored in Start)
 };
 
 }  // namespace truffld::inject

@@ -3,6 +3,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include "tracer.h"
 
 namespace truffld::inject {
@@ -48,10 +51,15 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
       out.clear();
     }
   };
+  tick_clock_.Anchor(ReadTicks(), Now());
   registry_.ForEach([&](RecordRing& ring) {
     ring.Drain(
         [&](const Record& r, std::string_view data) {
-          FormatRecord(r, data, pid_, nvtx_, out);
+          Record c;  // header only: the copied bytes are passed separately as `data`
+          std::memcpy(static_cast<void*>(&c), &r, offsetof(Record, inline_bytes));
+          c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
+          c.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
+          FormatRecord(c, data, pid_, nvtx_, out);
           ++written_[static_cast<int>(r.kind)];
           spill();
         },
