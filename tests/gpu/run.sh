@@ -17,13 +17,13 @@ OUTDIR=${TRUFFLD_GPU_OUT:-${OUT:-$BUILD/out}}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PY=${PYTHON:-python3}
 RUNS=${TRUFFLD_GPU_RUNS:-5}
-mkdir -p "$BUILD" "$OUTDIR"
 status=0
 
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: no NVIDIA GPU visible (nvidia-smi -L failed); the GPU suite needs one"
   exit 0
 fi
+mkdir -p "$BUILD" "$OUTDIR"
 nvidia-smi -L
 
 # 1. The injector: through CMake when the project's dependencies are installed, otherwise a
