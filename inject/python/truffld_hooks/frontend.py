@@ -62,24 +62,30 @@ def load_table(path):
 def make_wrapper(original, qualified, domain_name):
     """Wrapper emitting one push/pop range named by ``qualified`` and the caller's site."""
     cache = {}
-    domain_box = []  # resolved on first call (the emitter may not exist at patch time)
+    state = [None, None]  # [emitter, domain], resolved on the first call (see nvtx.stable)
     getframe = sys._getframe
+    compiling = patching.is_compiling
 
     def wrapper(*args, **kwargs):
-        if patching.is_compiling():
+        if compiling():
             return original(*args, **kwargs)
         frame = getframe(1)
         key = (frame.f_code, frame.f_lineno)
         name = cache.get(key)
         if name is None:
             name = naming.frontend_name(qualified, frame.f_code.co_filename,
-                                        frame.f_lineno).encode("utf-8", "replace")
+                                        key[1]).encode("utf-8", "replace")
             if len(cache) < _CACHE_LIMIT:
                 cache[key] = name
-        emitter = nvtx.get()
-        if not domain_box:
-            domain_box.append(emitter.domain(domain_name))
-        emitter.push(name, domain_box[0])
+        emitter = state[0]
+        if emitter is None:
+            emitter = nvtx.get()
+            if nvtx.stable(emitter):
+                state[0], state[1] = emitter, emitter.domain(domain_name)
+            domain = emitter.domain(domain_name)
+        else:
+            domain = state[1]
+        emitter.push(name, domain)
         try:
             return original(*args, **kwargs)
         finally:

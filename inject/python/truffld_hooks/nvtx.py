@@ -214,6 +214,11 @@ def get(explicit_path=""):
     return _create_or_upgrade(explicit_path or _default_path)
 
 
+def stable(emitter):
+    """True when ``emitter`` will stay the process's emitter (callers may then cache it)."""
+    return emitter is _emitter and (emitter.kind != "null" or emitter.upgraded)
+
+
 def _create_or_upgrade(path):
     global _emitter
     with _lock:

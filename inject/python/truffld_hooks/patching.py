@@ -120,8 +120,6 @@ def resolve_compiling_probe(torch):
 
 
 def is_compiling():
-    """True while torch.compile / dynamo traces (wrappers then call the original directly)."""
-    try:
-        return _probe()
-    except Exception:
-        return False
+    """True while torch.compile / dynamo traces (wrappers then call the original directly).
+    The probes never raise (torch's is_compiling reads a flag), so no try/except here."""
+    return _probe()
