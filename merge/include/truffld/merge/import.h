@@ -45,4 +45,9 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
 // kept as given. Fails naming the first path that does not exist.
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
 
+// Imports every path on up to `threads` threads (one file per thread); results in input order.
+// A failed file is a non-ok entry: the caller decides whether to skip it or stop.
+std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
+                                         int threads);
+
 }  // namespace truffld::merge

@@ -33,7 +33,7 @@ namespace truffld::merge {
 struct MergeOptions {
   Rules rules = Rules::Defaults();  // classifier + request regex (Rules::SetRequestRegex)
   bool strict = false;              // any counted problem in the merge itself becomes an error
-  int threads = 2;                  // used by ImportAll (merging itself is single-threaded)
+  int threads = 2;                  // files are built in parallel, one per thread
   bool implicit_steps = true;       // a file (process) with no step range gets one spanning it
 };
 
@@ -152,9 +152,5 @@ struct MergeResult {
 // Merges imported files. Fails only on an internal error, or (strict) on a counted problem.
 Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& options);
 
-// Imports every path (in parallel on up to options.threads threads) in input order.
-// Unreadable files are counted by the caller via the returned per-path statuses.
-std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
-                                          int threads);
 
 }  // namespace truffld::merge

@@ -1,0 +1,97 @@
+// Format sniffing and the raw JSONL file importer on real files (temporary directory).
+#include "truffld/merge/import.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace truffld::merge {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ImportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("truffld_import_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& body) {
+    std::ofstream(dir_ / name, std::ios::binary) << body;
+    return (dir_ / name).string();
+  }
+  fs::path dir_;
+};
+
+TEST(Sniff, ByContent) {
+  EXPECT_EQ(SniffFormatFromPrefix(std::string("SQLite format 3\0xyz", 19)), InputFormat::kNsys);
+  EXPECT_EQ(SniffFormatFromPrefix("{\"schemaVersion\":1,\"traceEvents\":[]}"), InputFormat::kKineto);
+  EXPECT_EQ(SniffFormatFromPrefix("{\n  \"schemaVersion\": 1,\n"), InputFormat::kKineto);
+  EXPECT_EQ(SniffFormatFromPrefix("{\"type\":\"META\",\"host\":\"h\"}\n{\"type\":\"KERNEL\"}"), InputFormat::kRawJsonl);
+  EXPECT_EQ(SniffFormatFromPrefix(""), InputFormat::kRawJsonl);
+  EXPECT_EQ(SniffFormatFromPrefix("garbage"), InputFormat::kRawJsonl);
+}
+
+TEST_F(ImportTest, TruncatedLastLineMissingMetaAndEmpty) {
+  std::string p = Write("t.jsonl",
+                        "{\"type\":\"NVTX_PUSH\",\"name\":\"a\",\"timestamp\":1,\"process_id\":4,\"thread_id\":1}\n"
+                        "{\"type\":\"NVTX_POP\",\"timest");
+  auto f = ImportFile(p, {});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->events.size(), 1u);
+  EXPECT_EQ(f->stats.Get("truncated_last_line"), 1u);
+  EXPECT_EQ(f->stats.Get("malformed_json"), 1u);
+  EXPECT_EQ(f->stats.Get("missing_meta"), 1u);
+  EXPECT_EQ(f->meta.process_id, 4);
+  ImportOptions strict;
+  strict.strict = true;
+  auto s = ImportFile(p, strict);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("t.jsonl:2"), std::string::npos) << s.status().ToString();
+
+  auto e = ImportFile(Write("empty.jsonl", ""), {});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->stats.Get("empty_file"), 1u);
+  EXPECT_TRUE(e->events.empty());
+}
+
+TEST_F(ImportTest, UnreadableAndMissingFilesFailWithPath) {
+  auto missing = ImportFile((dir_ / "nope.jsonl").string(), {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nope.jsonl"), std::string::npos);
+  if (geteuid() != 0) {  // root reads anything
+    std::string p = Write("locked.jsonl", "{}\n");
+    fs::permissions(p, fs::perms::none);
+    EXPECT_FALSE(ImportFile(p, {}).ok());
+  }
+}
+
+TEST_F(ImportTest, ExpandInputsWalksDirectoriesSortedAndFiltersNames) {
+  Write("b.jsonl", "");
+  Write("a.jsonl", "");
+  Write("README.md", "");
+  fs::create_directories(dir_ / "sub");
+  Write("sub/c.json.gz", "");
+  auto got = ExpandInputs({dir_.string()});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ(fs::path((*got)[0]).filename(), "a.jsonl");
+  EXPECT_EQ(fs::path((*got)[2]).filename(), "c.json.gz");
+  EXPECT_FALSE(ExpandInputs({(dir_ / "missing").string()}).ok());
+}
+
+TEST_F(ImportTest, ImportAllKeepsOrderAndReportsFailures) {
+  std::string a = Write("a.jsonl", "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":1,\"rank\":0,\"clock\":\"realtime\",\"clock_sync\":{\"realtime_ns\":1,\"monotonic_ns\":1}}\n");
+  auto all = ImportAll({a, (dir_ / "gone.jsonl").string(), a}, false, 2);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_TRUE(all[0].ok());
+  EXPECT_FALSE(all[1].ok());
+  EXPECT_TRUE(all[2].ok());
+  EXPECT_TRUE(all[0]->meta.has_meta);
+}
+
+}  // namespace
+}  // namespace truffld::merge

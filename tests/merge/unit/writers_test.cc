@@ -1,0 +1,163 @@
+// Output writers: trees.jsonl lines per request, trace.json track discipline, summary.json,
+// and JSON escaping of hostile names.
+#include "truffld/merge/writers.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "appendix_example.h"
+#include "merge_test_util.h"
+
+namespace truffld::merge {
+namespace {
+
+using nlohmann::json;
+
+MergeResult MergeText(const std::string& dump) {
+  std::vector<TraceFile> files;
+  files.push_back(testing::FileFromLines(dump, "appendix.jsonl"));
+  auto r = Merge(std::move(files), {});
+  EXPECT_TRUE(r.ok());
+  return std::move(r).value();
+}
+
+std::vector<json> Lines(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+const json* Find(const json& n, const std::string& name) {
+  if (n["name"] == name) return &n;
+  if (n.contains("children"))
+    for (const json& c : n["children"])
+      if (const json* f = Find(c, name)) return f;
+  return nullptr;
+}
+
+TEST(TreesJsonl, OneLinePerRequestAndViewWithSchemaFields) {
+  MergeResult r = MergeText(testing::AppendixExampleDump());
+  JsonOut out;
+  EXPECT_EQ(WriteTreesJsonl(r, &out), 6u);
+  auto lines = Lines(out.text());
+  ASSERT_EQ(lines.size(), 6u);
+  std::map<std::pair<std::string, std::string>, json> by;
+  for (const json& t : lines) {
+    EXPECT_EQ(t["schema"], "truffld.trees/1");
+    EXPECT_EQ(t["rank"], 0);
+    EXPECT_EQ(t["step_index"], 0);
+    EXPECT_EQ(t["requests"], json::array({"0", "1", "2"}));
+    by[{t["request"].get<std::string>(), t["view"].get<std::string>()}] = t;
+  }
+  const json& v1 = by[{"1", "vertical"}];
+  const json& v0 = by[{"0", "vertical"}];
+  ASSERT_TRUE(v1.contains("root"));
+  EXPECT_NE(Find(v1["root"], "sampler[request_ids:1]"), nullptr);
+  EXPECT_EQ(Find(v0["root"], "sampler[request_ids:1]"), nullptr);  // request subset excludes 0
+  const json* mm = Find(v0["root"], "aten::mm, seq = 0, op_id = 5");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ((*mm)["layer"], "backend_op");
+  EXPECT_EQ((*mm)["family"], "aten::mm");
+  const json& call = (*mm)["children"][0];
+  EXPECT_EQ(call["layer"], "runtime_call");
+  EXPECT_EQ(call["correlation_id"], 12);
+  const json& k = call["children"][0];
+  EXPECT_EQ(k["layer"], "kernel");
+  EXPECT_EQ(k["family"], "gemm");
+  EXPECT_EQ(k["stream"], 7);
+  EXPECT_EQ(k["device"], 0);
+  const json& h = by[{"2", "horizontal"}];
+  ASSERT_EQ(h["root"]["children"].size(), 1u);
+  EXPECT_EQ(h["root"]["children"][0]["anchor"]["layer"], "step");
+}
+
+TEST(JsonOut, EscapesControlAndInvalidUtf8) {
+  std::string s;
+  AppendJsonString(&s, std::string("a\"b\\c\n\x01\xff\xC3\xA9", 10));
+  EXPECT_EQ(s, "\"a\\\"b\\\\c\\n\\u0001\\ufffd\xC3\xA9\"");
+  EXPECT_TRUE(json::accept(s));
+  JsonOut o;
+  o.Micros(1234567);
+  o.Char(' ');
+  o.Micros(-5);
+  EXPECT_EQ(o.text(), "1234.567 -0.005");
+}
+
+TEST(TreesJsonl, HostileNamesStayValidJson) {
+  std::string name = "bad\\u0000 \xff\xfe \x7f tab\t";
+  std::string d = "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:x\xff]\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":2,\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":3,\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":4,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeText(d);
+  JsonOut out;
+  ASSERT_EQ(WriteTreesJsonl(r, &out), 2u);
+  for (const json& t : Lines(out.text())) EXPECT_EQ(t["request"], "x\xEF\xBF\xBD");
+  JsonOut trace;
+  WriteChromeTrace(r, &trace);
+  EXPECT_TRUE(json::accept(trace.text()));
+}
+
+TEST(ChromeTrace, NoPartialOverlapOnATrackAndFlowsPerLaunch) {
+  // Two start/end ranges that cross on one thread cannot nest: one moves to an overflow track.
+  std::string d = testing::AppendixExampleDump();
+  d += "{\"type\":\"NVTX_START\",\"id\":1,\"name\":\"x\",\"timestamp\":1100,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_START\",\"id\":2,\"name\":\"y\",\"timestamp\":1150,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_END\",\"id\":1,\"timestamp\":1250,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_END\",\"id\":2,\"timestamp\":1350,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeText(d);
+  JsonOut out;
+  TraceStats st = WriteChromeTrace(r, &out);
+  json t = json::parse(out.text());
+  EXPECT_GE(st.moved_to_overflow_track, 1u);
+  EXPECT_EQ(st.flows, 4u);  // four linked device ops
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> tracks;
+  int s = 0, f = 0;
+  for (const json& e : t["traceEvents"]) {
+    if (e["ph"] == "X") tracks[{e["pid"], e["tid"]}].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    s += e["ph"] == "s";
+    f += e["ph"] == "f";
+  }
+  EXPECT_EQ(s, 4);
+  EXPECT_EQ(f, 4);
+  for (auto& [k, v] : tracks) {
+    for (size_t i = 0; i < v.size(); ++i)
+      for (size_t j = 0; j < v.size(); ++j) {
+        if (i == j) continue;
+        auto [a0, a1] = v[i];
+        auto [b0, b1] = v[j];
+        bool crossing = a0 < b0 && b0 < a1 && a1 < b1;
+        EXPECT_FALSE(crossing) << "track " << k.first << "/" << k.second;
+      }
+  }
+}
+
+TEST(Summary, CarriesCountersPerFileAndTotal) {
+  MergeResult r = MergeText(testing::AppendixExampleDump());
+  RunInfo run;
+  run.inputs = {"appendix.jsonl"};
+  run.failed_inputs = {{"gone.jsonl", "not found"}};
+  JsonOut out;
+  WriteSummaryJson(r, run, &out);
+  json s = json::parse(out.text());
+  EXPECT_EQ(s["schema"], "truffld.summary/1");
+  EXPECT_EQ(s["total"]["kernels_read"], 5);
+  EXPECT_EQ(s["total"]["device_ops_unattributed"], 2);
+  EXPECT_EQ(s["total"]["injector_dropped"], 3);
+  EXPECT_EQ(s["files"][0]["rank"], 0);
+  EXPECT_EQ(s["files"][0]["clock_offset_method"], "native_realtime");
+  EXPECT_EQ(s["files"][0]["injector_stats"]["records_written"], 40);
+  EXPECT_EQ(s["failed_inputs"][0]["path"], "gone.jsonl");
+  EXPECT_EQ(s["ranks"][0]["steps"], 1);
+  std::string text = FormatTextSummary(r, run);
+  EXPECT_NE(text.find("no_launch_api 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("not merged: not found"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace truffld::merge
