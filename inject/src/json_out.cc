@@ -62,7 +62,13 @@ JsonLine& JsonLine::Double(const char* key, double v) { Key(key); AppendNumber(o
 
 JsonLine& JsonLine::Triple(const char* key, int64_t x, int64_t y, int64_t z) {
   Key(key);
-  out_ += '[' + std::to_string(x) + ',' + std::to_string(y) + ',' + std::to_string(z) + ']';
+  out_.push_back('[');
+  AppendInt(out_, x);
+  out_.push_back(',');
+  AppendInt(out_, y);
+  out_.push_back(',');
+  AppendInt(out_, z);
+  out_.push_back(']');
   return *this;
 }
 

@@ -6,6 +6,7 @@
 // Thread-safety: none needed; one instance per formatting call on one thread.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,13 +16,21 @@ namespace truffld::inject {
 // Appends `s` as a JSON string literal (with quotes) to `out`.
 void AppendJsonString(std::string& out, std::string_view s);
 
+// Appends the decimal form of an integer without allocating.
+template <class T>
+inline void AppendInt(std::string& out, T v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
 class JsonLine {
  public:
   explicit JsonLine(std::string& out) : out_(out) { out_.push_back('{'); }
 
   JsonLine& Str(const char* key, std::string_view v) { Key(key); AppendJsonString(out_, v); return *this; }
-  JsonLine& Int(const char* key, int64_t v) { Key(key); out_ += std::to_string(v); return *this; }
-  JsonLine& UInt(const char* key, uint64_t v) { Key(key); out_ += std::to_string(v); return *this; }
+  JsonLine& Int(const char* key, int64_t v) { Key(key); AppendInt(out_, v); return *this; }
+  JsonLine& UInt(const char* key, uint64_t v) { Key(key); AppendInt(out_, v); return *this; }
   JsonLine& Double(const char* key, double v);
   JsonLine& Null(const char* key) { Key(key); out_ += "null"; return *this; }
   JsonLine& Bool(const char* key, bool v) { Key(key); out_ += v ? "true" : "false"; return *this; }
@@ -48,8 +57,8 @@ class JsonObject {
  public:
   JsonObject() { s_.push_back('{'); }
   JsonObject& Str(std::string_view key, std::string_view v) { Key(key); AppendJsonString(s_, v); return *this; }
-  JsonObject& Int(std::string_view key, int64_t v) { Key(key); s_ += std::to_string(v); return *this; }
-  JsonObject& UInt(std::string_view key, uint64_t v) { Key(key); s_ += std::to_string(v); return *this; }
+  JsonObject& Int(std::string_view key, int64_t v) { Key(key); AppendInt(s_, v); return *this; }
+  JsonObject& UInt(std::string_view key, uint64_t v) { Key(key); AppendInt(s_, v); return *this; }
   JsonObject& Double(std::string_view key, double v);
   JsonObject& Raw(std::string_view key, std::string_view json) { Key(key); s_ += json; return *this; }
   bool empty() const { return s_.size() == 1; }

@@ -133,7 +133,9 @@ void Tracer::RequestFlush() noexcept {
 bool Tracer::FlushAndWait(bool final_stats, int timeout_ms) noexcept {
   if (!writer_running_.load(std::memory_order_acquire) || wake_fd_ < 0) return false;
   if (finished_.load(std::memory_order_acquire)) return true;
-  if (t_thread.is_tracer_thread) return false;  // would wait for ourselves
+  // Never wait for ourselves. (No thread_local access here: this runs in signal handlers,
+  // where a first touch of a dlopen'ed library's TLS could allocate.)
+  if (pthread_equal(pthread_self(), writer_id_.load(std::memory_order_acquire))) return false;
   if (final_stats) final_requested_.store(true, std::memory_order_release);
   const uint64_t seq = flush_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
   const uint64_t one = 1;

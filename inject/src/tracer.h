@@ -143,6 +143,7 @@ class Tracer {
   pthread_key_t thread_key_{};
   std::unique_ptr<std::thread> writer_;  // leaked (not joined) in a fork child
   std::atomic<bool> writer_running_{false};
+  std::atomic<pthread_t> writer_id_{};      // compared with pthread_self(): signal-safe
   int wake_fd_ = -1;                       // eventfd the writer polls
   std::atomic<uint64_t> flush_requested_{0};
   std::atomic<uint64_t> flush_done_{0};

@@ -122,6 +122,7 @@ void Tracer::WriteStats(std::string& out) {
 
 void Tracer::WriterMain() {
   t_thread.is_tracer_thread = true;
+  writer_id_.store(pthread_self(), std::memory_order_release);
   std::string out, scratch;
   out.reserve(kWriteChunk + 4096);
   bool opened = false;
