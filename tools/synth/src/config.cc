@@ -102,7 +102,9 @@ Status ApplyPreset(std::string_view name, SynthConfig* cfg) {
   if (name == "demo") {  // README: 4 ranks on 2 hosts (TP2 x 2 replicas), ~40 steps, a few clear faults
     cfg->ranks = 4;
     cfg->hosts = 2;
+    cfg->layers = 8;
     cfg->steps = 40;
+    cfg->max_num_seqs = 6;  // merge writes one tree per request: keep the demo's output small
     cfg->fault_classes = AllFaultClasses();
     cfg->intensities = {2.5, 4.0};
     cfg->abnormal_fraction = 0.25;
@@ -115,8 +117,9 @@ Status ApplyPreset(std::string_view name, SynthConfig* cfg) {
   } else if (name == "suite") {  // evaluation scenarios: enough steps for GMMs and splits
     cfg->ranks = 4;
     cfg->hosts = 2;
-    cfg->layers = 8;
-    cfg->steps = 160;
+    cfg->layers = 4;
+    cfg->steps = 120;
+    cfg->max_num_seqs = 8;
     cfg->fault_classes = AllFaultClasses();
   } else if (name == "bench") {  // throughput runs: pair with --events
     cfg->ranks = 8;
@@ -129,9 +132,10 @@ Status ApplyPreset(std::string_view name, SynthConfig* cfg) {
 }
 
 std::string PresetHelp() {
-  return "  demo   4 ranks on 2 hosts (2 TP2 replicas), 36 layers, 40 steps, strong faults on ~25% of steps\n"
+  return "  demo   4 ranks on 2 hosts (2 TP2 replicas), 8 layers, 40 steps, <= 6 requests per step,\n"
+         "         strong faults on ~25% of steps\n"
          "  small  2 ranks, 4 layers, 24 steps, all fault classes (what the tests use)\n"
-         "  suite  4 ranks on 2 hosts, 8 layers, 160 steps, all fault classes (evaluation scenarios)\n"
+         "  suite  4 ranks on 2 hosts, 4 layers, 120 steps, <= 8 requests per step, all fault classes\n"
          "  bench  8 ranks on 2 hosts, 36 layers, size set by --events (throughput runs)\n";
 }
 

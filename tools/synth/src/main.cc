@@ -1,5 +1,6 @@
 // truffld-synth: command line front end of the fault-injected workload generator.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -57,7 +58,7 @@ std::string Num(double v) {
   return b;
 }
 
-std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds) {
+std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds, double cpu_seconds) {
   const RunReport& rep = sim.report();
   int64_t steps = 0, abnormal[2] = {0, 0}, either = 0;
   for (const auto& per_rank : sim.faults().truth()) {
@@ -90,8 +91,10 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
   for (int c = 0; c < kNumFaultClasses; ++c) {
     s += ", \"" + std::string(FaultClassName(static_cast<FaultClass>(c))) + "\": " + std::to_string(by_class[c]);
   }
-  s += "},\n  \"seconds\": " + Num(seconds) + ",\n  \"records_per_second\": " +
-       Num(seconds > 0 ? double(rep.records) / seconds : 0.0) + ",\n  \"hosts_clock\": [";
+  s += "},\n  \"seconds\": " + Num(seconds) + ",\n  \"cpu_seconds\": " + Num(cpu_seconds) +
+       ",\n  \"records_per_second\": " + Num(seconds > 0 ? double(rep.records) / seconds : 0.0) +
+       ",\n  \"records_per_cpu_second\": " + Num(cpu_seconds > 0 ? double(rep.records) / cpu_seconds : 0.0) +
+       ",\n  \"hosts_clock\": [";
   for (size_t i = 0; i < rep.hosts.size(); ++i) {
     s += std::string(i ? ", " : "") + "{\"host\": \"" + rep.hosts[i].name + "\", \"offset_ns\": " +
          std::to_string(rep.hosts[i].offset_ns) + ", \"drift_ppm\": " + Num(rep.hosts[i].drift_ppm) + "}";
@@ -213,13 +216,15 @@ int main(int argc, char** argv) {
     return OpenFileSink((fs::path(dir) / name).string(), dump ? level : 0);
   };
   const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
   Simulator sim(cfg, factory);
   if (Status st = sim.Run(); !st.ok()) {
     std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
     return 1;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string summary = Summary(cfg, sim, secs);
+  const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  const std::string summary = Summary(cfg, sim, secs, cpu);
   auto sink = OpenFileSink((fs::path(dir) / "synth_summary.json").string(), 0);
   if (!sink.ok() || !(*sink)->Write(summary).ok() || !(*sink)->Close().ok()) {
     std::fprintf(stderr, "truffld-synth: cannot write %s/synth_summary.json\n", dir.c_str());
@@ -229,9 +234,10 @@ int main(int argc, char** argv) {
     const RunReport& rep = sim.report();
     int64_t steps = 0;
     for (const auto& r : rep.ranks) steps += r.steps;
-    std::printf("truffld-synth: %zu ranks, %lld rank-steps, %llu records (%.1f MB) in %.2f s (%.2f M records/s)\n",
+    std::printf("truffld-synth: %zu ranks, %lld rank-steps, %llu records (%.1f MB) in %.2f s wall, %.2f s CPU "
+                "(%.2f M records per CPU second)\n",
                 rep.ranks.size(), static_cast<long long>(steps), static_cast<unsigned long long>(rep.records),
-                static_cast<double>(rep.bytes) / 1e6, secs, secs > 0 ? double(rep.records) / secs / 1e6 : 0.0);
+                static_cast<double>(rep.bytes) / 1e6, secs, cpu, cpu > 0 ? double(rep.records) / cpu / 1e6 : 0.0);
     std::printf("  faults: %zu in ledger; see %s/synth_summary.json, ledger.jsonl, labels.jsonl\n",
                 sim.faults().ledger().size(), dir.c_str());
   }
