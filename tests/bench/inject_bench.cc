@@ -71,9 +71,10 @@ int main(int argc, char** argv) {
   void* dbl = dlopen(TRUFFLD_CUPTI_DOUBLE_PATH, RTLD_NOW | RTLD_GLOBAL);
   if (dbl) g_fire_api = reinterpret_cast<FireApi>(dlsym(dbl, "truffld_double_fire_api"));
   if (capture) {
-    if (!mkdtemp(dir)) return 1;
+    const char* given = getenv("TRUFFLD_OUTPUT_DIR");
+    if (!given && !mkdtemp(dir)) return 1;
     setenv("NVTX_INJECTION64_PATH", TRUFFLD_INJECTOR_PATH, 1);
-    setenv("TRUFFLD_OUTPUT_DIR", dir, 1);
+    setenv("TRUFFLD_OUTPUT_DIR", given ? given : dir, 0);
     setenv("TRUFFLD_THREAD_BUFFER_KB", "65536", 0);
     setenv("TRUFFLD_MAX_BUFFER_MB", "2048", 0);
     setenv("TRUFFLD_FLUSH_MS", "5", 0);
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
     void* inj = dlopen(TRUFFLD_INJECTOR_PATH, RTLD_NOW | RTLD_LOCAL);
     auto init = inj ? reinterpret_cast<int (*)()>(dlsym(inj, "InitializeInjection")) : nullptr;
     if (init) init();  // subscribes the injector's CUPTI callback inside the double
-    std::fprintf(stderr, "capture on: dump in %s\n", dir);
+    std::fprintf(stderr, "capture on: dump in %s\n", getenv("TRUFFLD_OUTPUT_DIR"));
   }
   nvtxMarkA("bench start");  // attaches the NVTX tool (or not) before timing
   int n = static_cast<int>(args.size());
