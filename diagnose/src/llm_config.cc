@@ -2,6 +2,8 @@
 #include "truffld/diagnose/llm_config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -23,6 +25,29 @@ const char* LlmModeName(LlmMode mode) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// Reads an optional integer variable into `out`; a malformed or out-of-range value leaves `out`
+// alone and records the first problem in `error`.
+template <typename T>
+void ReadEnvInt(const char* name, int64_t min, int64_t max, T* out, std::string* error) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return;
+  char* end = nullptr;
+  errno = 0;
+  const long long parsed = std::strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || parsed < min || parsed > max) {
+    if (error->empty()) {
+      *error = std::string(name) + ": expected an integer in [" + std::to_string(min) + ", " +
+               std::to_string(max) + "], got '" + v + "'";
+    }
+    return;
+  }
+  *out = static_cast<T>(parsed);
+}
+
+}  // namespace
+
 StageTwoConfig StageTwoConfig::FromEnvironment() {
   StageTwoConfig c;
   for (const char* name : {"TRUFFLD_LLM_API_KEY", "OPENAI_API_KEY"}) {
@@ -32,6 +57,11 @@ StageTwoConfig StageTwoConfig::FromEnvironment() {
       break;
     }
   }
+  ReadEnvInt("TRUFFLD_LLM_TIMEOUT_MS", 1, 3'600'000, &c.timeout_ms, &c.env_error);
+  ReadEnvInt("TRUFFLD_LLM_MAX_RETRIES", 0, 100, &c.max_retries, &c.env_error);
+  ReadEnvInt("TRUFFLD_LLM_CONCURRENCY", 1, 256, &c.max_concurrency, &c.env_error);
+  ReadEnvInt("TRUFFLD_LLM_SEED", INT64_MIN, INT64_MAX, &c.seed, &c.env_error);
+  ReadEnvInt("TRUFFLD_LLM_MAX_TOKENS", 1, 1'000'000, &c.max_tokens, &c.env_error);
   return c;
 }
 
@@ -40,6 +70,7 @@ bool StageTwoConfig::UsesLlm() const noexcept {
 }
 
 Status StageTwoConfig::Validate() const {
+  if (!env_error.empty()) return InvalidArgument(env_error);
   if (mode == LlmMode::kOn && url.empty()) {
     return InvalidArgument("--llm on needs an endpoint: pass --llm-url (e.g. http://127.0.0.1:8000)");
   }

@@ -35,7 +35,8 @@ nlohmann::json StageTwoStats::ToJson() const {
           {"fallbacks", fallbacks},
           {"errors", errors},
           {"invalid_answers", invalid_answers},
-          {"dropped_names", dropped_names}};
+          {"dropped_names", dropped_names},
+          {"backoff_ms", backoff_ms}};
 }
 
 struct StageTwo::Impl {
@@ -44,7 +45,7 @@ struct StageTwo::Impl {
   Status config_status;
   std::string chat_url;
   std::optional<AnswerCache> cache;
-  std::atomic<bool> json_object_only{false};  // server rejected json_schema once: stop trying
+  std::atomic<bool> json_object_only{false};  // json_schema rejected, json_object worked: stay
   std::mutex decide_mu;                       // one batch at a time
   mutable std::mutex stats_mu;
   StageTwoStats stats;
@@ -88,6 +89,7 @@ struct StageTwo::Impl {
     HttpRequest request{chat_url, DumpBody(BuildRequestBody(params, prompt, rejected)),
                         config.api_key, config.timeout_ms};
     std::string last_error;
+    bool downgraded = false;
     for (int attempt = 0;; ++attempt) {
       Count([&](StageTwoStats& s) { ++s.requests; if (attempt > 0) ++s.retries; });
       Result<HttpReply> reply = transport->Post(request);
@@ -97,6 +99,8 @@ struct StageTwo::Impl {
       } else if (reply->status >= 200 && reply->status < 300) {
         Result<ChatReply> chat = ParseChatCompletion(reply->body);
         if (chat.ok()) {
+          // Stay in json_object mode only once it is known to work (a 400 can have other causes).
+          if (downgraded) json_object_only.store(true);
           Count([&](StageTwoStats& s) {
             s.prompt_tokens += chat->prompt_tokens;
             s.completion_tokens += chat->completion_tokens;
@@ -109,7 +113,7 @@ struct StageTwo::Impl {
                  params.format == ResponseFormat::kJsonSchema) {
         // Most likely "response_format json_schema not supported": retry as json_object. This
         // switch is not a failure and does not use up a retry.
-        json_object_only.store(true);
+        downgraded = true;
         params.format = ResponseFormat::kJsonObject;
         request.body = DumpBody(BuildRequestBody(params, prompt, rejected));
         Count([](StageTwoStats& s) { ++s.errors; });
@@ -129,14 +133,16 @@ struct StageTwo::Impl {
         return Unavailable(last_error + " (after " + std::to_string(attempt + 1) + " attempt" +
                            (attempt == 0 ? "" : "s") + ")");
       }
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(BackoffDelayMs(config, attempt, retry_after)));
+      const int64_t delay_ms = BackoffDelayMs(config, attempt, retry_after);
+      Count([&](StageTwoStats& s) { s.backoff_ms += delay_ms; });
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
   }
 
   StageTwoDecision DecideOne(const StepEvidence& step) {
-    if (!config.UsesLlm()) return Offline(step, "");
+    if (config.mode == LlmMode::kOff) return Offline(step, "");
     if (!config_status.ok()) return Fallback(step, config_status.message());
+    if (!config.UsesLlm()) return Offline(step, "");  // auto without an endpoint
     if (config.skip_without_candidates &&
         std::none_of(step.families.begin(), step.families.end(),
                      [](const FamilyEvidence& f) { return f.candidate; })) {

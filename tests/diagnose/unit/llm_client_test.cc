@@ -117,12 +117,16 @@ TEST(LlmClient, RetriesAfter429AndHonoursRetryAfter) {
     if (calls.fetch_add(1) == 0) return StubReply{429, R"({"error":"slow down"})", {{"Retry-After", "0"}}, false};
     return Ok(Answer(true, {"aten::mm"}));
   });
-  StageTwo two(ConfigFor(server));
+  StageTwoConfig c = ConfigFor(server);
+  c.initial_backoff_ms = 10'000;  // would be slept if Retry-After were ignored
+  c.max_backoff_ms = 10'000;
+  StageTwo two(c);
   StageTwoDecision d = two.Decide({AbnormalStep()})[0];
   EXPECT_EQ(d.source, DecisionSource::kLlm) << d.note;
   EXPECT_EQ(two.stats().requests, 2);
   EXPECT_EQ(two.stats().retries, 1);
   EXPECT_EQ(two.stats().errors, 1);
+  EXPECT_EQ(two.stats().backoff_ms, 0);  // the server's "Retry-After: 0" replaced 10 s
 }
 
 TEST(LlmClient, Persistent500FallsBackToThePolicyAfterRetries) {
@@ -137,6 +141,7 @@ TEST(LlmClient, Persistent500FallsBackToThePolicyAfterRetries) {
   EXPECT_EQ(d.faulty, offline.faulty);
   EXPECT_EQ(server.request_count(), 3u);
   EXPECT_EQ(two.stats().fallbacks, 1);
+  EXPECT_EQ(two.stats().backoff_ms, 1 + 2);  // exponential: 1 ms, then 2 ms
 }
 
 TEST(LlmClient, TimeoutFallsBack) {
@@ -338,6 +343,16 @@ TEST(LlmClient, ConnectionRefusedFallsBack) {
   EXPECT_EQ(d.source, DecisionSource::kLlmFallbackOffline);
   EXPECT_EQ(two.stats().requests, 2);
   EXPECT_NE(d.note.find("failed"), std::string::npos) << d.note;
+}
+
+TEST(LlmClient, ModeOnWithoutUrlFallsBackWithTheReason) {
+  StageTwoConfig c;
+  c.mode = LlmMode::kOn;
+  StageTwo two(c);
+  StageTwoDecision d = two.Decide({AbnormalStep()})[0];
+  EXPECT_EQ(d.source, DecisionSource::kLlmFallbackOffline);
+  EXPECT_NE(d.note.find("--llm-url"), std::string::npos) << d.note;
+  EXPECT_TRUE(d.abnormal);  // still the policy's answer
 }
 
 TEST(LlmClient, InvalidConfigurationFallsBackWithTheReason) {

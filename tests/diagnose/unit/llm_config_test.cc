@@ -28,6 +28,28 @@ TEST(LlmConfig, ApiKeyComesFromTruffldVariableFirstThenOpenAi) {
   EXPECT_EQ(StageTwoConfig::FromEnvironment().api_key, "");
 }
 
+TEST(LlmConfig, IntegerOverridesFromTheEnvironment) {
+  ::setenv("TRUFFLD_LLM_TIMEOUT_MS", "1500", 1);
+  ::setenv("TRUFFLD_LLM_CONCURRENCY", "8", 1);
+  ::setenv("TRUFFLD_LLM_SEED", "-3", 1);
+  StageTwoConfig c = StageTwoConfig::FromEnvironment();
+  EXPECT_EQ(c.timeout_ms, 1500);
+  EXPECT_EQ(c.max_concurrency, 8);
+  EXPECT_EQ(c.seed, -3);
+  EXPECT_TRUE(c.Validate().ok());
+  ::setenv("TRUFFLD_LLM_CONCURRENCY", "lots", 1);
+  c = StageTwoConfig::FromEnvironment();
+  EXPECT_EQ(c.max_concurrency, 4);  // default kept
+  Status st = c.Validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("TRUFFLD_LLM_CONCURRENCY"), std::string::npos) << st.message();
+  ::setenv("TRUFFLD_LLM_CONCURRENCY", "0", 1);
+  EXPECT_FALSE(StageTwoConfig::FromEnvironment().Validate().ok());
+  ::unsetenv("TRUFFLD_LLM_TIMEOUT_MS");
+  ::unsetenv("TRUFFLD_LLM_CONCURRENCY");
+  ::unsetenv("TRUFFLD_LLM_SEED");
+}
+
 TEST(LlmConfig, AutoUsesTheLlmOnlyWithAUrl) {
   StageTwoConfig c;
   EXPECT_FALSE(c.UsesLlm());

@@ -48,14 +48,18 @@ struct StageTwoConfig {
   int64_t seed = 42;                  // sent as "seed" (servers that honour it are reproducible)
   int max_tokens = 512;               // completion budget per answer
   bool skip_without_candidates = true;  // steps with no Stage I candidate are decided offline
+  std::string env_error;  // set by FromEnvironment for a malformed variable; Validate reports it
 
   // Defaults plus the API key from the environment (TRUFFLD_LLM_API_KEY wins over
-  // OPENAI_API_KEY). Reads getenv only; thread-safe as long as nobody calls setenv concurrently.
+  // OPENAI_API_KEY) and optional integer overrides TRUFFLD_LLM_TIMEOUT_MS,
+  // TRUFFLD_LLM_MAX_RETRIES, TRUFFLD_LLM_CONCURRENCY, TRUFFLD_LLM_SEED, TRUFFLD_LLM_MAX_TOKENS.
+  // Reads getenv only; thread-safe as long as nobody calls setenv concurrently.
   static StageTwoConfig FromEnvironment();
 
   // True when this configuration will actually contact an endpoint.
   bool UsesLlm() const noexcept;
-  // kInvalidArgument for mode=on without URL, non-positive timeout/concurrency, negative retries.
+  // kInvalidArgument for mode=on without URL, a bad URL, non-positive timeout/concurrency,
+  // negative retries, or a malformed environment variable (env_error).
   Status Validate() const;
   // One line for logs: mode, url, model, timeout, concurrency, cache, "api key: set|unset".
   std::string Describe() const;
@@ -75,6 +79,7 @@ struct StageTwoStats {
   int64_t errors = 0;             // failed HTTP attempts (transport errors and non-2xx replies)
   int64_t invalid_answers = 0;    // model answers that failed schema validation
   int64_t dropped_names = 0;      // names in answers that were not in the input
+  int64_t backoff_ms = 0;         // total wall-clock time slept between retries (ms)
 
   nlohmann::json ToJson() const;
 };
