@@ -192,7 +192,10 @@ def recompute_labels(dumps, ledger):
 
 
 def validate(records, validator, where, limit, errors):
-    for i, r in enumerate(records[:limit]):
+    chosen = list(enumerate(records[:limit]))
+    if len(records) > limit:  # always include the closing STATS record
+        chosen.append((len(records) - 1, records[-1]))
+    for i, r in chosen:
         for err in validator.iter_errors(r):
             errors.append(f"{where}: record {i + 1}: {err.message}")
             break

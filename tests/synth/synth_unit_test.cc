@@ -80,7 +80,7 @@ TEST(Config, ValidateRejectsBadTopology) {
 }
 
 TEST(Scheduler, RespectsBudgetsAndMixesPhases) {
-  Scheduler s(3, 0, /*online=*/true, 0.6, /*max_num_seqs=*/16, /*max_prefill_tokens=*/2048);
+  Scheduler s(3, 0, /*online=*/true, 0.6, /*max_num_seqs=*/48, /*max_prefill_tokens=*/2048);
   int prefill = 0, decode = 0;
   std::map<int, int> buckets;
   for (int i = 0; i < 400; ++i) {
@@ -90,10 +90,12 @@ TEST(Scheduler, RespectsBudgetsAndMixesPhases) {
     if (p.shape.prefill) {
       ++prefill;
       // One request may exceed the budget on its own; several never do.
-      if (p.real_seqs > 1) ASSERT_LE(p.shape.tokens, 2048);
+      if (p.real_seqs > 1) {
+        ASSERT_LE(p.shape.tokens, 2048);
+      }
     } else {
       ++decode;
-      ASSERT_LE(p.real_seqs, 16);
+      ASSERT_LE(p.real_seqs, 48);
       ASSERT_GE(p.graph_bucket, p.real_seqs);
       ++buckets[p.graph_bucket];
     }
@@ -153,8 +155,9 @@ TEST(Simulator, FilesStartWithMetaEndWithStatsAndAreNotTimeSorted) {
     ++dumps;
     EXPECT_NE(name.find("-r"), std::string::npos);
     EXPECT_EQ(data.rfind("{\"type\":\"META\"", 0), 0u) << name;
-    const size_t last = data.rfind("{\"type\":", data.size() - 2);
-    EXPECT_EQ(data.compare(last, 16, "{\"type\":\"STATS\"}") == 0 || data.compare(last, 15, "{\"type\":\"STATS\"") == 0, true);
+    ASSERT_EQ(data.back(), '\n');
+    const size_t last = data.rfind('\n', data.size() - 2) + 1;
+    EXPECT_EQ(data.compare(last, 15, "{\"type\":\"STATS\""), 0) << name;
     // The activity buffer is flushed after host records of the same time: a KERNEL line
     // appears after a later NVTX_PUSH line somewhere in the file.
     const size_t first_kernel = data.find("\"type\":\"KERNEL\"");

@@ -79,6 +79,8 @@ void FaultBook::BeginStep(const std::vector<int>& ranks, const std::vector<std::
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     if (active_[r] >= 0 || !rng_.Bernoulli(p_start_)) continue;
+    group_free = true;  // a communication fault needs every rank of the group idle right now
+    for (int q : ranks) group_free = group_free && active_[q] < 0;
     const FaultClass cls = PickClass(group_free, decode_graph);
     const double intensity = cfg_.intensities[static_cast<size_t>(
         rng_.Int(0, static_cast<int64_t>(cfg_.intensities.size()) - 1))];
