@@ -77,14 +77,12 @@ def make_wrapper(original, qualified, domain_name):
                                         key[1]).encode("utf-8", "replace")
             if len(cache) < _CACHE_LIMIT:
                 cache[key] = name
-        emitter = state[0]
+        emitter, domain = state
         if emitter is None:
             emitter = nvtx.get()
-            if nvtx.stable(emitter):
-                state[0], state[1] = emitter, emitter.domain(domain_name)
             domain = emitter.domain(domain_name)
-        else:
-            domain = state[1]
+            if nvtx.stable(emitter):
+                state[0], state[1] = emitter, domain
         emitter.push(name, domain)
         try:
             return original(*args, **kwargs)
