@@ -7,7 +7,7 @@ import unittest
 import hookstest
 
 hookstest.import_hooks_here()
-from truffld_hooks import naming, requests  # noqa: E402
+from truffld_hooks import frontend, naming, requests  # noqa: E402
 
 NS = types.SimpleNamespace
 
@@ -102,6 +102,42 @@ class RequestIdsTest(unittest.TestCase):
         self.assertEqual(["a", "b-1"], requests.normalise(
             ["a-0123abcd", "a-89abcdef", "b-1"], strip_suffix=True))
         self.assertEqual(["a-0123abcd"], requests.normalise(["a-0123abcd"], strip_suffix=False))
+
+
+class InjectionTableTest(unittest.TestCase):
+    def test_shipped_table_matches_its_schema_and_loads_cleanly(self):
+        import json
+        import os
+        schemas = os.path.join(hookstest.SOURCE_DIR, "schemas")
+        table_path = os.path.join(schemas, "injection_table.json")
+        with open(table_path) as handle:
+            table = json.load(handle)
+        with open(os.path.join(schemas, "injection_table.schema.json")) as handle:
+            schema = json.load(handle)
+        try:
+            import jsonschema
+        except ImportError:
+            self.skipTest("python3-jsonschema not installed")
+        jsonschema.validate(table, schema)
+        entries, problems = frontend.load_table(table_path)
+        self.assertEqual([], problems)
+        self.assertEqual(len(table), len(entries))
+        layers = {e["layer"] for e in entries}
+        self.assertEqual({"frontend", "comm", "module_hooks"}, layers)
+
+    def test_schema_rejects_a_malformed_entry(self):
+        import json
+        import os
+        try:
+            import jsonschema
+        except ImportError:
+            self.skipTest("python3-jsonschema not installed")
+        with open(os.path.join(hookstest.SOURCE_DIR, "schemas",
+                               "injection_table.schema.json")) as handle:
+            schema = json.load(handle)
+        with self.assertRaises(jsonschema.ValidationError):
+            jsonschema.validate([{"domain": "PyTorch", "module": "torch nn",
+                                  "functions": ["relu"]}], schema)
 
 
 if __name__ == "__main__":
