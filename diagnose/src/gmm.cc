@@ -219,7 +219,7 @@ Result<BicSelection> FitGmmBic(const Eigen::MatrixXd& x, int k_min, int k_max, c
   double best_bic = std::numeric_limits<double>::infinity();
   Status last;
   for (int kk = std::max(1, k_min); kk <= k_max; ++kk) {
-    if (x.rows() < 2 * kk && kk > 1) break;
+    if (kk > 1 && x.rows() < static_cast<Eigen::Index>(std::max(2, o.min_samples_per_component)) * kk) break;
     GmmOptions ok = o;
     ok.k = kk;
     auto fit = FitGmm(x, ok);

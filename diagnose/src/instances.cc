@@ -7,8 +7,15 @@ const char* FeatureName(int f) noexcept {
   static constexpr const char* kNames[kNumFeatures] = {
       "duration_ns",  "self_time_ns",   "api_time_ns",       "api_count",
       "kernel_count", "kernel_time_ns", "bytes_moved",       "stream_overlap",
-      "launch_latency_ns", "comm_bytes", "world_size"};
+      "launch_latency_ns", "comm_bytes", "world_size", "phase_code"};
   return (f >= 0 && f < kNumFeatures) ? kNames[f] : "unknown";
+}
+
+double PhaseCode(const std::string& phase) noexcept {
+  if (phase == "decode") return 1;
+  if (phase == "prefill") return 2;
+  if (phase == "mixed") return 3;
+  return 0;
 }
 
 uint32_t StringTable::Intern(std::string_view s) {

@@ -29,11 +29,13 @@ struct GroupOutcome {
 // p-value gate: 1 when plausible, shrinking linearly below alpha.
 double Gate(double p, double alpha) { return alpha > 0 ? std::min(1.0, p / alpha) : 1.0; }
 
-// Two-sided normal tail of the largest |z| over `cols`, Bonferroni-corrected over their count.
-double MaxZTail(const Eigen::MatrixXd& x, Eigen::Index row, const std::vector<int>& cols) {
+// Two-sided normal tail of the largest |z - center| over `cols`, Bonferroni-corrected over
+// their count. `center` (one value per column) is null for 0.
+double MaxZTail(const Eigen::MatrixXd& x, Eigen::Index row, const std::vector<int>& cols,
+                const Eigen::RowVectorXd* center = nullptr) {
   if (cols.empty()) return 1.0;
   double zmax = 0;
-  for (int c : cols) zmax = std::max(zmax, std::abs(x(row, c)));
+  for (int c : cols) zmax = std::max(zmax, std::abs(x(row, c) - (center ? (*center)(c) : 0.0)));
   return std::min(1.0, static_cast<double>(cols.size()) * std::erfc(zmax / std::sqrt(2.0)));
 }
 
@@ -47,9 +49,15 @@ Eigen::MatrixXd Columns(const Eigen::MatrixXd& x, const std::vector<int>& cols) 
 // rho_out (one per row of xt). Returns false when it had to fall back to robust z-scores.
 bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
                 const StageOneOptions& o, std::vector<double>* rho_out, GroupOutcome* out) {
+  // Active columns vary in the fitting data; a column identical to an earlier active one
+  // (self time == duration for a leaf operator) is dropped, since a diagonal model would count
+  // it twice and BIC would then split clusters to mimic the correlation.
   std::vector<int> active, inactive;
   for (int c = 0; c < kNumFeatures; ++c) {
     bool varies = xf.rows() > 0 && xf.col(c).maxCoeff() - xf.col(c).minCoeff() > 1e-9;
+    bool duplicate = false;
+    for (int a : active) duplicate = duplicate || (xf.col(c) - xf.col(a)).cwiseAbs().maxCoeff() < 1e-9;
+    if (duplicate) continue;
     (varies ? active : inactive).push_back(c);
   }
   rho_out->assign(static_cast<size_t>(xt.rows()), 1.0);
@@ -66,7 +74,12 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
   if (xf.rows() < std::max(2, o.min_instances) || active.empty()) return robust_z();
 
   Eigen::MatrixXd fa = Columns(xf, active);
-  auto sel = FitGmmBic(fa, o.k_min, o.k_max, o.gmm);
+  GmmOptions gmm = o.gmm;
+  if (o.auto_covariance) {  // full covariance only with enough samples per parameter
+    const Eigen::Index da = static_cast<Eigen::Index>(active.size());
+    gmm.covariance = fa.rows() >= 10 * da * (da + 1) / 2 ? CovarianceType::kFull : CovarianceType::kDiagonal;
+  }
+  auto sel = FitGmmBic(fa, o.k_min, o.k_max, gmm);
   if (sel.ok() && trim && o.trim > 0 && fa.rows() >= 2 * o.min_instances) {
     Eigen::VectorXd lp;
     sel->model.Estimate(fa, &lp, nullptr);
@@ -78,7 +91,7 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
     for (Eigen::Index i = 0; i < lp.size(); ++i) if (lp(i) >= cut) keep.push_back(static_cast<int>(i));
     Eigen::MatrixXd kept(static_cast<Eigen::Index>(keep.size()), fa.cols());
     for (size_t i = 0; i < keep.size(); ++i) kept.row(static_cast<Eigen::Index>(i)) = fa.row(keep[i]);
-    auto refit = FitGmmBic(kept, o.k_min, o.k_max, o.gmm);
+    auto refit = FitGmmBic(kept, o.k_min, o.k_max, gmm);
     if (refit.ok()) sel = std::move(refit);
   }
   if (!sel.ok()) {
@@ -91,10 +104,13 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
   out->info.k = m.k();
   out->info.bics = sel->bics;
   out->info.fit_samples = static_cast<int>(fa.rows());
+  out->info.covariance = CovarianceTypeName(m.covariance_type());
+  out->info.dims = static_cast<int>(active.size());
   std::vector<int> central = CentralComponents(m, o.central_mass, o.top1);
   Eigen::MatrixXd ta = Columns(xt, active), resp, m2;
   m.Estimate(ta, nullptr, &resp, &m2);
   const int df = static_cast<int>(active.size());
+  const Eigen::RowVectorXd constant = xf.row(0);
   for (Eigen::Index i = 0; i < xt.rows(); ++i) {
     double r = 0;
     for (int k : central) {
@@ -102,7 +118,8 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
       if (o.rho == RhoRule::kGated) g *= Gate(Chi2Survival(m2(i, k), df), o.tail_alpha);
       r += g;
     }
-    if (o.rho == RhoRule::kGated) r *= Gate(MaxZTail(xt, i, inactive), o.tail_alpha);
+    // Columns constant in the fitting data: deviation from that constant, in scale units.
+    if (o.rho == RhoRule::kGated) r *= Gate(MaxZTail(xt, i, inactive, &constant), o.tail_alpha);
     (*rho_out)[static_cast<size_t>(i)] = std::clamp(r, 0.0, 1.0);
   }
   return true;

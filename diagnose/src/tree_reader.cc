@@ -302,6 +302,8 @@ InstanceTable TreeReader::Finish() {
                      [](const PendingInstance& a, const PendingInstance& c) { return a.start < c.start; });
     b.info.first_instance = static_cast<uint32_t>(t.size());
     b.info.instance_count = static_cast<uint32_t>(ins.size());
+    const double phase = PhaseCode(b.info.phase);
+    for (auto& p : ins) p.f[kPhaseCode] = phase;
     t.steps.push_back(b.info);
     for (auto& p : ins) {
       t.Add(p.family, p.layer, p.parent, p.start, p.end, p.f);

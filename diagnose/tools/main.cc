@@ -50,7 +50,7 @@ Exit status: 0 success, 1 bad arguments, 2 input could not be read, 3 output cou
 
 
 struct Args {
-  std::string input, outdir, mode = "pooled", reference, covariance = "diag", rho = "gated";
+  std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "gated";
   std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
   td::StageOneOptions s1;
   bool quiet = false, no_html = false;
@@ -92,6 +92,7 @@ int Run(Args& a) {
   namespace fs = std::filesystem;
   auto t0 = std::chrono::steady_clock::now();
   a.s1.mode = ParseMode(a.mode);
+  a.s1.auto_covariance = a.covariance == "auto";
   a.s1.gmm.covariance = a.covariance == "full" ? td::CovarianceType::kFull : td::CovarianceType::kDiagonal;
   a.s1.rho = a.rho == "paper" ? td::RhoRule::kPaper : td::RhoRule::kGated;
   if (a.s1.mode == td::ScoringMode::kReference && a.reference.empty()) {
@@ -140,6 +141,11 @@ int Run(Args& a) {
   stats["stage1"]["fit_failures"] = s1.fit_failures;
   stats["stage1"]["missing_in_reference"] = s1.missing_in_reference;
   stats["stage1"]["notes"] = s1.notes;
+  stats["stage1"]["models"] = nlohmann::json::array();
+  for (const auto& m : s1.models) {
+    stats["stage1"]["models"].push_back({{"view", m.view}, {"family", m.family}, {"method", m.method},
+                                         {"k", m.k}, {"covariance", m.covariance}, {"dims", m.dims}, {"fit_samples", m.fit_samples}, {"bic", m.bics}});
+  }
   stats["stage2"] = stage2.stats().ToJson();
   stats["stage2"]["config"] = cfg.Describe();
 
@@ -206,8 +212,8 @@ int main(int argc, char** argv) {
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory), for --mode reference");
   app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();
   app.add_option("--k-max", a.s1.k_max, "largest mixture size tried by BIC")->capture_default_str();
-  app.add_option("--covariance", a.covariance, "covariance: diag | full")
-      ->check(CLI::IsMember({"diag", "full"}))->capture_default_str();
+  app.add_option("--covariance", a.covariance, "covariance: auto (full with >= 10 samples per entry, else diag) | full | diag")
+      ->check(CLI::IsMember({"auto", "diag", "full"}))->capture_default_str();
   app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->capture_default_str();
   app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->capture_default_str();
   app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");

@@ -24,12 +24,13 @@ const char* CovarianceTypeName(CovarianceType c) noexcept;  // "full" | "diag"
 struct GmmOptions {
   int k = 1;                                  // components (FitGmm); grid bounds in FitGmmBic
   CovarianceType covariance = CovarianceType::kDiagonal;
-  double reg_covar = 1e-3;                    // variance floor added to every covariance diagonal
+  double reg_covar = 1e-2;                    // variance floor added to every covariance diagonal
   int max_iter = 100;                         // EM iterations per start
   double tol = 1e-3;                          // stop when mean log-likelihood moves less
   int n_init = 2;                             // restarts (different k-means++ seeds)
   int kmeans_iter = 10;                       // Lloyd iterations after k-means++ seeding
   uint64_t seed = 0x7472756666ull;            // fixed: reruns give identical fits
+  int min_samples_per_component = 5;          // FitGmmBic skips K with fewer samples per component
 };
 
 class GmmModel {
@@ -82,7 +83,8 @@ struct BicSelection {
   std::vector<int> ks;       // K values tried
   std::vector<double> bics;  // BIC of each
 };
-// Tries K = k_min..k_max (skipping K with fewer than 2K samples) and keeps the lowest BIC.
+// Tries K = k_min..k_max (skipping K with fewer than min_samples_per_component * K samples, K=1
+// always tried) and keeps the lowest BIC.
 Result<BicSelection> FitGmmBic(const Eigen::MatrixXd& x, int k_min, int k_max,
                                const GmmOptions& options);
 

@@ -31,6 +31,7 @@ enum Feature : int {
   kLaunchLatencyNs,    // mean (device start - launching call start), >= 0
   kCommBytes,          // message bytes of a comm range (payload.bytes or node bytes)
   kWorldSize,          // communicator size of a comm range
+  kPhaseCode,          // step phase: 0 unknown, 1 decode, 2 prefill, 3 mixed (separates regimes)
   kNumFeatures
 };
 const char* FeatureName(int f) noexcept;  // "duration_ns", "self_time_ns", ...
@@ -66,6 +67,9 @@ struct StepInfo {
   uint32_t first_instance = 0;       // instances of this step: [first, first + count)
   uint32_t instance_count = 0;
 };
+
+// Phase name -> kPhaseCode value.
+double PhaseCode(const std::string& phase) noexcept;
 
 // Small per-instance tallies of the kernels and API calls under an operator.
 struct NameCount {

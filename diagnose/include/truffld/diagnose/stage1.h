@@ -48,7 +48,8 @@ struct StageOneOptions {
   double trim = 0.05;              // pooled mode: fraction dropped before the refit
   size_t max_fit_samples = 4096;   // pooled/reference: deterministic subsample for fitting
   double min_scale = 0.05;         // robust scale floor, log1p units
-  GmmOptions gmm;
+  GmmOptions gmm;                  // covariance is used as given when auto_covariance is off
+  bool auto_covariance = true;     // full with >= 10 samples per covariance entry, else diagonal
   int threads = 1;
 };
 
@@ -69,8 +70,8 @@ struct StepScore {
 
 // How one (view, family) was modelled (pooled/reference modes; one entry per group).
 struct FamilyModelInfo {
-  std::string family, view, method;
-  int fit_samples = 0, k = 0;
+  std::string family, view, method, covariance;
+  int fit_samples = 0, k = 0, dims = 0;
   std::vector<double> bics;
 };
 
