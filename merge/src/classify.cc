@@ -11,6 +11,10 @@
 namespace truffld::merge {
 namespace {
 
+// Rules, request regexes and the demangler only look at a name's first 4 KiB: libstdc++'s
+// std::regex recurses per character and would exhaust the stack on a 1 MB name.
+constexpr size_t kMaxMatchedNameBytes = 4096;
+
 constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "comm", "other",
                                        "runtime_call", "driver_call", "kernel", "memcpy",
                                        "memset", "sync"};
@@ -77,7 +81,7 @@ std::string NestedNameFromMangled(std::string_view m) {
 
 std::string KernelFamily(std::string_view name) {
   std::string demangled;
-  if (name.size() > 2 && name[0] == '_' && name[1] == 'Z') {
+  if (name.size() > 2 && name[0] == '_' && name[1] == 'Z' && name.size() <= kMaxMatchedNameBytes) {
     int st = 0;
     std::string z(name);
     char* d = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &st);
@@ -186,6 +190,7 @@ Result<Rules> Rules::Load(const std::string& path) {
 }
 
 Layer Rules::Classify(std::string_view name, std::string_view domain, std::string_view category) const {
+  name = name.substr(0, kMaxMatchedNameBytes);  // std::regex recursion depth grows with length
   for (const Rule& r : rules_) {
     if (!r.domain.empty() && r.domain != domain) continue;
     if (!r.category.empty() && r.category != category) continue;
@@ -198,6 +203,7 @@ Layer Rules::Classify(std::string_view name, std::string_view domain, std::strin
 std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const {
   std::vector<std::string> ids;
   if (!request_re_) return ids;
+  step_name = step_name.substr(0, kMaxMatchedNameBytes);
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_) || !m[1].matched) return ids;
   std::string_view body(&*m[1].first, static_cast<size_t>(m[1].length()));

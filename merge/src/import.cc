@@ -136,8 +136,9 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
     std::error_code ec;
     if (in == "-") { out.push_back(in); continue; }
     auto st = fs::status(in, ec);
-    if (ec || !fs::exists(st)) return NotFound(in + ": no such file or directory");
-    if (!fs::is_directory(st)) { out.push_back(in); continue; }
+    // Missing or odd paths are kept: importing them fails with a message naming them, and the
+    // caller reports them while merging the rest.
+    if (ec || !fs::exists(st) || !fs::is_directory(st)) { out.push_back(in); continue; }
     std::vector<std::string> found;
     for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {

@@ -45,7 +45,8 @@ class Rules {
   // Reads and parses a rules file.
   static Result<Rules> Load(const std::string& path);
 
-  // First matching rule's layer; kOther when none matches.
+  // First matching rule's layer; kOther when none matches. Only the first 4 KiB of a name is
+  // matched (so are request ids below), which keeps hostile 1 MB names safe.
   Layer Classify(std::string_view name, std::string_view domain, std::string_view category) const;
 
   // Request ids named by a step's name, unescaped ("\_" -> "_", "\\" -> "\"); empty when the

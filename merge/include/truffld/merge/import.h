@@ -41,8 +41,9 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
 
 // Expands directories (recursively, sorted by name) into the trace-like files they hold
-// (*.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db); plain files are
-// kept as given. Fails naming the first path that does not exist.
+// (*.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db); other paths (files, missing
+// paths) are kept as given so that importing them reports the problem. Fails only when a
+// directory cannot be listed.
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
 
 // Imports every path on up to `threads` threads (one file per thread); results in input order.

@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""End-to-end checks of the truffld-merge binary (run by ctest; /usr/bin/python3 only).
+
+  check_merge_cli.py golden   MERGE SRC          committed dump -> committed expected outputs
+  check_merge_cli.py realdata MERGE SRC DATA     every real trace: schema, nesting, accounting
+  check_merge_cli.py badinput MERGE SRC          hostile inputs: counted, located, never a crash
+
+Set TRUFFLD_UPDATE_GOLDEN=1 to rewrite the golden expectations after an intended change.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import jsonschema
+except ImportError:  # python3-jsonschema is a bootstrap package; degrade to structural checks
+    jsonschema = None
+
+DEVICE = ("kernel", "memcpy", "memset", "sync")
+
+
+def run(merge, args, cwd=None, check=True):
+    p = subprocess.run([merge] + args, cwd=cwd, capture_output=True, text=True, errors="replace")
+    if check and p.returncode != 0:
+        sys.exit(f"truffld-merge {' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
+    return p
+
+
+def load_trees(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def validator(src):
+    if jsonschema is None:
+        return None
+    with open(os.path.join(src, "schemas", "trees.schema.json")) as f:
+        return jsonschema.Draft202012Validator(json.load(f))
+
+
+def check_trees(trees, val, where, max_validate=400):
+    """Schema (first trees), host nesting, device after launch. Returns unique device nodes."""
+    device = set()
+    problems = []
+
+    def walk(node, parent):
+        layer = node["layer"]
+        if parent is not None:
+            if layer in DEVICE:
+                if node["start"] < parent["start"]:
+                    problems.append(f"{node['name'][:60]} starts before its launch call")
+                device.add((layer, node.get("correlation_id"), node["start"], node["end"], node.get("stream")))
+            elif not (parent["start"] <= node["start"] <= node["end"] <= parent["end"]):
+                problems.append(f"{node['name'][:60]} [{node['start']},{node['end']}] outside parent "
+                                f"{parent['name'][:60]} [{parent['start']},{parent['end']}]")
+        for c in node.get("children", []):
+            walk(c, node)
+
+    for i, t in enumerate(trees):
+        if val is not None and i < max_validate:
+            errs = list(val.iter_errors(t))
+            if errs:
+                problems.append(f"tree {i}: schema: {errs[0].message[:200]}")
+        walk(t["root"], None)
+    if problems:
+        sys.exit(f"{where}: {len(problems)} problem(s), first: " + "; ".join(problems[:3]))
+    return device
+
+
+def golden(merge, src):
+    gdir = os.path.join(src, "tests", "merge", "golden")
+    with tempfile.TemporaryDirectory() as out:
+        p = run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", out], cwd=gdir)
+        trees = load_trees(os.path.join(out, "trees.jsonl"))
+        check_trees(trees, validator(src), "golden")
+        with open(os.path.join(out, "summary.json")) as f:
+            summary = json.load(f)
+        with open(os.path.join(out, "trace.json")) as f:
+            json.load(f)
+        got = {"trees": trees, "total": summary["total"],
+               "offsets": [(f["path"], f["clock_offset_ns"], f["clock_offset_method"]) for f in summary["files"]]}
+        expected_path = os.path.join(gdir, "expected.json")
+        if os.environ.get("TRUFFLD_UPDATE_GOLDEN"):
+            with open(expected_path, "w") as f:
+                json.dump(got, f, indent=1, sort_keys=True)
+                f.write("\n")
+            print("golden expectations rewritten")
+            return
+        with open(expected_path) as f:
+            want = json.load(f)
+        got = json.loads(json.dumps(got))  # tuples -> lists
+        for key in ("total", "offsets"):
+            if got[key] != want[key]:
+                sys.exit(f"golden {key} differs:\n got  {got[key]}\n want {want[key]}")
+        if len(got["trees"]) != len(want["trees"]):
+            sys.exit(f"golden: {len(got['trees'])} trees, expected {len(want['trees'])}")
+        for i, (g, w) in enumerate(zip(got["trees"], want["trees"])):
+            if g != w:
+                sys.exit(f"golden tree {i} (rank {w['rank']} step {w['step_index']} request {w['request']} "
+                         f"{w['view']}) differs:\n got  {json.dumps(g)[:600]}\n want {json.dumps(w)[:600]}")
+        print(p.stdout, end="")
+        print(f"golden: {len(trees)} trees match")
+
+
+# Device ops the data README says are linked by correlation (file -> linked count).
+README_LINKED = {
+    "vllm_gpt-oss_b200_tp8_rank0.json.gz": 929, "hf_qwen1.5-0.5b_h100.json.gz": 1198,
+    "vllm_qwen3-8b_decode_graph_capture_mi300x.json.gz": 10,
+    "vllm_qwen3-8b_decode_graph_replay_mi300x.json.gz": 434,
+    "sglang_qwen3-8b_prefilldecode_mi300x.json.gz": 534, "hta_ddp_2rank_nccl_a100.json.gz": 3774,
+    "hta_df_index_resolver.json.gz": 22290, "hta_trace_diff_control_a100.json.gz": 9450,
+    "hta_sampled_rank-0.json.gz": 1204, "hta_sampled_rank-1.json.gz": 1154,
+    "deepseek-v3_train_dualpipe_rank0.json.gz": 983,
+}
+
+
+def realdata(merge, src, data):
+    if not os.path.isdir(data):
+        print(f"SKIP: real traces folder {data} is absent")
+        sys.exit(77)
+    val = validator(src)
+    files = []
+    for sub in ("kineto", "nsys"):
+        d = os.path.join(data, sub)
+        if os.path.isdir(d):
+            files += [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    if not files:
+        print(f"SKIP: no traces under {data}")
+        sys.exit(77)
+    for path in files:
+        name = os.path.basename(path)
+        with tempfile.TemporaryDirectory() as out:
+            run(merge, [path, "-o", out, "-q"])
+            trees = load_trees(os.path.join(out, "trees.jsonl"))
+            device = check_trees(trees, val, name, max_validate=20)
+            with open(os.path.join(out, "summary.json")) as f:
+                total = json.load(f)["total"]
+            if os.path.getsize(os.path.join(out, "trace.json")) < (8 << 20):
+                with open(os.path.join(out, "trace.json")) as f:
+                    json.load(f)
+            kernels_in_trees = sum(1 for d in device if d[0] == "kernel")
+            ops_in_trees = sum(1 for d in device if d[0] != "sync")
+            if kernels_in_trees + total["kernels_unattributed"] != total["kernels_read"]:
+                sys.exit(f"{name}: kernels in trees {kernels_in_trees} + unattributed "
+                         f"{total['kernels_unattributed']} != read {total['kernels_read']}")
+            if ops_in_trees != total["device_ops_linked_unique"]:
+                sys.exit(f"{name}: {ops_in_trees} device ops in trees, summary says "
+                         f"{total['device_ops_linked_unique']} linked")
+            reasons = total["unattributed_reasons"]
+            if set(reasons) - {"no_launch_api"}:
+                sys.exit(f"{name}: device ops with a launching call left unlinked: {reasons}")
+            want = README_LINKED.get(name)
+            if want is not None and total["device_ops_linked_unique"] != want:
+                sys.exit(f"{name}: linked {total['device_ops_linked_unique']}, the data README says {want}")
+            print(f"{name}: {len(trees)} trees, {total['device_ops_read']} device ops, "
+                  f"{total['device_ops_linked_unique']} linked, steps {total['steps']} "
+                  f"({total['implicit_steps']} implicit)")
+
+
+def badinput(merge, src):
+    meta = ('{"type":"META","schema":"truffld.events/1","host":"h","process_id":1,"rank":0,'
+            '"clock":"realtime","clock_sync":{"realtime_ns":1,"monotonic_ns":1}}\n')
+    step_open = '{"type":"NVTX_PUSH","name":"step_execute_model[request_ids:7]","timestamp":10,"process_id":1,"thread_id":1}\n'
+    step_close = '{"type":"NVTX_POP","timestamp":1000,"process_id":1,"thread_id":1}\n'
+    api = '{"type":"RUNTIME","name":"cudaLaunchKernel","cbid":211,"start":%d,"end":%d,"correlation_id":%d,"process_id":1,"thread_id":1}\n'
+    kern = '{"type":"KERNEL","name":"k","gpu_start":%d,"gpu_end":%d,"correlation_id":%d,"device":0,"stream":1}\n'
+    cases = {
+        "malformed.jsonl": (meta + step_open + '{"type":"NVTX_PUSH",,}\n' + step_close).encode(),
+        "truncated.jsonl": (meta + step_open + step_close + '{"type":"KERNEL","na').encode(),
+        "unknown.jsonl": (meta + '{"type":"FROBNICATE","x":1}\n' + step_open + step_close).encode(),
+        "nometa.jsonl": (step_open + step_close).encode(),
+        "dupcorr.jsonl": (meta + step_open + api % (20, 30, 5) + api % (40, 50, 5) + kern % (60, 70, 5) + step_close).encode(),
+        "nolaunch.jsonl": (meta + step_open + kern % (60, 70, 77) + step_close).encode(),
+        "negative.jsonl": (meta + step_open + api % (50, 20, 6) + step_close).encode(),
+        "bigname.jsonl": (meta + step_open + '{"type":"NVTX_PUSH","name":"' + "n" * (1 << 20) +
+                          '","timestamp":20,"process_id":1,"thread_id":1}\n' +
+                          '{"type":"NVTX_POP","timestamp":30,"process_id":1,"thread_id":1}\n' + step_close).encode(),
+        "utf8.jsonl": meta.encode() + step_open.encode() +
+                      b'{"type":"NVTX_PUSH","name":"bad \xff\xfe name","timestamp":20,"process_id":1,"thread_id":1}\n' +
+                      b'{"type":"NVTX_POP","timestamp":30,"process_id":1,"thread_id":1}\n' + step_close.encode(),
+        "empty.jsonl": b"",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        ind = os.path.join(tmp, "in")
+        os.makedirs(ind)
+        for name, body in cases.items():
+            with open(os.path.join(ind, name), "wb") as f:
+                f.write(body)
+        os.symlink(os.path.join(tmp, "nowhere"), os.path.join(ind, "unreadable.jsonl"))  # dangling
+        inputs = [os.path.join(ind, n) for n in sorted(cases)] + [os.path.join(ind, "unreadable.jsonl")]
+        out = os.path.join(tmp, "out")
+        p = run(merge, inputs + ["-o", out])
+        trees = load_trees(os.path.join(out, "trees.jsonl"))
+        check_trees(trees, validator(src), "badinput")
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+            s = json.load(f)
+        with open(os.path.join(out, "trace.json"), encoding="utf-8") as f:
+            json.load(f)
+        by = {os.path.basename(f["path"]): f for f in s["files"]}
+        expect = {"malformed.jsonl": "malformed_json", "truncated.jsonl": "truncated_last_line",
+                  "unknown.jsonl": "unknown_type", "nometa.jsonl": "missing_meta",
+                  "dupcorr.jsonl": "duplicate_correlation", "nolaunch.jsonl": "device_no_launch_api",
+                  "negative.jsonl": "negative_duration", "utf8.jsonl": "invalid_utf8",
+                  "empty.jsonl": "empty_file"}
+        for name, key in expect.items():
+            if by[name]["ingest"].get(key, 0) < 1:
+                sys.exit(f"{name}: '{key}' not counted: {by[name]['ingest']}")
+        if not any(os.path.basename(f["path"]) == "unreadable.jsonl" for f in s["failed_inputs"]):
+            sys.exit(f"unreadable input not reported: {s['failed_inputs']}")
+        if "malformed.jsonl:3" not in p.stderr:
+            sys.exit("stderr lacks file:line for the malformed record:\n" + p.stderr)
+        steps_ok = sum(1 for t in trees if t["view"] == "vertical")
+        if steps_ok < 8:
+            sys.exit(f"only {steps_ok} vertical trees: good records were not merged")
+        strict = run(merge, [os.path.join(ind, "malformed.jsonl"), "-o", os.path.join(tmp, "strict"), "--strict"], check=False)
+        if strict.returncode == 0 or "malformed.jsonl:3" not in strict.stderr:
+            sys.exit(f"--strict did not fail with a location ({strict.returncode}): {strict.stderr}")
+        print(f"badinput: {len(cases) + 1} hostile inputs handled, {len(trees)} trees still written")
+
+
+def main():
+    mode, merge, src = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+    if mode == "golden":
+        golden(merge, src)
+    elif mode == "realdata":
+        realdata(merge, src, sys.argv[4])
+    elif mode == "badinput":
+        badinput(merge, src)
+    else:
+        sys.exit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()
