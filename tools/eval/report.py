@@ -82,6 +82,14 @@ def main():
         else:
             md.append(f"Kineto comparison: {k.get('skipped', 'not run')}.")
         md.append("")
+        ib = spd.get("inject_bench")
+        if isinstance(ib, list) and ib:
+            md += ["Injector microbenchmarks (Google Benchmark, `tests/bench/inject_bench`):", "",
+                   "| benchmark | real | cpu | unit |", "|---|---|---|---|"]
+            md += [f"| {b['name']} | {b['real_time']:.1f} | {b['cpu_time']:.1f} | {b['time_unit']} |" for b in ib]
+            md.append("")
+        elif isinstance(ib, dict):
+            md += [f"Injector microbenchmarks: {ib.get('skipped') or ib.get('error')}.", ""]
     with open(args.out, "w") as f:
         f.write("\n".join(md))
     print(f"wrote {args.out}")

@@ -5,6 +5,7 @@
                wall time, records/s, bytes
   merge        truffld-merge on those dumps: wall time, records/s, peak RSS (/usr/bin/time -v)
   diagnose     truffld-diagnose (pooled, --llm off) on the 1 M merge
+  inject       the injector's Google Benchmark microbenchmarks (tests/bench/inject_bench) if built
   kineto       truffld-merge importing ../shared/data/kineto/hta_df_index_resolver.json.gz
                vs /usr/bin/python3 json.load of the same file (the usual first step of Python
                trace tools); Holistic Trace Analysis itself is not packaged by Debian.
@@ -89,6 +90,22 @@ def main():
                 f"{pw:.2f} s / {prss:.0f} MiB -> ratio {pw / mw:.2f}x")
     else:
         out["kineto"] = {"skipped": "truffld-merge or the shared Kineto trace is missing"}
+    # The injector's Google Benchmark microbenchmarks, when that target is built.
+    bench = next((p for p in (os.path.join(args.bin, "tests/bench/inject_bench"),
+                              os.path.join(args.bin, "inject/inject_bench")) if os.path.exists(p)), None)
+    if bench:
+        r = subprocess.run([bench, "--benchmark_format=json", "--benchmark_min_time=0.05"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            try:
+                out["inject_bench"] = [{"name": b["name"], "real_time": b["real_time"], "cpu_time": b["cpu_time"],
+                                        "time_unit": b["time_unit"]} for b in json.loads(r.stdout)["benchmarks"]]
+            except (ValueError, KeyError) as e:
+                out["inject_bench"] = {"error": str(e)}
+        else:
+            out["inject_bench"] = {"error": r.stderr[-500:]}
+    else:
+        out["inject_bench"] = {"skipped": "inject_bench is not built in this build directory"}
     json.dump(out, open(os.path.join(args.work, "speed.json"), "w"), indent=1)
     return 0
 
