@@ -241,8 +241,9 @@ bool StartCupti(Tracer* tracer) {
       notes += "; activity kind " + std::to_string(static_cast<int>(k)) + " off: " + ResultText(r);
     }
   }
-  static CuptiActivitySource source;
-  tracer->SetActivitySource(&source);
+  // Never destroyed: the tracer's atexit handler uses it after static destructors may have run.
+  static auto* source = new CuptiActivitySource;
+  tracer->SetActivitySource(source);
   CUpti_SubscriberHandle sub = nullptr;
   r = g_api.Subscribe(&sub, &OnCallback, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {

@@ -182,7 +182,7 @@ void Tracer::ChildAfterFork() {
   for (auto& [buf, len] : activity_queue_) pool_.Put(buf);
   activity_queue_.clear();
   if (sink_) { sink_->AbandonInChild(); sink_.reset(); }
-  (void)writer_.release();  // the parent's writer thread does not exist here
+  parent_writer_ = writer_.release();  // that thread does not exist here: never join it
   if (wake_fd_ >= 0) ::close(wake_fd_);
   wake_fd_ = -1;
   for (auto& w : written_) w = 0;

@@ -141,7 +141,8 @@ class Tracer {
   ActivityBufferPool pool_;
   std::unique_ptr<DumpSink> sink_;
   pthread_key_t thread_key_{};
-  std::unique_ptr<std::thread> writer_;  // leaked (not joined) in a fork child
+  std::unique_ptr<std::thread> writer_;
+  std::thread* parent_writer_ = nullptr;  // fork child: the parent's (absent) writer, never joined
   std::atomic<bool> writer_running_{false};
   std::atomic<pthread_t> writer_id_{};      // compared with pthread_self(): signal-safe
   int wake_fd_ = -1;                       // eventfd the writer polls
@@ -161,6 +162,8 @@ class Tracer {
   uint64_t written_[kNumRecordKinds] = {};  // writer thread only
   int64_t last_clock_ns_ = 0;               // writer thread only
   TickClock tick_clock_;                    // writer thread only (anchored in Start)
+  // The writer's text buffers; members (not locals) so that a fork child still owns them.
+  std::string writer_out_, writer_scratch_;
 };
 
 }  // namespace truffld::inject

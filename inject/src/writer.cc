@@ -123,7 +123,9 @@ void Tracer::WriteStats(std::string& out) {
 void Tracer::WriterMain() {
   t_thread.is_tracer_thread = true;
   writer_id_.store(pthread_self(), std::memory_order_release);
-  std::string out, scratch;
+  std::string& out = writer_out_;
+  std::string& scratch = writer_scratch_;
+  out.clear();
   out.reserve(kWriteChunk + 4096);
   bool opened = false;
   for (;;) {
