@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_set>
 
 #include "truffld/diagnose/llm_policy.h"
 
@@ -102,8 +103,10 @@ StepPrompt BuildStepPrompt(const StepEvidence& step) {
   });
 
   json ops = json::array();
+  std::unordered_set<std::string> listed;  // a family is listed once (the policy counts families)
   for (size_t idx : order) {
     const FamilyEvidence& f = step.families[idx];
+    if (!listed.insert(f.family).second) continue;
     json op;
     op["name"] = p.names.Register(f.family);
     op["probability"] = f.probability;
@@ -130,7 +133,7 @@ StepPrompt BuildStepPrompt(const StepEvidence& step) {
   s["step_duration_ms"] = NsToMs(static_cast<double>(step.step_duration_ns));
   s["request_count"] = step.requests.size();
   s["operator_instances"] = step.operator_instances;
-  s["ops_count"] = step.families.size();
+  s["ops_count"] = listed.size();
   if (step.comm_bytes > 0) s["comm_bytes"] = step.comm_bytes;
   if (step.world_size > 0) s["world_size"] = step.world_size;
   s["operators"] = std::move(ops);
