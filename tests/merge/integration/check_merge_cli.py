@@ -40,6 +40,15 @@ def validator(src):
         return jsonschema.Draft202012Validator(json.load(f))
 
 
+def check_summary(src, summary, where):
+    if jsonschema is None:
+        return
+    with open(os.path.join(src, "schemas", "summary.schema.json")) as f:
+        errs = list(jsonschema.Draft202012Validator(json.load(f)).iter_errors(summary))
+    if errs:
+        sys.exit(f"{where}: summary.json: {errs[0].message[:300]}")
+
+
 def check_trees(trees, val, where, max_validate=400):
     """Schema (first trees), host nesting, device after launch. Returns unique device nodes."""
     device = set()
@@ -77,6 +86,7 @@ def golden(merge, src):
         check_trees(trees, validator(src), "golden")
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
+        check_summary(src, summary, "golden")
         with open(os.path.join(out, "trace.json")) as f:
             json.load(f)
         got = {"trees": trees, "total": summary["total"],
@@ -196,6 +206,7 @@ def badinput(merge, src):
         check_trees(trees, validator(src), "badinput")
         with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
             s = json.load(f)
+        check_summary(src, s, "badinput")
         with open(os.path.join(out, "trace.json"), encoding="utf-8") as f:
             json.load(f)
         by = {os.path.basename(f["path"]): f for f in s["files"]}
