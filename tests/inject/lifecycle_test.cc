@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -94,6 +95,24 @@ TEST(Lifecycle, ExitWithoutExplicitFlushWritesEverything) {
   EXPECT_EQ((*Stats(dumps[0]))["records_dropped"]["NVTX_PUSH"], 0);
 }
 
+TEST(Lifecycle, ExecStartsASecondFileForTheSamePid) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_FLUSH_MS=50");
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "exec", "500"}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 2u);
+  std::sort(dumps.begin(), dumps.end(), [](const Dump& a, const Dump& b) { return a.path.size() < b.path.size(); });
+  EXPECT_NE(dumps[1].path.find(".1.jsonl"), std::string::npos) << "O_EXCL: the new image does not clobber";
+  EXPECT_EQ(dumps[0].records.front()["process_id"], dumps[1].records.front()["process_id"]);
+  // Before exec: the mark reached the file through the periodic flush (exec runs no atexit).
+  ASSERT_EQ(OfType(dumps[0], "NVTX_MARK").size(), 1u);
+  EXPECT_EQ(Stats(dumps[0]), nullptr);
+  EXPECT_EQ(Count(dumps[1], "NVTX_PUSH"), 10u);
+  EXPECT_NE(Stats(dumps[1]), nullptr);
+}
+
 TEST(Lifecycle, SigkillLosesAtMostTheFlushWindow) {
   TempDir dir;
   auto env = InjectEnv(dir.path());
@@ -102,7 +121,7 @@ TEST(Lifecycle, SigkillLosesAtMostTheFlushWindow) {
   ASSERT_EQ(ReadLine(c), "ready\n");
   // Everything emitted before "ready" is at most one flush period (plus scheduling slack) old
   // by the time we kill.
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   ::kill(c.pid, SIGKILL);
   Exit e = Wait(c);
   EXPECT_EQ(e.signal, SIGKILL);

@@ -13,6 +13,7 @@
 //   noflush N       N push/pop pairs, then returns from main at once
 //   sigkill N       N push/pop pairs, prints "ready", then sleeps until killed
 //   fsize BYTES N   sets RLIMIT_FSIZE to BYTES, then N push/pop pairs
+//   exec MS         a mark, sleeps MS ms (past a flush), then exec()s itself in noflush mode
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 #include <signal.h>
@@ -189,6 +190,13 @@ int main(int argc, char** argv) {
     std::printf("ready\n");
     std::fflush(stdout);
     for (;;) pause();
+  } else if (mode == "exec") {
+    nvtxMarkA("before exec");
+    usleep(static_cast<useconds_t>(arg(2, 300)) * 1000);
+    char* const args[] = {argv[0], const_cast<char*>("noflush"), const_cast<char*>("10"), nullptr};
+    execv("/proc/self/exe", args);
+    std::perror("execv");
+    return 1;
   } else if (mode == "fsize") {
     rlimit lim{static_cast<rlim_t>(arg(2, 4096)), static_cast<rlim_t>(arg(2, 4096))};
     setrlimit(RLIMIT_FSIZE, &lim);
