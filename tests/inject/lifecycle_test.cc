@@ -133,6 +133,32 @@ TEST(Lifecycle, SigkillLosesAtMostTheFlushWindow) {
   EXPECT_EQ(ValidateAgainstSchema(dumps), "");
 }
 
+TEST(Lifecycle, SigkillWithZstdLeavesADecodablePrefix) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_FLUSH_MS=100");
+  env.push_back("TRUFFLD_COMPRESS=zstd");
+  Child c = Spawn({AppPath("truffld_nvtx_app"), "sigkill", "2000"}, env);
+  ASSERT_EQ(ReadLine(c), "ready\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ::kill(c.pid, SIGKILL);
+  Wait(c);
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_NE(dumps[0].path.find(".jsonl.zst"), std::string::npos);
+  EXPECT_EQ(Count(dumps[0], "NVTX_PUSH"), 2000u) << "every flushed zstd block decodes without the frame end";
+}
+
+TEST(Lifecycle, DisabledLibraryWritesNothing) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_DISABLE=1");
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "basic"}, env);
+  EXPECT_EQ(e.code, 0);
+  EXPECT_EQ(e.err, "");
+  EXPECT_TRUE(ReadDumps(dir.path()).empty());
+}
+
 TEST(Lifecycle, UnwritableDirectoryWarnsOnceAndTheAppIsUnaffected) {
   auto env = InjectEnv("/proc/self/truffld-cannot-be-here");
   Exit e = RunProgram({AppPath("truffld_nvtx_app"), "noflush", "2000"}, env);
