@@ -52,6 +52,13 @@ class TruffldEnvTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             self._check_line("%s --build-dir %s" % (tool, BUILD), tmp)
 
+    def test_evaluating_twice_keeps_pythonpath(self):
+        tool = os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")
+        proc = sh('export PYTHONPATH=/a:/b; eval "$(%s 2>/dev/null)"; eval "$(%s 2>/dev/null)"; '
+                  'echo "$PYTHONPATH"' % (tool, tool))
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual(hookstest.HOOKS_SRC + ":/a:/b", proc.stdout.strip())
+
     def test_help_and_errors(self):
         tool = os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")
         proc = sh(tool + " --help")
