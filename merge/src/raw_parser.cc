@@ -34,16 +34,30 @@ enum F : int {
   kLocalRank, kWorldSize, kCategoryNum, kCount
 };
 
-struct IntKey { const char* key; F field; };
-constexpr IntKey kIntKeys[] = {
-    {"timestamp", kTimestamp}, {"start", kStart}, {"end", kEnd}, {"gpu_start", kGpuStart},
-    {"gpu_end", kGpuEnd}, {"duration", kDuration}, {"process_id", kProcess},
-    {"thread_id", kThread}, {"correlation_id", kCorr}, {"id", kId}, {"cbid", kCbid},
-    {"return_code", kRet}, {"bytes", kBytes}, {"device", kDevice}, {"stream", kStream},
-    {"graph_id", kGraph}, {"graph_node_id", kGraphNode},
-    {"original_graph_node_id", kOrigGraphNode}, {"local_rank", kLocalRank},
-    {"world_size", kWorldSize},
-};
+
+// Integer field for a key, or -1: a switch on length and first byte, then one compare, so
+// the hot path does not scan the key table.
+int IntField(std::string_view k) {
+  auto is = [&](const char* lit, F f) { return k == lit ? int(f) : -1; };
+  switch (k.size()) {
+    case 2: return is("id", kId);
+    case 3: return k[0] == 'e' ? is("end", kEnd) : -1;
+    case 4: return is("cbid", kCbid);
+    case 5: return k[0] == 's' ? is("start", kStart) : is("bytes", kBytes);
+    case 6: return k[0] == 'd' ? is("device", kDevice) : is("stream", kStream);
+    case 7: return is("gpu_end", kGpuEnd);
+    case 8: return k[0] == 'd' ? is("duration", kDuration) : is("graph_id", kGraph);
+    case 9: return k[0] == 't' ? (k[1] == 'i' ? is("timestamp", kTimestamp) : is("thread_id", kThread))
+                               : is("gpu_start", kGpuStart);
+    case 10: return k[0] == 'p' ? is("process_id", kProcess) : k[0] == 'l' ? is("local_rank", kLocalRank)
+                                                                           : is("world_size", kWorldSize);
+    case 11: return is("return_code", kRet);
+    case 13: return is("graph_node_id", kGraphNode);
+    case 14: return is("correlation_id", kCorr);
+    case 22: return is("original_graph_node_id", kOrigGraphNode);
+    default: return -1;
+  }
+}
 
 bool GetInt(dom::element v, int64_t* out) {
   if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
@@ -197,12 +211,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
       if (v.is_null()) f.rank_null = true;
       else if (GetInt(v, &f.v[kRank])) f.has[kRank] = true;
     } else {
-      for (const IntKey& k : kIntKeys) {
-        if (key == k.key) {
-          if (!v.is_null()) f.has[k.field] = GetInt(v, &f.v[k.field]);
-          break;
-        }
-      }
+      int field = IntField(key);
+      if (field >= 0 && !v.is_null()) f.has[field] = GetInt(v, &f.v[field]);
     }
     if (err) {
       Problem(line_no, "bad_field", "field \"" + std::string(key.substr(0, 64)) + "\" has the wrong type: " +
