@@ -5,7 +5,6 @@
 // aliases and back. Seeded random steps, so failures are reproducible.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
