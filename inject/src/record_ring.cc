@@ -36,13 +36,18 @@ RecordRing::RecordRing(size_t slots)
   std::memset(static_cast<void*>(slots_.get()), 0, (mask_ + 1) * sizeof(Record));
 }
 
-bool RecordRing::TryPush(const Record& head, const char* data, size_t data_len) noexcept {
+PushResult RecordRing::TryPush(const Record& head, const char* data, size_t data_len) noexcept {
   const size_t need = SlotsFor(data_len);
   const uint64_t h = head_.load(std::memory_order_relaxed);
   const uint64_t cap = mask_ + 1;
-  if (h + need - cached_tail_ > cap) {
+  PushResult result = kPushOk;
+  if (h + need - cached_tail_ > cap / 2) {
     cached_tail_ = tail_.load(std::memory_order_acquire);
-    if (h + need - cached_tail_ > cap) return false;
+    if (h + need - cached_tail_ > cap) return kPushFull;
+    if (h + need - cached_tail_ > cap / 2 && woke_at_tail_ != cached_tail_) {
+      woke_at_tail_ = cached_tail_;
+      result = kPushOkWake;
+    }
   }
   Record& slot = slots_[h & mask_];
   std::memcpy(static_cast<void*>(&slot), &head, offsetof(Record, inline_bytes));
@@ -56,13 +61,14 @@ bool RecordRing::TryPush(const Record& head, const char* data, size_t data_len) 
     done += take;
   }
   head_.store(h + need, std::memory_order_release);
-  return true;
+  return result;
 }
 
 void RecordRing::ResetForChild() noexcept {
   const uint64_t h = head_.load(std::memory_order_relaxed);
   tail_.store(h, std::memory_order_relaxed);
   cached_tail_ = h;
+  woke_at_tail_ = ~uint64_t{0};
   for (auto& d : dropped_) d.store(0, std::memory_order_relaxed);
 }
 

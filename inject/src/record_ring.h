@@ -22,6 +22,13 @@
 
 namespace truffld::inject {
 
+// Result of a push: 0 (false) when the ring was full.
+enum PushResult : int {
+  kPushFull = 0,
+  kPushOk = 1,
+  kPushOkWake = 2,  // pushed, and the ring is over half full: the consumer should drain soon
+};
+
 class RecordRing {
  public:
   // `slots` is rounded up to a power of two (minimum 64).
@@ -31,8 +38,9 @@ class RecordRing {
 
   // Producer: appends `head` followed by `data_len` bytes of copied data (name then payload;
   // head.name_len + head.payload_len must equal data_len). Returns false when there is no room;
-  // the caller then calls CountDrop. Never blocks, never allocates.
-  bool TryPush(const Record& head, const char* data, size_t data_len) noexcept;
+  // the caller then calls CountDrop. Never blocks, never allocates. Returns kPushOkWake at most
+  // once per drain when the ring passes half full, so the producer can wake the consumer early.
+  PushResult TryPush(const Record& head, const char* data, size_t data_len) noexcept;
 
   // Producer: counts one event of `kind` lost because the ring was full.
   void CountDrop(RecordKind kind) noexcept {
@@ -65,6 +73,7 @@ class RecordRing {
   size_t mask_;
   alignas(64) std::atomic<uint64_t> head_{0};  // next slot the producer writes
   uint64_t cached_tail_ = 0;                    // producer's last view of tail_
+  uint64_t woke_at_tail_ = ~uint64_t{0};        // tail_ when the producer last asked for a drain
   alignas(64) std::atomic<uint64_t> tail_{0};  // next slot the consumer reads
   std::atomic<uint64_t> dropped_[kNumRecordKinds] = {};
 };

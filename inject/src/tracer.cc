@@ -130,6 +130,13 @@ void Tracer::RequestFlush() noexcept {
   (void)rc;
 }
 
+void Tracer::WakeWriter() noexcept {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_, &one, sizeof one);
+  (void)rc;
+}
+
 bool Tracer::FlushAndWait(bool final_stats, int timeout_ms) noexcept {
   if (!writer_running_.load(std::memory_order_acquire) || wake_fd_ < 0) return false;
   if (finished_.load(std::memory_order_acquire)) return true;

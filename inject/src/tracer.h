@@ -87,7 +87,10 @@ class Tracer {
       return;
     }
     r.tid = t.tid;
-    if (__builtin_expect(!t.ring->TryPush(r, data, len), 0)) t.ring->CountDrop(r.kind);
+    const PushResult pr = t.ring->TryPush(r, data, len);
+    if (__builtin_expect(pr != kPushOk, 0)) {
+      if (pr == kPushFull) t.ring->CountDrop(r.kind); else WakeWriter();
+    }
   }
 
   // Counters the producers bump for data they could not copy. Thread-safe (relaxed).
@@ -107,6 +110,8 @@ class Tracer {
 
   // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
   void RequestFlush() noexcept;
+  // Wakes the writer to drain early (a ring is half full). Thread-safe, async-signal-safe.
+  void WakeWriter() noexcept;
   // Flushes everything queued so far (with `final_stats`: writes STATS and closes the file)
   // and waits up to timeout_ms for the writer to finish. Async-signal-safe. Returns false on
   // timeout or when no writer runs.

@@ -58,6 +58,23 @@ TEST(RecordRing, FullRingDropsAndCountsInsteadOfBlocking) {
   EXPECT_TRUE(ring.TryPush(r, nullptr, 0)) << "space is reusable after a drain";
 }
 
+TEST(RecordRing, AsksForAnEarlyDrainOncePerDrainWhenHalfFull) {
+  RecordRing ring(64);
+  std::string scratch;
+  for (int round = 0; round < 3; ++round) {
+    int wakes = 0, first_wake = -1;
+    for (int i = 0; i < 40; ++i) {
+      Record r = Rec(RecordKind::kNvtxMark, i);
+      const PushResult pr = ring.TryPush(r, nullptr, 0);
+      ASSERT_NE(pr, kPushFull);
+      if (pr == kPushOkWake) { ++wakes; if (first_wake < 0) first_wake = i; }
+    }
+    EXPECT_EQ(wakes, 1) << "round " << round;
+    EXPECT_EQ(first_wake, 32) << "the 33rd record passes half of 64 slots";
+    ring.Drain([](const Record&, std::string_view) {}, scratch);
+  }
+}
+
 TEST(RecordRing, SlotsWrapAroundWithMultiSlotRecords) {
   RecordRing ring(64);
   std::string scratch;
