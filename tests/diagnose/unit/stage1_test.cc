@@ -1,0 +1,134 @@
+// Stage I aggregation and selection on hand-made rho values, and the trees reader.
+#include <gtest/gtest.h>
+
+#include "truffld/diagnose/fusion.h"
+#include "truffld/diagnose/stage1.h"
+#include "truffld/diagnose/tree_reader.h"
+
+namespace truffld::diagnose {
+namespace {
+
+TEST(Stage1, RhoBarAveragesLowestQuantile) {
+  EXPECT_DOUBLE_EQ(RhoBar({0.9, 0.1, 0.5, 1.0, 0.3, 0.7, 0.8, 0.2}, 0.25), 0.15);  // lowest 2
+  EXPECT_DOUBLE_EQ(RhoBar({0.9, 0.4, 1.0}, 0.25), 0.4);  // floor(0.75) = 0 -> at least 1
+  EXPECT_DOUBLE_EQ(RhoBar({0.9, 0.4}, 1.0), 0.65);
+  EXPECT_DOUBLE_EQ(RhoBar({}, 0.25), 1.0);
+}
+
+// Table with one step and the given (family, rho) instances.
+InstanceTable OneStep(const std::vector<std::pair<std::string, int>>& fams) {
+  InstanceTable t;
+  t.steps.push_back(StepInfo{});
+  t.steps.back().view = "vertical";
+  for (auto& [name, n] : fams) {
+    for (int i = 0; i < n; ++i) t.Add(t.strings.Intern(name), t.strings.Intern("backend_op"), kNoString, i, i + 1, {});
+  }
+  return t;
+}
+
+TEST(Stage1, ThresholdMedianPlusLambdaMadAndTopM) {
+  InstanceTable t = OneStep({{"a", 4}, {"b", 4}, {"c", 4}, {"d", 4}, {"e", 4}});
+  // Scores A: a 0.9, b 0.8, c 0.1, d 0.0, e 0.0 (each family's lowest instance, q = 0.25).
+  std::vector<double> rho = {0.1, 1, 1, 1, 0.2, 1, 1, 1, 0.9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<uint8_t> method(rho.size(), 0);
+  StageOneOptions o;
+  o.lambda = 1.0;
+  o.top_m = 1;
+  auto steps = SelectCandidates(t, rho, method, {"gmm"}, o);
+  ASSERT_EQ(steps.size(), 1u);
+  // median 0.1, MAD 0.1 -> theta 0.2: a and b qualify; top_m keeps a.
+  EXPECT_NEAR(steps[0].threshold, 0.2, 1e-12);
+  EXPECT_EQ(t.strings.Get(steps[0].families[0].family), "a");
+  EXPECT_TRUE(steps[0].families[0].candidate);
+  EXPECT_FALSE(steps[0].families[1].candidate);
+  o.top_m = 5;
+  steps = SelectCandidates(t, rho, method, {"gmm"}, o);
+  EXPECT_TRUE(steps[0].families[1].candidate);
+  EXPECT_FALSE(steps[0].families[2].candidate);  // c: 0.1 < theta
+}
+
+TEST(Stage1, FewInstancesFallBackToRobustZ) {
+  InstanceTable t = OneStep({{"rare", 3}});
+  t.features[2][kDurationNs] = 1e9;  // one enormous outlier among 3
+  t.features[0][kDurationNs] = t.features[1][kDurationNs] = 1000;
+  StageOneOptions o;
+  auto r = RunStageOne(t, nullptr, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->robust_z_groups, 1u);
+  EXPECT_EQ(r->steps[0].families[0].method, "robust-z");
+  EXPECT_LT(r->rho[2], 1e-6);
+  EXPECT_DOUBLE_EQ(r->rho[0], 1.0);
+}
+
+TEST(Stage1, ReferenceModeNeedsReference) {
+  InstanceTable t = OneStep({{"a", 3}});
+  StageOneOptions o;
+  o.mode = ScoringMode::kReference;
+  EXPECT_FALSE(RunStageOne(t, nullptr, o).ok());
+  o.mode = ScoringMode::kPooled;
+  o.q = 0;
+  EXPECT_FALSE(RunStageOne(t, nullptr, o).ok());
+}
+
+TEST(TreeReader, FeaturesDedupAndBadLines) {
+  TreeReader r;
+  const std::string tree = R"({"schema":"truffld.trees/1","rank":0,"process_id":1,"step_index":0,"step":"s","requests":["a","b"],"request":"a","view":"vertical","phase":"decode","start":0,"end":1000,"root":{"name":"s","layer":"step","family":"step","start":0,"end":1000,"children":[
+    {"name":"aten::mm, seq = 1","layer":"backend_op","family":"aten::mm","start":100,"end":600,"thread_id":7,"children":[
+      {"name":"cudaLaunchKernel","layer":"runtime_call","family":"cudaLaunchKernel","start":150,"end":200,"thread_id":7,"children":[
+        {"name":"gemm<float>","layer":"kernel","family":"gemm","start":250,"end":450},
+        {"name":"gemm2","layer":"kernel","family":"gemm","start":350,"end":550}]},
+      {"name":"aten::view","layer":"backend_op","family":"aten::view","start":560,"end":580,"thread_id":7}]}]}})";
+  std::string one_line;
+  for (char c : tree) if (c != '\n') one_line += c;
+  r.ParseLine(one_line, "t.jsonl:1");
+  std::string second = one_line;
+  second.replace(second.find(R"("request":"a")"), 13, R"("request":"b")");
+  r.ParseLine(second, "t.jsonl:2");   // same operators through request b: deduplicated
+  r.ParseLine("{oops", "t.jsonl:3");
+  r.ParseLine(R"({"schema":"truffld.trees/2"})", "t.jsonl:4");
+  EXPECT_EQ(r.stats().trees, 2u);
+  EXPECT_EQ(r.stats().bad_lines, 2u);
+  EXPECT_EQ(r.stats().duplicate_instances, 2u);
+  ASSERT_EQ(r.stats().problems.size(), 2u);
+  EXPECT_EQ(r.stats().problems[0].rfind("t.jsonl:3: not JSON", 0), 0u);
+  InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps[0].trees, 2);
+  EXPECT_EQ(t.steps[0].requests.size(), 2u);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.strings.Get(t.family[0]), "aten::mm");
+  const FeatureVector& f = t.features[0];
+  EXPECT_EQ(f[kDurationNs], 500);
+  EXPECT_EQ(f[kSelfTimeNs], 480);      // minus the nested aten::view
+  EXPECT_EQ(f[kApiCount], 1);
+  EXPECT_EQ(f[kApiTimeNs], 50);
+  EXPECT_EQ(f[kKernelCount], 2);
+  EXPECT_EQ(f[kKernelTimeNs], 400);
+  EXPECT_DOUBLE_EQ(f[kStreamOverlap], 0.25);   // union 300 of 400
+  EXPECT_DOUBLE_EQ(f[kLaunchLatencyNs], 150);  // (100 + 200) / 2
+  EXPECT_EQ(f[kPhaseCode], 1);
+  EXPECT_EQ(t.strings.Get(t.parent[1]), "aten::mm");
+  ASSERT_EQ(t.kernels[0].size(), 1u);
+  EXPECT_EQ(t.kernels[0][0].count, 2u);
+}
+
+TEST(Fusion, IntersectsCandidatesWithStageTwo) {
+  StepEvidence e;
+  e.view = "vertical";
+  e.families = {{"aten::mm", "backend_op", "torch.nn.functional.linear", 4, 1e-9, 1 - 1e-9, 0, true, "gmm", 0, {}, {}},
+                {"torch.nn.functional.linear", "frontend_op", "", 4, 1e-8, 1 - 1e-8, 0, false, "gmm", 0, {}, {}},
+                {"aten::add", "backend_op", "", 4, 0.2, 0.8, 0, true, "gmm", 0, {}, {}}};
+  StageTwoDecision d;
+  d.abnormal = true;
+  d.faulty = {"aten::mm", "torch.nn.functional.linear"};
+  StepDiagnosis s = Fuse(e, d, 0.5);
+  EXPECT_TRUE(s.abnormal);
+  ASSERT_EQ(s.faulty.size(), 1u);  // linear is not a Stage I candidate
+  EXPECT_EQ(s.faulty[0].family, "aten::mm");
+  EXPECT_EQ(s.faulty[0].parent_chain, std::vector<std::string>{"torch.nn.functional.linear"});
+  d.faulty = {"torch.nn.functional.linear"};
+  EXPECT_FALSE(Fuse(e, d, 0.5).abnormal);  // Stage II alone cannot make a step abnormal
+}
+
+}  // namespace
+}  // namespace truffld::diagnose
