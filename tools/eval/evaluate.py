@@ -173,6 +173,21 @@ def main():
         data = baselines.load_samples(features)
         tt = baselines.test_truth(data)
         log("baselines (configuration and threshold chosen on the validation split):")
+        # Label coverage: can a method see the labelled family at all? Share of true (step, family)
+        # pairs whose family has at least one instance in that step's merged trees.
+        cov = {}
+        for v, d in data.items():
+            present = set(zip(d["keys"], d["fam"]))
+            pairs = [(k, f) for k, fs in truth.get(v, {}).items() for f in fs]
+            seen = sum(1 for p in pairs if p in present)
+            missing = defaultdict(int)
+            for k, f in pairs:
+                if (k, f) not in present:
+                    missing[f] += 1
+            cov[v] = {"true_pairs": len(pairs), "visible": seen, "share": seen / len(pairs) if pairs else 1.0,
+                      "invisible_by_family": dict(sorted(missing.items(), key=lambda x: -x[1]))}
+            log(f"label coverage {v}: {seen} of {len(pairs)} faulty (step, family) pairs visible in the trees")
+        res["label_coverage"] = cov
         base = baselines.run_baselines(data, quick=args.quick, log=log)
         for v, (vtruth, fams) in tt.items():
             # Test keys of this view, truth from labels.jsonl (covers steps without instances too).

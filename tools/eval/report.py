@@ -58,6 +58,12 @@ def main():
                       f"{fmt(h.get('step', {}).get('f1'), 3)} | "
                       f"{fmt(h.get('operator', {}).get('macro_plus', {}).get('f1'), 3)} |")
         md.append("")
+        for v, c in res.get("label_coverage", {}).items():
+            inv = ", ".join(f"{f} {n}" for f, n in list(c["invisible_by_family"].items())[:6])
+            md.append(f"Label coverage, {v}: {c['visible']} of {c['true_pairs']} labelled faulty (step, family) pairs "
+                      f"({100 * c['share']:.1f}%) have an instance of that family in the merged trees"
+                      + (f"; invisible: {inv}." if inv else "."))
+            md.append("")
         ls = res.get("label_stats", {})
         md.append("Label statistics over all scenarios: " + ", ".join(
             f"{v}: {s['abnormal']} of {s['steps']} steps abnormal ({100 * s['share']:.1f}%)" for v, s in ls.items()))

@@ -4,11 +4,13 @@
 # scikit-learn baselines, measures speed, and rewrites BENCHMARKS.md.
 #
 #   tools/eval/run.sh [--quick] [--build DIR] [--work DIR] [--no-speed] [--no-report]
+#                     [--speed-sizes N,M]
 #
 #   --quick      one seed, 60-step scenarios, trimmed baseline grids, 1 M-record speed run only
 #   --build DIR  CMake build directory (default: build-eval; configured if needed)
 #   --work DIR   scratch directory for dumps and results (default: /tmp/truffld-eval)
 #   --no-speed   skip the speed benchmarks;  --no-report: leave BENCHMARKS.md alone
+#   --speed-sizes record budgets of the generation/merge speed runs (default 1M,10M; --quick: 1M)
 # Needs /usr/bin/python3 with python3-numpy and python3-sklearn (Debian), cmake, /usr/bin/time.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +19,7 @@ WORK=/tmp/truffld-eval
 QUICK=""
 SPEED=1
 REPORT=1
+SIZES=""
 ORIG_ARGS="$*"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -25,7 +28,8 @@ while [[ $# -gt 0 ]]; do
     --work) WORK=$2; shift ;;
     --no-speed) SPEED=0 ;;
     --no-report) REPORT=0 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --speed-sizes) SIZES="--sizes $2"; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -43,7 +47,7 @@ done
 mkdir -p "$WORK"
 "$PY" "$ROOT/tools/eval/evaluate.py" --bin "$BUILD" --work "$WORK" $QUICK
 if [[ $SPEED == 1 ]]; then
-  TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$ROOT/../shared/data} "$PY" "$ROOT/tools/eval/speed.py" --bin "$BUILD" --work "$WORK/speed" $QUICK
+  TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$ROOT/../shared/data} "$PY" "$ROOT/tools/eval/speed.py" --bin "$BUILD" --work "$WORK/speed" $QUICK $SIZES
   cp "$WORK/speed/speed.json" "$WORK/speed.json"
 fi
 if [[ $REPORT == 1 ]]; then

@@ -43,6 +43,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--shared-data", default=os.environ.get("TRUFFLD_SHARED_DATA", ""))
+    ap.add_argument("--sizes", default="", help="comma list of record budgets (default 1M,10M; --quick 1M)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     log = lambda m: print(m, flush=True)  # noqa: E731
@@ -51,6 +52,8 @@ def main():
     diag = os.path.join(args.bin, "diagnose/truffld-diagnose")
     out = {"runs": []}
     sizes = [1_000_000] if args.quick else [1_000_000, 10_000_000]
+    if args.sizes:
+        sizes = [int(float(x)) for x in args.sizes.split(",")]
     for n in sizes:
         d = os.path.join(args.work, f"gen-{n}")
         subprocess.run(["rm", "-rf", d])
@@ -76,8 +79,8 @@ def main():
                         run.update(diagnose_wall_s=dw, diagnose_rss_mib=drss)
                         log(f"diagnose {n}: {dw:.2f} s, peak RSS {drss:.0f} MiB")
         out["runs"].append(run)
-        if n >= 10_000_000:
-            subprocess.run(["rm", "-rf", os.path.join(d, "dump")])  # gigabytes
+        # Gigabytes of dumps and trees: keep only the small outputs.
+        subprocess.run(["rm", "-rf", os.path.join(d, "dump"), os.path.join(d, "merged")])
     kin = os.path.join(args.shared_data, "kineto", "hta_df_index_resolver.json.gz") if args.shared_data else ""
     if kin and os.path.exists(kin) and os.path.exists(merge):
         ok1, mw, mrss, _ = timed([merge, kin, "-o", os.path.join(args.work, "kineto-merged")], log)
