@@ -33,10 +33,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     if (t.view == View::kHorizontal) skip[t.root] = 1;
   std::map<std::pair<int, int64_t>, int64_t> pid_of;  // (has_rank?0:1, rank|process) -> pid
   std::map<int64_t, std::string> pid_name;
-  auto pid_for = [&](const Node& n) {
-    const FileMeta& m = r.files[n.file].meta;
-    const Event* e = r.EventOf(n);
-    int64_t proc = e && e->process_id != kNone ? e->process_id : m.process_id;
+  auto PidFor = [&](const FileMeta& m, int64_t proc) {
     auto key = m.rank ? std::make_pair(0, *m.rank) : std::make_pair(1, proc);
     auto it = pid_of.find(key);
     if (it != pid_of.end()) return it->second;
@@ -45,6 +42,18 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     pid_name[pid] = (m.rank ? "rank " + std::to_string(*m.rank) : std::string("no rank")) + " (" +
                     (m.host.empty() ? std::string("?") : m.host) + " pid " + std::to_string(proc) + ")";
     return pid;
+  };
+  uint32_t last_file = UINT32_MAX;  // nodes come in file order: cache the last answer
+  int64_t last_proc = 0, last_pid = 0;
+  auto pid_for = [&](const Node& n) {
+    const FileMeta& m = r.files[n.file].meta;
+    const Event* e = r.EventOf(n);
+    int64_t proc = e && e->process_id != kNone ? e->process_id : m.process_id;
+    if (n.file == last_file && (m.rank || proc == last_proc)) return last_pid;
+    last_file = n.file;
+    last_proc = proc;
+    last_pid = PidFor(m, proc);
+    return last_pid;
   };
   using Track = std::pair<int64_t, int64_t>;  // pid, tid
   std::map<Track, std::vector<Slice>> tracks;
