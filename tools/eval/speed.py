@@ -63,7 +63,7 @@ def main():
         summ = json.load(open(os.path.join(d, "dump", "synth_summary.json")))
         run = {"target_events": n, "records": summ["records"], "bytes": summ["bytes_uncompressed"],
                "synth_wall_s": wall, "synth_rss_mib": rss, "synth_records_per_s": summ["records"] / wall,
-               "synth_cpu_records_per_s": summ["records_per_second"]}
+               "synth_cpu_records_per_s": summ.get("records_per_cpu_second")}
         log(f"synth {n}: {summ['records']} records in {wall:.2f} s ({summ['records'] / wall / 1e6:.2f} M/s), RSS {rss:.0f} MiB")
         if os.path.exists(merge):
             files = sorted(glob.glob(os.path.join(d, "dump", "truffld-*.jsonl")))
