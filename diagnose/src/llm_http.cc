@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <curl/curl.h>
 
@@ -59,6 +61,19 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
+const std::string& NoProxyList() {
+  static const std::string kList = [] {
+    std::string list = "localhost,127.0.0.1,::1";
+    for (const char* name : {"no_proxy", "NO_PROXY"}) {
+      const char* v = std::getenv(name);
+      if (v != nullptr && std::string_view(v) == "*") return std::string("*");  // no proxy at all
+      if (v != nullptr && *v != '\0') return std::string(v) + "," + list;
+    }
+    return list;
+  }();
+  return kList;
+}
+
 class CurlTransport final : public LlmTransport {
  public:
   CurlTransport() {
@@ -93,6 +108,10 @@ class CurlTransport final : public LlmTransport {
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &sink);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "truffld-diagnose");
+    // Honour the usual proxy variables, but never send loopback traffic (a local vLLM or
+    // llama.cpp server, the test stub) through a proxy. CURLOPT_NOPROXY replaces no_proxy, so
+    // the user's list is kept and loopback appended.
+    curl_easy_setopt(curl, CURLOPT_NOPROXY, NoProxyList().c_str());
     // Never follow redirects: a redirect to another host would carry the bearer token along.
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 
