@@ -21,10 +21,10 @@ void MergeCounters::AddReason(const std::string& reason, uint64_t n) {
 }
 
 void MergeCounters::Add(const MergeCounters& o) {
-  for (const auto& [k, n] : o.events_read) {
-    auto it = std::find_if(events_read.begin(), events_read.end(), [&](auto& p) { return p.first == k; });
-    if (it == events_read.end()) events_read.emplace_back(k, n);
-    else it->second += n;
+  for (const auto& kv : o.events_read) {
+    auto it = std::find_if(events_read.begin(), events_read.end(), [&](auto& p) { return p.first == kv.first; });
+    if (it == events_read.end()) events_read.push_back(kv);
+    else it->second += kv.second;
   }
   for (const auto& [k, n] : o.unattributed_reasons) AddReason(k, n);
   malformed_lines += o.malformed_lines;
@@ -44,6 +44,7 @@ void MergeCounters::Add(const MergeCounters& o) {
   api_calls_outside_step += o.api_calls_outside_step;
   adopted_ranges += o.adopted_ranges;
   adopted_api_calls += o.adopted_api_calls;
+  graph_ops_attributed += o.graph_ops_attributed;
   injector_dropped += o.injector_dropped;
   steps += o.steps;
   implicit_steps += o.implicit_steps;

@@ -320,6 +320,30 @@ class Builder {
     }
   }
 
+  // graph_node_id -> range open around the API call that created the node (following clones
+  // to their original), from GRAPH_NODE records; empty when the file has none. Must run while
+  // api_owner_ still holds ranges.
+  std::unordered_map<int64_t, uint32_t> CaptureOwners() const {
+    std::unordered_map<int64_t, const Event*> by_id;
+    for (const Event& e : ev_)
+      if (e.kind == EventKind::kGraphNode) by_id.emplace(e.graph_node_id, &e);
+    std::unordered_map<int64_t, uint32_t> out;
+    for (const auto& [id, first] : by_id) {
+      const Event* g = first;
+      for (int hop = 0; hop < 8 && g->original_graph_node_id != kNone; ++hop) {
+        auto it = by_id.find(g->original_graph_node_id);
+        if (it == by_id.end()) break;
+        g = it->second;
+      }
+      auto lo = std::lower_bound(corr_.begin(), corr_.end(), CorrEntry{g->correlation_id, INT64_MIN, 0});
+      uint32_t owner = kNoIdx;
+      for (auto c = lo; c != corr_.end() && c->corr == g->correlation_id; ++c)
+        if (api_owner_[c->event] != kNoIdx) owner = api_owner_[c->event];
+      if (owner != kNoIdx) out.emplace(id, owner);
+    }
+    return out;
+  }
+
   Layer DeviceLayer(EventKind k) const {
     switch (k) {
       case EventKind::kKernel: return Layer::kKernel;
@@ -406,6 +430,7 @@ class Builder {
         links.emplace_back(node_of[p], n);
       }
     }
+    std::unordered_map<int64_t, uint32_t> capture_owner = CaptureOwners();
     for (uint32_t a = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
       if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
@@ -422,6 +447,14 @@ class Builder {
       uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end), kNone);
       out_.nodes[n].family = FamilyOf(l, e);
       links.emplace_back(api_owner_[api], n);
+      if (e.graph_node_id != kNone && !capture_owner.empty()) {
+        // CUDA graph work: name the operator that was open when this node was captured.
+        auto it = capture_owner.find(e.graph_node_id);
+        if (it != capture_owner.end() && node_of[it->second] != kNoNode) {
+          out_.nodes[n].anchor = node_of[it->second];
+          ++out_.counters.graph_ops_attributed;
+        }
+      }
     }
     // Sibling lists in start order.
     auto& nodes = out_.nodes;

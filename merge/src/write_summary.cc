@@ -36,6 +36,7 @@ ordered_json Counters(const MergeCounters& c) {
   j["api_calls_outside_step"] = c.api_calls_outside_step;
   j["adopted_ranges"] = c.adopted_ranges;
   j["adopted_api_calls"] = c.adopted_api_calls;
+  j["graph_ops_attributed"] = c.graph_ops_attributed;
   j["injector_dropped"] = c.injector_dropped;
   j["steps"] = c.steps;
   j["implicit_steps"] = c.implicit_steps;

@@ -76,7 +76,8 @@ class TreeWriter {
     }
     if (n.anchor != kNoNode) {
       const Node& a = r_.nodes[n.anchor];
-      out_.Raw(",\"anchor\":{\"name\":");
+      bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
+      out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
       out_.String(r_.Name(a));
       out_.Raw(",\"layer\":\"");
       out_.Raw(LayerName(a.layer));

@@ -230,3 +230,38 @@ TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
 
 }  // namespace
 }  // namespace truffld::merge
+
+namespace truffld::merge {
+namespace {
+
+TEST(Merge, GraphKernelsNameTheirCapturingOperator) {
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  // Capture (step 0): aten::mm launches a kernel that becomes graph node 7.
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:0]\",\"timestamp\":0,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"GRAPH_NODE\",\"graph_id\":2,\"graph_node_id\":70,\"original_graph_node_id\":7,\"correlation_id\":51,\"timestamp\":45,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":50,\"process_id\":1,\"thread_id\":1}\n";
+  // Replay (step 1): one graph launch, its kernel carries the instantiated (cloned) node id.
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"gemm\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":2,\"graph_node_id\":70}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 4u);
+  const Tree& replay = r.trees[2];
+  ASSERT_EQ(replay.step_index, 1u);
+  const Node* launch = FindNode(r, replay.root, "cudaGraphLaunch");
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(launch->first_child, kNoNode);
+  const Node& k = r.node(launch->first_child);
+  EXPECT_EQ(r.Name(k), "gemm");
+  ASSERT_NE(k.anchor, kNoNode);
+  EXPECT_EQ(r.Name(r.node(k.anchor)), "aten::mm");
+  EXPECT_EQ(r.summary.total.graph_ops_attributed, 1u);
+}
+
+}  // namespace
+}  // namespace truffld::merge

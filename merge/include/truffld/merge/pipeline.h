@@ -56,7 +56,8 @@ struct Node {
   uint32_t first_child = kNoNode;     // children are a sibling list, in start order
   uint32_t next_sibling = kNoNode;
   uint32_t requests = kAllRequests;   // index into MergeResult::request_sets (stricter subset)
-  uint32_t anchor = kNoNode;          // horizontal comm nodes: enclosing vertical range node
+  uint32_t anchor = kNoNode;          // comm nodes: enclosing vertical range; CUDA-graph device
+                                      // nodes: the range open when the node was captured
   int64_t thread_id = kNone;          // host nodes
   Layer layer = Layer::kOther;
 };
@@ -94,6 +95,7 @@ struct MergeCounters {
   // Ranges / API calls on another thread of a step's process, inside the step's interval,
   // attached to that step ("cross-thread adoption").
   uint64_t adopted_ranges = 0, adopted_api_calls = 0;
+  uint64_t graph_ops_attributed = 0;  // graph device ops named after their capturing operator
   uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
   uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
   void Add(const MergeCounters& o);
