@@ -201,6 +201,7 @@ int Run(Args& a) {
 
 int main(int argc, char** argv) {
   Args a;
+  a.s1.threads = 0;  // all cores unless --threads says otherwise
   CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
                "Stage I fits Gaussian mixtures over operator features; Stage II confirms with an LLM\n"
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};

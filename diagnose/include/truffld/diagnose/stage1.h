@@ -41,8 +41,8 @@ struct StageOneOptions {
   RhoRule rho = RhoRule::kGated;
   double tail_alpha = 1e-3;        // gate: chi-square tail below this lowers rho
   double q = 0.25;
-  double lambda = 3.0;
-  int top_m = 5;
+  double lambda = 1.0;
+  int top_m = 8;
   double min_score = 0.1;          // A below this is never a candidate (MAD can be 0)
   int min_instances = 8;           // fewer fitting samples -> robust z-scores
   double trim = 0.05;              // pooled mode: fraction dropped before the refit
