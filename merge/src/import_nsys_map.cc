@@ -1,7 +1,10 @@
 // Pure mapping helpers of the Nsight Systems importer (see import_nsys_map.h).
 #include "import_nsys_map.h"
 
+#include <algorithm>
 #include <charconv>
+#include <tuple>
+#include <vector>
 
 namespace truffld::merge::nsys {
 
@@ -54,8 +57,40 @@ std::optional<int64_t> MpiRankFromThreadName(std::string_view text) {
   return r;
 }
 
+size_t DropNestedApiAliases(TraceFile* tf) {
+  std::vector<uint32_t> api;
+  for (uint32_t i = 0; i < tf->events.size(); ++i)
+    if (IsApiKind(tf->events[i].kind) && tf->events[i].correlation_id != kNone) api.push_back(i);
+  auto key = [&](uint32_t i) {
+    const Event& e = tf->events[i];
+    return std::make_tuple(e.process_id, e.thread_id, e.correlation_id, e.start, -e.end, i);
+  };
+  std::sort(api.begin(), api.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  std::vector<bool> drop(tf->events.size(), false);
+  size_t dropped = 0;
+  for (size_t j = 1; j < api.size(); ++j) {
+    const Event& outer = tf->events[api[j - 1]];
+    const Event& inner = tf->events[api[j]];
+    if (inner.process_id == outer.process_id && inner.thread_id == outer.thread_id &&
+        inner.correlation_id == outer.correlation_id && inner.end <= outer.end) {
+      drop[api[j]] = true;
+      ++dropped;
+      std::swap(api[j], api[j - 1]);  // keep comparing against the outermost call
+    }
+  }
+  if (dropped) {
+    size_t w = 0;
+    for (size_t i = 0; i < tf->events.size(); ++i)
+      if (!drop[i]) tf->events[w++] = tf->events[i];
+    tf->events.resize(w);
+    tf->stats.Add("nsys.skipped.nested_api_alias", dropped);
+  }
+  return dropped;
+}
+
 void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
                 const std::unordered_map<int64_t, int64_t>& mpi_rank) {
+  DropNestedApiAliases(tf);
   if (session_start) {
     for (Event& e : tf->events) {
       if (__builtin_add_overflow(e.start, *session_start, &e.start) ||

@@ -68,7 +68,7 @@ TEST(NsysMap, EnumsAndRankNames) {
 void FillSample(NsysDb& db) {
   db.Exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
           "INSERT INTO StringIds VALUES (1,'cudaLaunchKernel'),(2,'gemm(float*)'),(3,'gemm'),"
-          "(4,'cudaMemcpyAsync'),(5,'MPI_Send'),(6,'step_execute_model');"
+          "(4,'cudaMemcpyAsync'),(5,'MPI_Send'),(6,'step_execute_model'),(7,'cudaMemcpyAsync_v3020');"
           "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT);"
           "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1000000000000, 'x');"
           "CREATE TABLE TARGET_INFO_SYSTEM_ENV (name TEXT, value TEXT);"
@@ -88,7 +88,7 @@ void FillSample(NsysDb& db) {
   const std::string a = std::to_string(Gid(100, 101)), b = std::to_string(Gid(200, 201));
   const std::string pa = std::to_string(Gid(100, 0));
   db.Exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES"
-          " (10, 20, 0, " + a + ", 7, 1, 0), (30, 35, 0, " + a + ", 8, 4, 0),"
+          " (10, 20, 0, " + a + ", 7, 1, 0), (30, 35, 0, " + a + ", 8, 4, 0), (31, 34, 0, " + a + ", 8, 7, 0),"
           " (12, 13, 0, " + a + ", 9, 1, 0), (NULL, 5, 0, " + a + ", 10, 1, 0),"
           " (50, 40, 0, " + a + ", 11, 1, 0), (60, 61, 0, " + b + ", 12, 1, 0);"
           "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
@@ -167,6 +167,9 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(ne->range_id, 78);
 
   EXPECT_EQ(tf.stats.Get("RUNTIME"), 4u);
+  EXPECT_EQ(tf.stats.Get("nsys.skipped.nested_api_alias"), 1u);  // cudaMemcpyAsync_v3020
+  EXPECT_EQ(Find(tf, "cudaMemcpyAsync_v3020", EventKind::kRuntime), nullptr);
+  EXPECT_NE(Find(tf, "cudaMemcpyAsync", EventKind::kRuntime), nullptr);
   EXPECT_EQ(tf.stats.Get("KERNEL"), 2u);
   EXPECT_EQ(tf.stats.Get("MEMCPY"), 1u);
   EXPECT_EQ(tf.stats.Get("RANGE"), 3u);
@@ -174,7 +177,7 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(tf.stats.Get("nsys.negative_duration"), 1u);
   EXPECT_EQ(tf.stats.Get("nsys.skipped.nvtx.thread_name"), 1u);
   ASSERT_FALSE(tf.stats.issues.empty());
-  EXPECT_NE(tf.stats.issues[0].where.find("nsys_sample.sqlite:CUPTI_ACTIVITY_KIND_RUNTIME row 4"),
+  EXPECT_NE(tf.stats.issues[0].where.find("nsys_sample.sqlite:CUPTI_ACTIVITY_KIND_RUNTIME row 5"),
             std::string::npos)
       << tf.stats.issues[0].where;
 }
@@ -186,7 +189,7 @@ TEST(ImportNsys, StrictFailsOnTheFirstProblem) {
   o.strict = true;
   auto r = ImportNsys(db.Close(), o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("row 4"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("row 5"), std::string::npos) << r.status().ToString();
 }
 
 TEST(ImportNsys, MissingTablesAreFineButNoTablesIsAnError) {
