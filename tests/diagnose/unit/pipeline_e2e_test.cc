@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "../synthetic_trees.h"
 #include "truffld/diagnose/html_report.h"
