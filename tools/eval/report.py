@@ -20,6 +20,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", required=True)
+    ap.add_argument("--note", default="", help="extra sentence for the header (e.g. which commit was built)")
     args = ap.parse_args()
     rp, sp = os.path.join(args.work, "results.json"), os.path.join(args.work, "speed.json")
     res = json.load(open(rp)) if os.path.exists(rp) else None
@@ -29,7 +30,7 @@ def main():
           f"Produced by `{args.command}` on {now} ({platform.machine()}, {os.cpu_count()} cores, shared "
           "with other jobs; one run each, so ratios matter more than absolute times). Rerun that "
           "command to regenerate this file. Data: `truffld-synth` scenarios (see tools/synth/README.md); "
-          "ground truth from its labels.jsonl.", ""]
+          "ground truth from its labels.jsonl." + (" " + args.note if args.note else ""), ""]
     if res:
         md += ["## Detection quality (Table 2 layout)", ""]
         md.append(f"Scenarios: {len(res['scenarios'])} ({'quick' if res['quick'] else 'full'} suite: every fault "

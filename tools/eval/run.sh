@@ -51,5 +51,6 @@ if [[ $SPEED == 1 ]]; then
   cp "$WORK/speed/speed.json" "$WORK/speed.json"
 fi
 if [[ $REPORT == 1 ]]; then
-  "$PY" "$ROOT/tools/eval/report.py" --work "$WORK" --out "$ROOT/BENCHMARKS.md" --command "tools/eval/run.sh${ORIG_ARGS:+ $ORIG_ARGS}"
+  "$PY" "$ROOT/tools/eval/report.py" --work "$WORK" --out "$ROOT/BENCHMARKS.md" --command "tools/eval/run.sh${ORIG_ARGS:+ $ORIG_ARGS}" \
+    --note "Built from commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)."
 fi
