@@ -394,8 +394,12 @@ class Builder {
       ++out_.counters.implicit_steps;
     }
     std::vector<uint8_t> in_comm(ranges_.size(), 0);
+    // Two passes: step roots first, because a range adopted from another thread can sort
+    // before its step (sorted_ orders by thread first).
+    for (int pass = 0; pass < 2; ++pass)
     for (uint32_t r : sorted_) {
       if (IsImplicit(r) || step_of_[r] == kNoIdx) continue;
+      if ((step_of_[r] == r) != (pass == 0)) continue;
       const HostRange& h = ranges_[r];
       const Event& e = ev_[h.event];
       const RangeClass& cls = ClassOf(e);

@@ -265,3 +265,21 @@ TEST(Merge, GraphKernelsNameTheirCapturingOperator) {
 
 }  // namespace
 }  // namespace truffld::merge
+
+namespace truffld::merge {
+namespace {
+
+TEST(Merge, RangeAdoptedFromAThreadSortingBeforeTheStep) {
+  // Thread 0 sorts before the step's thread 5; its range still joins the step.
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"ProfilerStep#1\",\"timestamp\":10,\"process_id\":1,\"thread_id\":5}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":100,\"process_id\":1,\"thread_id\":5}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":40,\"process_id\":1,\"thread_id\":0}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":60,\"process_id\":1,\"thread_id\":0}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 2u);
+  EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"aten::mm"}));
+}
+
+}  // namespace
+}  // namespace truffld::merge
