@@ -167,6 +167,7 @@ struct TreeReader::Impl {
       ++stats->duplicate_instances;
       return agg;
     }
+    if (end < start) ++stats->inverted_ranges;
     PendingInstance p;
     p.family = fam_id;
     p.layer = strings.Intern(layer);

@@ -75,8 +75,13 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
   (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
                     {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
                     {"duplicate_instances", rs.duplicate_instances}, {"warnings", rs.warnings},
+                    {"inverted_ranges", rs.inverted_ranges},
                     {"problems", rs.problems}};
   if (!st.ok()) return st;
+  if (rs.inverted_ranges) {
+    std::fprintf(stderr, "%s: %llu operator ranges end before they start (kept with duration 0)\n",
+                 what, (unsigned long long)rs.inverted_ranges);
+  }
   if (!quiet || rs.bad_lines || rs.warnings) {
     std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu shared duplicates merged), "
                  "%llu bad lines, %llu warnings\n", what, (unsigned long long)rs.trees,

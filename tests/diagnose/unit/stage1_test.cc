@@ -89,6 +89,7 @@ TEST(TreeReader, FeaturesDedupAndBadLines) {
   EXPECT_EQ(r.stats().trees, 2u);
   EXPECT_EQ(r.stats().bad_lines, 2u);
   EXPECT_EQ(r.stats().duplicate_instances, 2u);
+  EXPECT_EQ(r.stats().inverted_ranges, 0u);
   ASSERT_EQ(r.stats().problems.size(), 2u);
   EXPECT_EQ(r.stats().problems[0].rfind("t.jsonl:3: not JSON", 0), 0u);
   InstanceTable t = r.Finish();

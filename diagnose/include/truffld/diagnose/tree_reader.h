@@ -27,6 +27,7 @@ struct ReadStats {
   uint64_t instances = 0;            // operator instances kept
   uint64_t duplicate_instances = 0;  // same operator seen again through another request's tree
   uint64_t warnings = 0;             // reader warnings (truncated last line, ...)
+  uint64_t inverted_ranges = 0;      // operator nodes with end < start (kept, duration 0)
   std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
   static constexpr size_t kMaxProblems = 20;
 };
