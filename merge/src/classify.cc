@@ -1,6 +1,8 @@
 // Rules (built-in and user), request-id parsing, family normalisation, phase hints.
 #include "truffld/merge/classify.h"
 
+#include <cctype>
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -29,6 +31,11 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kStep, "^execute_model", "", "", false},
     {Layer::kStep, "^ProfilerStep#", "", "", false},
     {Layer::kStep, "^run_batch", "", "", false},
+    // truffld's Python hooks: frontend ranges live in NVTX domain "PyTorch" (whatever the name,
+    // so a call site such as ".../all_reduce.py:3" never reads as a collective), comm in
+    // "truffld.comm".
+    {Layer::kFrontend, "", "PyTorch", "", false},
+    {Layer::kComm, "", "truffld.comm", "", false},
     {Layer::kComm, "", "NCCL", "", false},
     {Layer::kComm, "^nccl", "", "", true},
     {Layer::kComm, "^c10d::|^record_param_comms|^gloo:", "", "", false},
@@ -37,6 +44,7 @@ constexpr DefaultRule kDefaults[] = {
      true},
     {Layer::kFrontend, "^torch\\.nn\\.functional\\.", "", "", false},
     {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
+    {Layer::kFrontend, "^torch\\.", "", "", false},
     {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false},
     {Layer::kBackend, "^aten::", "", "", false},
     {Layer::kBackend, "", "", "cpu_op", false},
@@ -260,6 +268,59 @@ const char* PhaseFromStepName(std::string_view name) {
   if (has("prefill")) return "prefill";
   if (has("decode")) return "decode";
   return "unknown";
+}
+
+}  // namespace truffld::merge
+
+namespace truffld::merge {
+
+std::string CommPayloadFromName(std::string_view name) {
+  // "nccl:all_reduce, bytes=1048576, world_size=8, impl=pynccl" (truffld's Python hooks).
+  size_t comma = name.find(", ");
+  if (comma == std::string_view::npos) return {};
+  std::string_view family = name.substr(0, comma);
+  std::string out = "{";
+  size_t colon = family.find(':');
+  auto add_string = [&out](std::string_view key, std::string_view v) {
+    out += out.size() > 1 ? ",\"" : "\"";
+    out.append(key);
+    out += "\":\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;  // control characters are dropped
+      out += c;
+    }
+    out += '"';
+  };
+  if (colon != std::string_view::npos) add_string("op", family.substr(colon + 1));
+  size_t pos = comma + 2;
+  bool any = false;
+  while (pos <= name.size()) {
+    size_t next = name.find(", ", pos);
+    std::string_view kv = name.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
+    size_t eq = kv.find('=');
+    if (eq == std::string_view::npos || eq == 0) return {};  // not the key=value form
+    std::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    for (char c : key)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return {};
+    bool integer = !value.empty() && value.size() < 19;
+    for (size_t i = 0; i < value.size() && integer; ++i)
+      integer = std::isdigit(static_cast<unsigned char>(value[i])) || (i == 0 && value[i] == '-' && value.size() > 1);
+    if (integer) {
+      out += out.size() > 1 ? ",\"" : "\"";
+      out.append(key);
+      out += "\":";
+      out.append(value);
+    } else {
+      add_string(key, value);
+    }
+    any = true;
+    if (next == std::string_view::npos) break;
+    pos = next + 2;
+  }
+  if (!any) return {};
+  out += '}';
+  return out;
 }
 
 }  // namespace truffld::merge

@@ -1,6 +1,7 @@
 // trees.jsonl writer: per-request views of each (step, view) tree.
 #include <string>
 
+#include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
 
 namespace truffld::merge {
@@ -131,6 +132,9 @@ class TreeWriter {
     if (e.payload != kNoStr) {
       std::string_view p = sp.Get(e.payload);
       if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }
+    } else if (n.layer == Layer::kComm) {
+      std::string p = CommPayloadFromName(sp.Get(e.name));
+      if (!p.empty()) { out_.Raw(",\"payload\":"); out_.Raw(p); }
     }
   }
 

@@ -69,6 +69,12 @@ class Rules {
 // -> "torch.nn.functional.linear"; "void ns::k<4, float>(int)" -> "ns::k"; steps -> "step".
 std::string NormaliseFamily(Layer layer, std::string_view name);
 
+// Payload of a comm range that carries its arguments in its name, as truffld's Python hooks
+// write them: "nccl:all_reduce, bytes=1048576, world_size=8, impl=pynccl" ->
+// {"op":"all_reduce","bytes":1048576,"world_size":8,"impl":"pynccl"} (integers stay numbers).
+// Returns "" when the name is not in that form. Pure; thread-safe.
+std::string CommPayloadFromName(std::string_view name);
+
 // Engine phase hinted by a step name: "prefill", "decode", "mixed" or "unknown".
 const char* PhaseFromStepName(std::string_view name);
 
