@@ -1,6 +1,7 @@
 // The offline Stage II policy (see llm_policy.h for the rules and how ambiguities were resolved).
 #include "truffld/diagnose/llm_policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -61,41 +62,53 @@ std::string Percent(double fraction) {
 
 }  // namespace
 
+int StrongInstances(const FamilyEvidence& f, const PolicyThresholds& t) noexcept {
+  // Evidence built by hand (tests, older callers) may carry only the family's rho-bar; a strong
+  // rho-bar implies at least one strong instance, so it counts as one.
+  const int from_bar = ClassifyProbability(f.probability, t) == AnomalyClass::kStrong ? 1 : 0;
+  return std::max(std::max(f.strong_instances, 0), from_bar);
+}
+
+int WeakInstances(const FamilyEvidence& f, const PolicyThresholds& t) noexcept {
+  const int from_bar = ClassifyProbability(f.probability, t) != AnomalyClass::kNone ? 1 : 0;
+  return std::max({std::max(f.weak_instances, 0), from_bar, StrongInstances(f, t)});
+}
+
 StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t) {
   StageTwoDecision d;
   d.source = DecisionSource::kOffline;
 
+  // S counts strong INSTANCES; ops_count counts instances (as in the design's prompt). A family
+  // is listed as strong when at least one of its instances is strong.
   std::vector<std::string> strong;
-  std::unordered_set<std::string> distinct;
   std::unordered_set<std::string> strong_set;
+  int64_t n_strong = 0, n_ops = 0;
   int invalid = 0;
   for (const FamilyEvidence& f : step.families) {
-    distinct.insert(f.family);
     if (!std::isfinite(f.probability) || f.probability < 0.0 || f.probability > 1.0) ++invalid;
-    if (ClassifyProbability(f.probability, t) == AnomalyClass::kStrong &&
-        strong_set.insert(f.family).second) {
-      strong.push_back(f.family);
-    }
+    const int s = StrongInstances(f, t);
+    n_strong += s;
+    n_ops += std::max(f.instances, 1);
+    if (s > 0 && strong_set.insert(f.family).second) strong.push_back(f.family);
   }
   if (invalid > 0) {
     d.note = std::to_string(invalid) + " famil" + (invalid == 1 ? "y" : "ies") +
              " with a probability outside [0,1] treated as normal";
   }
 
-  const size_t n_strong = strong.size();
-  const size_t n_families = distinct.size();
   bool abnormal = false;
   if (IsHorizontalView(step)) {
-    abnormal = n_strong > static_cast<size_t>(t.horizontal_max_strong);
+    abnormal = n_strong > t.horizontal_max_strong;
     d.rationale = "horizontal rule: " + std::to_string(n_strong) + " strong anomal" +
-                  (n_strong == 1 ? "y" : "ies") + (abnormal ? " > " : " <= ") +
+                  (n_strong == 1 ? "y" : "ies") + " in " + std::to_string(strong.size()) +
+                  " famil" + (strong.size() == 1 ? "y" : "ies") + (abnormal ? " > " : " <= ") +
                   std::to_string(t.horizontal_max_strong);
   } else {
     const double fraction =
-        n_families == 0 ? 0.0 : static_cast<double>(n_strong) / static_cast<double>(n_families);
-    abnormal = n_families > 0 && fraction >= t.vertical_fraction;
+        n_ops == 0 ? 0.0 : static_cast<double>(n_strong) / static_cast<double>(n_ops);
+    abnormal = n_ops > 0 && n_strong > 0 && fraction >= t.vertical_fraction;
     d.rationale = "vertical rule: " + std::to_string(n_strong) + " strong of " +
-                  std::to_string(n_families) + " families (" + Percent(fraction) + ")" +
+                  std::to_string(n_ops) + " operator instances (" + Percent(fraction) + ")" +
                   (abnormal ? " >= " : " < ") + Percent(t.vertical_fraction);
   }
   if (!abnormal) {
@@ -112,7 +125,7 @@ StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds&
     }
     std::unordered_set<std::string> added;
     for (const FamilyEvidence& f : step.families) {
-      if (ClassifyProbability(f.probability, t) == AnomalyClass::kWeak && !f.parent.empty() &&
+      if (strong_set.count(f.family) == 0 && WeakInstances(f, t) > 0 && !f.parent.empty() &&
           strong_parents.count(f.parent) != 0 && added.insert(f.family).second) {
         listed.push_back(f.family);
         ++related;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "truffld/diagnose/features.h"
+#include "truffld/diagnose/llm_policy.h"
 #include "truffld/diagnose/stage1.h"
 
 namespace truffld::diagnose {
@@ -50,6 +51,10 @@ std::vector<StepScore> SelectCandidates(const InstanceTable& t, const std::vecto
       FamilyScore& f = ss.families[k];
       f.instances = static_cast<int>(values[k].size());
       f.min_rho = *std::min_element(values[k].begin(), values[k].end());
+      for (double v : values[k]) {
+        f.strong_instances += ClassifyProbability(v) == AnomalyClass::kStrong;
+        f.weak_instances += ClassifyProbability(v) != AnomalyClass::kNone;
+      }
       f.rho_bar = RhoBar(values[k], o.q);
       f.score = 1.0 - f.rho_bar;
       if (robust[k] > 0) f.method = "robust-z";
@@ -140,6 +145,8 @@ std::vector<StepEvidence> BuildEvidence(const InstanceTable& t, const StageOneRe
       fe.probability = f.rho_bar;
       fe.score = f.score;
       fe.min_instance_probability = f.min_rho;
+      fe.strong_instances = f.strong_instances;
+      fe.weak_instances = f.weak_instances;
       fe.candidate = f.candidate;
       fe.method = f.method;
       fe.total_time_ns = c.total;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "truffld/diagnose/features.h"
 
@@ -65,7 +66,8 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
     std::vector<int> all(kNumFeatures);
     for (int c = 0; c < kNumFeatures; ++c) all[c] = c;
     for (Eigen::Index i = 0; i < xt.rows(); ++i) {
-      (*rho_out)[static_cast<size_t>(i)] = Gate(MaxZTail(xt, i, all), o.tail_alpha);
+      const double tail = MaxZTail(xt, i, all);
+      (*rho_out)[static_cast<size_t>(i)] = o.rho == RhoRule::kCalibrated ? tail : Gate(tail, o.tail_alpha);
     }
     out->robust_z = true;
     out->info.method = "robust-z";
@@ -112,6 +114,18 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
   const int df = static_cast<int>(active.size());
   const Eigen::RowVectorXd constant = xf.row(0);
   for (Eigen::Index i = 0; i < xt.rows(); ++i) {
+    if (o.rho == RhoRule::kCalibrated) {
+      // Membership of the central set times how plausible the point is under the nearest
+      // central component; both are probabilities, so their product can reach 1e-6 and below.
+      double mass = 0, tail = 0;
+      for (int k : central) {
+        mass += resp(i, k);
+        tail = std::max(tail, Chi2Survival(m2(i, k), df));
+      }
+      double r = mass * tail * MaxZTail(xt, i, inactive, &constant);
+      (*rho_out)[static_cast<size_t>(i)] = std::clamp(r, 0.0, 1.0);
+      continue;
+    }
     double r = 0;
     for (int k : central) {
       double g = resp(i, k);
@@ -135,12 +149,25 @@ std::vector<uint32_t> Subsample(const std::vector<uint32_t>& rows, size_t cap) {
   return out;
 }
 
-using GroupKey = std::pair<bool, std::string>;  // (horizontal, family name)
+// One population of instances modelled together: a family in one view, optionally split by
+// rank (hosts differ) and by regime (CUDA-graph replay steps differ from eager ones).
+struct GroupKey {
+  bool horizontal = false;
+  std::string family;
+  int64_t rank = -1;         // -1: all ranks pooled
+  std::string regime;        // "": all regimes pooled
+  bool operator<(const GroupKey& o) const {
+    return std::tie(horizontal, family, rank, regime) < std::tie(o.horizontal, o.family, o.rank, o.regime);
+  }
+};
 
-std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t) {
+std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, const StageOneOptions& o) {
   std::map<GroupKey, std::vector<uint32_t>> g;
   for (uint32_t i = 0; i < t.size(); ++i) {
-    g[{t.steps[t.step[i]].view == "horizontal", t.strings.Get(t.family[i])}].push_back(i);
+    const StepInfo& st = t.steps[t.step[i]];
+    GroupKey k{st.view == "horizontal", t.strings.Get(t.family[i]),
+               o.split_rank ? st.rank.value_or(-1) : -1, o.split_regime ? st.regime : ""};
+    g[k].push_back(i);
   }
   return g;
 }
@@ -179,9 +206,9 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
   StageOneResult r;
   r.rho.assign(t.size(), 1.0);
   std::vector<uint8_t> method(t.size(), kGmm);
-  auto groups = GroupByFamily(t);
+  auto groups = GroupByFamily(t, o);
   std::map<GroupKey, std::vector<uint32_t>> ref_groups;
-  if (o.mode == ScoringMode::kReference) ref_groups = GroupByFamily(*reference);
+  if (o.mode == ScoringMode::kReference) ref_groups = GroupByFamily(*reference, o);
 
   // One work item per (view, family) group, or per (step, view, family) within steps.
   struct Item { const GroupKey* key; const std::vector<uint32_t>* family_rows; std::vector<uint32_t> rows; };
@@ -200,8 +227,8 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
   ParallelFor(items.size(), o.threads, [&](size_t idx) {
     const Item& it = items[idx];
     GroupOutcome& out = outcomes[idx];
-    out.info.family = it.key->second;
-    out.info.view = it.key->first ? "horizontal" : "vertical";
+    out.info.family = it.key->family;
+    out.info.view = it.key->horizontal ? "horizontal" : "vertical";
     const InstanceTable* fit_table = &t;
     std::vector<uint32_t> fit_rows;
     uint8_t m = kGmmPooled;
@@ -213,7 +240,7 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
         fit_rows = Subsample(ref->second, o.max_fit_samples);
         m = kGmmReference;
       } else {
-        out.note = out.info.view + " family '" + it.key->second +
+        out.note = out.info.view + " family '" + it.key->family +
                    "' is absent from the reference run: robust z-scores against this run";
         fit_rows = Subsample(it.rows, o.max_fit_samples);
         out.failed = true;

@@ -128,6 +128,10 @@ struct TreeReader::Impl {
         if (!af.empty()) parent_family = strings.Intern(af);
       }
     }
+    if (IsCallLayer(layer) && (family.rfind("cudaGraphLaunch", 0) == 0 ||
+                               family.rfind("cuGraphLaunch", 0) == 0)) {
+      ++bucket->info.graph_launches;
+    }
     if (IsCallLayer(layer)) {
       agg.api_time += static_cast<double>(std::max<int64_t>(0, end - start));
       agg.api_count += 1;
@@ -297,6 +301,15 @@ Status TreeReader::Read(const std::string& path_or_dir) {
 InstanceTable TreeReader::Finish() {
   InstanceTable t;
   t.strings = std::move(impl_->strings);
+  // Regime: a step whose vertical tree launches a CUDA graph replays most of its work inside
+  // the graph; both views of that (rank, step) share the vertical tree's answer.
+  for (auto& [key, b] : impl_->buckets) {
+    StepKey v = key;
+    v.horizontal = false;
+    auto it = impl_->buckets.find(v);
+    const int launches = it == impl_->buckets.end() ? 0 : it->second.info.graph_launches;
+    b.info.regime = launches > 0 ? "graph" : "eager";
+  }
   for (auto& [key, b] : impl_->buckets) {
     auto& ins = b.instances;
     std::stable_sort(ins.begin(), ins.end(),

@@ -50,7 +50,7 @@ Exit status: 0 success, 1 bad arguments, 2 input could not be read, 3 output cou
 
 
 struct Args {
-  std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "gated";
+  std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "calibrated";
   std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
   td::StageOneOptions s1;
   bool quiet = false, no_html = false;
@@ -99,7 +99,11 @@ int Run(Args& a) {
   a.s1.mode = ParseMode(a.mode);
   a.s1.auto_covariance = a.covariance == "auto";
   a.s1.gmm.covariance = a.covariance == "full" ? td::CovarianceType::kFull : td::CovarianceType::kDiagonal;
-  a.s1.rho = a.rho == "paper" ? td::RhoRule::kPaper : td::RhoRule::kGated;
+  if (a.rho != "paper" && a.rho != "gated" && a.rho != "calibrated") {
+    return Fail(1, "--rho must be calibrated, gated or paper (got '" + a.rho + "')");
+  }
+  a.s1.rho = a.rho == "paper" ? td::RhoRule::kPaper
+             : a.rho == "gated" ? td::RhoRule::kGated : td::RhoRule::kCalibrated;
   if (a.s1.mode == td::ScoringMode::kReference && a.reference.empty()) {
     return Fail(1, "--mode reference needs --reference DIR (trees of a healthy run)");
   }
@@ -223,8 +227,13 @@ int main(int argc, char** argv) {
   app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->capture_default_str();
   app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->capture_default_str();
   app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");
-  app.add_option("--rho", a.rho, "gated: responsibilities gated by the chi-square tail (default); paper: plain responsibilities")
-      ->check(CLI::IsMember({"gated", "paper"}))->capture_default_str();
+  app.add_flag("--split-ranks", a.s1.split_rank,
+               "model each family separately per rank (default: all ranks pooled)");
+  app.add_flag("--split-regimes", a.s1.split_regime,
+               "model CUDA-graph replay steps and eager steps separately (default: pooled)");
+  app.add_option("--rho", a.rho, "instance confidence: calibrated = central responsibilities x chi-square tail (reaches 1e-6 for far-out points); "
+                 "gated = the same tail divided by --tail-alpha and capped at 1; paper = plain responsibilities")
+      ->check(CLI::IsMember({"calibrated", "gated", "paper"}))->capture_default_str();
   app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->capture_default_str();
   app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->capture_default_str();
   app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->capture_default_str();

@@ -22,14 +22,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def decide(js):
     parent, strong, weak = {}, [], []
+    s = 0  # strong anomalies are counted per operator instance
     for op in js["operators"]:
         parent[op["name"]] = op["parent"] or ""
-        p = op["probability"]
-        if p < 1e-6:
+        s += op["strong_instances"]
+        if op["strong_instances"] > 0:
             strong.append(op["name"])
-        elif p < 0.5:
+        elif op["weak_instances"] > 0:
             weak.append(op["name"])
-    s = len(strong)
     if js["view"] == "horizontal":
         normal = s <= 1
     else:

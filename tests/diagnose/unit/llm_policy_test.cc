@@ -42,22 +42,41 @@ TEST(LlmPolicy, HorizontalTwoStrongIsAbnormal) {
   EXPECT_EQ(d.faulty, (Names{"ncclAllReduce", "ncclAllGather"}));
 }
 
-TEST(LlmPolicy, VerticalTenPercentRule) {
-  // 1 strong of 10 families = 10%: not below 10%, so abnormal.
-  std::vector<FamilyEvidence> ten = {Fam("bad", 1e-9)};
-  for (int i = 0; i < 9; ++i) ten.push_back(Fam("ok" + std::to_string(i), 0.9));
-  EXPECT_TRUE(DecideOffline(Step("vertical", ten)).abnormal);
-  // 1 strong of 11 families = 9.1%: normal, even with a strong anomaly, and the list is empty.
-  ten.push_back(Fam("ok9", 0.9));
-  StageTwoDecision d = DecideOffline(Step("vertical", ten));
+TEST(LlmPolicy, VerticalTenPercentRuleCountsInstances) {
+  // 4 strong instances of 40 = 10%: not below 10%, so abnormal.
+  std::vector<FamilyEvidence> fams = {Fam("bad", 0.3)};
+  fams[0].strong_instances = 4;
+  fams[0].weak_instances = 4;
+  for (int i = 0; i < 9; ++i) fams.push_back(Fam("ok" + std::to_string(i), 0.9));  // 4 each
+  StageTwoDecision abnormal = DecideOffline(Step("vertical", fams));
+  EXPECT_TRUE(abnormal.abnormal);
+  EXPECT_EQ(abnormal.faulty, (Names{"bad"}));  // listed although its rho-bar is only weak
+  // 4 of 41 = 9.8%: normal, even with strong anomalies, and the list is empty.
+  fams[1].instances = 5;
+  StageTwoDecision d = DecideOffline(Step("vertical", fams));
   EXPECT_FALSE(d.abnormal);
   EXPECT_TRUE(d.faulty.empty());
 }
 
-TEST(LlmPolicy, VerticalCountsDistinctFamiliesNotInstances) {
+TEST(LlmPolicy, VerticalRatioIsOverInstancesNotFamilies) {
+  // One strong instance in one of two families used to be 50%; over 1000 instances it is 0.1%.
   StepEvidence s = Step("vertical", {Fam("bad", 1e-9), Fam("ok", 0.9)});
-  s.operator_instances = 1000;  // many instances must not dilute the 1-of-2 ratio
+  s.families[1].instances = 1000;
+  EXPECT_FALSE(DecideOffline(s).abnormal);
+  s.families[0].instances = 200;
+  s.families[0].strong_instances = 150;  // 150 of 1200 = 12.5%
   EXPECT_TRUE(DecideOffline(s).abnormal);
+}
+
+TEST(LlmPolicy, HorizontalManyStrongInstancesOfOneFamilyIsAbnormal) {
+  // A slow link slows many all-reduce calls: one family, many strong instances.
+  StepEvidence s = Step("horizontal", {Fam("ncclAllReduce", 0.2), Fam("ncclAllGather", 0.9)});
+  s.families[0].strong_instances = 3;
+  StageTwoDecision d = DecideOffline(s);
+  EXPECT_TRUE(d.abnormal);
+  EXPECT_EQ(d.faulty, (Names{"ncclAllReduce"}));
+  s.families[0].strong_instances = 1;  // a single strong instance stays normal
+  EXPECT_FALSE(DecideOffline(s).abnormal);
 }
 
 TEST(LlmPolicy, WeakAnomaliesAloneNeverMakeAStepAbnormal) {
@@ -66,9 +85,11 @@ TEST(LlmPolicy, WeakAnomaliesAloneNeverMakeAStepAbnormal) {
 }
 
 TEST(LlmPolicy, PropagatesUpwardTransitivelyButNeverDownward) {
-  StageTwoDecision d = DecideOffline(Step(
+  StepEvidence s = Step(
       "vertical", {Fam("root", 0.9), Fam("mid", 0.9, "root"), Fam("leaf", 1e-10, "mid"),
-                   Fam("child_of_leaf", 0.9, "leaf"), Fam("x", 0.9, "root")}));
+                   Fam("child_of_leaf", 0.9, "leaf"), Fam("x", 0.9, "root")});
+  for (FamilyEvidence& f : s.families) f.instances = 1;  // 1 strong of 5 instances: abnormal
+  StageTwoDecision d = DecideOffline(s);
   EXPECT_TRUE(d.abnormal);
   EXPECT_EQ(d.faulty, (Names{"leaf", "mid", "root"}));  // child_of_leaf and x not added
 }
@@ -81,6 +102,7 @@ TEST(LlmPolicy, ParentsAbsentFromTheStepAreNotAdded) {
 TEST(LlmPolicy, RelatedWeakSiblingsAreIncludedUnrelatedWeakAreNot) {
   StepEvidence s = Step("vertical", {Fam("p", 0.9), Fam("strong", 1e-9, "p"), Fam("weak_sibling", 0.2, "p"),
                                      Fam("q", 0.9), Fam("weak_elsewhere", 0.2, "q")});
+  for (FamilyEvidence& f : s.families) f.instances = 1;  // 1 strong of 5 instances: abnormal
   EXPECT_EQ(DecideOffline(s).faulty, (Names{"strong", "weak_sibling", "p"}));
   PolicyThresholds strict_only;
   strict_only.include_related_weak = false;

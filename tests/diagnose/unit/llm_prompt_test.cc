@@ -57,7 +57,8 @@ TEST(LlmPrompt, SummaryHasContextAndSortsFamiliesByProbability) {
   EXPECT_EQ(j["phase"], "decode");
   EXPECT_EQ(j["comm_bytes"], 4096);
   EXPECT_EQ(j["world_size"], 8);
-  EXPECT_EQ(j["ops_count"], 5);
+  EXPECT_EQ(j["ops_count"], 20);  // operator instances: 5 families x 4
+  EXPECT_EQ(j["operators"][0]["strong_instances"], 1);  // rho-bar 1e-9, no counters: one
   ASSERT_EQ(j["operators"].size(), 5u);
   EXPECT_EQ(j["operators"][0]["name"], "aten::linear");  // 1e-9 first
   EXPECT_EQ(j["operators"][0]["parent"], "vllm::forward");

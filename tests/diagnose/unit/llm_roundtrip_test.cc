@@ -31,14 +31,15 @@ using truffld::testing::StubServer;
 json ModelAnswer(const json& js) {
   std::map<std::string, std::string> parent;  // name -> parent name ("" when null)
   std::vector<std::string> strong, weak;
+  double s = 0;  // strong anomalies are counted per instance
   for (const json& op : js["operators"]) {
     const std::string name = op["name"];
     parent[name] = op["parent"].is_null() ? "" : op["parent"].get<std::string>();
-    const double p = op["probability"];
-    if (p < 1e-6) strong.push_back(name);
-    else if (p < 0.5) weak.push_back(name);
+    const int strong_instances = op["strong_instances"];
+    s += strong_instances;
+    if (strong_instances > 0) strong.push_back(name);
+    else if (op["weak_instances"].get<int>() > 0) weak.push_back(name);
   }
-  const double s = static_cast<double>(strong.size());
   const bool normal = js["view"] == "horizontal"
                           ? s <= 1
                           : s / std::max(1.0, js["ops_count"].get<double>()) < 0.10;
@@ -84,6 +85,11 @@ StepEvidence RandomStep(std::mt19937_64& rng, int64_t index) {
     if (pick == 0 && i > 0) parent = fams[rng() % fams.size()].family;
     if (pick == 1) parent = "not_in_step";
     fams.push_back(Fam(RandomName(rng, i), p, parent, /*candidate=*/true));
+    // Instance counters: a family with a normal rho-bar may still hold a few strong instances.
+    FamilyEvidence& f = fams.back();
+    f.instances = 1 + static_cast<int>(rng() % 12);
+    if (rng() % 5 == 0) f.strong_instances = static_cast<int>(rng() % (f.instances + 1));
+    f.weak_instances = std::min(f.instances, f.strong_instances + static_cast<int>(rng() % 3));
   }
   return Step(rng() % 2 ? "vertical" : "horizontal", std::move(fams), index);
 }

@@ -64,6 +64,9 @@ struct StepInfo {
   int trees = 0;                     // request trees that contributed
   int64_t comm_bytes = 0;            // summed over the step's comm instances
   int64_t world_size = 0;            // largest seen
+  int graph_launches = 0;            // cudaGraphLaunch/cuGraphLaunch calls in this view's trees
+  std::string regime = "eager";      // "graph" when the (rank, step)'s vertical tree launches a
+                                     // CUDA graph (decode replay), else "eager"; set by Finish()
   uint32_t first_instance = 0;       // instances of this step: [first, first + count)
   uint32_t instance_count = 0;
 };

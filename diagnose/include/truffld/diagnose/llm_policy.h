@@ -4,9 +4,12 @@
 // The same rules are written in words in the model's system prompt (llm_prompt.cc); the offline
 // policy is what runs with `--llm off`, when a step has no Stage I candidate, and whenever the
 // model fails. Resolved ambiguities (documented in diagnose/LLM.md):
-//   * the probability compared is FamilyEvidence::probability (Stage I's rho-bar);
+//   * anomalies are counted per operator INSTANCE, as in the design: S = sum of the families'
+//     strong_instances (instances with rho(x) < 1e-6), and the vertical rule compares S with the
+//     number of operator instances (sum of the families' instance counts); a family is listed as
+//     strong when at least one of its instances is strong;
 //   * strong: p < 1e-6 (p == 0 included); weak: 1e-6 <= p < 0.5; NaN/out-of-range = no anomaly;
-//   * "the step's operators" for the vertical 10% rule = the distinct families in the step;
+//     hand-built evidence without instance counters falls back to the family's rho-bar (one);
 //   * a view other than "horizontal" uses the vertical rule;
 //   * related weak anomalies = weak families sharing a non-empty parent with a strong one; they
 //     are included (configurable);
@@ -38,6 +41,11 @@ bool IsHorizontalView(const StepEvidence& step) noexcept;
 // Adds, transitively, every parent of a listed name that is itself a family of the step.
 // Input order is kept; added parents follow; duplicates removed.
 std::vector<std::string> PropagateUpward(const StepEvidence& step, std::vector<std::string> names);
+
+// Strong / weak (strong included) instances of a family: its counters, or 1 when only its
+// rho-bar is known and falls in the class (hand-built evidence).
+int StrongInstances(const FamilyEvidence& f, const PolicyThresholds& t = {}) noexcept;
+int WeakInstances(const FamilyEvidence& f, const PolicyThresholds& t = {}) noexcept;
 
 // The policy. `source` is kOffline, `rationale` names the rule that fired, `raw` is empty.
 StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t);

@@ -31,7 +31,12 @@ namespace truffld::diagnose {
 
 enum class ScoringMode { kWithinStep, kPooled, kReference };
 const char* ScoringModeName(ScoringMode m) noexcept;  // "within-step", "pooled", "reference"
-enum class RhoRule { kGated, kPaper };
+// kCalibrated: rho = (sum of central responsibilities) x (chi-square tail of the Mahalanobis
+// distance to the nearest central component) x (normal tail of columns that were constant in
+// the fitting data). No rescaling, so a far-out instance reaches the 1e-6 "strong" bound.
+// kGated: the same tails divided by tail_alpha and capped at 1 (rho stays 1 for plausible
+// points, but rarely falls below ~1e-3 * p). kPaper: responsibilities only.
+enum class RhoRule { kGated, kPaper, kCalibrated };
 
 struct StageOneOptions {
   ScoringMode mode = ScoringMode::kPooled;
@@ -50,6 +55,11 @@ struct StageOneOptions {
   double min_scale = 0.05;         // robust scale floor, log1p units
   GmmOptions gmm;                  // covariance is used as given when auto_covariance is off
   bool auto_covariance = true;     // full with >= 10 samples per covariance entry, else diagonal
+  // Populations: optionally split each (view, family) by rank and/or by regime (CUDA-graph
+  // replay vs eager steps). Off by default: on the synthetic demo the smaller populations gave
+  // more false alarms than they removed (see diagnose/README.md, "Quality work").
+  bool split_rank = false;
+  bool split_regime = false;
   int threads = 1;
 };
 
@@ -60,6 +70,8 @@ struct FamilyScore {
   double rho_bar = 1.0, score = 0.0, min_rho = 1.0;
   std::string method;  // "gmm", "gmm-pooled", "gmm-reference", "robust-z"
   bool candidate = false;
+  int strong_instances = 0;  // instances with rho < 1e-6
+  int weak_instances = 0;    // instances with rho < 0.5 (strong ones included)
 };
 
 struct StepScore {

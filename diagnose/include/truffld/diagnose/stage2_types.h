@@ -30,6 +30,12 @@ struct FamilyEvidence {
   double total_time_ns = 0;         // sum of instance durations, for context
   std::vector<std::string> kernels;    // most frequent kernel families launched (<= 5)
   std::vector<std::string> api_calls;  // most frequent runtime/driver calls (<= 5)
+  // (Last, so positional initialisers written before they existed stay valid.)
+  // Instances whose own rho(x) is below the strong (1e-6) / weak (0.5) bounds. The decision
+  // policy counts anomalies per INSTANCE (a slow collective slows many all-reduce calls of one
+  // family), so these, not the family's rho-bar, drive S in the horizontal and vertical rules.
+  int strong_instances = 0;
+  int weak_instances = 0;           // includes the strong ones (rho < 0.5)
 };
 
 struct StepEvidence {
