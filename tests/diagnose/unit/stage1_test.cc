@@ -60,6 +60,48 @@ TEST(Stage1, FewInstancesFallBackToRobustZ) {
   EXPECT_DOUBLE_EQ(r->rho[0], 1.0);
 }
 
+TEST(Stage1, CountsStrongAndWeakInstancesPerFamily) {
+  InstanceTable t = OneStep({{"a", 4}, {"b", 4}});
+  std::vector<double> rho = {1e-9, 5e-7, 0.3, 0.9, 1e-6, 0.49, 0.5, 1.0};
+  std::vector<uint8_t> method(rho.size(), 0);
+  auto steps = SelectCandidates(t, rho, method, {"gmm"}, StageOneOptions{});
+  ASSERT_EQ(steps[0].families.size(), 2u);
+  for (const FamilyScore& f : steps[0].families) {
+    if (t.strings.Get(f.family) == "a") {
+      EXPECT_EQ(f.strong_instances, 2);  // 1e-9 and 5e-7
+      EXPECT_EQ(f.weak_instances, 3);    // ... and 0.3
+    } else {
+      EXPECT_EQ(f.strong_instances, 0);  // 1e-6 is not below 1e-6
+      EXPECT_EQ(f.weak_instances, 2);    // 1e-6 and 0.49; 0.5 is normal
+    }
+  }
+  StageOneResult result;
+  result.rho = rho;
+  result.steps = steps;
+  auto ev = BuildEvidence(t, result);
+  ASSERT_EQ(ev[0].families.size(), 2u);
+  EXPECT_EQ(ev[0].families[0].strong_instances + ev[0].families[1].strong_instances, 2);
+}
+
+TEST(Stage1, CalibratedRhoReachesTheStrongBoundForFarOutliers) {
+  InstanceTable t = OneStep({{"mm", 60}});
+  for (int i = 0; i < 60; ++i) {
+    t.features[i][kDurationNs] = 1000.0 * (1.0 + 0.05 * (i % 11));
+    t.features[i][kKernelTimeNs] = 800.0 * (1.0 + 0.04 * (i % 7));
+  }
+  t.features[59][kDurationNs] = 1e6;  // 1000x slower
+  t.features[59][kKernelTimeNs] = 9e5;
+  StageOneOptions o;
+  ASSERT_EQ(o.rho, RhoRule::kCalibrated);  // the default
+  auto r = RunStageOne(t, nullptr, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_LT(r->rho[59], 1e-6);
+  EXPECT_EQ(r->steps[0].families[0].strong_instances, 1);
+  int strong_normal = 0;
+  for (int i = 0; i < 59; ++i) strong_normal += r->rho[i] < 1e-6;
+  EXPECT_EQ(strong_normal, 0);
+}
+
 TEST(Stage1, ReferenceModeNeedsReference) {
   InstanceTable t = OneStep({{"a", 3}});
   StageOneOptions o;
@@ -129,6 +171,27 @@ TEST(Fusion, IntersectsCandidatesWithStageTwo) {
   EXPECT_EQ(s.faulty[0].parent_chain, std::vector<std::string>{"torch.nn.functional.linear"});
   d.faulty = {"torch.nn.functional.linear"};
   EXPECT_FALSE(Fuse(e, d, 0.5).abnormal);  // Stage II alone cannot make a step abnormal
+}
+
+TEST(TreeReader, RegimeFollowsTheVerticalTreesGraphLaunch) {
+  auto tree = [](int step, const char* view, bool graph) {
+    std::string call = graph ? R"(,"children":[{"name":"cudaGraphLaunch_v10000","layer":"runtime_call","family":"cudaGraphLaunch","start":10,"end":20,"thread_id":7}])" : "";
+    return std::string(R"({"schema":"truffld.trees/1","rank":0,"step_index":)") + std::to_string(step) +
+           R"(,"step":"s","requests":["a"],"request":"a","view":")" + view +
+           R"(","phase":"unknown","start":0,"end":100,"root":{"name":"s","layer":"step","family":"step","start":0,"end":100)" +
+           (std::string(view) == "vertical" ? call : "") + "}}";
+  };
+  TreeReader r;
+  r.ParseLine(tree(0, "vertical", false), "t:1");
+  r.ParseLine(tree(0, "horizontal", false), "t:2");
+  r.ParseLine(tree(1, "vertical", true), "t:3");
+  r.ParseLine(tree(1, "horizontal", false), "t:4");
+  EXPECT_EQ(r.stats().bad_lines, 0u);
+  InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 4u);
+  for (const StepInfo& s : t.steps) {
+    EXPECT_EQ(s.regime, s.step_index == 1 ? "graph" : "eager") << s.step_index << " " << s.view;
+  }
 }
 
 }  // namespace

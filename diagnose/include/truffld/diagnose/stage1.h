@@ -43,7 +43,7 @@ struct StageOneOptions {
   int k_min = 1, k_max = 4;
   double central_mass = 0.8;
   bool top1 = false;               // central set = the single heaviest component
-  RhoRule rho = RhoRule::kGated;
+  RhoRule rho = RhoRule::kCalibrated;  // the CLI default too (--rho calibrated)
   double tail_alpha = 1e-3;        // gate: chi-square tail below this lowers rho
   double q = 0.25;
   double lambda = 1.0;
