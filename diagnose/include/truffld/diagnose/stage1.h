@@ -4,9 +4,10 @@
 // robustly standardised, a mixture is fitted by EM with K chosen by BIC, and each instance gets
 // a confidence rho(x) that it is normal: the responsibility mass of the central components.
 // Responsibilities alone are relative (a point far from every component still "belongs" to
-// the nearest one), so by default each component's responsibility is gated by how plausible
-// the point is under that component: min(1, chi-square tail of its Mahalanobis distance /
-// tail_alpha). `--rho paper` turns the gate off. Three ways to choose the fitting data:
+// the nearest one), so by default (RhoRule::kCalibrated) the central responsibility mass is
+// multiplied by the chi-square tail of the Mahalanobis distance to the nearest central
+// component, unscaled, so far-out points fall below 1e-6. `--rho gated` divides the tails by
+// tail_alpha (capped at 1); `--rho paper` uses responsibilities only. Fitting data:
 //   within-step: one mixture per (step, view, family), as in the design paper;
 //   pooled:      one mixture per (view, family) over all steps, fitted after trimming the
 //                least likely `trim` fraction and refitting (sees uniformly slow steps);
