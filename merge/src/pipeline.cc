@@ -45,6 +45,7 @@ void MergeCounters::Add(const MergeCounters& o) {
   adopted_ranges += o.adopted_ranges;
   adopted_api_calls += o.adopted_api_calls;
   graph_ops_attributed += o.graph_ops_attributed;
+  capture_ranges_outside_steps += o.capture_ranges_outside_steps;
   injector_dropped += o.injector_dropped;
   steps += o.steps;
   implicit_steps += o.implicit_steps;

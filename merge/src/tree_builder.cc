@@ -209,6 +209,7 @@ class Builder {
       return a < b;
     });
     api_owner_.assign(ev_.size(), kNoIdx);
+    capture_range_.assign(ev_.size(), kNoIdx);
     size_t ri = 0;
     std::vector<uint32_t> stack;
     int64_t cp = kNone - 1, ct = kNone - 1;
@@ -240,6 +241,7 @@ class Builder {
         if (h.start <= e.start && call_end <= h.end) { owner = stack[k]; break; }
         if (k == 0) owner = kNoIdx;
       }
+      capture_range_[a] = owner;  // kept even outside steps: CUDA graphs are often captured there
       if (owner == kNoIdx)
         if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
       if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
@@ -337,8 +339,10 @@ class Builder {
       }
       auto lo = std::lower_bound(corr_.begin(), corr_.end(), CorrEntry{g->correlation_id, INT64_MIN, 0});
       uint32_t owner = kNoIdx;
-      for (auto c = lo; c != corr_.end() && c->corr == g->correlation_id; ++c)
+      for (auto c = lo; c != corr_.end() && c->corr == g->correlation_id; ++c) {
         if (api_owner_[c->event] != kNoIdx) owner = api_owner_[c->event];
+        else if (capture_range_[c->event] != kNoIdx) owner = capture_range_[c->event];
+      }
       if (owner != kNoIdx) out.emplace(id, owner);
     }
     return out;
@@ -454,7 +458,17 @@ class Builder {
       if (e.graph_node_id != kNone && !capture_owner.empty()) {
         // CUDA graph work: name the operator that was open when this node was captured.
         auto it = capture_owner.find(e.graph_node_id);
-        if (it != capture_owner.end() && node_of[it->second] != kNoNode) {
+        if (it != capture_owner.end() && node_of[it->second] == kNoNode) {
+          // Captured outside every step (engines capture graphs during warm-up): the range gets
+          // a node of its own that belongs to no tree, so captured_in can still name it.
+          const HostRange& h = ranges_[it->second];
+          uint32_t c = NewNode(h.event, layer_[it->second], h.start, h.end, h.thread_id);
+          out_.nodes[c].family = file_.strings.Intern(
+              NormaliseFamily(layer_[it->second], file_.strings.Get(ev_[h.event].name)));
+          node_of[it->second] = c;
+          ++out_.counters.capture_ranges_outside_steps;
+        }
+        if (it != capture_owner.end()) {
           out_.nodes[n].anchor = node_of[it->second];
           ++out_.counters.graph_ops_attributed;
         }
@@ -492,6 +506,7 @@ class Builder {
   std::unordered_map<uint64_t, StrId> family_cache_;
   // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
   std::vector<uint32_t> api_owner_;
+  std::vector<uint32_t> capture_range_;  // per API event: innermost containing range, steps or not
   std::vector<CorrEntry> corr_;
   std::vector<std::pair<uint32_t, uint32_t>> device_of_;  // (api event, device event)
   StrId implicit_name_ = kNoStr;

@@ -37,6 +37,7 @@ ordered_json Counters(const MergeCounters& c) {
   j["adopted_ranges"] = c.adopted_ranges;
   j["adopted_api_calls"] = c.adopted_api_calls;
   j["graph_ops_attributed"] = c.graph_ops_attributed;
+  j["capture_ranges_outside_steps"] = c.capture_ranges_outside_steps;
   j["injector_dropped"] = c.injector_dropped;
   j["steps"] = c.steps;
   j["implicit_steps"] = c.implicit_steps;

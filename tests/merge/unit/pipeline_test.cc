@@ -283,3 +283,33 @@ TEST(Merge, RangeAdoptedFromAThreadSortingBeforeTheStep) {
 
 }  // namespace
 }  // namespace truffld::merge
+
+namespace truffld::merge {
+namespace {
+
+TEST(Merge, GraphCapturedOutsideAnyStepStillNamesItsOperator) {
+  // Engines capture CUDA graphs during warm-up, before any step range exists.
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclAllReduce\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cuLaunchKernelEx\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n";
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":1,\"graph_node_id\":7}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 2u);  // one step, two views: the warm-up range is in no tree
+  const Node* launch = FindNode(r, r.trees[0].root, "cudaGraphLaunch");
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(launch->first_child, kNoNode);
+  const Node& k = r.node(launch->first_child);
+  ASSERT_NE(k.anchor, kNoNode);
+  EXPECT_EQ(r.Name(r.node(k.anchor)), "ncclAllReduce");
+  EXPECT_EQ(r.node(k.anchor).layer, Layer::kComm);
+  EXPECT_EQ(r.summary.total.graph_ops_attributed, 1u);
+  EXPECT_EQ(r.summary.total.capture_ranges_outside_steps, 1u);
+}
+
+}  // namespace
+}  // namespace truffld::merge

@@ -96,6 +96,7 @@ struct MergeCounters {
   // attached to that step ("cross-thread adoption").
   uint64_t adopted_ranges = 0, adopted_api_calls = 0;
   uint64_t graph_ops_attributed = 0;  // graph device ops named after their capturing operator
+  uint64_t capture_ranges_outside_steps = 0;  // capturing ranges outside every step (warm-up capture)
   uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
   uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
   void Add(const MergeCounters& o);
