@@ -165,8 +165,10 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
   std::map<GroupKey, std::vector<uint32_t>> g;
   for (uint32_t i = 0; i < t.size(); ++i) {
     const StepInfo& st = t.steps[t.step[i]];
-    GroupKey k{st.view == "horizontal", t.strings.Get(t.family[i]),
-               o.split_rank ? st.rank.value_or(-1) : -1, o.split_regime ? st.regime : ""};
+    const bool horizontal = st.view == "horizontal";
+    const bool by_regime = o.split_regime || (horizontal && o.split_regime_horizontal);
+    GroupKey k{horizontal, t.strings.Get(t.family[i]),
+               o.split_rank ? st.rank.value_or(-1) : -1, by_regime ? st.regime : ""};
     g[k].push_back(i);
   }
   return g;

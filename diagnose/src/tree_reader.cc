@@ -109,6 +109,103 @@ struct TreeReader::Impl {
   std::map<StepKey, StepBucket> buckets;
   ReadStats* stats = nullptr;
   StepBucket* bucket = nullptr;
+  StepKey key;  // the step `bucket` belongs to
+  bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
+
+  // One graph node replayed by a cudaGraphLaunch, with the operator open at its capture.
+  struct GraphNode {
+    int64_t start, end, bytes;
+    bool is_kernel;
+    uint32_t kernel_family;
+    std::string_view cap_name, cap_layer, cap_family;
+  };
+
+  // Turns the device children of one graph launch into operator instances: consecutive
+  // nodes captured under the same operator range (captured_in.name) form one instance.
+  // comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
+  void EmitGraphInstances(simdjson::dom::array children, int64_t launch_start,
+                          uint32_t launch_family, int64_t thread) {
+    std::vector<GraphNode> nodes;
+    for (simdjson::dom::element c : children) {
+      simdjson::dom::object co, cap;
+      if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+      std::string_view layer = GetStr(co, "layer");
+      if (!IsDeviceLayer(layer)) continue;
+      if (co["captured_in"].get_object().get(cap) != simdjson::SUCCESS) continue;
+      GraphNode n;
+      n.start = GetInt(co, "start", 0);
+      n.end = GetInt(co, "end", n.start);
+      n.bytes = std::max<int64_t>(0, GetInt(co, "bytes", 0));
+      n.is_kernel = layer == "kernel";
+      std::string_view kf = GetStr(co, "family");
+      n.kernel_family = strings.Intern(kf.empty() ? GetStr(co, "name") : kf);
+      n.cap_name = GetStr(cap, "name");
+      n.cap_layer = GetStr(cap, "layer");
+      n.cap_family = GetStr(cap, "family");
+      if (n.cap_family.empty()) n.cap_family = n.cap_name;
+      if (n.cap_name.empty() || !IsOperatorLayer(n.cap_layer)) continue;
+      nodes.push_back(n);
+    }
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; });
+    // Launch latency of the replay (launch call -> first graph node), shared by its instances:
+    // a node's own offset into the graph only reflects its position, not a fault.
+    const int64_t launch_latency =
+        nodes.empty() ? 0 : std::max<int64_t>(0, nodes.front().start - launch_start);
+    for (size_t i = 0; i < nodes.size();) {
+      size_t j = i + 1;
+      while (j < nodes.size() && nodes[j].cap_name == nodes[i].cap_name) ++j;
+      EmitGraphGroup(nodes.data() + i, j - i, launch_latency, launch_family, thread);
+      i = j;
+    }
+  }
+
+  void EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
+                      int64_t thread) {
+    const bool comm = g[0].cap_layer == "comm";
+    if (!comm && !graph_vertical_ops) return;
+    StepKey k = key;
+    k.horizontal = comm;
+    StepBucket& target = buckets[k];
+    PendingInstance p;
+    p.family = strings.Intern(g[0].cap_family);
+    p.layer = strings.Intern(g[0].cap_layer);
+    p.parent = kNoString;  // the capturing operator's own parent is not recorded
+    p.start = g[0].start;
+    p.end = g[0].end;
+    p.f.fill(0.0);
+    std::vector<std::pair<int64_t, int64_t>> dev;
+    double sum = 0, bytes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      p.start = std::min(p.start, g[i].start);
+      p.end = std::max(p.end, g[i].end);
+      const double d = static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
+      sum += d;
+      dev.emplace_back(g[i].start, g[i].end);
+      if (g[i].is_kernel) {
+        p.f[kKernelCount] += 1;
+        p.f[kKernelTimeNs] += d;
+        Bump(p.kernels, g[i].kernel_family, 1);
+      } else {
+        bytes += static_cast<double>(g[i].bytes);
+      }
+    }
+    if (!target.seen.insert(DedupKey{p.family, p.start, p.end, thread}).second) {
+      ++stats->duplicate_instances;
+      return;
+    }
+    ++stats->graph_instances;
+    const double dur = static_cast<double>(std::max<int64_t>(0, p.end - p.start));
+    p.f[kDurationNs] = dur;
+    p.f[kSelfTimeNs] = dur;
+    p.f[kBytesMoved] = bytes;
+    const double uni = static_cast<double>(UnionLength(dev));
+    p.f[kStreamOverlap] = sum > 0 ? std::clamp(1.0 - uni / sum, 0.0, 1.0) : 0.0;
+    p.f[kLaunchLatencyNs] = static_cast<double>(launch_latency);
+    Bump(p.apis, launch_family, 1);
+    target.instances.push_back(std::move(p));
+    ++stats->instances;
+  }
 
   // Walks `node`; appends operator instances; returns the subtree aggregate.
   SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
@@ -128,10 +225,9 @@ struct TreeReader::Impl {
         if (!af.empty()) parent_family = strings.Intern(af);
       }
     }
-    if (IsCallLayer(layer) && (family.rfind("cudaGraphLaunch", 0) == 0 ||
-                               family.rfind("cuGraphLaunch", 0) == 0)) {
-      ++bucket->info.graph_launches;
-    }
+    const bool graph_launch = IsCallLayer(layer) && (family.rfind("cudaGraphLaunch", 0) == 0 ||
+                                                     family.rfind("cuGraphLaunch", 0) == 0);
+    if (graph_launch) ++bucket->info.graph_launches;
     if (IsCallLayer(layer)) {
       agg.api_time += static_cast<double>(std::max<int64_t>(0, end - start));
       agg.api_count += 1;
@@ -162,6 +258,7 @@ struct TreeReader::Impl {
         }
         agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN));
       }
+      if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
     }
     if (!is_op) return agg;
 
@@ -217,6 +314,7 @@ struct TreeReader::Impl {
 
 TreeReader::TreeReader() : impl_(std::make_unique<Impl>()) { impl_->stats = &stats_; }
 TreeReader::~TreeReader() = default;
+void TreeReader::set_graph_vertical_ops(bool on) { impl_->graph_vertical_ops = on; }
 
 void TreeReader::ParseLine(std::string_view line, const std::string& where) {
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
@@ -269,6 +367,7 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
   ++b.info.trees;
   ++stats_.trees;
   impl_->bucket = &b;
+  impl_->key = key;
   impl_->Walk(root, kNoString, INT64_MIN);
 }
 
@@ -301,6 +400,19 @@ Status TreeReader::Read(const std::string& path_or_dir) {
 InstanceTable TreeReader::Finish() {
   InstanceTable t;
   t.strings = std::move(impl_->strings);
+  // A horizontal bucket created only by graph-replayed comm work (no horizontal tree was read)
+  // borrows the step description of its vertical counterpart.
+  for (auto& [key, b] : impl_->buckets) {
+    if (b.info.trees != 0 || !key.horizontal) continue;
+    StepKey v = key;
+    v.horizontal = false;
+    auto it = impl_->buckets.find(v);
+    if (it == impl_->buckets.end()) continue;
+    b.info = it->second.info;
+    b.info.view = "horizontal";
+    b.info.trees = 0;
+    b.info.graph_launches = 0;
+  }
   // Regime: a step whose vertical tree launches a CUDA graph replays most of its work inside
   // the graph; both views of that (rank, step) share the vertical tree's answer.
   for (auto& [key, b] : impl_->buckets) {

@@ -53,7 +53,7 @@ struct Args {
   std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "calibrated";
   std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
   td::StageOneOptions s1;
-  bool quiet = false, no_html = false;
+  bool quiet = false, no_html = false, graph_vertical_ops = false;
 };
 
 td::ScoringMode ParseMode(const std::string& m) {
@@ -68,14 +68,16 @@ int Fail(int code, const std::string& msg) {
 }
 
 Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohmann::json* stats,
-                               bool quiet) {
+                               bool quiet, bool graph_vertical_ops) {
   td::TreeReader reader;
+  reader.set_graph_vertical_ops(graph_vertical_ops);
   truffld::Status st = reader.Read(path);
   const td::ReadStats& rs = reader.stats();
   (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
                     {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
                     {"duplicate_instances", rs.duplicate_instances}, {"warnings", rs.warnings},
                     {"inverted_ranges", rs.inverted_ranges},
+                    {"graph_instances", rs.graph_instances},
                     {"problems", rs.problems}};
   if (!st.ok()) return st;
   if (rs.inverted_ranges) {
@@ -83,9 +85,10 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
                  what, (unsigned long long)rs.inverted_ranges);
   }
   if (!quiet || rs.bad_lines || rs.warnings) {
-    std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu shared duplicates merged), "
-                 "%llu bad lines, %llu warnings\n", what, (unsigned long long)rs.trees,
-                 (unsigned long long)rs.instances, (unsigned long long)rs.duplicate_instances,
+    std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu from CUDA-graph replays, "
+                 "%llu shared duplicates merged), %llu bad lines, %llu warnings\n", what,
+                 (unsigned long long)rs.trees, (unsigned long long)rs.instances,
+                 (unsigned long long)rs.graph_instances, (unsigned long long)rs.duplicate_instances,
                  (unsigned long long)rs.bad_lines, (unsigned long long)rs.warnings);
   }
   for (const auto& p : rs.problems) std::fprintf(stderr, "  %s\n", p.c_str());
@@ -123,11 +126,11 @@ int Run(Args& a) {
   if (ec) return Fail(3, a.outdir + ": cannot create output directory: " + ec.message());
 
   nlohmann::json stats;
-  auto target = Load(a.input, "input", &stats, a.quiet);
+  auto target = Load(a.input, "input", &stats, a.quiet, a.graph_vertical_ops);
   if (!target.ok()) return Fail(2, target.status().ToString());
   std::optional<td::InstanceTable> reference;
   if (!a.reference.empty()) {
-    auto ref = Load(a.reference, "reference", &stats, a.quiet);
+    auto ref = Load(a.reference, "reference", &stats, a.quiet, a.graph_vertical_ops);
     if (!ref.ok()) return Fail(2, ref.status().ToString());
     reference = std::move(ref).value();
   }
@@ -230,7 +233,11 @@ int main(int argc, char** argv) {
   app.add_flag("--split-ranks", a.s1.split_rank,
                "model each family separately per rank (default: all ranks pooled)");
   app.add_flag("--split-regimes", a.s1.split_regime,
-               "model CUDA-graph replay steps and eager steps separately (default: pooled)");
+               "model CUDA-graph replay steps and eager steps separately in the vertical view too "
+               "(horizontal: always split; default vertical: pooled)");
+  app.add_flag("--graph-vertical-ops", a.graph_vertical_ops,
+               "also rebuild non-comm operators from CUDA-graph replays (captured_in) into the "
+               "vertical view (default: only comm captures, into the horizontal view)");
   app.add_option("--rho", a.rho, "instance confidence: calibrated = central responsibilities x chi-square tail (reaches 1e-6 for far-out points); "
                  "gated = the same tail divided by --tail-alpha and capped at 1; paper = plain responsibilities")
       ->check(CLI::IsMember({"calibrated", "gated", "paper"}))->capture_default_str();

@@ -61,6 +61,9 @@ struct StageOneOptions {
   // more false alarms than they removed (see diagnose/README.md, "Quality work").
   bool split_rank = false;
   bool split_regime = false;
+  // Horizontal view: graph-replayed collectives (rebuilt from captured_in, no payload) and
+  // eager ones differ in shape, so they are modelled apart unless this is turned off.
+  bool split_regime_horizontal = true;
   int threads = 1;
 };
 

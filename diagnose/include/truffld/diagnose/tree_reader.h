@@ -6,6 +6,12 @@
 // deduplicated per (rank, step_index, view) by (family, start, end, thread): each operator
 // counts once per step. Lines that cannot be used are counted and described (file:line:
 // problem) in ReadStats, never silently dropped; only an unreadable file stops the read.
+// CUDA-graph replays carry no operator ranges, so the device nodes under a cudaGraphLaunch
+// are grouped by the operator that was open when they were captured (`captured_in`):
+// consecutive nodes of one capture form one instance (span = first start .. last end), comm
+// captures land in the step's horizontal view; non-comm captures go to the vertical view
+// only when set_graph_vertical_ops(true) (off by default: on the synthetic demo they lowered
+// vertical step F1, see diagnose/README.md).
 // Thread-safety: one reader per thread.
 #pragma once
 
@@ -28,6 +34,7 @@ struct ReadStats {
   uint64_t duplicate_instances = 0;  // same operator seen again through another request's tree
   uint64_t warnings = 0;             // reader warnings (truncated last line, ...)
   uint64_t inverted_ranges = 0;      // operator nodes with end < start (kept, duration 0)
+  uint64_t graph_instances = 0;      // instances rebuilt from CUDA-graph nodes' captured_in
   std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
   static constexpr size_t kMaxProblems = 20;
 };
@@ -44,6 +51,9 @@ class TreeReader {
   Status Read(const std::string& path_or_dir);
   // Parses one line (exposed for tests and fuzzing); `where` names it in messages.
   void ParseLine(std::string_view line, const std::string& where);
+
+  // Also rebuild non-comm operators (vertical view) from CUDA-graph replays. Call before Read.
+  void set_graph_vertical_ops(bool on);
 
   const ReadStats& stats() const { return stats_; }
   // Moves the collected instances out, steps sorted by (rank, step_index, view).
