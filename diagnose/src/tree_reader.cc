@@ -7,6 +7,7 @@
 #include <simdjson.h>
 #include <unordered_set>
 
+#include "graph_replay.h"
 #include "truffld/line_reader.h"
 
 namespace truffld::diagnose {
@@ -33,28 +34,9 @@ std::string_view GetStr(simdjson::dom::object o, const char* key) {
   return {};
 }
 
-// Union length of intervals (sorted in place).
-int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>>& iv) {
-  std::sort(iv.begin(), iv.end());
-  int64_t total = 0, cs = 0, ce = 0;
-  bool open = false;
-  for (auto [s, e] : iv) {
-    if (e < s) continue;
-    if (!open || s > ce) {
-      if (open) total += ce - cs;
-      cs = s; ce = e; open = true;
-    } else {
-      ce = std::max(ce, e);
-    }
-  }
-  if (open) total += ce - cs;
-  return total;
-}
-
-void Bump(std::vector<NameCount>& v, uint32_t id, uint32_t n) {
-  for (auto& nc : v) if (nc.name == id) { nc.count += n; return; }
-  v.push_back({id, n});
-}
+using detail::Bump;
+using detail::GraphNode;
+using detail::UnionLength;
 
 // Aggregates of a subtree that an enclosing operator inherits.
 struct SubtreeStats {
@@ -112,14 +94,6 @@ struct TreeReader::Impl {
   StepKey key;  // the step `bucket` belongs to
   bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
 
-  // One graph node replayed by a cudaGraphLaunch, with the operator open at its capture.
-  struct GraphNode {
-    int64_t start, end, bytes;
-    bool is_kernel;
-    uint32_t kernel_family;
-    std::string_view cap_name, cap_layer, cap_family;
-  };
-
   // Turns the device children of one graph launch into operator instances: consecutive
   // nodes captured under the same operator range (captured_in.name) form one instance.
   // comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
@@ -146,17 +120,12 @@ struct TreeReader::Impl {
       if (n.cap_name.empty() || !IsOperatorLayer(n.cap_layer)) continue;
       nodes.push_back(n);
     }
-    std::stable_sort(nodes.begin(), nodes.end(),
-                     [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; });
-    // Launch latency of the replay (launch call -> first graph node), shared by its instances:
-    // a node's own offset into the graph only reflects its position, not a fault.
     const int64_t launch_latency =
-        nodes.empty() ? 0 : std::max<int64_t>(0, nodes.front().start - launch_start);
-    for (size_t i = 0; i < nodes.size();) {
-      size_t j = i + 1;
-      while (j < nodes.size() && nodes[j].cap_name == nodes[i].cap_name) ++j;
-      EmitGraphGroup(nodes.data() + i, j - i, launch_latency, launch_family, thread);
-      i = j;
+        nodes.empty() ? 0 : std::max<int64_t>(0, std::min_element(nodes.begin(), nodes.end(),
+            [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; })->start -
+            launch_start);
+    for (auto [first, count] : detail::GroupByCapture(&nodes)) {
+      EmitGraphGroup(nodes.data() + first, count, launch_latency, launch_family, thread);
     }
   }
 
@@ -167,43 +136,23 @@ struct TreeReader::Impl {
     StepKey k = key;
     k.horizontal = comm;
     StepBucket& target = buckets[k];
-    PendingInstance p;
-    p.family = strings.Intern(g[0].cap_family);
-    p.layer = strings.Intern(g[0].cap_layer);
-    p.parent = kNoString;  // the capturing operator's own parent is not recorded
-    p.start = g[0].start;
-    p.end = g[0].end;
-    p.f.fill(0.0);
-    std::vector<std::pair<int64_t, int64_t>> dev;
-    double sum = 0, bytes = 0;
-    for (size_t i = 0; i < n; ++i) {
-      p.start = std::min(p.start, g[i].start);
-      p.end = std::max(p.end, g[i].end);
-      const double d = static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
-      sum += d;
-      dev.emplace_back(g[i].start, g[i].end);
-      if (g[i].is_kernel) {
-        p.f[kKernelCount] += 1;
-        p.f[kKernelTimeNs] += d;
-        Bump(p.kernels, g[i].kernel_family, 1);
-      } else {
-        bytes += static_cast<double>(g[i].bytes);
-      }
-    }
-    if (!target.seen.insert(DedupKey{p.family, p.start, p.end, thread}).second) {
+    detail::GraphInstance gi = detail::SummariseGraphGroup(g, n, launch_latency);
+    const uint32_t family = strings.Intern(g[0].cap_family);
+    if (!target.seen.insert(DedupKey{family, gi.start, gi.end, thread}).second) {
       ++stats->duplicate_instances;
       return;
     }
-    ++stats->graph_instances;
-    const double dur = static_cast<double>(std::max<int64_t>(0, p.end - p.start));
-    p.f[kDurationNs] = dur;
-    p.f[kSelfTimeNs] = dur;
-    p.f[kBytesMoved] = bytes;
-    const double uni = static_cast<double>(UnionLength(dev));
-    p.f[kStreamOverlap] = sum > 0 ? std::clamp(1.0 - uni / sum, 0.0, 1.0) : 0.0;
-    p.f[kLaunchLatencyNs] = static_cast<double>(launch_latency);
+    PendingInstance p;
+    p.family = family;
+    p.layer = strings.Intern(g[0].cap_layer);
+    p.parent = kNoString;  // the capturing operator's own parent is not recorded
+    p.start = gi.start;
+    p.end = gi.end;
+    p.f = gi.f;
+    p.kernels = std::move(gi.kernels);
     Bump(p.apis, launch_family, 1);
     target.instances.push_back(std::move(p));
+    ++stats->graph_instances;
     ++stats->instances;
   }
 
