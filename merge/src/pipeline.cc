@@ -123,18 +123,24 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   std::vector<StepRef> steps;
   size_t total_nodes = 0;
   for (auto& b : built) total_nodes += b.nodes.size();
-  res.nodes.reserve(total_nodes);
   for (size_t i = 0; i < nf; ++i) {
     FileTrees& b = built[i];
     const uint32_t base = uint32_t(res.nodes.size());
     std::vector<uint32_t> remap;
     for (auto& s : b.request_sets) remap.push_back(intern_set(s));
-    for (Node n : b.nodes) {
+    for (Node& n : b.nodes) {
       if (n.first_child != kNoNode) n.first_child += base;
       if (n.next_sibling != kNoNode) n.next_sibling += base;
       if (n.anchor != kNoNode) n.anchor += base;
       if (n.requests != kAllRequests) n.requests = remap[n.requests];
-      res.nodes.push_back(n);
+    }
+    if (i == 0) {
+      // The first file's nodes are taken over, not copied (a single-file merge never holds
+      // its nodes twice).
+      res.nodes = std::move(b.nodes);
+      res.nodes.reserve(total_nodes);
+    } else {
+      res.nodes.insert(res.nodes.end(), b.nodes.begin(), b.nodes.end());
     }
     b.nodes = {};
     const FileMeta& m = res.files[i].meta;

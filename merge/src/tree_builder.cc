@@ -35,6 +35,9 @@ class Builder {
       : fi_(fi), file_(f), ev_(f.events), off_(off), opt_(o) {}
 
   FileTrees Run() {
+    // At most one node per event plus implicit steps: reserving once avoids regrowth copies
+    // (untouched capacity costs address space only).
+    out_.nodes.reserve(ev_.size() + 16);
     CountRead();
     RangeCounters rc;
     ranges_ = BuildHostRanges(file_, &rc, &file_.stats);

@@ -60,6 +60,7 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   for (const auto& [p, why] : run.failed_inputs) failed.push_back({{"path", p}, {"error", why}});
   j["failed_inputs"] = failed;
   j["trees_written"] = run.trees_written;
+  j["trees_layout"] = TreeLayoutName(run.tree_layout);
   if (run.trace_written) {
     j["trace"] = {{"slices", run.trace.slices}, {"flows", run.trace.flows},
                   {"moved_to_overflow_track", run.trace.moved_to_overflow_track}};

@@ -1,4 +1,12 @@
 // trees.jsonl writer: per-request views of each (step, view) tree.
+//
+// Layouts: kPerRequest writes one line per (rank, step, request, view). kGrouped (the CLI
+// default) writes a tree once for all the requests that see exactly the same tree, with those
+// requests in "request_group": in vLLM/SGLang only the step names requests, so a step batching
+// 64 requests costs one line instead of 64 identical ones. Requests that see different trees
+// (a descendant range names a stricter subset) still get lines of their own, so expanding
+// request_group restores the per-request layout exactly.
+#include <map>
 #include <string>
 
 #include "truffld/merge/classify.h"
@@ -11,7 +19,8 @@ class TreeWriter {
  public:
   TreeWriter(const MergeResult& r, JsonOut* out) : r_(r), out_(*out) {}
 
-  void Tree(const merge::Tree& t, const std::string& request) {
+  // `group`: the requests this line stands for (nullptr or one element: none written).
+  void Tree(const merge::Tree& t, const std::string& request, const std::vector<std::string>* group) {
     const Node& root = r_.nodes[t.root];
     const FileMeta& m = r_.files[t.file].meta;
     out_.Raw("{\"schema\":\"truffld.trees/1\",\"rank\":");
@@ -35,6 +44,14 @@ class TreeWriter {
     }
     out_.Raw("],\"request\":");
     out_.String(request);
+    if (group && group->size() > 1) {
+      out_.Raw(",\"request_group\":[");
+      for (size_t i = 0; i < group->size(); ++i) {
+        if (i) out_.Char(',');
+        out_.String((*group)[i]);
+      }
+      out_.Char(']');
+    }
     out_.Raw(",\"view\":\"");
     out_.Raw(ViewName(t.view));
     out_.Raw("\",\"phase\":\"");
@@ -142,14 +159,60 @@ class TreeWriter {
   JsonOut& out_;
 };
 
+// Nodes of the tree under `root` that name a stricter request subset (their subtrees are
+// skipped: what lies below an excluded node is excluded with it, and below an included one the
+// deeper subsets are collected on their own when the walk reaches them).
+void SubsetNodes(const MergeResult& r, uint32_t root, std::vector<uint32_t>* out) {
+  std::vector<uint32_t> stack{root};
+  while (!stack.empty()) {
+    uint32_t i = stack.back();
+    stack.pop_back();
+    for (uint32_t c = r.nodes[i].first_child; c != kNoNode; c = r.nodes[c].next_sibling) {
+      if (r.nodes[c].requests != kAllRequests) out->push_back(c);
+      stack.push_back(c);
+    }
+  }
+}
+
+// Partitions the tree's requests into groups that see identical trees: requests are grouped
+// by which subset nodes include them (first-appearance order kept).
+std::vector<std::vector<std::string>> RequestGroups(const MergeResult& r, const Tree& t) {
+  const auto& ids = r.request_sets[t.requests];
+  std::vector<uint32_t> subsets;
+  if (ids.size() > 1) SubsetNodes(r, t.root, &subsets);
+  if (subsets.empty()) return {ids};
+  std::map<std::string, size_t> by_signature;
+  std::vector<std::vector<std::string>> groups;
+  for (const std::string& q : ids) {
+    std::string sig(subsets.size(), '0');
+    for (size_t k = 0; k < subsets.size(); ++k)
+      if (r.InRequestSet(r.nodes[subsets[k]].requests, q)) sig[k] = '1';
+    auto [it, fresh] = by_signature.emplace(std::move(sig), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(q);
+  }
+  return groups;
+}
+
 }  // namespace
 
-uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out) {
+const char* TreeLayoutName(TreeLayout l) noexcept {
+  return l == TreeLayout::kGrouped ? "grouped" : "per-request";
+}
+
+uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out, TreeLayout layout) {
   TreeWriter w(result, out);
   uint64_t lines = 0;
   for (const Tree& t : result.trees) {
-    for (const std::string& q : result.request_sets[t.requests]) {
-      w.Tree(t, q);
+    if (layout == TreeLayout::kPerRequest) {
+      for (const std::string& q : result.request_sets[t.requests]) {
+        w.Tree(t, q, nullptr);
+        ++lines;
+      }
+      continue;
+    }
+    for (const auto& group : RequestGroups(result, t)) {
+      w.Tree(t, group.front(), &group);
       ++lines;
     }
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "truffld/hugepages.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -23,7 +24,9 @@ constexpr const char* kDescription = R"(truffld-merge: rebuild per-request call-
 Reads truffld raw dumps (.jsonl, .jsonl.gz, .jsonl.zst; also the NVTX_MARKER dialect), PyTorch
 profiler (Kineto) Chrome traces (.json, .json.gz) and Nsight Systems SQLite exports; the format
 is detected from the content. Directories are searched recursively. Writes into OUTDIR:
-  trees.jsonl   one call-chain tree per (rank, step, request, view)  [schemas/trees.schema.json]
+  trees.jsonl   the call-chain tree of every (rank, step, request, view) [schemas/trees.schema.json];
+                requests that see the identical tree share one line ("request_group"),
+                --per-request-trees writes one line per request instead
   trace.json    Chrome/Perfetto trace: a process per rank, threads and GPU streams as tracks
   summary.json  what was read, linked, dropped and why               [schemas/summary.schema.json]
 Bad records are counted and reported with file:line; the rest is merged (--strict: fail).
@@ -59,10 +62,11 @@ Status WriteFile(const std::filesystem::path& path, const std::function<void(Jso
 }  // namespace
 
 int main(int argc, char** argv) {
+  MaybeReexecWithHugePages(argv);  // large heaps: see truffld/hugepages.h
   CLI::App app{kDescription, "truffld-merge"};
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;
-  bool strict = false, no_trace = false, no_implicit = false, quiet = false;
+  bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
   int threads = 2;
   app.add_option("inputs", inputs, "Input files or directories (format detected from content)")->required();
   app.add_option("-o,--out", outdir, "Output directory (created if missing)")->required();
@@ -77,6 +81,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-trace-json", no_trace, "Skip trace.json (faster, less disk)");
   app.add_flag("--no-implicit-steps", no_implicit,
                "Do not invent one step per process for files without any step range");
+  app.add_flag("--per-request-trees", per_request,
+               "Write one trees.jsonl line per (rank, step, request, view) even when requests share "
+               "an identical tree (default: one line per group of requests, listed in request_group; "
+               "a step batching N requests then costs one line, not N)");
   app.add_flag("-q,--quiet", quiet, "No stdout summary");
   CLI11_PARSE(app, argc, argv);
 
@@ -104,6 +112,7 @@ int main(int argc, char** argv) {
   progress.Say("reading " + std::to_string(paths->size()) + " file(s)...");
   RunInfo run;
   run.inputs = *paths;
+  run.tree_layout = per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
   std::vector<TraceFile> files;
   auto imported = ImportAll(*paths, strict, threads);
   for (size_t i = 0; i < imported.size(); ++i) {
@@ -119,7 +128,7 @@ int main(int argc, char** argv) {
   const MergeResult& r = *merged;
   namespace fs = std::filesystem;
   progress.Say("writing trees.jsonl...");
-  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o); });
+  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
   if (st.ok() && !no_trace) {
     progress.Say("writing trace.json...");
     st = WriteFile(fs::path(outdir) / "trace.json", [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "truffld/hugepages.h"
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -62,6 +63,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  truffld::MaybeReexecWithHugePages(argv);  // as the CLI
   std::string file, python = "/usr/bin/python3";
   int repeat = 3;
   for (int i = 1; i < argc; ++i) {
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
     Clock t2 = Clock::Now();
     std::FILE* devnull = std::fopen("/dev/null", "wb");
     JsonOut tj(devnull, "/dev/null");
-    trees = WriteTreesJsonl(*m, &tj);
+    trees = WriteTreesJsonl(*m, &tj, TreeLayout::kGrouped);  // as the CLI
     (void)tj.Flush();
     Clock t3 = Clock::Now();
     JsonOut ct(devnull, "/dev/null");

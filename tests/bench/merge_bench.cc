@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "truffld/hugepages.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -123,7 +124,7 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   double c2 = CpuSeconds();
   std::FILE* devnull = std::fopen("/dev/null", "wb");
   JsonOut trees(devnull, "/dev/null");
-  uint64_t lines = WriteTreesJsonl(*merged, &trees);
+  uint64_t lines = WriteTreesJsonl(*merged, &trees, TreeLayout::kGrouped);  // as the CLI
   (void)trees.Flush();
   auto t3 = clk::now();
   double c3 = CpuSeconds();
@@ -151,6 +152,7 @@ int Run(const std::vector<std::string>& paths, bool trace) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  truffld::MaybeReexecWithHugePages(argv);  // as the CLI
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: merge_bench gen --events N --out FILE [--ranks R]\n"

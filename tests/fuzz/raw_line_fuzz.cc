@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (merged.ok()) {
     JsonOut out;
     WriteTreesJsonl(*merged, &out);
+    WriteTreesJsonl(*merged, &out, TreeLayout::kGrouped);
     WriteChromeTrace(*merged, &out);
   }
   return 0;

@@ -78,11 +78,42 @@ def check_trees(trees, val, where, max_validate=400):
     return device
 
 
+def expand_groups(trees):
+    """Grouped trees.jsonl lines -> the per-request lines they stand for."""
+    out = []
+    for t in trees:
+        for q in t.get("request_group", [t["request"]]):
+            u = dict(t)
+            u.pop("request_group", None)
+            u["request"] = q
+            out.append(u)
+    return out
+
+
+def check_grouped(per_request, grouped, where):
+    """The grouped layout must expand to exactly the per-request layout, and be smaller."""
+    if len(grouped) > len(per_request):
+        sys.exit(f"{where}: grouped layout has more lines ({len(grouped)}) than per-request ({len(per_request)})")
+    for t in grouped:
+        g = t.get("request_group")
+        if g is not None and (len(g) < 2 or g[0] != t["request"]):
+            sys.exit(f"{where}: bad request_group {g!r} for request {t['request']!r}")
+    def key(t):
+        return (t["rank"], t["process_id"], t["step_index"], t["view"], t["request"])
+    got = sorted(expand_groups(grouped), key=key)
+    want = sorted(per_request, key=key)
+    if got != want:
+        sys.exit(f"{where}: grouped trees do not expand to the per-request trees")
+
+
 def golden(merge, src):
     gdir = os.path.join(src, "tests", "merge", "golden")
     with tempfile.TemporaryDirectory() as out:
-        p = run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", out], cwd=gdir)
+        p = run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", out, "--per-request-trees"], cwd=gdir)
         trees = load_trees(os.path.join(out, "trees.jsonl"))
+        grouped_dir = os.path.join(out, "grouped")
+        run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", grouped_dir, "--no-trace-json"], cwd=gdir)
+        check_grouped(trees, load_trees(os.path.join(grouped_dir, "trees.jsonl")), "golden")
         check_trees(trees, validator(src), "golden")
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)

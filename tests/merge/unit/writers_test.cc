@@ -76,6 +76,44 @@ TEST(TreesJsonl, OneLinePerRequestAndViewWithSchemaFields) {
   EXPECT_EQ(h["root"]["children"][0]["anchor"]["layer"], "step");
 }
 
+TEST(TreesJsonl, GroupedLayoutWritesIdenticalTreesOnceAndExpandsExactly) {
+  // The appendix step has requests 0,1,2 and a sampler range naming only request 1: request 1
+  // sees a different vertical tree from 0 and 2, which share one; the horizontal view has no
+  // subset ranges, so all three share one line.
+  MergeResult r = MergeText(testing::AppendixExampleDump());
+  JsonOut per, grouped;
+  ASSERT_EQ(WriteTreesJsonl(r, &per, TreeLayout::kPerRequest), 6u);
+  ASSERT_EQ(WriteTreesJsonl(r, &grouped, TreeLayout::kGrouped), 3u);
+  std::map<std::pair<std::string, std::string>, json> want, got;
+  for (json t : Lines(per.text())) {
+    EXPECT_FALSE(t.contains("request_group"));
+    want[{t["request"].get<std::string>(), t["view"].get<std::string>()}] = t;
+  }
+  std::map<std::string, std::vector<std::string>> groups;  // view -> group spellings
+  for (const json& t : Lines(grouped.text())) {
+    std::vector<std::string> ids;
+    if (t.contains("request_group")) {
+      ids = t["request_group"].get<std::vector<std::string>>();
+      EXPECT_GE(ids.size(), 2u);
+      EXPECT_EQ(ids.front(), t["request"]);
+    } else {
+      ids = {t["request"].get<std::string>()};
+    }
+    std::string spelled;
+    for (const auto& q : ids) spelled += q;
+    groups[t["view"].get<std::string>()].push_back(spelled);
+    for (const auto& q : ids) {
+      json u = t;
+      u.erase("request_group");
+      u["request"] = q;
+      EXPECT_TRUE(got.emplace(std::make_pair(q, t["view"].get<std::string>()), u).second) << q;
+    }
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(groups["vertical"], (std::vector<std::string>{"02", "1"}));
+  EXPECT_EQ(groups["horizontal"], (std::vector<std::string>{"012"}));
+}
+
 TEST(JsonOut, EscapesControlAndInvalidUtf8) {
   std::string s;
   AppendJsonString(&s, std::string("a\"b\\c\n\x01\xff\xC3\xA9", 10));

@@ -18,9 +18,18 @@
 
 namespace truffld::merge {
 
-// One line per (rank, step, request, view), in MergeResult::trees order and each tree's
-// request order. Returns the number of lines written.
-uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out);
+// How trees.jsonl spells the per-request trees of one (rank, step, view).
+enum class TreeLayout : uint8_t {
+  kPerRequest,  // one line per (rank, step, request, view)
+  kGrouped,     // one line per group of requests that see the identical tree ("request_group")
+};
+const char* TreeLayoutName(TreeLayout l) noexcept;  // "per-request" / "grouped"
+
+// Trees in MergeResult::trees order, requests in each tree's request order. Returns the number
+// of lines written. Both layouts describe the same per-request trees: expanding each grouped
+// line's request_group gives the per-request lines exactly.
+uint64_t WriteTreesJsonl(const MergeResult& result, JsonOut* out,
+                         TreeLayout layout = TreeLayout::kPerRequest);
 
 struct TraceStats {
   uint64_t slices = 0;
@@ -37,7 +46,8 @@ struct RunInfo {
   std::vector<std::pair<std::string, std::string>> failed_inputs;  // path, reason
   std::string version = "0.1.0";
   double wall_seconds = 0;
-  uint64_t trees_written = 0;
+  uint64_t trees_written = 0;         // trees.jsonl lines (grouped: fewer than total.trees)
+  TreeLayout tree_layout = TreeLayout::kGrouped;
   TraceStats trace;
   bool trace_written = false;
 };
