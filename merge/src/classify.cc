@@ -263,6 +263,17 @@ std::string NormaliseFamily(Layer layer, std::string_view name) {
 }
 
 const char* PhaseFromStepName(std::string_view name) {
+  // truffld's hooks and truffld-synth write an explicit tag after the request ids:
+  // step_execute_model[request_ids:a_b][phase:decode]. It wins over words elsewhere in the name
+  // (a request id may well contain "decode"). Other engines' names: words anywhere.
+  for (size_t at = name.rfind("[phase:"); at != std::string_view::npos;) {
+    std::string_view v = name.substr(at + 7);
+    v = v.substr(0, v.find(']'));
+    if (v == "prefill") return "prefill";
+    if (v == "decode") return "decode";
+    if (v == "mixed") return "mixed";
+    break;  // an unknown value: fall back to words
+  }
   auto has = [&](std::string_view w) { return name.find(w) != std::string_view::npos; };
   if (has("mixed") || (has("prefill") && has("decode"))) return "mixed";
   if (has("prefill")) return "prefill";

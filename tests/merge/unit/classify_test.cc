@@ -93,5 +93,19 @@ TEST(Phase, FromStepName) {
   EXPECT_STREQ(PhaseFromStepName("step_execute_model"), "unknown");
 }
 
+TEST(Phase, ExplicitTagAfterRequestIdsWins) {
+  // A request id that happens to contain a phase word must not decide the phase.
+  EXPECT_STREQ(PhaseFromStepName("step_execute_model[request_ids:decode-1_b][phase:prefill]"), "prefill");
+  EXPECT_STREQ(PhaseFromStepName("step_execute_model[request_ids:prefill7][phase:decode]"), "decode");
+  EXPECT_STREQ(PhaseFromStepName("step_execute_model[request_ids:a][phase:mixed]"), "mixed");
+  // Unknown tag values fall back to words in the name.
+  EXPECT_STREQ(PhaseFromStepName("step_execute_model[request_ids:a][phase:warmup]"), "unknown");
+  EXPECT_STREQ(PhaseFromStepName("decode[phase:bogus"), "decode");
+  // The request ids are still parsed in front of the tag.
+  Rules r = Rules::Defaults();
+  EXPECT_EQ(r.ParseRequests("step_execute_model[request_ids:a_b][phase:decode]"),
+            (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace truffld::merge
