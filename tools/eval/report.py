@@ -96,9 +96,13 @@ def main():
         md.append("")
         ib = spd.get("inject_bench")
         if isinstance(ib, list) and ib:
-            md += ["Injector microbenchmarks (Google Benchmark, `tests/bench/inject_bench`):", "",
-                   "| benchmark | real | cpu | unit |", "|---|---|---|---|"]
-            md += [f"| {b['name']} | {b['real_time']:.1f} | {b['cpu_time']:.1f} | {b['time_unit']} |" for b in ib]
+            md += ["Injector microbenchmarks (`truffld_inject_bench --capture=off|on`, Google Benchmark, median "
+                   "CPU ns per iteration of 5 repetitions, both modes measured in this run; an NVTX iteration is a "
+                   "push+pop pair, an API iteration one replayed CUDA API callback):", "",
+                   "| benchmark | capture off | capture on | added by capture |", "|---|---|---|---|"]
+            fmt = lambda v: "–" if v is None else f"{v:.1f}"
+            md += [f"| {b['name']} | {fmt(b.get('off_ns'))} | {fmt(b.get('on_ns'))} | {fmt(b.get('added_ns'))} |"
+                   for b in ib]
             md.append("")
         elif isinstance(ib, dict):
             md += [f"Injector microbenchmarks: {ib.get('skipped') or ib.get('error')}.", ""]

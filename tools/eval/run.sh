@@ -41,6 +41,10 @@ fi
 targets=(truffld-synth)
 grep -q "add_executable(truffld-merge" "$ROOT/merge/CMakeLists.txt" 2>/dev/null && [[ -f "$ROOT/merge/tools/main.cc" ]] && targets+=(truffld-merge)
 grep -q "add_executable(truffld-diagnose" "$ROOT/diagnose/CMakeLists.txt" 2>/dev/null && [[ -f "$ROOT/diagnose/tools/main.cc" ]] && targets+=(truffld-diagnose)
+# The injector's microbenchmarks exist when CUDA headers and libbenchmark-dev were found.
+if [[ $SPEED == 1 ]] && grep -q "truffld_inject_bench" "$BUILD/Makefile" "$BUILD/build.ninja" 2>/dev/null; then
+  targets+=(truffld_inject_bench)
+fi
 for t in "${targets[@]}"; do
   cmake --build "$BUILD" -j2 --target "$t" >/dev/null || echo "run.sh: building $t failed; continuing without it" >&2
 done

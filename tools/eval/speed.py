@@ -18,6 +18,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import sys
 
 
@@ -93,24 +94,42 @@ def main():
                 f"{pw:.2f} s / {prss:.0f} MiB -> ratio {pw / mw:.2f}x")
     else:
         out["kineto"] = {"skipped": "truffld-merge or the shared Kineto trace is missing"}
-    # The injector's Google Benchmark microbenchmarks, when that target is built.
-    bench = next((p for p in (os.path.join(args.bin, "tests/bench/inject_bench"),
-                              os.path.join(args.bin, "inject/inject_bench")) if os.path.exists(p)), None)
-    if bench:
-        r = subprocess.run([bench, "--benchmark_format=json", "--benchmark_min_time=0.05"],
-                           capture_output=True, text=True)
-        if r.returncode == 0:
-            try:
-                out["inject_bench"] = [{"name": b["name"], "real_time": b["real_time"], "cpu_time": b["cpu_time"],
-                                        "time_unit": b["time_unit"]} for b in json.loads(r.stdout)["benchmarks"]]
-            except (ValueError, KeyError) as e:
-                out["inject_bench"] = {"error": str(e)}
-        else:
-            out["inject_bench"] = {"error": r.stderr[-500:]}
-    else:
-        out["inject_bench"] = {"skipped": "inject_bench is not built in this build directory"}
+    # The injector's Google Benchmark microbenchmarks, when that target is built: the same calls
+    # with capture off (NVTX's no-op path) and on (injector attached), in one run of this script,
+    # so the figure that matters is the difference (ns added per call by capture).
+    out["inject_bench"] = inject_bench(args.bin, log)
     json.dump(out, open(os.path.join(args.work, "speed.json"), "w"), indent=1)
     return 0
+
+
+def inject_bench(bin_dir, log):
+    bench = next((p for p in (os.path.join(bin_dir, "tests/inject/truffld_inject_bench"),
+                              os.path.join(bin_dir, "tests/bench/truffld_inject_bench")) if os.path.exists(p)), None)
+    if not bench:
+        return {"skipped": "truffld_inject_bench is not built in this build directory (needs CUDA headers and "
+                           "libbenchmark-dev)"}
+    medians = {}
+    for mode in ("off", "on"):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, TRUFFLD_OUTPUT_DIR=d)
+            r = subprocess.run([bench, f"--capture={mode}", "--benchmark_format=json", "--benchmark_repetitions=5",
+                                "--benchmark_report_aggregates_only=true"], capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            return {"error": f"--capture={mode}: " + r.stderr[-500:]}
+        try:
+            for b in json.loads(r.stdout)["benchmarks"]:
+                if b.get("aggregate_name") == "median":
+                    medians.setdefault(b["run_name"], {})[mode] = b["cpu_time"]
+        except (ValueError, KeyError) as e:
+            return {"error": f"--capture={mode}: unreadable benchmark JSON: {e}"}
+    rows = []
+    for name, m in medians.items():
+        row = {"name": name, "off_ns": m.get("off"), "on_ns": m.get("on")}
+        if row["off_ns"] is not None and row["on_ns"] is not None:
+            row["added_ns"] = row["on_ns"] - row["off_ns"]
+        rows.append(row)
+        log(f"inject_bench {name}: off {row['off_ns']} ns, on {row['on_ns']} ns")
+    return rows
 
 
 if __name__ == "__main__":
