@@ -14,6 +14,50 @@ struct PairHash {
   }
 };
 
+// Sorts `order` (event indices in increasing file order) by (process, thread, time), ties in
+// file order. Importers write each thread's events in time order (the injector drains each
+// thread's ring in order), so this groups by thread with a counting sort that keeps file order,
+// then sorts only the groups that are not already in time order: linear time on such input, and
+// no index-chasing comparison sort over millions of events (that sort was ~5% of a merge).
+void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order) {
+  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> group_of;
+  std::vector<std::pair<int64_t, int64_t>> keys;
+  std::vector<uint32_t> group(order->size());
+  std::pair<int64_t, int64_t> last_key{kNone - 1, kNone - 1};
+  uint32_t last_group = 0;
+  for (size_t k = 0; k < order->size(); ++k) {
+    const Event& e = ev[(*order)[k]];
+    std::pair<int64_t, int64_t> key{e.process_id, e.thread_id};
+    if (keys.empty() || key != last_key) {
+      auto [it, fresh] = group_of.emplace(key, uint32_t(keys.size()));
+      if (fresh) keys.push_back(key);
+      last_key = key;
+      last_group = it->second;
+    }
+    group[k] = last_group;
+  }
+  // Groups in (process, thread) order, then a stable counting sort of the indices into them.
+  std::vector<uint32_t> rank(keys.size()), by_key(keys.size());
+  for (uint32_t g = 0; g < keys.size(); ++g) by_key[g] = g;
+  std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  for (uint32_t r = 0; r < by_key.size(); ++r) rank[by_key[r]] = r;
+  std::vector<size_t> begin(keys.size() + 1, 0);
+  for (uint32_t g : group) ++begin[rank[g] + 1];
+  for (size_t r = 1; r < begin.size(); ++r) begin[r] += begin[r - 1];
+  std::vector<uint32_t> sorted(order->size());
+  std::vector<size_t> fill(begin.begin(), begin.end() - 1);
+  for (size_t k = 0; k < order->size(); ++k) sorted[fill[rank[group[k]]]++] = (*order)[k];
+  auto by_time = [&](uint32_t a, uint32_t b) {
+    return ev[a].start != ev[b].start ? ev[a].start < ev[b].start : a < b;
+  };
+  for (size_t r = 0; r + 1 < begin.size(); ++r) {
+    auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r]);
+    auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
+    if (!std::is_sorted(first, last, by_time)) std::sort(first, last, by_time);
+  }
+  *order = std::move(sorted);
+}
+
 }  // namespace
 
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, IngestStats* issues) {
@@ -37,15 +81,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       default: break;
     }
   }
-  // Per (process, thread) in time order; ties keep file order (stable on index).
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const Event& x = ev[a];
-    const Event& y = ev[b];
-    if (x.process_id != y.process_id) return x.process_id < y.process_id;
-    if (x.thread_id != y.thread_id) return x.thread_id < y.thread_id;
-    if (x.start != y.start) return x.start < y.start;
-    return a < b;
-  });
+  OrderByThreadThenTime(ev, &order);
   auto where = [&](const Event& e) { return file.meta.path + ":" + std::to_string(e.line); };
   std::vector<uint32_t> stack;  // open pushes of the current (process, thread)
   int64_t cur_p = kNone - 1, cur_t = kNone - 1;

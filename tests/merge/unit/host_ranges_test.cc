@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <tuple>
 
 #include "merge_test_util.h"
 
@@ -75,6 +77,65 @@ TEST(HostRanges, EqualTimestampsKeepFileOrder) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "b");
   EXPECT_EQ(c.unmatched_pops, 0u);
+}
+
+TEST(HostRanges, ThreadChunksInAnyFileOrderGiveTheSameRanges) {
+  // Random well-nested push/pop sequences on 3 processes x 4 threads, written (a) in global time
+  // order and (b) in per-thread chunks of random size, interleaved in random order, with some
+  // chunks internally reversed. Both files must give the same ranges.
+  std::mt19937 rng(7);
+  struct Rec { int ts; int pid; int tid; bool push; };
+  std::vector<std::vector<Rec>> threads;
+  int ts = 1;
+  for (int p = 1; p <= 3; ++p)
+    for (int t = 1; t <= 4; ++t) {
+      std::vector<Rec> v;
+      int depth = 0;
+      for (int k = 0; k < 200; ++k) {
+        bool push = depth == 0 || (depth < 6 && rng() % 2);
+        depth += push ? 1 : -1;
+        v.push_back({ts += 1 + int(rng() % 3), p, t, push});
+      }
+      while (depth-- > 0) v.push_back({ts += 1, p, t, false});
+      threads.push_back(v);
+    }
+  auto line = [](const Rec& r) {
+    std::string pid = std::to_string(r.pid), tid = std::to_string(r.tid), t = std::to_string(r.ts);
+    return r.push ? "{\"type\":\"NVTX_PUSH\",\"name\":\"r" + t + "\",\"timestamp\":" + t + ",\"process_id\":" + pid +
+                        ",\"thread_id\":" + tid + "}\n"
+                  : "{\"type\":\"NVTX_POP\",\"timestamp\":" + t + ",\"process_id\":" + pid + ",\"thread_id\":" + tid + "}\n";
+  };
+  std::vector<Rec> all;
+  for (auto& v : threads) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end(), [](const Rec& a, const Rec& b) { return a.ts < b.ts; });
+  std::string in_time;
+  for (auto& r : all) in_time += line(r);
+  std::vector<std::vector<Rec>> chunks;
+  for (auto& v : threads)
+    for (size_t i = 0; i < v.size();) {
+      size_t n = std::min(v.size() - i, size_t(1 + rng() % 40));
+      chunks.emplace_back(v.begin() + long(i), v.begin() + long(i + n));
+      if (rng() % 4 == 0) std::reverse(chunks.back().begin(), chunks.back().end());
+      i += n;
+    }
+  std::shuffle(chunks.begin(), chunks.end(), rng);
+  std::string chunked;
+  for (auto& c : chunks)
+    for (auto& r : c) chunked += line(r);
+  auto ranges = [](const std::string& text) {
+    TraceFile f = FileFromLines(text);
+    RangeCounters c;
+    std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, std::string>> out;
+    for (const HostRange& r : BuildHostRanges(f, &c, &f.stats))
+      out.emplace_back(r.process_id, r.thread_id, r.start, r.end, std::string(f.strings.Get(f.events[r.event].name)));
+    std::sort(out.begin(), out.end());
+    EXPECT_EQ(c.unmatched_pops + c.unclosed_ranges, 0u);
+    return out;
+  };
+  auto a = ranges(in_time), b = ranges(chunked);
+  size_t pushes = std::count_if(all.begin(), all.end(), [](const Rec& r) { return r.push; });
+  EXPECT_EQ(a.size(), pushes);  // every push closed exactly once
+  EXPECT_EQ(a, b);
 }
 
 }  // namespace
