@@ -27,10 +27,18 @@ constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))"
 struct DefaultRule { Layer layer; const char* re; const char* domain; const char* category; bool icase; };
 // Order matters: the first match wins.
 constexpr DefaultRule kDefaults[] = {
+    // Kineto's GPU-side copies of user annotations (on a device/stream track) are not a second
+    // step or operator: the host-side annotation is.
+    {Layer::kOther, "", "", "gpu_user_annotation", false},
     {Layer::kStep, "^step_execute_model", "", "", false},
     {Layer::kStep, "^execute_model", "", "", false},
     {Layer::kStep, "^ProfilerStep#", "", "", false},
     {Layer::kStep, "^run_batch", "", "", false},
+    // vLLM's own step annotation (GPU model runner, record_function):
+    // "execute_32_context_0(...)_generation_32(...)" and older "execute_context_1(...)_generation_0(0)".
+    {Layer::kStep, "^execute_([0-9]+_)?context_[0-9]+", "", "", false},
+    // SGLang's scheduler: "step[EXTEND bs=15 toks=15360]", "step[DECODE bs=32 ...]".
+    {Layer::kStep, "^step\\[[A-Z_]+\\b", "", "", false},
     // truffld's Python hooks: frontend ranges live in NVTX domain "PyTorch" (whatever the name,
     // so a call site such as ".../all_reduce.py:3" never reads as a collective), comm in
     // "truffld.comm".
@@ -39,14 +47,19 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kComm, "", "NCCL", "", false},
     {Layer::kComm, "^nccl", "", "", true},
     {Layer::kComm, "^c10d::|^record_param_comms|^gloo:", "", "", false},
+    // ATen ops are backend ops whatever words they contain (aten::broadcast_tensors is not a
+    // collective); collectives reach ATen as c10d:: ops, matched above.
+    {Layer::kBackend, "^aten::", "", "", false},
+    // Collective names as words ("torch.distributed.all_reduce", "tensor_model_parallel_all_reduce",
+    // "_all_gather_base"), not as parts of longer identifiers ("broadcast_tensors").
     {Layer::kComm,
-     "all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|^(send|recv|barrier)\\b", "", "",
-     true},
+     "(^|[^a-z0-9])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast)"
+     "(_?(coalesced|base|into_tensor|tensor|single|async|object|object_list))?([^a-z0-9_]|$)|^(send|recv|barrier)\\b",
+     "", "", true},
     {Layer::kFrontend, "^torch\\.nn\\.functional\\.", "", "", false},
     {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
     {Layer::kFrontend, "^torch\\.", "", "", false},
     {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false},
-    {Layer::kBackend, "^aten::", "", "", false},
     {Layer::kBackend, "", "", "cpu_op", false},
     {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false},
 };
@@ -273,6 +286,31 @@ const char* PhaseFromStepName(std::string_view name) {
     if (v == "decode") return "decode";
     if (v == "mixed") return "mixed";
     break;  // an unknown value: fall back to words
+  }
+  // vLLM's "execute_N_context_C(...)_generation_G(...)": C requests in prefill, G in decode.
+  if (name.rfind("execute_", 0) == 0) {
+    auto count_after = [&](std::string_view key) -> long {
+      size_t at = name.find(key);
+      if (at == std::string_view::npos) return -1;
+      long n = 0;
+      bool digits = false;
+      for (size_t i = at + key.size(); i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+        n = n * 10 + (name[i] - '0');
+        digits = true;
+        if (n > 1000000000L) break;
+      }
+      return digits ? n : -1;
+    };
+    long ctx = count_after("context_"), gen = count_after("_generation_");
+    if (ctx >= 0 && gen >= 0) return ctx > 0 && gen > 0 ? "mixed" : ctx > 0 ? "prefill" : gen > 0 ? "decode" : "unknown";
+  }
+  // SGLang's "step[EXTEND ...]" / "step[DECODE ...]" / "step[MIXED ...]".
+  if (name.rfind("step[", 0) == 0) {
+    std::string_view mode = name.substr(5);
+    mode = mode.substr(0, mode.find_first_of(" ]"));
+    if (mode == "EXTEND" || mode == "PREFILL") return "prefill";
+    if (mode == "DECODE") return "decode";
+    if (mode == "MIXED") return "mixed";
   }
   auto has = [&](std::string_view w) { return name.find(w) != std::string_view::npos; };
   if (has("mixed") || (has("prefill") && has("decode"))) return "mixed";

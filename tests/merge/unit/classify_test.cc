@@ -45,6 +45,42 @@ TEST(Rules, DefaultsClassifyEngineNames) {
   EXPECT_EQ(r.Classify("my_python_thing", "", "python_function"), Layer::kOther);
 }
 
+TEST(Rules, RealEngineStepAnnotationsAreSteps) {
+  // Names as they appear in real PyTorch-profiler traces of vLLM and SGLang (shared/data).
+  Rules r = Rules::Defaults();
+  EXPECT_EQ(r.Classify("execute_context_1(888_788544)_generation_0(0)", "", "user_annotation"), Layer::kStep);
+  EXPECT_EQ(r.Classify("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086)", "", "user_annotation"),
+            Layer::kStep);
+  EXPECT_EQ(r.Classify("step[EXTEND bs=15 toks=15360]", "", "user_annotation"), Layer::kStep);
+  EXPECT_EQ(r.Classify("step[DECODE bs=32 toks=32]", "", "user_annotation"), Layer::kStep);
+  EXPECT_NE(r.Classify("execute_fused_kernel", "", ""), Layer::kStep);
+  EXPECT_NE(r.Classify("capture_32_FULL", "", "user_annotation"), Layer::kStep);
+  // Kineto's GPU-side copy of the same annotation is not a second step.
+  EXPECT_EQ(r.Classify("execute_context_1(888_788544)_generation_0(0)", "", "gpu_user_annotation"), Layer::kOther);
+  EXPECT_STREQ(PhaseFromStepName("execute_context_1(888_788544)_generation_0(0)"), "prefill");
+  EXPECT_STREQ(PhaseFromStepName("execute_32_context_0(sq0sk0)_generation_32(sq32sk55086)"), "decode");
+  EXPECT_STREQ(PhaseFromStepName("execute_40_context_2(x)_generation_8(y)"), "mixed");
+  EXPECT_STREQ(PhaseFromStepName("step[EXTEND bs=15 toks=15360]"), "prefill");
+  EXPECT_STREQ(PhaseFromStepName("step[DECODE bs=32]"), "decode");
+}
+
+TEST(Rules, CollectivesAreWordsNotPartsOfOpNames) {
+  Rules r = Rules::Defaults();
+  // ATen ops that merely contain a collective's word are backend ops, not communication.
+  EXPECT_EQ(r.Classify("aten::broadcast_tensors", "", "cpu_op"), Layer::kBackend);
+  EXPECT_EQ(r.Classify("aten::broadcast_to, seq = 1", "", ""), Layer::kBackend);
+  EXPECT_NE(r.Classify("torch.broadcast_tensors", "", ""), Layer::kComm);
+  EXPECT_NE(r.Classify("broadcast_shapes_helper", "", ""), Layer::kComm);
+  // Collectives by name.
+  EXPECT_EQ(r.Classify("torch.distributed.all_reduce", "", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("tensor_model_parallel_all_reduce", "", "python_function"), Layer::kComm);
+  EXPECT_EQ(r.Classify("nccl:_all_gather_base", "", "user_annotation"), Layer::kComm);
+  EXPECT_EQ(r.Classify("dist.all_gather_into_tensor", "", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("broadcast_object_list", "", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("ReduceScatter", "", ""), Layer::kComm);
+  EXPECT_EQ(r.Classify("send", "", ""), Layer::kComm);
+}
+
 TEST(Rules, UserRulesComeFirstAndCanReplaceDefaults) {
   auto r = Rules::FromJson(R"J({"schema":"truffld.rules/1","rules":[
       {"layer":"step","name_regex":"^my_step"},
