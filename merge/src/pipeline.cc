@@ -61,37 +61,98 @@ bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {
 
 namespace {
 
-// Offset onto the merged axis (CLOCK_REALTIME). Realtime files need none; monotonic_raw files
-// use the median of (realtime - monotonic) over their clock_sync pairs.
-void AlignClock(const FileMeta& m, FileSummary* fs) {
+// Map onto the merged axis (CLOCK_REALTIME). Realtime files need none; monotonic_raw files
+// are mapped through their clock_sync pairs (FitClockMap).
+ClockMap AlignClock(const FileMeta& m, FileSummary* fs) {
   fs->clock = ClockName(m.clock);
+  ClockMap map;
   if (m.clock == ClockId::kRealtime) {
-    fs->clock_offset_ns = 0;
     fs->clock_offset_method = "native_realtime";
-    return;
-  }
-  if (m.clock_sync.empty()) {
-    fs->clock_offset_ns = 0;
+  } else if (m.clock_sync.empty()) {
     fs->clock_offset_method = "none";
-    return;
+  } else {
+    map = FitClockMap(m.clock_sync, &fs->clock_offset_method);
   }
-  std::vector<TimeNs> d;
-  for (auto [rt, mono] : m.clock_sync) d.push_back(rt - mono);
-  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-  fs->clock_offset_ns = d[d.size() / 2];
-  fs->clock_offset_method = "clock_sync_median";
+  fs->clock_offset_ns = map.offset;
+  fs->clock_drift_ppm = map.drift * 1e6;
+  fs->clock_ref_ns = map.ref;
+  return map;
+}
+
+// Importer problem keys are the raw parser's ("missing_field") or prefixed by the importer
+// ("kineto.bad_number", "nsys.missing_field"); "*.skipped.*" counts records skipped by design.
+std::string_view ProblemBase(std::string_view k) {
+  for (std::string_view prefix : {"kineto.", "nsys."})
+    if (k.substr(0, prefix.size()) == prefix) return k.substr(prefix.size());
+  return k;
 }
 
 uint64_t MalformedOf(const IngestStats& s) {
   uint64_t n = 0;
-  for (const auto& [k, v] : s.counts)
+  for (const auto& [key, v] : s.counts) {
+    std::string_view k = ProblemBase(key);
     if (k == "malformed_json" || k == "unknown_type" || k == "missing_field" || k == "bad_field" ||
-        k == "invalid_utf8" || k == "truncated_last_line" || k == "long_lines_skipped" || k == "read_warning")
+        k == "invalid_utf8" || k == "truncated_last_line" || k == "truncated" || k == "long_lines_skipped" ||
+        k == "read_warning" || k == "not_an_object" || k == "bad_number" || k == "bad_time" ||
+        k == "missing_correlation")
       n += v;
+  }
+  return n;
+}
+
+uint64_t NegativeDurationsOf(const IngestStats& s) {
+  uint64_t n = 0;
+  for (const auto& [key, v] : s.counts)
+    if (ProblemBase(key) == "negative_duration") n += v;
   return n;
 }
 
 }  // namespace
+
+ClockMap FitClockMap(const std::vector<std::pair<TimeNs, TimeNs>>& pairs, std::string* method) {
+  ClockMap map;
+  if (pairs.empty()) {
+    *method = "none";
+    return map;
+  }
+  std::vector<std::pair<TimeNs, TimeNs>> p = pairs;  // (realtime, monotonic)
+  std::sort(p.begin(), p.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  std::vector<TimeNs> d;
+  for (auto [rt, mono] : p) d.push_back(rt - mono);
+  std::vector<TimeNs> dm = d;
+  std::nth_element(dm.begin(), dm.begin() + dm.size() / 2, dm.end());
+  map.offset = dm[dm.size() / 2];
+  map.ref = 0;
+  *method = "clock_sync_median";
+  const TimeNs span = p.back().second - p.front().second;
+  if (p.size() < 3 || span < 10'000'000'000LL) return map;
+  // Theil-Sen over at most ~256 evenly spaced pairs (a day of 60 s CLOCK records is 1440).
+  std::vector<size_t> idx;
+  const size_t step = std::max<size_t>(1, p.size() / 256);
+  for (size_t i = 0; i < p.size(); i += step) idx.push_back(i);
+  std::vector<double> slopes;
+  for (size_t a = 0; a < idx.size(); ++a)
+    for (size_t b = a + 1; b < idx.size(); ++b) {
+      const auto& x = p[idx[a]];
+      const auto& y = p[idx[b]];
+      const double dx = double(y.second - x.second);
+      if (dx < 1e9) continue;  // pairs under a second apart say nothing about drift
+      slopes.push_back(double(d[idx[b]] - d[idx[a]]) / dx);
+    }
+  if (slopes.empty()) return map;
+  std::nth_element(slopes.begin(), slopes.begin() + slopes.size() / 2, slopes.end());
+  const double slope = slopes[slopes.size() / 2];
+  if (!(std::fabs(slope) < 1e-3)) return map;  // over 1000 ppm: not a clock, keep the median
+  map.drift = slope;
+  map.ref = p[p.size() / 2].second;
+  std::vector<TimeNs> resid;
+  for (size_t i = 0; i < p.size(); ++i)
+    resid.push_back(d[i] - static_cast<TimeNs>(std::llround(slope * double(p[i].second - map.ref))));
+  std::nth_element(resid.begin(), resid.begin() + resid.size() / 2, resid.end());
+  map.offset = resid[resid.size() / 2];
+  *method = "clock_sync_linear";
+  return map;
+}
 
 Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& options) {
   MergeResult res;
@@ -100,11 +161,12 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   const size_t nf = res.files.size();
   res.summary.files.resize(nf);
   std::vector<FileTrees> built(nf);
-  for (size_t i = 0; i < nf; ++i) AlignClock(res.files[i].meta, &res.summary.files[i]);
+  std::vector<ClockMap> maps(nf);
+  for (size_t i = 0; i < nf; ++i) maps[i] = AlignClock(res.files[i].meta, &res.summary.files[i]);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < nf;)
-      built[i] = BuildFileTrees(uint32_t(i), res.files[i], res.summary.files[i].clock_offset_ns, options);
+      built[i] = BuildFileTrees(uint32_t(i), res.files[i], maps[i], options);
   };
   size_t nt = std::clamp<size_t>(options.threads < 1 ? 1 : size_t(options.threads), 1, std::max<size_t>(nf, 1));
   std::vector<std::thread> pool;
@@ -158,7 +220,7 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
     fs.injector_stats_json = m.stats_json;
     fs.counters = b.counters;
     fs.counters.malformed_lines = MalformedOf(res.files[i].stats);
-    fs.counters.negative_durations = res.files[i].stats.Get("negative_duration");
+    fs.counters.negative_durations = NegativeDurationsOf(res.files[i].stats);
     fs.counters.injector_dropped = res.files[i].stats.Get("injector_dropped");
     fs.issues = res.files[i].stats.issues;
     fs.ingest_counts = res.files[i].stats.counts;

@@ -31,7 +31,7 @@ struct RangeClass {
 
 class Builder {
  public:
-  Builder(uint32_t fi, TraceFile& f, TimeNs off, const MergeOptions& o)
+  Builder(uint32_t fi, TraceFile& f, const ClockMap& off, const MergeOptions& o)
       : fi_(fi), file_(f), ev_(f.events), off_(off), opt_(o) {}
 
   FileTrees Run() {
@@ -362,8 +362,8 @@ class Builder {
 
   uint32_t NewNode(uint32_t event, Layer layer, TimeNs s, TimeNs e, int64_t thread) {
     Node n;
-    n.start = s + off_;
-    n.end = e + off_;
+    n.start = off_.Map(s);
+    n.end = off_.Map(e);
     n.file = fi_;
     n.event = event;
     n.layer = layer;
@@ -397,7 +397,7 @@ class Builder {
       out_.nodes[hroot[r]].name = implicit_name_;
       out_.nodes[hroot[r]].family = out_.nodes[v].family;
       step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-      out_.steps.push_back({v, hroot[r], h.start + off_, h.process_id, {"*"}, true, 0});
+      out_.steps.push_back({v, hroot[r], off_.Map(h.start), h.process_id, {"*"}, true, 0});
       ++out_.counters.implicit_steps;
     }
     std::vector<uint8_t> in_comm(ranges_.size(), 0);
@@ -419,7 +419,7 @@ class Builder {
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
         step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-        out_.steps.push_back({n, hroot[r], h.start + off_, h.process_id, std::move(ids), false, e.line});
+        out_.steps.push_back({n, hroot[r], off_.Map(h.start), h.process_id, std::move(ids), false, e.line});
         continue;
       }
       uint32_t p = parent_[r];
@@ -497,7 +497,7 @@ class Builder {
   uint32_t fi_;
   TraceFile& file_;
   std::vector<Event>& ev_;
-  TimeNs off_;
+  ClockMap off_;
   const MergeOptions& opt_;
   FileTrees out_;
   std::vector<HostRange> ranges_;
@@ -517,8 +517,8 @@ class Builder {
 
 }  // namespace
 
-FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, TimeNs offset_ns, const MergeOptions& options) {
-  return Builder(file_index, file, offset_ns, options).Run();
+FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& clock, const MergeOptions& options) {
+  return Builder(file_index, file, clock, options).Run();
 }
 
 }  // namespace truffld::merge

@@ -37,9 +37,9 @@ struct FileTrees {
   MergeCounters counters;
 };
 
-// Builds the trees of `file` (index `file_index` in the merge). `offset_ns` is added to every
-// time to reach the merged axis.
-FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, TimeNs offset_ns,
+// Builds the trees of `file` (index `file_index` in the merge). `clock` maps every file time
+// onto the merged axis.
+FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& clock,
                          const MergeOptions& options);
 
 }  // namespace truffld::merge

@@ -1,5 +1,7 @@
 // summary.json (schemas/summary.schema.json) and the short stdout summary.
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "truffld/merge/writers.h"
@@ -81,6 +83,8 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
     fj["clock"] = f.clock;
     fj["clock_offset_ns"] = f.clock_offset_ns;
     fj["clock_offset_method"] = f.clock_offset_method;
+    fj["clock_drift_ppm"] = f.clock_drift_ppm;
+    fj["clock_ref_ns"] = f.clock_ref_ns;
     fj["counters"] = Counters(f.counters);
     fj["ingest"] = Pairs(f.ingest_counts);
     ordered_json issues = ordered_json::array();
@@ -103,9 +107,37 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
   uint64_t events = 0;
   for (const auto& [k, n] : c.events_read) events += n;
   s << "truffld-merge: " << r.files.size() << " file(s), " << events << " events";
+  if (!c.events_read.empty()) {
+    s << " (";
+    for (size_t i = 0; i < c.events_read.size(); ++i)
+      s << (i ? ", " : "") << c.events_read[i].first << " " << c.events_read[i].second;
+    s << ")";
+  }
   if (!run.failed_inputs.empty()) s << ", " << run.failed_inputs.size() << " unreadable";
-  s << "\n  steps " << c.steps << " (" << c.implicit_steps << " implicit), trees written " << run.trees_written
-    << ", ranks " << r.summary.ranks.size() << "\n";
+  s << "\n  steps " << c.steps << " (" << c.implicit_steps << " implicit) on " << r.summary.ranks.size()
+    << " rank(s)";
+  const size_t shown_ranks = std::min<size_t>(r.summary.ranks.size(), 8);
+  for (size_t i = 0; i < shown_ranks; ++i) {
+    const RankSummary& rs = r.summary.ranks[i];
+    s << (i ? ", " : ": ") << "rank " << (rs.rank ? std::to_string(*rs.rank) : std::string("?")) << " "
+      << rs.steps;
+  }
+  if (r.summary.ranks.size() > shown_ranks) s << ", ...";
+  s << "\n  trees " << c.trees << " (rank, step, request, view), written as " << run.trees_written << " "
+    << TreeLayoutName(run.tree_layout) << " line(s)\n";
+  // Clock alignment of files not already on the merged axis.
+  size_t shown_clocks = 0, aligned = 0;
+  for (const FileSummary& f : r.summary.files) {
+    if (f.clock_offset_method == "native_realtime") continue;
+    ++aligned;
+    if (shown_clocks >= 4) continue;
+    ++shown_clocks;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%+.6f s, drift %+.2f ppm", double(f.clock_offset_ns) * 1e-9, f.clock_drift_ppm);
+    std::string base = f.path.substr(f.path.find_last_of('/') == std::string::npos ? 0 : f.path.find_last_of('/') + 1);
+    s << "  clock " << base << ": " << f.clock << " -> realtime " << buf << " (" << f.clock_offset_method << ")\n";
+  }
+  if (aligned > shown_clocks) s << "  clock: " << aligned - shown_clocks << " more file(s) aligned (summary.json)\n";
   s << "  device ops " << c.device_ops_read << ": linked " << c.device_ops_linked_unique << ", unattributed "
     << c.device_ops_unattributed;
   if (!c.unattributed_reasons.empty()) {

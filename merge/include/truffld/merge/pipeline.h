@@ -18,6 +18,7 @@
 // Thread-safety: Merge is reentrant; a MergeResult is read-only after Merge returns.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -103,13 +104,37 @@ struct MergeCounters {
   void AddReason(const std::string& reason, uint64_t n = 1);
 };
 
+// A file clock -> merged axis map: a constant offset plus a linear drift term (monotonic_raw
+// runs at the oscillator's rate, realtime is NTP-disciplined, so their difference drifts by up
+// to tens of ppm: 50 ppm is 180 ms over an hour). Monotone for any plausible drift.
+// Thread-safety: plain value.
+struct ClockMap {
+  TimeNs offset = 0;
+  double drift = 0;      // dimensionless (ppm * 1e-6)
+  TimeNs ref = 0;        // file time at which `offset` holds exactly
+  TimeNs Map(TimeNs t) const {
+    if (drift == 0) return t + offset;
+    return t + offset + static_cast<TimeNs>(std::llround(drift * static_cast<double>(t - ref)));
+  }
+};
+
+// Fits a ClockMap from (realtime_ns, monotonic_ns) pairs: Theil-Sen slope (median of pairwise
+// slopes; robust to a few bad pairs) and median intercept. With fewer than 3 pairs spanning at
+// least 10 s, or an implausible drift (over 1000 ppm), the drift stays 0 and the offset is the
+// median difference. `method` names what was used.
+ClockMap FitClockMap(const std::vector<std::pair<TimeNs, TimeNs>>& pairs, std::string* method);
+
 struct FileSummary {
   std::string path, format, host;
   int64_t process_id = kNone;
   std::optional<int64_t> rank;
   std::string clock;                  // the file's own clock name
-  TimeNs clock_offset_ns = 0;         // added to the file's times to reach the merged axis
-  std::string clock_offset_method;    // "reference", "clock_sync", "none"
+  // File time t maps to t + clock_offset_ns + clock_drift_ppm * 1e-6 * (t - clock_ref_ns) on the
+  // merged axis (see ClockMap).
+  TimeNs clock_offset_ns = 0;
+  double clock_drift_ppm = 0;
+  TimeNs clock_ref_ns = 0;
+  std::string clock_offset_method;    // "native_realtime", "clock_sync_median", "clock_sync_linear", "none"
   std::string injector_stats_json;    // STATS record verbatim
   MergeCounters counters;
   std::vector<IngestIssue> issues;    // first messages per kind, with file:line
