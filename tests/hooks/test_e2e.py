@@ -73,6 +73,9 @@ def main():
         steps = [n for n in pushes if n.startswith("step_execute_model[")]
         if len(steps) != len(expected_steps):
             fail("expected %d step ranges in the dump, found %r" % (len(expected_steps), steps))
+        untagged = [n for n in steps if not n.endswith("[phase:prefill]")]
+        if untagged:  # every request of the workload is new: prefill steps
+            fail("step ranges without the [phase:prefill] tag: %r" % untagged)
         if not any(n.startswith("torch.nn.functional.linear /") for n in pushes):
             fail("no frontend range with a call site in the dump: %r" % pushes[:20])
         if not any(n.startswith("aten::") for n in pushes):
@@ -87,6 +90,9 @@ def main():
             fail("truffld-merge rc=%d\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
         trees = read_dump(os.path.join(out, "trees.jsonl"))
         request_sets = {tuple(t["requests"]) for t in trees if t.get("view") == "vertical"}
+        phases = {t.get("phase") for t in trees if t.get("view") == "vertical"}
+        if phases != {"prefill"}:
+            fail("merged step phases %r, expected only 'prefill'" % sorted(map(str, phases)))
         for ids in expected_steps:
             if tuple(ids) not in request_sets:
                 fail("no tree for step with requests %r; have %r" % (ids, sorted(request_sets)))

@@ -24,8 +24,8 @@ print(json.dumps({"ranges": ranges(), "balanced": balanced(), "calls": len(w.cal
                   "patched": truffld_hooks.stats()["patched"]}))
 """, standin="vllm_v1_new")
         self.assertEqual([
-            "step_execute_model[request_ids:cmpl-a\\_1-0_chat-b]",
-            "step_execute_model:sample_tokens[request_ids:cmpl-a\\_1-0_chat-b]",
+            "step_execute_model[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed]",
+            "step_execute_model:sample_tokens[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed]",
             "step_execute_model[empty]",
             "step_execute_model[dummy]"], out["ranges"])
         self.assertTrue(out["balanced"])
@@ -41,7 +41,29 @@ from vllm.v1.worker.gpu_worker import Worker
 Worker().execute_model(SchedulerOutput([], CachedRequestData([]), {"r-0123abcd": 1}, 1))
 print(json.dumps(ranges()))
 """, env=env)
-        self.assertEqual(["step_execute_model[request_ids:r-0123abcd]"], out)
+        self.assertEqual(["step_execute_model[request_ids:r-0123abcd][phase:decode]"], out)
+
+    def test_phase_tags_prefill_decode_mixed_and_speculative(self):
+        out = hookstest.run_child("""
+from vllm.v1.core.sched.output import SchedulerOutput, CachedRequestData, NewRequestData
+from vllm.v1.worker.gpu_worker import Worker
+w = Worker()
+w.execute_model(SchedulerOutput([NewRequestData("a"), NewRequestData("b")], CachedRequestData([]),
+                                {"a": 17, "b": 1}, 18))                       # all new: prefill
+w.sample_tokens(None)
+w.execute_model(SchedulerOutput([], CachedRequestData(["a", "b"]), {"a": 1, "b": 1}, 2))
+w.sample_tokens(None)
+w.execute_model(SchedulerOutput([], CachedRequestData(["a", "b"]), {"a": 1, "b": 256}, 257))
+w.execute_model(SchedulerOutput([], CachedRequestData(["a"]), {"a": 3}, 3,
+                                scheduled_spec_decode_tokens={"a": [7, 8]}))  # 1 + 2 drafts
+print(json.dumps(ranges()))
+""", standin="vllm_v1_new")
+        self.assertEqual(["step_execute_model[request_ids:a_b][phase:prefill]",
+                          "step_execute_model:sample_tokens[request_ids:a_b][phase:prefill]",
+                          "step_execute_model[request_ids:a_b][phase:decode]",
+                          "step_execute_model:sample_tokens[request_ids:a_b][phase:decode]",
+                          "step_execute_model[request_ids:a_b][phase:mixed]",
+                          "step_execute_model[request_ids:a][phase:decode]"], out)
 
     def test_comm_ranges_carry_bytes_and_world_size(self):
         out = hookstest.run_child("""
@@ -74,9 +96,23 @@ assert Worker().execute_model(so) == "output"
 s = truffld_hooks.stats()
 print(json.dumps({"ranges": ranges(), "missing": s["missing"], "failed": s["failed"]}))
 """, standin="vllm_v1_old")
-        self.assertEqual(["step_execute_model[request_ids:0_1_2]"], out["ranges"])
+        self.assertEqual(["step_execute_model[request_ids:0_1_2]"], out["ranges"])  # no tokens: no phase
         self.assertIn("vllm.v1.worker.gpu_worker:Worker.sample_tokens", out["missing"])
         self.assertEqual([], out["failed"])
+
+    def test_phase_tags(self):
+        out = hookstest.run_child("""
+from vllm.v1.core.sched.output import SchedulerOutput, CachedRequestData, NewRequestData
+from vllm.v1.worker.gpu_worker import Worker
+w = Worker()
+w.execute_model(SchedulerOutput([NewRequestData("0")], [], {"0": 12}, 12))
+w.execute_model(SchedulerOutput([], [CachedRequestData("0")], {"0": 1}, 1))
+w.execute_model(SchedulerOutput([NewRequestData("1")], [CachedRequestData("0")], {"0": 1, "1": 9}, 10))
+print(json.dumps(ranges()))
+""", standin="vllm_v1_old")
+        self.assertEqual(["step_execute_model[request_ids:0][phase:prefill]",
+                          "step_execute_model[request_ids:0][phase:decode]",
+                          "step_execute_model[request_ids:0_1][phase:mixed]"], out)
 
 
 class VllmV0Test(unittest.TestCase):
@@ -84,14 +120,25 @@ class VllmV0Test(unittest.TestCase):
         out = hookstest.run_child("""
 from vllm.worker.model_runner import ModelRunner, ModelInputForGPUWithSamplingMetadata as MI
 r = ModelRunner()
+from vllm.attention.backends.abstract import AttentionMetadata as AM
+r = ModelRunner()
 r.execute_model(MI(request_ids_to_seq_ids={"0": [0], "1-0123abcd": [1]}), kv_caches=[])
 r.execute_model(model_input=MI(), kv_caches=[])
+r.execute_model(MI(request_ids_to_seq_ids={"0": [0]}, is_prompt=True), kv_caches=[])
+r.execute_model(MI(request_ids_to_seq_ids={"0": [0]}, is_prompt=False), kv_caches=[])
+r.execute_model(MI(request_ids_to_seq_ids={"0": [0], "1": [1]}, attn_metadata=AM(1, 40, 1),
+                   is_prompt=True), kv_caches=[])                       # chunked prefill + decode
+r.execute_model(MI(request_ids_to_seq_ids={"1": [1]}, attn_metadata=AM(0, 0, 1)), kv_caches=[])
 print(json.dumps({"ranges": ranges(), "calls": r.calls}))
 """, standin="vllm_v0")
-        # V0 never randomised ids: nothing is stripped.
+        # V0 never randomised ids: nothing is stripped. No is_prompt/metadata: no phase tag.
         self.assertEqual(["step_execute_model[request_ids:0_1-0123abcd]",
-                          "step_execute_model[empty]"], out["ranges"])
-        self.assertEqual(2, out["calls"])
+                          "step_execute_model[empty]",
+                          "step_execute_model[request_ids:0][phase:prefill]",
+                          "step_execute_model[request_ids:0][phase:decode]",
+                          "step_execute_model[request_ids:0_1][phase:mixed]",
+                          "step_execute_model[request_ids:1][phase:decode]"], out["ranges"])
+        self.assertEqual(6, out["calls"])
 
 
 class SglangTest(unittest.TestCase):
@@ -102,6 +149,10 @@ from sglang.srt.managers.scheduler import Scheduler
 s = Scheduler()
 s.run_batch(ScheduleBatch([Req("9f_x"), Req("abc")]))
 s.run_batch(ScheduleBatch([], ForwardMode.IDLE))
+s.run_batch(ScheduleBatch([Req("p")], ForwardMode.EXTEND))
+s.run_batch(ScheduleBatch([Req("p"), Req("q")], ForwardMode.MIXED))
+s.run_batch(ScheduleBatch([Req("q")], ForwardMode.TARGET_VERIFY))
+s.run_batch(ScheduleBatch([Req("q")], forward_mode=None))
 bad = ScheduleBatch([Req("r")]); bad.fail = True
 try:
     s.run_batch(bad)
@@ -109,9 +160,13 @@ except RuntimeError:
     pass
 print(json.dumps({"ranges": ranges(), "balanced": balanced(), "depth": _em.depth()}))
 """, standin="sglang")
-        self.assertEqual(["step_execute_model[request_ids:9f\\_x_abc]",
+        self.assertEqual(["step_execute_model[request_ids:9f\\_x_abc][phase:decode]",
                           "step_execute_model[dummy]",
-                          "step_execute_model[request_ids:r]"], out["ranges"])
+                          "step_execute_model[request_ids:p][phase:prefill]",
+                          "step_execute_model[request_ids:p_q][phase:mixed]",
+                          "step_execute_model[request_ids:q][phase:decode]",
+                          "step_execute_model[request_ids:q]",
+                          "step_execute_model[request_ids:r][phase:decode]"], out["ranges"])
         self.assertTrue(out["balanced"])
         self.assertEqual(0, out["depth"])
 
@@ -136,7 +191,7 @@ print(json.dumps({"before": before, "same_config": cfg1 is cfg2, "same_fn": firs
 """, standin="vllm_v1_new")
         self.assertEqual([], out["before"])
         self.assertTrue(out["same_config"])
-        self.assertEqual(["step_execute_model[request_ids:a]"], out["ranges"])
+        self.assertEqual(["step_execute_model[request_ids:a][phase:decode]"], out["ranges"])
         self.assertEqual(1, out["finders"])
 
     def test_disabled_by_environment(self):

@@ -9,7 +9,11 @@ Re-reads the raw dumps with nothing but the event contract, then:
      an API call, every graph kernel's node traceable (clone -> captured node -> launching call),
      and that records are not globally time-sorted (the writer flushes per producer);
   3. recomputes the ground-truth labels from the ledger and the events alone, using the rule in
-     tools/synth/README.md, and compares them with labels.jsonl.
+     tools/synth/README.md, and compares them with labels.jsonl (communication: an NCCL kernel
+     of the target operator overlapping the entry's window labels its NCCL operator);
+  4. checks the ledger's communication scopes: group entries share a group, link entries come in
+     pairs naming each other as peer with the same window steps and intensity;
+  5. checks that every step range carries the phase tag matching labels.jsonl's phase.
 Exit status 0 when everything holds; otherwise prints what differs and exits 1.
 
 Usage: check_dump.py OUTDIR [--schemas DIR] [--max-validate N]
@@ -31,7 +35,7 @@ def unit_kind(rec):
     name = rec["name"]
     if name.startswith("step_execute_model["):
         return "step"
-    if rec.get("domain") == "NCCL":
+    if rec.get("domain") == "NCCL" or name.startswith("nccl:"):  # NCCL's own ranges, the hooks' ones
         return "comm"
     if name.startswith("torch.nn.functional."):
         return "frontend"
@@ -39,8 +43,8 @@ def unit_kind(rec):
 
 
 def family(name, kind):
-    if kind == "comm":
-        return name
+    if kind == "comm":  # "ncclAllReduce", "nccl:send, bytes=..., world_size=2" -> text before " " or ","
+        return name.replace(",", " ").split(" ", 1)[0]
     if kind == "frontend":
         return name.split(" ", 1)[0]
     return name.split(", ", 1)[0]
@@ -173,7 +177,10 @@ def recompute_labels(dumps, ledger):
                     add(d, i, d.ranges[i]["step"], e["id"])
         else:
             for rec in d.device:
-                if not lo <= rec["gpu_start"] < hi:
+                if cls == "communication":
+                    if not (rec["gpu_start"] < hi and rec["gpu_end"] > lo):  # the segment overlaps
+                        continue
+                elif not lo <= rec["gpu_start"] < hi:
                     continue
                 t = rec["type"]
                 if cls == "cuda_kernel" and not (t == "KERNEL" and e["kernel_pattern"] in rec["name"]):
@@ -189,6 +196,39 @@ def recompute_labels(dumps, ledger):
                     continue
                 add(d, unit, step, e["id"])
     return out
+
+
+def check_comm_scopes(ledger, errors):
+    """Scope fields of communication entries and the pairing of link entries."""
+    by_key = {}
+    for e in ledger:
+        if e["class"] != "communication":
+            continue
+        scope = e.get("scope")
+        if scope not in ("group", "rank", "link"):
+            errors.append(f"ledger {e['id']}: communication entry with scope {scope!r}")
+        if scope == "group" and not e.get("group"):
+            errors.append(f"ledger {e['id']}: group scope without a group")
+        if scope == "link":
+            by_key[(e["rank"], e.get("peer"), e["first_step"])] = e
+    for (rank, peer, first), e in by_key.items():
+        other = by_key.get((peer, rank, first))
+        if other is None or other["intensity"] != e["intensity"] or other["last_step"] != e["last_step"]:
+            errors.append(f"ledger {e['id']}: link {rank}-{peer} has no matching entry on rank {peer}")
+        elif {e["target"], other["target"]} not in ({e["target"]}, {"nccl:send", "nccl:recv"}):
+            errors.append(f"ledger {e['id']}: link targets {e['target']} / {other['target']}")
+
+
+def check_phase_tags(dumps, labels, errors):
+    """Every step name ends with [phase:X], X being the phase labels.jsonl gives the step."""
+    phase = {(lab["rank"], lab["step_index"]): lab.get("phase") for lab in labels}
+    for d in dumps:
+        for s, idx in enumerate(d.steps):
+            name = d.ranges[idx]["name"]
+            want = phase.get((d.rank, s))
+            if not name.endswith(f"][phase:{want}]"):
+                errors.append(f"{d.path}: step {s} named {name[-40:]!r}, expected the tag [phase:{want}]")
+                return
 
 
 def validate(records, validator, where, limit, errors):
@@ -237,6 +277,8 @@ def main():
         else:
             validate(recs, v, name, len(recs), errors)
 
+    check_comm_scopes(ledger, errors)
+    check_phase_tags(dumps, labels, errors)
     truth = recompute_labels(dumps, ledger)
     given = {}
     for lab in labels:

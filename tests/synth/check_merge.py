@@ -21,7 +21,8 @@ import check_dump  # noqa: E402
 
 
 def parse_request_ids(step_name):
-    body = step_name[step_name.index(":") + 1:-1]
+    """Ids of 'step_execute_model[request_ids:a_b][phase:decode]': up to the unescaped ']'."""
+    body = step_name[step_name.index(":") + 1:]
     ids, cur, i = [], "", 0
     while i < len(body):
         c = body[i]
@@ -29,6 +30,8 @@ def parse_request_ids(step_name):
             cur += body[i + 1]
             i += 2
             continue
+        if c == "]":
+            break
         if c == "_":
             ids.append(cur)
             cur = ""

@@ -82,12 +82,13 @@ def installed():
 class step_range(object):
     """A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
 
-    Ids are escaped as the merge expects; no suffix stripping. Enables backend ranges on the
-    calling thread like the built-in engine hooks; closes every range opened inside on exit.
+    Ids are escaped as the merge expects; no suffix stripping; ``phase`` ("prefill", "decode" or
+    "mixed") adds the ``[phase:X]`` tag. Enables backend ranges on the calling thread like the
+    built-in engine hooks; closes every range opened inside on exit.
     """
 
-    def __init__(self, request_ids, base=naming.STEP_EXECUTE):
-        self.name = naming.step_name([str(r) for r in request_ids], base=base)
+    def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None):
+        self.name = naming.step_name([str(r) for r in request_ids], base=base, phase=phase)
         self._depth = 0
 
     def __enter__(self):

@@ -3,9 +3,11 @@
 Patched entry points (module paths and signatures mirrored from the engines' sources):
 
 * vLLM V1 ``vllm.v1.worker.gpu_worker.Worker`` (0.8 .. 0.11+):
-  ``execute_model(self, scheduler_output, ...)`` -> ``step_execute_model[request_ids:...]``;
+  ``execute_model(self, scheduler_output, ...)`` ->
+  ``step_execute_model[request_ids:...][phase:decode]`` (phase tag when known, see requests);
   ``sample_tokens(self, grammar_output, ...)`` (split sampling, 0.11+) ->
-  ``step_sample_tokens[...]`` with the ids of the last execute_model on the same thread;
+  ``step_execute_model:sample_tokens[...]`` with the ids and phase of the last execute_model on
+  the same thread;
   ``execute_dummy_batch(self)`` (data-parallel padding) -> ``step_execute_model[dummy]``.
   Subclasses (CPU/XPU workers) inherit the patch. Ids lose vLLM's random suffix (naming).
 * vLLM V0 ``vllm.worker.model_runner.ModelRunner.execute_model(self, model_input, kv_caches,
@@ -18,7 +20,8 @@ and closes any range left open inside the step (nvtx.Emitter.pop_to) so one fail
 unbalances the NVTX stack. An exception while *reading* ids never reaches the engine: the step
 is then named without ids and counted in ``counters['id_errors']``.
 
-Thread-safety: wrappers may run on any thread; the "last ids" for sample_tokens are per thread.
+Thread-safety: wrappers may run on any thread; the "last ids" (and phase) for sample_tokens
+are per thread.
 """
 
 import _thread
@@ -36,24 +39,27 @@ def _argument(args, kwargs, keyword):
 
 
 def _name_for(kind, payload, strip):
-    """Step name for one call; ``kind`` selects the extraction rule."""
+    """(step name, ids, phase) for one call; ``kind`` selects the extraction rule."""
     if kind == "vllm_v1":
         ids = requests.vllm_v1_request_ids(payload)
         if ids is not None and not ids and requests.vllm_v1_is_empty(payload):
             ids = []
         ids = requests.normalise(ids, strip)
+        phase = requests.vllm_v1_phase(payload)
     elif kind == "vllm_v0":
         ids = requests.normalise(requests.vllm_v0_request_ids(payload), False)
+        phase = requests.vllm_v0_phase(payload)
     elif kind == "sglang":
         if requests.sglang_is_idle(payload):
-            return naming.step_name((), dummy=True), []
+            return naming.step_name((), dummy=True), [], None
         ids = requests.normalise(requests.sglang_request_ids(payload), False)
+        phase = requests.sglang_phase(payload)
     else:
         raise ValueError("unknown step kind %r" % kind)
     if ids is None:
         counters["unrecognised"] += 1
-        return naming.STEP_EXECUTE, None
-    return naming.step_name(ids), ids
+        return naming.STEP_EXECUTE, None, None
+    return naming.step_name(ids, phase=phase), ids, phase
 
 
 def make_step_wrapper(original, kind, keyword, config):
@@ -61,11 +67,12 @@ def make_step_wrapper(original, kind, keyword, config):
 
     def wrapper(self, *args, **kwargs):
         try:
-            name, ids = _name_for(kind, _argument(args, kwargs, keyword), strip)
+            name, ids, phase = _name_for(kind, _argument(args, kwargs, keyword), strip)
         except Exception:
             counters["id_errors"] += 1
-            name, ids = naming.STEP_EXECUTE, None
+            name, ids, phase = naming.STEP_EXECUTE, None, None
         _tls.last_ids = ids
+        _tls.last_phase = phase
         return run_step(name, config, original, self, *args, **kwargs)
 
     return wrapper
@@ -75,7 +82,8 @@ def make_sample_wrapper(original, config):
     def wrapper(self, *args, **kwargs):
         ids = getattr(_tls, "last_ids", None)
         name = (naming.STEP_SAMPLE if ids is None
-                else naming.step_name(ids, base=naming.STEP_SAMPLE))
+                else naming.step_name(ids, base=naming.STEP_SAMPLE,
+                                      phase=getattr(_tls, "last_phase", None)))
         return run_step(name, config, original, self, *args, **kwargs)
 
     return wrapper

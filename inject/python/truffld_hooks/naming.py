@@ -11,6 +11,10 @@ a contract with it:
   vLLM's split sampling call is ``step_execute_model:sample_tokens[request_ids:...]`` with the
   ids of the preceding ``execute_model`` on the same worker (the prefix keeps it a step for the
   merge's ``^step_execute_model`` rule).
+  When the engine's batch says which phase the step is in, a tag follows the ids:
+  ``step_execute_model[request_ids:a_b_c][phase:decode]`` with ``prefill``, ``decode`` or
+  ``mixed`` (chunked prefill batched with decodes); no tag when the phase is unknown, and never
+  on ``[empty]``/``[dummy]`` steps.
 * Frontend ranges: ``<dotted.python.name> <file>:<line>`` -- the family is the text before the
   first space, the call site is the frame that called it. Module forwards are
   ``nn.Module:<Class qualname>.forward <file>:<line>``.
@@ -24,6 +28,7 @@ Thread-safety: every function here is pure and safe from any thread.
 
 STEP_EXECUTE = "step_execute_model"
 STEP_SAMPLE = "step_execute_model:sample_tokens"
+PHASES = ("prefill", "decode", "mixed")
 
 # vLLM >= 0.11 appends "-" + 8 lowercase hex characters (random_uuid()[:8]) to every request id
 # it receives (vllm/v1/engine/input_processor.py, assign_request_id); users know the id without it.
@@ -44,30 +49,52 @@ def strip_random_suffix(rid):
     return rid
 
 
-def step_name(request_ids, base=STEP_EXECUTE, dummy=False):
-    """Builds a step range name from an iterable of ids (already normalised, order kept)."""
+def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None):
+    """Builds a step range name from an iterable of ids (already normalised, order kept);
+    ``phase`` (one of PHASES, else ignored) adds the ``[phase:X]`` tag after the ids."""
     if dummy:
         return base + "[dummy]"
     ids = [escape_request_id(r) for r in request_ids]
     if not ids:
         return base + "[empty]"
-    return base + "[request_ids:" + "_".join(ids) + "]"
+    name = base + "[request_ids:" + "_".join(ids) + "]"
+    if phase in PHASES:
+        name += "[phase:" + phase + "]"
+    return name
+
+
+def parse_step_phase(name):
+    """The ``[phase:X]`` tag of a step name (X in PHASES), or None. The tag must follow the
+    unescaped ``]`` that closes the ids, so an id containing ``[phase:`` never reads as one."""
+    at = name.rfind("[phase:")
+    if at < 1 or not name.endswith("]") or name[at - 1] != "]":
+        return None
+    slashes = len(name[:at - 1]) - len(name[:at - 1].rstrip("\\"))
+    if slashes % 2:
+        return None
+    value = name[at + len("[phase:"):-1]
+    return value if value in PHASES else None
 
 
 def parse_step_name(name):
     """Inverse of step_name for tests and tools: returns (base, ids or None, tag).
 
-    ``tag`` is "requests", "empty", "dummy" or None (not a step name). Raises nothing: malformed
-    names come back as (name, None, None).
+    ``tag`` is "requests", "empty", "dummy" or None (not a step name); a trailing ``[phase:X]``
+    is skipped (see parse_step_phase). Raises nothing: malformed names come back as
+    (name, None, None).
     """
+    phase = parse_step_phase(name)
+    full = name
+    if phase is not None:
+        name = name[:name.rfind("[phase:")]
     open_at = name.find("[")
     if open_at <= 0 or not name.endswith("]"):
-        return name, None, None
+        return full, None, None
     base, body = name[:open_at], name[open_at + 1:-1]
     if body in ("empty", "dummy"):
         return base, [], body
     if not body.startswith("request_ids:"):
-        return name, None, None
+        return full, None, None
     body = body[len("request_ids:"):]
     ids, cur, i = [], [], 0
     while i < len(body):

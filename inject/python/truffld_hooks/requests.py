@@ -15,6 +15,19 @@ counts it). Mirrored layouts:
 * SGLang ``sglang.srt.managers.schedule_batch.ScheduleBatch``: ``reqs[i].rid`` (0.3 .. 0.5);
   ``forward_mode.is_idle()`` marks a DP-attention idle (dummy) batch.
 
+Step phases (``prefill``, ``decode``, ``mixed`` or None when unknown; see naming.step_name),
+from the same objects, never raising:
+
+* vLLM V1: a request is a prefill when it is in ``scheduled_new_reqs`` or is scheduled more than
+  one token besides its speculative tokens (``scheduled_spec_decode_tokens``, req_id -> list);
+  decode when every entry of ``num_scheduled_tokens`` is one such token and nothing is new;
+  prefill when every request is a prefill; mixed otherwise (chunked prefill with decodes).
+* vLLM V0: ``model_input.attn_metadata`` counts (``num_prefills``, ``num_decode_tokens``) when
+  present, else ``model_input.is_prompt`` (the first ``seq_group_metadata.is_prompt``).
+* SGLang: ``batch.forward_mode``: ``is_mixed()`` -> mixed, ``is_decode()`` or
+  ``is_target_verify()`` (speculative verification of decode tokens) -> decode,
+  ``is_extend()`` -> prefill.
+
 Thread-safety: pure; safe from any thread.
 """
 
@@ -93,6 +106,74 @@ def sglang_is_idle(batch):
         return bool(is_idle()) if callable(is_idle) else False
     except Exception:  # an engine bug must never break the step
         return False
+
+
+def _phase_of(prefills, decodes):
+    if prefills and decodes:
+        return "mixed"
+    if prefills:
+        return "prefill"
+    if decodes:
+        return "decode"
+    return None
+
+
+def vllm_v1_phase(scheduler_output):
+    """Phase of a V1 ``SchedulerOutput`` (see module docstring), or None."""
+    try:
+        tokens = getattr(scheduler_output, "num_scheduled_tokens", None)
+        if not isinstance(tokens, dict) or not tokens:
+            return None
+        new_ids = set()
+        for req in getattr(scheduler_output, "scheduled_new_reqs", None) or ():
+            new_ids.add(getattr(req, "req_id", None))
+        spec = getattr(scheduler_output, "scheduled_spec_decode_tokens", None)
+        if not isinstance(spec, dict):
+            spec = {}
+        prefills = decodes = 0
+        for rid, count in tokens.items():
+            count = int(count) - len(spec.get(rid) or ())
+            if rid in new_ids or count > 1:
+                prefills += 1
+            else:
+                decodes += 1
+        if new_ids - set(tokens):  # new requests listed but not keyed in num_scheduled_tokens
+            prefills += 1
+        return _phase_of(prefills, decodes)
+    except Exception:
+        return None
+
+
+def vllm_v0_phase(model_input):
+    """Phase of a V0 ``ModelInputForGPUWithSamplingMetadata`` (see module docstring), or None."""
+    try:
+        attn = getattr(model_input, "attn_metadata", None)
+        prefills = getattr(attn, "num_prefills", None)
+        decodes = getattr(attn, "num_decode_tokens", None)
+        if isinstance(prefills, int) and isinstance(decodes, int):
+            return _phase_of(prefills > 0, decodes > 0)
+        is_prompt = getattr(model_input, "is_prompt", None)
+        if isinstance(is_prompt, bool):
+            return "prefill" if is_prompt else "decode"
+        return None
+    except Exception:
+        return None
+
+
+def sglang_phase(batch):
+    """Phase of an SGLang ``ScheduleBatch`` from its ``forward_mode``, or None."""
+    try:
+        mode = getattr(batch, "forward_mode", None)
+        if mode is None:
+            return None
+        for method, phase in (("is_mixed", "mixed"), ("is_target_verify", "decode"),
+                              ("is_decode", "decode"), ("is_extend", "prefill")):
+            test = getattr(mode, method, None)
+            if callable(test) and test():
+                return phase
+        return None
+    except Exception:  # an engine bug must never break the step
+        return None
 
 
 def normalise(ids, strip_suffix):

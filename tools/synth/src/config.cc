@@ -48,6 +48,34 @@ const char* IntensityName(double factor) noexcept {
   return "custom";
 }
 
+const char* CommScopeName(CommScope s) noexcept {
+  static const char* kNames[kNumCommScopes] = {"group", "rank", "link"};
+  return kNames[static_cast<int>(s)];
+}
+
+Result<std::vector<CommScope>> ParseCommScopes(std::string_view spec) {
+  std::vector<CommScope> out;
+  if (spec == "all") return std::vector<CommScope>{CommScope::kGroup, CommScope::kRank, CommScope::kLink};
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string_view::npos) comma = spec.size();
+    const std::string_view item = spec.substr(pos, comma - pos);
+    bool found = false;
+    for (int i = 0; i < kNumCommScopes; ++i) {
+      if (item == CommScopeName(static_cast<CommScope>(i))) {
+        out.push_back(static_cast<CommScope>(i));
+        found = true;
+      }
+    }
+    if (!found) {
+      return InvalidArgument("--comm-scopes: unknown scope '" + std::string(item) + "' (group, rank, link or all)");
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
 Result<std::vector<double>> ParseIntensities(std::string_view spec) {
   std::vector<double> out;
   if (spec == "all") {
@@ -82,7 +110,11 @@ Status SynthConfig::Validate() const {
   if (hosts < 1 || hosts > ranks || ranks % hosts != 0) {
     return InvalidArgument("--hosts must divide --ranks (each host runs ranks/hosts tensor-parallel ranks)");
   }
+  if (pp < 1 || hosts % pp != 0) {
+    return InvalidArgument("--pp must divide --hosts (each pipeline stage runs on its own host)");
+  }
   if (layers < 1 || layers > 256) return InvalidArgument("--layers must be in [1, 256]");
+  if (layers < pp) return InvalidArgument("--layers must be >= --pp (every stage holds at least one layer)");
   if (steps < 0) return InvalidArgument("--steps must be >= 0 (0 = derive from --events)");
   if (steps == 0 && target_events < 1000) return InvalidArgument("--events must be >= 1000");
   if (workload != "online" && workload != "offline") {
@@ -93,6 +125,7 @@ Status SynthConfig::Validate() const {
     return InvalidArgument("--abnormal-fraction must be in [0, 0.95]");
   }
   if (!fault_classes.empty() && intensities.empty()) return InvalidArgument("--intensities is empty");
+  if (comm_scopes.empty()) return InvalidArgument("--comm-scopes is empty");
   if (out_dir.empty()) return InvalidArgument("--out DIR is required");
   if (zstd_level < 1 || zstd_level > 19) return InvalidArgument("--zstd-level must be in [1, 19]");
   return Status::Ok();
@@ -136,7 +169,8 @@ std::string PresetHelp() {
          "         strong faults on ~25% of steps\n"
          "  small  2 ranks, 4 layers, 24 steps, all fault classes (what the tests use)\n"
          "  suite  4 ranks on 2 hosts, 4 layers, 120 steps, <= 8 requests per step, all fault classes\n"
-         "  bench  8 ranks on 2 hosts, 36 layers, size set by --events (throughput runs)\n";
+         "  bench  8 ranks on 2 hosts, 36 layers, size set by --events (throughput runs)\n"
+         "  (any preset + --pp 2: the hosts of a replica become pipeline stages, e.g. demo = TP2 x PP2)\n";
 }
 
 }  // namespace truffld::synth

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "truffld/synth/record_writer.h"
 
@@ -39,14 +40,13 @@ FaultBook::FaultBook(const SynthConfig& cfg, const Catalogue& cat)
   p_start_ = 1.0 / (1.0 + mean_len * (1.0 / coverage - 1.0));
 }
 
-FaultClass FaultBook::PickClass(bool group_free, bool decode_graph) {
+std::optional<FaultClass> FaultBook::PickClass(bool comm_ok) {
   std::vector<FaultClass> ok;
   for (FaultClass c : cfg_.fault_classes) {
-    if (c == FaultClass::kCommunication && (cfg_.tp() < 2 || !group_free)) continue;
-    (void)decode_graph;
+    if (c == FaultClass::kCommunication && !comm_ok) continue;
     ok.push_back(c);
   }
-  if (ok.empty()) return FaultClass::kCudaKernel;  // caller checks applicability
+  if (ok.empty()) return std::nullopt;  // e.g. only communication asked, and no scope fits now
   return ok[static_cast<size_t>(rng_.Int(0, static_cast<int64_t>(ok.size()) - 1))];
 }
 
@@ -66,48 +66,35 @@ int FaultBook::NewEntry(FaultClass cls, int rank, const std::string& host, int64
   return static_cast<int>(ledger_.size() - 1);
 }
 
-void FaultBook::BeginStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int group,
-                          const std::vector<int64_t>& push_ts, bool prefill, bool decode_graph,
-                          int64_t nominal_ns) {
+void FaultBook::BeginStep(const GroupStep& gs) {
+  const std::vector<int>& ranks = gs.ranks;
   for (int r : ranks) {
     truth_[r].emplace_back();
-    truth_[r].back().prefill = prefill;
+    truth_[r].back().prefill = gs.prefill;
   }
   if (p_start_ <= 0) return;
-  bool group_free = true;
-  for (int r : ranks) group_free = group_free && active_[r] < 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     if (active_[r] >= 0 || !rng_.Bernoulli(p_start_)) continue;
-    group_free = true;  // a communication fault needs every rank of the group idle right now
-    for (int q : ranks) group_free = group_free && active_[q] < 0;
-    const FaultClass cls = PickClass(group_free, decode_graph);
+    const unsigned scopes = CommScopesFor(gs, i);
+    const std::optional<FaultClass> picked = PickClass(scopes != 0);
+    if (!picked) continue;
+    const FaultClass cls = *picked;
     const double intensity = cfg_.intensities[static_cast<size_t>(
         rng_.Int(0, static_cast<int64_t>(cfg_.intensities.size()) - 1))];
     const int64_t len = rng_.Int(1, 3);
     if (cls == FaultClass::kCommunication) {
-      const bool gather = rng_.Bernoulli(0.25);
-      const std::string tgt = gather ? "ncclAllGather" : "ncclAllReduce";
-      for (size_t j = 0; j < ranks.size(); ++j) {
-        const int idx = NewEntry(cls, ranks[j], hosts[j], push_ts[j], intensity);
-        LedgerEntry& e = ledger_[idx];
-        e.target = tgt;
-        e.family = cat_.Id(tgt);
-        e.group = "tp" + std::to_string(group);
-        e.steps_left = len;
-        active_[ranks[j]] = idx;
-      }
-      group_free = false;
+      OpenComm(gs, i, scopes, intensity, len);
       continue;
     }
-    const int idx = NewEntry(cls, r, hosts[i], push_ts[i], intensity);
+    const int idx = NewEntry(cls, r, gs.hosts[i], gs.push_ts[i], intensity);
     LedgerEntry& e = ledger_[idx];
     e.steps_left = 1;
     switch (cls) {
       case FaultClass::kSoftware: {
         // Decode steps replay the model body from a graph: only eager operators can be delayed.
         static const std::vector<std::string> kEagerInDecode = {"aten::mm", "aten::argmax"};
-        const auto& pool = (decode_graph ? kEagerInDecode : SoftwareTargets());
+        const auto& pool = (gs.decode_graph ? kEagerInDecode : SoftwareTargets());
         e.target = pool[static_cast<size_t>(rng_.Int(0, static_cast<int64_t>(pool.size()) - 1))];
         e.family = cat_.Id(e.target);
         break;
@@ -125,8 +112,9 @@ void FaultBook::BeginStep(const std::vector<int>& ranks, const std::vector<std::
         break;
       case FaultClass::kContention: {
         e.target = "gpu";
-        e.start = push_ts[i] + static_cast<int64_t>(rng_.Uniform(0.05, 0.6) * static_cast<double>(nominal_ns));
-        e.end = e.start + std::max<int64_t>(20000, static_cast<int64_t>(rng_.Uniform(0.1, 0.3) * nominal_ns));
+        e.start = gs.push_ts[i] +
+                  static_cast<int64_t>(rng_.Uniform(0.05, 0.6) * static_cast<double>(gs.nominal_ns));
+        e.end = e.start + std::max<int64_t>(20000, static_cast<int64_t>(rng_.Uniform(0.1, 0.3) * gs.nominal_ns));
         e.open = false;
         break;
       }
@@ -231,6 +219,10 @@ Status FaultBook::WriteLedger(ByteSink* sink) const {
       out += ",\"kernel_pattern\":\"" + std::string(KernelClassPattern(e.kernel_class)) + "\"";
     }
     out += ",\"rank\":" + std::to_string(e.rank) + ",\"host\":\"" + JsonEscape(e.host) + "\"";
+    if (e.cls == FaultClass::kCommunication) {
+      out += ",\"scope\":\"" + std::string(CommScopeName(e.scope)) + "\"";
+      if (e.peer >= 0) out += ",\"peer\":" + std::to_string(e.peer);
+    }
     if (!e.group.empty()) out += ",\"group\":\"" + e.group + "\"";
     out += ",\"start\":" + std::to_string(e.start) + ",\"end\":" + std::to_string(e.end) +
            ",\"intensity\":" + Num(e.intensity) + ",\"level\":\"" + IntensityName(e.intensity) +

@@ -27,16 +27,29 @@ Output (in --out DIR):
                       fault ids (the format truffld-diagnose --labels reads)
   synth_summary.json  what was generated: ranks, steps, records, abnormal share, speed
 
-Workload: each host runs one tensor-parallel group (TP = ranks/hosts); continuous batching mixes
-prefill and decode steps; decode steps replay CUDA graphs (--no-cuda-graphs for eager). Each host
-has its own clock offset; CLOCK records carry realtime/monotonic_raw pairs.
+Topology: each host runs one tensor-parallel group (TP = ranks/hosts). With --pp 1 (default) every
+host is a data-parallel replica with its own request stream; with --pp N, N consecutive hosts form
+one replica whose layers are split into N pipeline stages (vLLM's split), one stage per host:
+every stage runs each step, stages after the first receive the activations (hidden states,
+residual) from the previous host and stages before the last send them on, as NCCL send/recv
+pairs named as truffld's hooks name vLLM's pynccl calls ('nccl:send, bytes=B, world_size=N,
+impl=pynccl'); rank r = host * TP + TP index, and a send/recv pair links the same TP index on
+neighbouring stages. Each host has its own clock offset (transfers are paired on the reference
+time axis); CLOCK records carry realtime/monotonic_raw pairs with a per-host drift.
+
+Workload: continuous batching mixes prefill and decode steps; decode steps replay CUDA graphs
+(--no-cuda-graphs for eager). Step ranges are named
+'step_execute_model[request_ids:a_b_c][phase:prefill|decode]', as truffld's hooks name them.
 
 Fault classes (--faults, comma list or 'all' or 'none'):
   software       an operator family's host body is delayed (aten::mm, _C::rotary_embedding, ...)
   cuda_kernel    kernels of one class run slower (gemm, attention, norm, elementwise)
   memcpy         memory copies inflate
   contention     every kernel on one GPU slows during a short window
-  communication  a TP group's collectives (ncclAllReduce/ncclAllGather) slow down
+  communication  NCCL transfers slow down (ncclAllReduce, ncclAllGather, pipeline nccl:send/recv);
+                 scope (--comm-scopes): group = every rank of a TP group, rank = one rank,
+                 link = two ranks (TP ring neighbours, or a pipeline send/recv pair); each rank
+                 in the scope gets a ledger entry (scope, peer) and its NCCL operator is labelled
   engine         a step's input preparation stalls (scheduling delay)
 Intensities are slowdown factors: negligible 1.1 (below the labelling threshold on purpose),
 mild 1.3 and 1.6, strong 2.5 and 4.0.
@@ -50,6 +63,8 @@ Examples:
   truffld-synth --ranks 8 --hosts 2 --events 1000000 --out /tmp/t1m
   truffld-synth --preset suite --faults memcpy --intensities mild --seed 3 --out /tmp/s
   truffld-synth --ranks 2 --steps 100 --faults none --zstd --out /tmp/clean
+  truffld-synth --preset demo --pp 2 --out /tmp/pp       # TP2 x PP2: one replica over 2 hosts
+  truffld-synth --preset suite --faults communication --comm-scopes link --out /tmp/links
 )";
 
 std::string Num(double v) {
@@ -77,7 +92,8 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
   }
   std::string s = "{\n  \"schema\": \"truffld.synth_summary/1\",\n  \"seed\": " + std::to_string(cfg.seed) +
                   ",\n  \"ranks\": " + std::to_string(cfg.ranks) + ",\n  \"hosts\": " + std::to_string(cfg.hosts) +
-                  ",\n  \"tp\": " + std::to_string(cfg.tp()) + ",\n  \"layers\": " + std::to_string(cfg.layers) +
+                  ",\n  \"tp\": " + std::to_string(cfg.tp()) + ",\n  \"pp\": " + std::to_string(cfg.pp) +
+                  ",\n  \"layers\": " + std::to_string(cfg.layers) +
                   ",\n  \"workload\": \"" + cfg.workload + "\",\n  \"cuda_graphs\": " +
                   (cfg.cuda_graphs ? "true" : "false") + ",\n  \"label_min_intensity\": " +
                   Num(cfg.label_min_intensity) + ",\n  \"records\": " + std::to_string(rep.records) +
@@ -117,13 +133,14 @@ int main(int argc, char** argv) {
   SynthConfig cfg;
   CLI::App app{std::string(kDescription) + PresetHelp() + kExamples, "truffld-synth"};
   app.get_formatter()->column_width(34);
-  std::string preset, faults = "all", intensities = "all";
+  std::string preset, faults = "all", intensities = "all", comm_scopes = "all";
   bool no_graphs = false;
   app.add_option("--preset", preset, "demo | small | suite | bench (applied first)");
   app.add_option("-o,--out", cfg.out_dir, "output directory (created; files in it are overwritten)")->required();
   app.add_option("--seed", cfg.seed, "random seed; same seed and flags give byte-identical output")->capture_default_str();
   app.add_option("--ranks", cfg.ranks, "number of ranks (processes)")->capture_default_str();
   app.add_option("--hosts", cfg.hosts, "number of hosts; each runs one TP group of ranks/hosts ranks")->capture_default_str();
+  app.add_option("--pp", cfg.pp, "pipeline stages per replica, one per host (must divide --hosts)")->capture_default_str();
   app.add_option("--layers", cfg.layers, "decoder layers (Qwen3-8B has 36)")->capture_default_str();
   app.add_option("--steps", cfg.steps, "engine steps per host (0 = derive from --events)")->capture_default_str();
   app.add_option("--events", cfg.target_events, "approximate total records when --steps is 0 (10k .. 100M)")->capture_default_str();
@@ -133,6 +150,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cuda-graphs", no_graphs, "run decode steps eagerly instead of replaying CUDA graphs");
   app.add_option("--faults", faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
   app.add_option("--intensities", intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
+  app.add_option("--comm-scopes", comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();
   app.add_option("--abnormal-fraction", cfg.abnormal_fraction, "target share of (rank, step) pairs with a labelled fault")->capture_default_str();
   app.add_option("--label-min-intensity", cfg.label_min_intensity, "faults weaker than this perturb but do not label")->capture_default_str();
   app.add_flag("--zstd", cfg.zstd, "write .jsonl.zst dumps");
@@ -198,6 +216,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     cfg.intensities = *iv;
+  }
+  {
+    auto sc = ParseCommScopes(comm_scopes);
+    if (!sc.ok()) {
+      std::fprintf(stderr, "truffld-synth: %s\n", sc.status().message().c_str());
+      return 2;
+    }
+    cfg.comm_scopes = *sc;
   }
   if (Status st = cfg.Validate(); !st.ok()) {
     std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());

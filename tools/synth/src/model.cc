@@ -24,6 +24,8 @@ enum N : int16_t {
   kKGemmSmall, kKGemmMid, kKGemmLarge, kKGemmHead, kKIndexSelect, kKRmsNorm, kKFusedAddRmsNorm,
   kKRotary, kKReshapeCache, kKFlashPrefill, kKFlashDecode, kKFlashCombine, kKSilu, kKMul,
   kKSoftmax, kKArgmax, kKAllReduceLL, kKAllReduceLL128, kKAllGather, kKFill,
+  // pipeline point-to-point (family names as truffld-merge normalises the hooks' ranges; kernel)
+  kNcclSend, kNcclRecv, kKSendRecv,
   kNumNames
 };
 
@@ -33,6 +35,7 @@ int64_t Ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 
 // Roofline-ish costs for an H100-class GPU, bf16.
 constexpr double kFlops = 550e12, kAttnFlops = 380e12, kHbm = 2.6e12, kNvlink = 180e9, kPcie = 14e9;
+constexpr double kNet = 25e9;  // inter-host link of pipeline send/recv (200 Gb/s InfiniBand)
 
 int64_t GemmNs(double m, double n, double k) {
   const double t = std::max(2 * m * n * k / kFlops, (n * k + m * k + m * n) * 2 / kHbm);
@@ -98,6 +101,9 @@ Catalogue::Catalogue() {
   names[kKAllReduceLL128] = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL128(ncclDevKernelArgsStorage<4096ul>)";
   names[kKAllGather] = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
   names[kKFill] = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<int>, at::detail::Array<char*, 1>)";
+  names[kNcclSend] = "nccl:send";
+  names[kNcclRecv] = "nccl:recv";
+  names[kKSendRecv] = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
   for (int i = 0; i < kNumNames; ++i) {
     std::string s;
     if (i >= kFeEmbedding && i <= kFeSilu) s = fe[i - kFeEmbedding];
@@ -186,15 +192,44 @@ struct Builder {
     w.block = {640, 1, 1};
     w.registers = 96;
   }
+  // Pipeline send (dir +1) or recv (dir -1) of one activation tensor across hosts.
+  void P2P(int8_t dir, int64_t bytes) {
+    Op& op = New(-1, {}, 7000);
+    op.comm = dir > 0 ? kNcclSend : kNcclRecv;
+    op.p2p = dir;
+    Work& w = AddWork(op, WorkKind::kNccl, KernelClass::kComm, kKSendRecv, Ns(bytes / kNet) + 12000);
+    w.bytes = bytes;
+    w.grid = {1, 1, 1};
+    w.block = {640, 1, 1};
+    w.registers = 96;
+  }
 };
 
 }  // namespace
 
-void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepShape& s, std::vector<Op>* ops) {
+PipelineStage StageOf(int layers, int index, int count) {
+  std::vector<int> sizes(static_cast<size_t>(count), layers / count);
+  for (int i = 2; i < layers % count + 2; ++i) ++sizes[static_cast<size_t>(count - i)];
+  PipelineStage st;
+  st.index = index;
+  st.count = count;
+  for (int i = 0; i < index; ++i) st.layer_begin += sizes[static_cast<size_t>(i)];
+  st.layer_end = st.layer_begin + sizes[static_cast<size_t>(index)];
+  return st;
+}
+
+void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepShape& s, std::vector<Op>* ops,
+                      const PipelineStage& stage) {
   ops->clear();
   Builder b{d, ops};
   const double tp = d.tp;
   const int64_t hidden_bytes = s.tokens * d.hidden * 2;
+  // vLLM's worker receives the intermediate tensors (hidden states, residual) before the model
+  // runner prepares its inputs.
+  if (!stage.first()) {
+    b.P2P(-1, hidden_bytes);
+    b.P2P(-1, hidden_bytes);
+  }
   // Input preparation: blocking copy of the scheduler's token ids, positions, slot mapping reset.
   {
     Op& op = b.New(-1, {kAtenTo, kAtenToCopy, kAtenCopy}, 12000);
@@ -216,12 +251,15 @@ void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepSh
     const int64_t ns = d.tp > 1 ? Ns(bytes * 2.0 * (tp - 1) / tp / kNvlink) + 7000 : 2500;
     b.Collective(kNcclAllReduce, bytes, ns, bytes <= 256 * 1024 ? kKAllReduceLL : kKAllReduceLL128);
   };
-  b.Kernel(kFeEmbedding, {kAtenEmbedding, kAtenIndexSelect}, KernelClass::kEmbedding, kKIndexSelect,
-           MemNs(hidden_bytes * 2.0, 3000), static_cast<int>(s.tokens), 128);
-  if (d.tp > 1) ar(hidden_bytes);
+  if (stage.first()) {
+    b.Kernel(kFeEmbedding, {kAtenEmbedding, kAtenIndexSelect}, KernelClass::kEmbedding, kKIndexSelect,
+             MemNs(hidden_bytes * 2.0, 3000), static_cast<int>(s.tokens), 128);
+    if (d.tp > 1) ar(hidden_bytes);
+  }
   const int64_t q = d.q_heads / d.tp * d.head_dim, kv = std::max(1, d.kv_heads / d.tp) * d.head_dim;
   const int64_t inter = d.intermediate / d.tp;
-  for (int layer = 0; layer < d.layers; ++layer) {
+  const int layer_end = stage.layer_end < 0 ? d.layers : stage.layer_end;
+  for (int layer = stage.layer_begin; layer < layer_end; ++layer) {
     const bool first = layer == 0;
     b.Kernel(-1, {first ? kRmsNorm : kFusedAddRmsNorm}, KernelClass::kNorm, first ? kKRmsNorm : kKFusedAddRmsNorm,
              MemNs(hidden_bytes * (first ? 2.0 : 4.0), 2500), static_cast<int>(s.tokens), 1024);
@@ -261,6 +299,12 @@ void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepSh
              static_cast<int>((s.tokens * inter + 511) / 512), 128);
     b.Linear(kFeLinearDown, s.tokens, d.hidden, inter);
     if (d.tp > 1) ar(hidden_bytes);
+  }
+  if (!stage.last()) {
+    b.graphable = false;
+    b.P2P(+1, hidden_bytes);
+    b.P2P(+1, hidden_bytes);
+    return;
   }
   b.Kernel(-1, {kFusedAddRmsNorm}, KernelClass::kNorm, kKFusedAddRmsNorm, MemNs(hidden_bytes * 4.0, 2500),
            static_cast<int>(s.tokens), 1024);

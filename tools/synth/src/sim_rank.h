@@ -2,8 +2,10 @@
 //
 // A Rank is one traced process: its writer, its host clock (the Python thread issuing ranges and
 // launches), a GPU cursor per stream, CUPTI-style correlation ids, PyTorch-style op ids, the CUDA
-// graphs it has captured, and its own jitter stream. A Group is the TP group of one replica.
-// Times are int64 ns on the host's realtime clock.
+// graphs it has captured, its own jitter stream, and the pipeline sends/recvs it launched whose
+// GPU side is not settled yet. A Group is the TP group of one host: a replica, or one pipeline
+// stage of a replica. Times are int64 ns on the host's realtime clock, which reads the reference
+// ("true") time plus the host's offset.
 // Thread-safety: used by the simulator's single thread.
 #pragma once
 
@@ -29,12 +31,19 @@ struct Simulator::Rank {
     int64_t exec_id = 0;
     std::vector<int64_t> nodes;  // exec-graph node ids, in launch order
   };
+  // A pipeline send/recv launched on the host; its kernel is written once the peer's is known.
+  struct P2PLaunch {
+    int64_t launch = 0;  // launch call start (host clock)
+    int64_t corr = 0;
+    int16_t family = -1;
+    Work work;
+  };
 
   Rank(const SynthConfig& cfg, int rank_, int local_, const HostClock& hc, int64_t pid_,
        std::unique_ptr<ByteSink> sink_, int64_t t0, std::string file_)
       : rank(rank_), local(local_), host(hc.name), file(std::move(file_)), pid(pid_),
         sink(std::move(sink_)), rng(cfg.seed, 0x7A11ULL + static_cast<uint64_t>(rank_)), host_t(t0),
-        drift(hc.drift_ppm * 1e-6), t_start(t0) {
+        offset(hc.offset_ns), drift(hc.drift_ppm * 1e-6), t_start(t0) {
     w = std::make_unique<RankWriter>(sink.get(), pid, pid, pid + 64 + local);
     gpu_t[0] = gpu_t[1] = t0;
     mono_base = 180000000000000LL + static_cast<int64_t>(rng.Int(0, 900000000000LL));
@@ -47,7 +56,8 @@ struct Simulator::Rank {
     m.realtime_ns = t0;
     m.monotonic_ns = Mono(t0);
     m.cmdline_json = "[\"python3\",\"-m\",\"vllm.entrypoints.openai.api_server\",\"--model\",\"Qwen/Qwen3-8B\","
-                     "\"--tensor-parallel-size\",\"" + std::to_string(cfg.tp()) + "\"]";
+                     "\"--tensor-parallel-size\",\"" + std::to_string(cfg.tp()) + "\"" +
+                     (cfg.pp > 1 ? ",\"--pipeline-parallel-size\",\"" + std::to_string(cfg.pp) + "\"" : "") + "]";
     m.device = local;
     m.device_name = "NVIDIA H100 80GB HBM3";
     static const char* kHex = "0123456789abcdef";
@@ -137,18 +147,20 @@ struct Simulator::Rank {
   std::unique_ptr<RankWriter> w;
   Rng rng;
   int64_t host_t;
+  int64_t offset;              // host clock = reference time + offset
   int64_t gpu_t[2] = {0, 0};
   int64_t corr = 0, op_id = 0;
   int64_t next_graph_id = 1, next_node_id = 1;
   double drift;
   int64_t t_start, mono_base = 0, last_clock = 0;
   std::map<int, Graph> graphs;  // decode batch-size bucket -> instantiated graph
+  std::vector<P2PLaunch> p2p;   // pipeline sends/recvs of the current step awaiting their peer
   int64_t steps = 0, kernels = 0;
   std::string name_buf;
 };
 
 struct Simulator::Group {
-  Group(uint64_t seed, int replica) : rng(seed, 0x6A0000ULL + static_cast<uint64_t>(replica)) {}
+  Group(uint64_t seed, int host) : rng(seed, 0x6A0000ULL + static_cast<uint64_t>(host)) {}
   uint64_t Records() const {
     uint64_t n = 0;
     for (const Rank& r : ranks) n += r.w->records();
@@ -158,6 +170,9 @@ struct Simulator::Group {
   std::vector<Rank> ranks;
   std::vector<int> rank_ids;
   std::vector<std::string> hosts;
+  PipelineStage stage;          // the layers this group runs
+  GroupStep gs;                 // the current step, as the fault planner sees it
+  std::vector<int64_t> pop_ts;  // the current step's range pop per rank
 };
 
 }  // namespace truffld::synth

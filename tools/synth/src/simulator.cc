@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <unordered_set>
 
@@ -22,7 +23,7 @@ Simulator::Simulator(const SynthConfig& cfg, SinkFactory sinks) : cfg_(cfg), sin
 Simulator::~Simulator() = default;
 
 Status Simulator::Run() {
-  const int replicas = cfg_.hosts;
+  const int replicas = cfg_.replicas();
   for (int r = 0; r < replicas; ++r) TRUFFLD_RETURN_IF_ERROR(RunReplica(r));
   auto ledger = sinks_("ledger.jsonl");
   if (!ledger.ok()) return ledger.status();
@@ -64,6 +65,10 @@ void Simulator::PopRanges(Rank& rk, const Op& op, int64_t* t) {
 }
 
 void Simulator::EagerOp(Group& g, const Op& op, int64_t nominal) {
+  if (op.p2p != 0) {
+    LaunchP2P(g, op);
+    return;
+  }
   if (op.comm >= 0) {
     CollectiveOp(g, op, nullptr, nullptr, 0, 0);
     return;
@@ -117,18 +122,17 @@ void Simulator::ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin,
   for (size_t i = begin; i < end; ++i) EagerOp(g, ops[i], nominal);
 }
 
-Status Simulator::RunReplica(int replica) {
+Status Simulator::OpenHost(Group& g, int host) {
   const int tp = cfg_.tp();
-  Group g(cfg_.seed, replica);
   g.ranks.reserve(static_cast<size_t>(tp));
   HostClock hc;
-  hc.name = "node" + std::to_string(replica);
-  hc.offset_ns = replica == 0 ? 0 : g.rng.Int(-3000000, 3000000);
+  hc.name = "node" + std::to_string(host);
+  hc.offset_ns = host == 0 ? 0 : g.rng.Int(-3000000, 3000000);
   hc.drift_ppm = g.rng.Uniform(-25, 25);
   report_.hosts.push_back(hc);
   const int64_t base_pid = 1000 + g.rng.Int(0, 3000000);
   for (int local = 0; local < tp; ++local) {
-    const int rank = replica * tp + local;
+    const int rank = host * tp + local;
     const int64_t pid = base_pid + 7 * local;
     std::string file = "truffld-" + hc.name + "-r" + std::to_string(rank) + "-p" + std::to_string(pid) + ".jsonl";
     if (cfg_.zstd) file += ".zst";
@@ -139,88 +143,145 @@ Status Simulator::RunReplica(int replica) {
     g.rank_ids.push_back(rank);
     g.hosts.push_back(hc.name);
   }
+  g.gs.ranks = g.rank_ids;
+  g.gs.hosts = g.hosts;
+  g.gs.group = host;
+  g.gs.push_ts.assign(static_cast<size_t>(tp), 0);
+  g.gs.sends = !g.stage.last();
+  g.gs.all_gather = g.stage.last();
+  g.pop_ts.assign(static_cast<size_t>(tp), 0);
+  return Status::Ok();
+}
+
+void Simulator::BeginGroupStep(Group& g, const std::string& step_name, int64_t real_seqs, bool prefill, bool graph,
+                               int64_t nominal, const Group* prev) {
+  static const std::string aux_copy_name = "cudaMemcpyAsync_v3020";
+  for (size_t i = 0; i < g.ranks.size(); ++i) {
+    Rank& rk = g.ranks[i];
+    rk.host_t += rk.Jit(90000, 0.4);
+    rk.MaybeClock();
+    g.gs.push_ts[i] = rk.host_t;
+    rk.w->NvtxPush(Channel::kMain, step_name, rk.host_t);
+    rk.host_t += rk.Jit(15000, 0.3);
+    // The auxiliary thread stages the next block table on the copy stream.
+    const int64_t a0 = g.gs.push_ts[i] + rk.Jit(9000, 0.3);
+    const int64_t corr = ++rk.corr;
+    const int64_t bytes = 4096 + 64 * real_seqs;
+    const int64_t ds = std::max(rk.gpu_t[1], a0 + rk.Jit(3000, 0.2));
+    const int64_t de = ds + rk.Jit(1800 + bytes / 20, 0.1);
+    rk.w->Api(Channel::kAux, false, 41, aux_copy_name, a0, a0 + rk.Jit(4200, 0.2), corr, kAuxStream, bytes, "HtoD");
+    rk.w->Memcpy("HtoD", "Pinned", "Device", bytes, ds, de, corr, rk.local, kAuxStream);
+    rk.gpu_t[1] = de;
+  }
+  if (prev != nullptr) {
+    g.gs.prev_ranks = prev->rank_ids;
+    g.gs.prev_hosts = prev->hosts;
+    g.gs.prev_push_ts = prev->gs.push_ts;
+  }
+  g.gs.prefill = prefill;
+  g.gs.decode_graph = graph;
+  g.gs.nominal_ns = nominal;
+  faults_->BeginStep(g.gs);
+}
+
+void Simulator::EndGroupStep(Group& g) {
+  for (size_t i = 0; i < g.ranks.size(); ++i) {
+    Rank& rk = g.ranks[i];
+    const int64_t corr = ++rk.corr;
+    const int64_t s = rk.host_t;
+    const int64_t e = std::max(s + rk.Jit(2500, 0.2), rk.gpu_t[0] + rk.Jit(1800, 0.2));
+    rk.w->Api(Channel::kMain, false, 131, "cudaStreamSynchronize_v3020", s, e, corr, kComputeStream);
+    rk.w->Sync("stream_synchronize", s + 400, e - 300, corr, kComputeStream);
+    rk.host_t = e + rk.Jit(2000, 0.3);
+    g.pop_ts[i] = rk.host_t;
+    rk.w->NvtxPop(Channel::kMain, rk.host_t);
+    rk.host_t += rk.Jit(3000, 0.3);
+    ++rk.steps;
+  }
+  faults_->EndStep(g.rank_ids, g.pop_ts);
+}
+
+Status Simulator::RunReplica(int replica) {
+  const int pp = cfg_.pp;
+  std::vector<Group> stages;
+  stages.reserve(static_cast<size_t>(pp));
+  for (int s = 0; s < pp; ++s) {
+    stages.emplace_back(cfg_.seed, replica * pp + s);
+    stages.back().stage = StageOf(cfg_.layers, s, pp);
+    TRUFFLD_RETURN_IF_ERROR(OpenHost(stages.back(), replica * pp + s));
+  }
   Scheduler sched(cfg_.seed, replica, cfg_.workload == "online", cfg_.arrivals_per_step, cfg_.max_num_seqs,
                   cfg_.max_prefill_tokens);
-  const uint64_t budget = static_cast<uint64_t>(cfg_.target_events / std::max(1, cfg_.hosts));
+  const uint64_t budget = static_cast<uint64_t>(cfg_.target_events / std::max(1, cfg_.hosts)) * pp;
   std::vector<Op> ops;
-  std::vector<int64_t> push_ts(tp), pop_ts(tp);
   std::unordered_set<std::string> requests;
-  const std::string aux_copy_name = "cudaMemcpyAsync_v3020";
+  int64_t done = INT64_MIN;  // pp > 1: reference time at which the last stage finished the previous step
   for (int64_t step = 0; step < 50000000; ++step) {
-    if (cfg_.steps > 0 ? step >= cfg_.steps : (step >= 2 && g.Records() >= budget)) break;
+    uint64_t records = 0;
+    for (const Group& g : stages) records += g.Records();
+    if (cfg_.steps > 0 ? step >= cfg_.steps : (step >= 2 && records >= budget)) break;
     PlannedStep ps = sched.Next();
     for (const auto& id : ps.request_ids) requests.insert(id);
-    BuildStepProgram(cat_, dims_, ps.shape, &ops);
-    int64_t nominal = 0;
-    size_t body_begin = ops.size(), body_end = 0;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (int k = 0; k < ops[i].nwork; ++k) nominal += ops[i].work[k].nominal_ns;
-      if (ops[i].graphable) {
-        body_begin = std::min(body_begin, i);
-        body_end = i + 1;
-      }
-    }
     const bool graph = !ps.shape.prefill && cfg_.cuda_graphs;
-    if (graph && !g.ranks[0].graphs.count(ps.graph_bucket)) Capture(g, ps.graph_bucket, ops);
-    const std::string step_name = JsonEscape(StepRangeName(ps.request_ids));
-    for (int i = 0; i < tp; ++i) {
-      Rank& rk = g.ranks[i];
-      rk.host_t += rk.Jit(90000, 0.4);
-      rk.MaybeClock();
-      push_ts[i] = rk.host_t;
-      rk.w->NvtxPush(Channel::kMain, step_name, rk.host_t);
-      rk.host_t += rk.Jit(15000, 0.3);
-      // The auxiliary thread stages the next block table on the copy stream.
-      const int64_t a0 = push_ts[i] + rk.Jit(9000, 0.3);
-      const int64_t corr = ++rk.corr;
-      const int64_t bytes = 4096 + 64 * ps.real_seqs;
-      const int64_t ds = std::max(rk.gpu_t[1], a0 + rk.Jit(3000, 0.2));
-      const int64_t de = ds + rk.Jit(1800 + bytes / 20, 0.1);
-      rk.w->Api(Channel::kAux, false, 41, aux_copy_name, a0, a0 + rk.Jit(4200, 0.2), corr, kAuxStream, bytes, "HtoD");
-      rk.w->Memcpy("HtoD", "Pinned", "Device", bytes, ds, de, corr, rk.local, kAuxStream);
-      rk.gpu_t[1] = de;
+    const std::string step_name =
+        JsonEscape(StepRangeName(ps.request_ids, ps.shape.prefill ? "prefill" : "decode"));
+    for (int s = 0; s < pp; ++s) {
+      Group& g = stages[s];
+      BuildStepProgram(cat_, dims_, ps.shape, &ops, g.stage);
+      int64_t nominal = 0;
+      size_t body_begin = ops.size(), body_end = 0;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        for (int k = 0; k < ops[i].nwork; ++k) nominal += ops[i].work[k].nominal_ns;
+        if (ops[i].graphable) {
+          body_begin = std::min(body_begin, i);
+          body_end = i + 1;
+        }
+      }
+      if (graph && !g.ranks[0].graphs.count(ps.graph_bucket)) Capture(g, ps.graph_bucket, ops);
+      if (done != INT64_MIN) {  // the engine schedules a step once the previous one's tokens are back
+        for (Rank& rk : g.ranks) rk.host_t = std::max(rk.host_t, done + rk.offset);
+      }
+      BeginGroupStep(g, step_name, ps.real_seqs, ps.shape.prefill, graph, nominal, s > 0 ? &stages[s - 1] : nullptr);
+      // vLLM's worker receives the previous stage's activations before preparing its inputs.
+      size_t first = 0;
+      while (first < ops.size() && ops[first].p2p < 0) LaunchP2P(g, ops[first++]);
+      if (s > 0) {
+        MatchP2P(stages[s - 1], g);
+        EndGroupStep(stages[s - 1]);
+      }
+      ExecuteEager(g, ops, first, body_begin, nominal);
+      for (Rank& rk : g.ranks) rk.gpu_t[0] = std::max(rk.gpu_t[0], rk.gpu_t[1]);  // stream waits on the copy
+      if (graph) {
+        Replay(g, ps.graph_bucket, ops);
+      } else {
+        ExecuteEager(g, ops, body_begin, body_end, nominal);
+      }
+      ExecuteEager(g, ops, body_end, ops.size(), nominal);  // on stages before the last: the sends
     }
-    faults_->BeginStep(g.rank_ids, g.hosts, replica, push_ts, ps.shape.prefill, graph, nominal);
-    ExecuteEager(g, ops, 0, body_begin, nominal);
-    for (Rank& rk : g.ranks) rk.gpu_t[0] = std::max(rk.gpu_t[0], rk.gpu_t[1]);  // stream waits on the copy
-    if (graph) {
-      Replay(g, ps.graph_bucket, ops);
-    } else {
-      ExecuteEager(g, ops, body_begin, body_end, nominal);
+    EndGroupStep(stages.back());
+    if (pp > 1) {
+      for (const Rank& rk : stages.back().ranks) done = std::max(done, rk.host_t - rk.offset);
     }
-    ExecuteEager(g, ops, body_end, ops.size(), nominal);
-    for (int i = 0; i < tp; ++i) {
-      Rank& rk = g.ranks[i];
-      const int64_t corr = ++rk.corr;
-      const int64_t s = rk.host_t;
-      const int64_t e = std::max(s + rk.Jit(2500, 0.2), rk.gpu_t[0] + rk.Jit(1800, 0.2));
-      rk.w->Api(Channel::kMain, false, 131, "cudaStreamSynchronize_v3020", s, e, corr, kComputeStream);
-      rk.w->Sync("stream_synchronize", s + 400, e - 300, corr, kComputeStream);
-      rk.host_t = e + rk.Jit(2000, 0.3);
-      pop_ts[i] = rk.host_t;
-      rk.w->NvtxPop(Channel::kMain, rk.host_t);
-      rk.host_t += rk.Jit(3000, 0.3);
-      ++rk.steps;
-    }
-    faults_->EndStep(g.rank_ids, pop_ts);
   }
-  faults_->Finish(g.rank_ids, pop_ts);
-  for (Rank& rk : g.ranks) {
-    TRUFFLD_RETURN_IF_ERROR(rk.w->Finish());
-    TRUFFLD_RETURN_IF_ERROR(rk.sink->Close());
-    RankReport rep;
-    rep.rank = rk.rank;
-    rep.host = rk.host;
-    rep.file = rk.file;
-    rep.pid = rk.pid;
-    rep.steps = rk.steps;
-    rep.records = rk.w->records();
-    rep.bytes = rk.w->bytes_written();
-    rep.kernels = rk.kernels;
-    rep.requests = static_cast<int64_t>(requests.size());
-    report_.records += rep.records;
-    report_.bytes += rep.bytes;
-    report_.ranks.push_back(std::move(rep));
+  for (Group& g : stages) faults_->Finish(g.rank_ids, g.pop_ts);
+  for (Group& g : stages) {
+    for (Rank& rk : g.ranks) {
+      TRUFFLD_RETURN_IF_ERROR(rk.w->Finish());
+      TRUFFLD_RETURN_IF_ERROR(rk.sink->Close());
+      RankReport rep;
+      rep.rank = rk.rank;
+      rep.host = rk.host;
+      rep.file = rk.file;
+      rep.pid = rk.pid;
+      rep.steps = rk.steps;
+      rep.records = rk.w->records();
+      rep.bytes = rk.w->bytes_written();
+      rep.kernels = rk.kernels;
+      rep.requests = static_cast<int64_t>(requests.size());
+      report_.records += rep.records;
+      report_.bytes += rep.bytes;
+      report_.ranks.push_back(std::move(rep));
+    }
   }
   return Status::Ok();
 }

@@ -6,7 +6,7 @@
 
 namespace truffld::synth {
 
-std::string StepRangeName(const std::vector<std::string>& ids) {
+std::string StepRangeName(const std::vector<std::string>& ids, const char* phase) {
   std::string s = "step_execute_model[request_ids:";
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i) s.push_back('_');
@@ -16,6 +16,11 @@ std::string StepRangeName(const std::vector<std::string>& ids) {
     }
   }
   s.push_back(']');
+  if (phase != nullptr) {
+    s += "[phase:";
+    s += phase;
+    s.push_back(']');
+  }
   return s;
 }
 

@@ -23,7 +23,7 @@ enum class FaultClass : uint8_t {
   kCudaKernel,     // kernels of one class (gemm, attention, norm, elementwise) run slower
   kMemcpy,         // memory copies inflate (memory pressure)
   kContention,     // every kernel/copy on one GPU slows during a short window
-  kCommunication,  // collective transfer time on one TP group's link grows
+  kCommunication,  // collective / point-to-point transfer time grows (group, rank or link scope)
   kEngine,         // engine scheduling delay: a step's input preparation stalls
 };
 constexpr int kNumFaultClasses = 6;
@@ -42,12 +42,24 @@ const std::vector<IntensityLevel>& IntensityLevels();
 Result<std::vector<double>> ParseIntensities(std::string_view spec);
 const char* IntensityName(double factor) noexcept;     // level name, or "custom"
 
+// Where a communication fault applies: every rank of a TP group (its collectives), one rank (its
+// collectives or its pipeline send/recv), or one link = a pair of ranks (TP ring neighbours'
+// collectives, or a pipeline send/recv pair across hosts).
+enum class CommScope : uint8_t { kGroup, kRank, kLink };
+constexpr int kNumCommScopes = 3;
+const char* CommScopeName(CommScope s) noexcept;  // "group", "rank", "link"
+// "all" or a comma list of scope names.
+Result<std::vector<CommScope>> ParseCommScopes(std::string_view spec);
+
 struct SynthConfig {
   uint64_t seed = 1;
   // Topology: `ranks` processes over `hosts` hosts; each host runs one tensor-parallel group of
-  // ranks/hosts ranks (a data-parallel replica with its own request stream and clock).
+  // ranks/hosts ranks with its own clock. `pp` consecutive hosts form one data-parallel replica
+  // (its own request stream) whose layers are split into `pp` pipeline stages, one per host;
+  // pp = 1 makes every host a replica of its own.
   int ranks = 2;
   int hosts = 1;
+  int pp = 1;
   int layers = 36;                 // decoder layers of the Qwen3-8B-like stack
   // Size: steps per replica, or (when steps == 0) an approximate total record budget.
   int64_t steps = 0;
@@ -61,6 +73,7 @@ struct SynthConfig {
   // Faults.
   std::vector<FaultClass> fault_classes;  // empty = none enabled
   std::vector<double> intensities = {1.1, 1.3, 1.6, 2.5, 4.0};
+  std::vector<CommScope> comm_scopes = {CommScope::kGroup, CommScope::kRank, CommScope::kLink};
   double abnormal_fraction = 0.5;  // target share of (rank, step) pairs with a labelled fault
   double label_min_intensity = 1.25;
   // Output.
@@ -70,6 +83,7 @@ struct SynthConfig {
   int64_t base_time_ns = 1763700000000000000;  // realtime at trace start (before host offsets)
 
   int tp() const { return ranks / hosts; }
+  int replicas() const { return hosts / pp; }
   Status Validate() const;
 };
 

@@ -10,8 +10,12 @@
 //   memcpy        memory copies issued from operators in the window run intensity x longer;
 //   contention    every kernel, copy and memset starting on the GPU inside a short window (part of
 //                 one step) runs intensity x longer;
-//   communication every rank of a TP group gets an entry: `target` collectives starting in the
-//                 window transfer intensity x slower;
+//   communication `target` NCCL operators (ncclAllReduce, ncclAllGather, nccl:send, nccl:recv)
+//                 starting in the window transfer intensity x slower. Scope `group`: every rank
+//                 of a TP group gets an entry; `rank`: one rank; `link`: the two ranks of a link
+//                 (TP ring neighbours' collectives, or a pipeline send/recv pair across hosts),
+//                 each entry naming the other as `peer`. A collective ends together on all its
+//                 ranks, so unlabelled peers wait too (real behaviour, not a fault of theirs);
 //   engine        the step's input preparation stalls for (intensity - 1) x the step's nominal
 //                 time; the window is the stall itself.
 // Step-spanning windows run from the first step's range push to the last step's range pop.
@@ -23,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +46,9 @@ struct LedgerEntry {
   int16_t family = -1;       // software / communication target family id
   int rank = 0;
   std::string host;
-  std::string group;         // communication: the TP group all its entries share
+  std::string group;         // communication, group scope: the TP group all its entries share
+  CommScope scope = CommScope::kGroup;  // communication only
+  int peer = -1;             // communication, link scope: the other rank of the link
   int64_t start = 0, end = 0;
   double intensity = 1.0;
   bool sufficient = false;   // intensity >= label_min_intensity
@@ -56,14 +63,30 @@ struct StepTruth {
   bool prefill = false;
 };
 
+// One TP group's step as the fault planner sees it (in pipeline runs, one stage's group).
+struct GroupStep {
+  std::vector<int> ranks;
+  std::vector<std::string> hosts;
+  int group = 0;                  // host index; names the TP group "tp<group>"
+  std::vector<int64_t> push_ts;   // the step range's push time on ranks[i]
+  // Pipeline: the previous stage's rank that sends to ranks[i] (same TP index), its host and
+  // its push time of this step; empty on the first stage (whose BeginStep ran already).
+  std::vector<int> prev_ranks;
+  std::vector<std::string> prev_hosts;
+  std::vector<int64_t> prev_push_ts;
+  bool sends = false;             // the stage sends activations to a next stage
+  bool all_gather = true;         // the stage gathers logits (last stage)
+  bool prefill = false, decode_graph = false;
+  int64_t nominal_ns = 0;         // the stage's nominal device time in this step
+};
+
 class FaultBook {
  public:
   FaultBook(const SynthConfig& cfg, const Catalogue& cat);
 
-  // Opens new entries for the ranks of one TP group at the start of a step. `push_ts[i]` is the
-  // step range's push time on ranks[i]; `nominal_ns` the step's nominal device time.
-  void BeginStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int group,
-                 const std::vector<int64_t>& push_ts, bool prefill, bool decode_graph, int64_t nominal_ns);
+  // Opens new entries for the ranks of one TP group at the start of a step (and, for pipeline
+  // links, on the previous stage's peer, whose step began earlier).
+  void BeginStep(const GroupStep& gs);
   // Closes the step on every rank (pop_ts per rank) and ends entries whose window is over.
   void EndStep(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts);
   // The run ends: windows still open end at the last step's pop.
@@ -87,7 +110,12 @@ class FaultBook {
 
  private:
   int NewEntry(FaultClass cls, int rank, const std::string& host, int64_t start, double intensity);
-  FaultClass PickClass(bool group_free, bool decode_graph);
+  std::optional<FaultClass> PickClass(bool comm_ok);  // none when no enabled class fits
+  // Communication scopes that can open on gs.ranks[i] now (bit per CommScope).
+  unsigned CommScopesFor(const GroupStep& gs, size_t i) const;
+  void OpenComm(const GroupStep& gs, size_t i, unsigned scopes, double intensity, int64_t len);
+  int AddComm(int rank, const std::string& host, int64_t start, double intensity, const std::string& target,
+              CommScope scope, int peer, int64_t len);
 
   const SynthConfig& cfg_;
   const Catalogue& cat_;

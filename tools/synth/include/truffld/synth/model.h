@@ -9,7 +9,11 @@
 // outer to inner), or its NCCL range, and at most two pieces of device work with a nominal
 // duration from a simple roofline cost model of an H100-class GPU (so durations scale with
 // tokens, batch and context, which makes normal behaviour multi-modal). Names are kept JSON-
-// escaped in a Catalogue so the writer can copy them directly.
+// escaped in a Catalogue so the writer can copy them directly. With pipeline parallelism each
+// stage runs a slice of the layers (PipelineStage): stages after the first start by receiving the
+// activations (hidden states, residual) from the previous stage, stages before the last end by
+// sending them on; those point-to-point ops are named as truffld's hooks name vLLM's
+// PyNcclCommunicator.send/recv (`nccl:send, bytes=B, world_size=PP, impl=pynccl`).
 // Thread-safety: a Catalogue is immutable after construction; programs are plain data.
 #pragma once
 
@@ -49,7 +53,8 @@ struct Op {
   int16_t frontend = -1;                 // frontend range name id (with call site), or -1
   std::array<int16_t, 3> backend{-1, -1, -1};  // backend range family ids, outer -> inner
   uint8_t nbackend = 0;
-  int16_t comm = -1;                     // NCCL range name id (ncclAllReduce, ...), or -1
+  int16_t comm = -1;                     // NCCL range name id (ncclAllReduce, nccl:send, ...), or -1
+  int8_t p2p = 0;                        // pipeline: +1 send to the next stage, -1 recv from the previous
   uint8_t nwork = 0;
   std::array<Work, 2> work;
   int64_t host_ns = 0;                   // framework overhead on the host
@@ -98,9 +103,21 @@ class Catalogue {
   std::vector<bool> has_seq_;
 };
 
-// Fills `ops` (cleared first) with the step's operators in execution order.
+// The slice of the model one pipeline stage runs: decoder layers [layer_begin, layer_end), the
+// embedding on the first stage, final norm, LM head and sampler on the last.
+struct PipelineStage {
+  int index = 0, count = 1;
+  int layer_begin = 0, layer_end = -1;  // -1 = every layer
+  bool first() const { return index == 0; }
+  bool last() const { return index == count - 1; }
+};
+// vLLM's split (get_pp_indices): layers / count each, the remainder going one by one to the
+// stages before the last, from the second-to-last backwards.
+PipelineStage StageOf(int layers, int index, int count);
+
+// Fills `ops` (cleared first) with the step's operators in execution order, for one stage.
 void BuildStepProgram(const Catalogue& cat, const ModelDims& dims, const StepShape& shape,
-                      std::vector<Op>* ops);
+                      std::vector<Op>* ops, const PipelineStage& stage = PipelineStage{});
 
 // The innermost backend families a software fault may target, and the kernel classes a CUDA
 // fault may target (both as catalogue strings / class values).

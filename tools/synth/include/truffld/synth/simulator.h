@@ -1,9 +1,15 @@
 // Simulator: runs the serving workload and writes every rank's raw dump plus the ground truth.
 //
-// Each host runs one tensor-parallel group (a data-parallel replica with its own scheduler and
-// clock). Replicas are simulated one after another; inside a replica the TP ranks advance in
+// Each host runs one tensor-parallel group with its own clock. A data-parallel replica (its own
+// scheduler) is one host, or with --pp N a pipeline of N hosts, each running a slice of the
+// layers. Replicas are simulated one after another; inside a TP group the ranks advance in
 // lockstep, operator by operator, because collectives tie their GPU timelines together (an
-// all-reduce kernel ends when the slowest rank has arrived plus the transfer time). Per rank the
+// all-reduce kernel ends when the slowest rank has arrived plus the transfer time). A pipeline
+// step runs stage after stage: a stage launches its receives, they are paired with the previous
+// stage's sends (a send/recv kernel pair ends together once both sides have started, on the
+// reference time axis, each side then written on its own host clock), and the previous stage then
+// closes its step. The next step starts once the last stage has finished the current one (no
+// micro-batching). Per rank the
 // simulator keeps a host clock (the Python thread), one GPU cursor per stream, CUPTI-style
 // correlation ids and PyTorch-style op ids, and writes through a RankWriter. Eager steps emit the
 // frontend/backend NVTX ranges, runtime calls and device activity of every operator; decode steps
@@ -69,6 +75,16 @@ class Simulator {
   struct Rank;
   struct Group;
   Status RunReplica(int replica);
+  Status OpenHost(Group& g, int host);
+  // Pushes the step range on every rank of `g` (plus the auxiliary copy) and opens faults;
+  // `prev` is the previous pipeline stage (nullptr on the first).
+  void BeginGroupStep(Group& g, const std::string& step_name, int64_t real_seqs, bool prefill, bool graph,
+                      int64_t nominal, const Group* prev);
+  void EndGroupStep(Group& g);  // final synchronize, range pop, fault windows
+  // Pipeline point-to-point: host side of a send/recv, and the pairing of `snd`'s pending sends
+  // with `rcv`'s pending receives (pipeline.cc).
+  void LaunchP2P(Group& g, const Op& op);
+  void MatchP2P(Group& snd, Group& rcv);
   void ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin, size_t end, int64_t nominal);
   void EagerOp(Group& g, const Op& op, int64_t nominal);
   // Eager when `cursors` is null; otherwise a graph replay node (GPU cursors and launch ids per rank).

@@ -33,9 +33,10 @@ struct PlannedStep {
   std::vector<std::string> request_ids;
 };
 
-// Step range name: "step_execute_model[request_ids:a_b_c]" with '_' and '\' in ids escaped as
-// "\_" and "\\" (raw text, not JSON-escaped).
-std::string StepRangeName(const std::vector<std::string>& ids);
+// Step range name: "step_execute_model[request_ids:a_b_c][phase:decode]" with '_' and '\' in ids
+// escaped as "\_" and "\\" (raw text, not JSON-escaped); the phase tag (prefill, decode, mixed)
+// is what truffld's hooks add, left out when `phase` is null.
+std::string StepRangeName(const std::vector<std::string>& ids, const char* phase = nullptr);
 
 // Decode batch sizes for which graphs are captured (vLLM's default capture sizes, trimmed).
 int GraphBucket(int64_t seqs);

@@ -1,5 +1,6 @@
 """Stand-in for vllm/v1/core/sched/output.py as of vLLM 0.10/0.11 (one CachedRequestData with
-req_ids; SchedulerOutput.num_scheduled_tokens keyed by internal id with random suffix)."""
+req_ids; SchedulerOutput.num_scheduled_tokens keyed by internal id with random suffix;
+scheduled_spec_decode_tokens lists speculative tokens per request)."""
 from dataclasses import dataclass, field
 
 
@@ -26,6 +27,7 @@ class SchedulerOutput:
     scheduled_cached_reqs: CachedRequestData
     num_scheduled_tokens: dict
     total_num_scheduled_tokens: int
+    scheduled_spec_decode_tokens: dict = field(default_factory=dict)  # req_id -> draft token ids
     finished_req_ids: set = field(default_factory=set)
 
     @classmethod

@@ -22,4 +22,5 @@ class SchedulerOutput:
     scheduled_cached_reqs: list
     num_scheduled_tokens: dict
     total_num_scheduled_tokens: int
+    scheduled_spec_decode_tokens: dict = field(default_factory=dict)  # req_id -> draft token ids
     finished_req_ids: set = field(default_factory=set)
