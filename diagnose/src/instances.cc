@@ -5,9 +5,10 @@ namespace truffld::diagnose {
 
 const char* FeatureName(int f) noexcept {
   static constexpr const char* kNames[kNumFeatures] = {
-      "duration_ns",  "self_time_ns",   "api_time_ns",       "api_count",
-      "kernel_count", "kernel_time_ns", "bytes_moved",       "stream_overlap",
-      "launch_latency_ns", "comm_bytes", "world_size", "phase_code"};
+      "duration_ns",     "self_time_ns",   "runtime_time_ns", "runtime_count",
+      "driver_time_ns",  "driver_count",   "kernel_count",    "kernel_time_ns",
+      "bytes_moved",     "stream_overlap", "launch_latency_ns", "comm_bytes",
+      "world_size",      "phase_code"};
   return (f >= 0 && f < kNumFeatures) ? kNames[f] : "unknown";
 }
 

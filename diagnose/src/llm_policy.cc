@@ -106,10 +106,14 @@ StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds&
   } else {
     const double fraction =
         n_ops == 0 ? 0.0 : static_cast<double>(n_strong) / static_cast<double>(n_ops);
-    abnormal = n_ops > 0 && n_strong > 0 && fraction >= t.vertical_fraction;
+    const bool by_count = t.vertical_min_strong > 0 && n_strong >= t.vertical_min_strong;
+    abnormal = n_ops > 0 && n_strong > 0 && (fraction >= t.vertical_fraction || by_count);
     d.rationale = "vertical rule: " + std::to_string(n_strong) + " strong of " +
                   std::to_string(n_ops) + " operator instances (" + Percent(fraction) + ")" +
-                  (abnormal ? " >= " : " < ") + Percent(t.vertical_fraction);
+                  (fraction >= t.vertical_fraction ? " >= " : " < ") + Percent(t.vertical_fraction);
+    if (t.vertical_min_strong > 0) {
+      d.rationale += std::string(by_count ? ", >= " : ", < ") + std::to_string(t.vertical_min_strong) + " strong";
+    }
   }
   if (!abnormal) {
     d.rationale += ": normal";

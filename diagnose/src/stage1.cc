@@ -167,8 +167,12 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
     const StepInfo& st = t.steps[t.step[i]];
     const bool horizontal = st.view == "horizontal";
     const bool by_regime = o.split_regime || (horizontal && o.split_regime_horizontal);
+    std::string regime = by_regime ? st.regime : "";
+    // A replayed graph node group and a traced host range of the same family measure different
+    // things (no host time, no API calls, latency from the graph launch): never one population.
+    if (o.split_graph_replay && IsGraphReplayInstance(t, i)) regime += "/replay";
     GroupKey k{horizontal, t.strings.Get(t.family[i]),
-               o.split_rank ? st.rank.value_or(-1) : -1, by_regime ? st.regime : ""};
+               o.split_rank ? st.rank.value_or(-1) : -1, std::move(regime)};
     g[k].push_back(i);
   }
   return g;
@@ -188,6 +192,17 @@ void ParallelFor(size_t n, int threads, F&& fn) {
 }
 
 }  // namespace
+
+bool IsGraphReplayInstance(const InstanceTable& t, uint32_t i) {
+  // Rebuilt from a replay (tree_reader's EmitGraphGroup): no runtime/driver call of its own in
+  // the subtree, and the launching cudaGraphLaunch/cuGraphLaunch tallied as its only API name.
+  if (i >= t.api_calls.size() || t.features[i][kRuntimeCount] + t.features[i][kDriverCount] != 0) return false;
+  for (const NameCount& a : t.api_calls[i]) {
+    const std::string& n = t.strings.Get(a.name);
+    if (n.rfind("cudaGraphLaunch", 0) == 0 || n.rfind("cuGraphLaunch", 0) == 0) return true;
+  }
+  return false;
+}
 
 const char* ScoringModeName(ScoringMode m) noexcept {
   switch (m) {

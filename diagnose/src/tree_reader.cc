@@ -3,11 +3,13 @@
 #include "truffld/diagnose/tree_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <simdjson.h>
-#include <unordered_set>
 
 #include "graph_replay.h"
+#include "tree_reader_parts.h"
+#include "truffld/diagnose/llm_prompt.h"  // SanitizeForPrompt: UTF-8 repair
 #include "truffld/line_reader.h"
 
 namespace truffld::diagnose {
@@ -18,6 +20,14 @@ bool IsOperatorLayer(std::string_view l) {
 }
 bool IsCallLayer(std::string_view l) { return l == "runtime_call" || l == "driver_call"; }
 bool IsDeviceLayer(std::string_view l) { return l == "kernel" || l == "memcpy" || l == "memset"; }
+
+// The trees' phase, normalised to the values diagnosis.jsonl allows ("" when absent).
+std::string NormalizePhase(std::string_view p) {
+  std::string lower(p);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "prefill" || lower == "decode" || lower == "mixed") return lower;
+  return p.empty() ? std::string() : std::string("unknown");
+}
 
 int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
   int64_t v;
@@ -35,53 +45,12 @@ std::string_view GetStr(simdjson::dom::object o, const char* key) {
 }
 
 using detail::Bump;
+using detail::DedupKey;
 using detail::GraphNode;
+using detail::PendingInstance;
+using detail::StepBucket;
+using detail::SubtreeStats;
 using detail::UnionLength;
-
-// Aggregates of a subtree that an enclosing operator inherits.
-struct SubtreeStats {
-  double api_time = 0, api_count = 0, kernel_count = 0, kernel_time = 0, bytes = 0;
-  double latency_sum = 0, latency_n = 0;
-  std::vector<std::pair<int64_t, int64_t>> device;
-  std::vector<NameCount> kernels, apis;
-  void Merge(const SubtreeStats& o) {
-    api_time += o.api_time; api_count += o.api_count; kernel_count += o.kernel_count;
-    kernel_time += o.kernel_time; bytes += o.bytes; latency_sum += o.latency_sum;
-    latency_n += o.latency_n;
-    device.insert(device.end(), o.device.begin(), o.device.end());
-    for (auto& k : o.kernels) Bump(kernels, k.name, k.count);
-    for (auto& a : o.apis) Bump(apis, a.name, a.count);
-  }
-};
-
-struct DedupKey {
-  uint32_t family; int64_t start, end, thread;
-  bool operator==(const DedupKey& o) const {
-    return family == o.family && start == o.start && end == o.end && thread == o.thread;
-  }
-};
-struct DedupHash {
-  size_t operator()(const DedupKey& k) const {
-    uint64_t h = k.family * 0x9E3779B97F4A7C15ull;
-    h ^= static_cast<uint64_t>(k.start) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-    h ^= static_cast<uint64_t>(k.end) + 0x8CB92BA72F3D8DD7ull + (h << 6) + (h >> 2);
-    h ^= static_cast<uint64_t>(k.thread) + (h << 6) + (h >> 2);
-    return h;
-  }
-};
-
-struct PendingInstance {
-  uint32_t family, layer, parent;
-  int64_t start, end;
-  FeatureVector f;
-  std::vector<NameCount> kernels, apis;
-};
-
-struct StepBucket {
-  StepInfo info;
-  std::unordered_set<DedupKey, DedupHash> seen;
-  std::vector<PendingInstance> instances;
-};
 
 }  // namespace
 
@@ -177,9 +146,19 @@ struct TreeReader::Impl {
     const bool graph_launch = IsCallLayer(layer) && (family.rfind("cudaGraphLaunch", 0) == 0 ||
                                                      family.rfind("cuGraphLaunch", 0) == 0);
     if (graph_launch) ++bucket->info.graph_launches;
+    if (std::string_view domain = GetStr(node, "domain");
+        !domain.empty() && bucket->domains.size() < detail::kMaxDomains) {
+      bucket->domains.emplace(domain);
+    }
     if (IsCallLayer(layer)) {
-      agg.api_time += static_cast<double>(std::max<int64_t>(0, end - start));
-      agg.api_count += 1;
+      const double call_time = static_cast<double>(std::max<int64_t>(0, end - start));
+      if (layer == "driver_call") {
+        agg.driver_time += call_time;
+        agg.driver_count += 1;
+      } else {
+        agg.runtime_time += call_time;
+        agg.runtime_count += 1;
+      }
       Bump(agg.apis, fam_id, 1);
       call_start = start;
     } else if (IsDeviceLayer(layer)) {
@@ -228,8 +207,10 @@ struct TreeReader::Impl {
     double dur = static_cast<double>(std::max<int64_t>(0, end - start));
     p.f[kDurationNs] = dur;
     p.f[kSelfTimeNs] = std::max(0.0, dur - static_cast<double>(UnionLength(child_ops)));
-    p.f[kApiTimeNs] = agg.api_time;
-    p.f[kApiCount] = agg.api_count;
+    p.f[kRuntimeTimeNs] = agg.runtime_time;
+    p.f[kRuntimeCount] = agg.runtime_count;
+    p.f[kDriverTimeNs] = agg.driver_time;
+    p.f[kDriverCount] = agg.driver_count;
     p.f[kKernelCount] = agg.kernel_count;
     p.f[kKernelTimeNs] = agg.kernel_time;
     p.f[kBytesMoved] = agg.bytes;
@@ -273,7 +254,16 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     if (stats_.problems.size() < ReadStats::kMaxProblems) stats_.problems.push_back(where + ": " + msg);
   };
   simdjson::dom::element doc;
-  if (auto err = impl_->parser.parse(line.data(), line.size()).get(doc)) {
+  auto err = impl_->parser.parse(line.data(), line.size()).get(doc);
+  std::string repaired;
+  if (err == simdjson::UTF8_ERROR) {
+    // Names from other producers may hold invalid UTF-8; repair it the way truffld-merge does
+    // (one U+FFFD per bad byte) instead of losing the whole tree.
+    repaired = SanitizeForPrompt(std::string(line), line.size());
+    err = impl_->parser.parse(repaired.data(), repaired.size()).get(doc);
+    if (!err) ++stats_.repaired_lines;
+  }
+  if (err) {
     problem(std::string("not JSON: ") + simdjson::error_message(err));
     return;
   }
@@ -301,8 +291,6 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     b.info.step_index = step_index;
     b.info.view = std::string(view);
     b.info.step_name = std::string(GetStr(o, "step"));
-    std::string_view phase = GetStr(o, "phase");
-    if (!phase.empty()) b.info.phase = std::string(phase);
     b.info.start_ns = GetInt(o, "start", 0);
     b.info.end_ns = GetInt(o, "end", b.info.start_ns);
     simdjson::dom::array reqs;
@@ -312,6 +300,11 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
         if (r.get_string().get(s) == simdjson::SUCCESS) b.info.requests.emplace_back(s);
       }
     }
+  }
+  // Phase: from the first tree that names one (all trees of a step should agree).
+  if (std::string phase = NormalizePhase(GetStr(o, "phase"));
+      !phase.empty() && b.info.phase == "unknown") {
+    b.info.phase = std::move(phase);
   }
   ++b.info.trees;
   ++stats_.trees;
@@ -361,6 +354,7 @@ InstanceTable TreeReader::Finish() {
     b.info.view = "horizontal";
     b.info.trees = 0;
     b.info.graph_launches = 0;
+    b.domains = it->second.domains;
   }
   // Regime: a step whose vertical tree launches a CUDA graph replays most of its work inside
   // the graph; both views of that (rank, step) share the vertical tree's answer.
@@ -375,6 +369,7 @@ InstanceTable TreeReader::Finish() {
     auto& ins = b.instances;
     std::stable_sort(ins.begin(), ins.end(),
                      [](const PendingInstance& a, const PendingInstance& c) { return a.start < c.start; });
+    b.info.nvtx_domains.assign(b.domains.begin(), b.domains.end());
     b.info.first_instance = static_cast<uint32_t>(t.size());
     b.info.instance_count = static_cast<uint32_t>(ins.size());
     const double phase = PhaseCode(b.info.phase);

@@ -53,7 +53,7 @@ struct Args {
   std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "calibrated";
   std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
   td::StageOneOptions s1;
-  bool quiet = false, no_html = false, graph_vertical_ops = false;
+  bool quiet = false, no_html = false, graph_vertical_ops = true;
 };
 
 td::ScoringMode ParseMode(const std::string& m) {
@@ -78,8 +78,13 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
                     {"duplicate_instances", rs.duplicate_instances}, {"warnings", rs.warnings},
                     {"inverted_ranges", rs.inverted_ranges},
                     {"graph_instances", rs.graph_instances},
+                    {"repaired_lines", rs.repaired_lines},
                     {"problems", rs.problems}};
   if (!st.ok()) return st;
+  if (rs.repaired_lines) {
+    std::fprintf(stderr, "%s: %llu lines had invalid UTF-8 (bad bytes read as U+FFFD)\n", what,
+                 (unsigned long long)rs.repaired_lines);
+  }
   if (rs.inverted_ranges) {
     std::fprintf(stderr, "%s: %llu operator ranges end before they start (kept with duration 0)\n",
                  what, (unsigned long long)rs.inverted_ranges);
@@ -232,12 +237,13 @@ int main(int argc, char** argv) {
   app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");
   app.add_flag("--split-ranks", a.s1.split_rank,
                "model each family separately per rank (default: all ranks pooled)");
-  app.add_flag("--split-regimes", a.s1.split_regime,
-               "model CUDA-graph replay steps and eager steps separately in the vertical view too "
-               "(horizontal: always split; default vertical: pooled)");
-  app.add_flag("--graph-vertical-ops", a.graph_vertical_ops,
-               "also rebuild non-comm operators from CUDA-graph replays (captured_in) into the "
-               "vertical view (default: only comm captures, into the horizontal view)");
+  app.add_flag("--split-regimes,!--no-split-regimes", a.s1.split_regime,
+               "model CUDA-graph replay (decode) steps and eager steps separately in the vertical "
+               "view too (default on; horizontal: always split)");
+  app.add_flag("--graph-vertical-ops,!--no-graph-vertical-ops", a.graph_vertical_ops,
+               "rebuild non-comm operators from CUDA-graph replays (captured_in) into the vertical "
+               "view, modelled apart from traced ranges (default on; comm captures always go to "
+               "the horizontal view)");
   app.add_option("--rho", a.rho, "instance confidence: calibrated = central responsibilities x chi-square tail (reaches 1e-6 for far-out points); "
                  "gated = the same tail divided by --tail-alpha and capped at 1; paper = plain responsibilities")
       ->check(CLI::IsMember({"calibrated", "gated", "paper"}))->capture_default_str();

@@ -57,8 +57,10 @@ int main(int argc, char** argv) {
         double base = 10'000.0 * (1 + f % 7) * scale;
         v[kDurationNs] = base * slow * std::exp(jit(rng));
         v[kSelfTimeNs] = 0.2 * v[kDurationNs] * std::exp(jit(rng));
-        v[kApiTimeNs] = 3'000 * std::exp(jit(rng));
-        v[kApiCount] = 1 + f % 3;
+        v[kRuntimeTimeNs] = 3'000 * std::exp(jit(rng));
+        v[kRuntimeCount] = 1 + f % 3;
+        v[kDriverTimeNs] = 2'000 * std::exp(jit(rng));  // cuLaunchKernel under each launch
+        v[kDriverCount] = 1 + f % 3;
         v[kKernelCount] = 1 + f % 3;
         v[kKernelTimeNs] = 0.7 * v[kDurationNs] * std::exp(jit(rng));
         v[kLaunchLatencyNs] = 4'000 * std::exp(jit(rng));

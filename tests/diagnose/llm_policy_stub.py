@@ -10,7 +10,10 @@ For manual end-to-end runs of truffld-diagnose with --llm on, without a GPU or n
 
 Answers use json (stdlib only). "usage" reports tokens as bytes/4 (a rough stand-in).
 Optional: --reject-json-schema answers 400 to response_format json_schema (llama.cpp-like);
---fail-every N answers 429 (Retry-After: 0) to every Nth request.
+--fail-every N answers 429 (Retry-After: 0) to every Nth request; --inject-name NAME adds NAME
+(not an operator of the step) to every abnormal answer, as a confused or manipulated model would.
+--port 0 picks a free port; the first stdout line names it. The statistics count requests that
+carried an "Authorization: Bearer ..." header ("authorized") but never record the key.
 """
 import argparse
 import json
@@ -20,7 +23,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def decide(js):
+def decide(js, inject_name=None):
     parent, strong, weak = {}, [], []
     s = 0  # strong anomalies are counted per operator instance
     for op in js["operators"]:
@@ -33,7 +36,7 @@ def decide(js):
     if js["view"] == "horizontal":
         normal = s <= 1
     else:
-        normal = s / max(1, js["ops_count"]) < 0.10
+        normal = s < 3 and s / max(1, js["ops_count"]) < 0.10
     if normal:
         return {"step_anomaly": False, "op_error_names": [], "rationale": "few strong anomalies"}
     out = list(dict.fromkeys(strong))
@@ -45,12 +48,14 @@ def decide(js):
         if p and p in parent and p not in out:
             out.append(p)
         i += 1
+    if inject_name:
+        out.append(inject_name)
     return {"step_anomaly": True, "op_error_names": out, "rationale": "%d strong anomalies" % s}
 
 
 class Stats:
     lock = threading.Lock()
-    requests = in_flight = max_in_flight = bytes_in = rejected = throttled = 0
+    requests = in_flight = max_in_flight = bytes_in = rejected = throttled = authorized = 0
 
 
 def make_handler(args):
@@ -77,6 +82,9 @@ def make_handler(args):
             with Stats.lock:
                 Stats.requests += 1
                 Stats.bytes_in += n
+                if self.headers.get("Authorization", "").startswith("Bearer ") and \
+                        len(self.headers.get("Authorization", "")) > len("Bearer "):
+                    Stats.authorized += 1
                 Stats.in_flight += 1
                 Stats.max_in_flight = max(Stats.max_in_flight, Stats.in_flight)
                 index = Stats.requests
@@ -91,7 +99,7 @@ def make_handler(args):
                         Stats.rejected += 1
                     return self.reply(400, {"error": {"message": "json_schema not supported"}})
                 js = json.loads(req["messages"][1]["content"])
-                content = json.dumps(decide(js))
+                content = json.dumps(decide(js, args.inject_name))
                 self.reply(200, {"choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": content}}],
                                  "usage": {"prompt_tokens": n // 4, "completion_tokens": len(content) // 4}})
@@ -108,6 +116,7 @@ def main():
     ap.add_argument("--stats", help="write request statistics as JSON here on exit")
     ap.add_argument("--reject-json-schema", action="store_true")
     ap.add_argument("--fail-every", type=int, default=0)
+    ap.add_argument("--inject-name", help="add this name to every abnormal answer")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args))
 
@@ -119,7 +128,7 @@ def main():
     print("llm_policy_stub listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
     server.serve_forever()
     stats = {k: getattr(Stats, k) for k in
-             ("requests", "max_in_flight", "bytes_in", "rejected", "throttled")}
+             ("requests", "max_in_flight", "bytes_in", "rejected", "throttled", "authorized")}
     if args.stats:
         with open(args.stats, "w") as f:
             json.dump(stats, f)

@@ -34,9 +34,15 @@ def load_samples(feature_files):
         with open(path, newline="") as f:
             rd = csv.reader(f)
             header = next(rd)
+            # The feature columns are whatever truffld-diagnose exports between the keys and rho
+            # (duration_ns ... runtime_time_ns, runtime_count, driver_time_ns, driver_count, ...
+            # phase_code); files written by different versions must not be mixed.
             lo, hi = header.index("end_ns") + 1, header.index("rho")
             if feat_names is None:
                 feat_names = header[lo:hi]
+            elif header[lo:hi] != feat_names:
+                raise ValueError(f"{path}: feature columns {header[lo:hi]} differ from {feat_names}; "
+                                 "re-export all scenarios with the same truffld-diagnose")
             i_ab, i_ff = header.index("step_abnormal"), header.index("family_faulty")
             for r in rd:
                 key = (scenario, r[0], int(r[1]), r[2], r[3])

@@ -51,11 +51,42 @@ TEST(LlmPolicy, VerticalTenPercentRuleCountsInstances) {
   StageTwoDecision abnormal = DecideOffline(Step("vertical", fams));
   EXPECT_TRUE(abnormal.abnormal);
   EXPECT_EQ(abnormal.faulty, (Names{"bad"}));  // listed although its rho-bar is only weak
-  // 4 of 41 = 9.8%: normal, even with strong anomalies, and the list is empty.
+  // 4 of 41 = 9.8%: normal under the fraction rule alone (count rule off), list empty.
   fams[1].instances = 5;
-  StageTwoDecision d = DecideOffline(Step("vertical", fams));
+  PolicyThresholds fraction_only;
+  fraction_only.vertical_min_strong = 0;
+  StageTwoDecision d = DecideOffline(Step("vertical", fams), fraction_only);
   EXPECT_FALSE(d.abnormal);
   EXPECT_TRUE(d.faulty.empty());
+  // With the default count rule, 4 strong instances are abnormal whatever the step's size.
+  EXPECT_TRUE(DecideOffline(Step("vertical", fams)).abnormal);
+}
+
+TEST(LlmPolicy, VerticalCountRuleSeesFaultsInLargeSteps) {
+  // A prefill-sized step: one family slowed in 3 of its instances among 400 (0.75%).
+  StepEvidence s = Step("vertical", {Fam("_C::rms_norm", 0.2), Fam("aten::mm", 0.9)});
+  s.families[0].instances = 9;
+  s.families[0].strong_instances = 3;
+  s.families[0].weak_instances = 3;
+  s.families[1].instances = 391;
+  StageTwoDecision d = DecideOffline(s);
+  EXPECT_TRUE(d.abnormal);
+  EXPECT_EQ(d.faulty, (Names{"_C::rms_norm"}));
+  EXPECT_NE(d.rationale.find(">= 3 strong"), std::string::npos) << d.rationale;
+  // Two strong instances of 400 stay normal (neither 10% nor 3).
+  s.families[0].strong_instances = 2;
+  d = DecideOffline(s);
+  EXPECT_FALSE(d.abnormal);
+  EXPECT_NE(d.rationale.find("< 3 strong"), std::string::npos) << d.rationale;
+  // Two of 16 is still abnormal by the fraction rule (12.5%).
+  s.families[1].instances = 7;
+  EXPECT_TRUE(DecideOffline(s).abnormal);
+  // The count rule can be turned off.
+  PolicyThresholds off;
+  off.vertical_min_strong = 0;
+  s.families[0].strong_instances = 3;
+  s.families[1].instances = 391;
+  EXPECT_FALSE(DecideOffline(s, off).abnormal);
 }
 
 TEST(LlmPolicy, VerticalRatioIsOverInstancesNotFamilies) {

@@ -42,7 +42,7 @@ json ModelAnswer(const json& js) {
   }
   const bool normal = js["view"] == "horizontal"
                           ? s <= 1
-                          : s / std::max(1.0, js["ops_count"].get<double>()) < 0.10;
+                          : s < 3 && s / std::max(1.0, js["ops_count"].get<double>()) < 0.10;
   if (normal) return {{"step_anomaly", false}, {"op_error_names", json::array()}, {"rationale", "few strong"}};
   std::set<std::string> out(strong.begin(), strong.end());
   std::set<std::string> strong_parents;

@@ -143,8 +143,9 @@ TEST(TreeReader, FeaturesDedupAndBadLines) {
   const FeatureVector& f = t.features[0];
   EXPECT_EQ(f[kDurationNs], 500);
   EXPECT_EQ(f[kSelfTimeNs], 480);      // minus the nested aten::view
-  EXPECT_EQ(f[kApiCount], 1);
-  EXPECT_EQ(f[kApiTimeNs], 50);
+  EXPECT_EQ(f[kRuntimeCount], 1);
+  EXPECT_EQ(f[kRuntimeTimeNs], 50);
+  EXPECT_EQ(f[kDriverCount], 0);
   EXPECT_EQ(f[kKernelCount], 2);
   EXPECT_EQ(f[kKernelTimeNs], 400);
   EXPECT_DOUBLE_EQ(f[kStreamOverlap], 0.25);   // union 300 of 400

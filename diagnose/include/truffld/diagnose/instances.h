@@ -22,8 +22,10 @@ namespace truffld::diagnose {
 enum Feature : int {
   kDurationNs = 0,     // end - start of the operator range
   kSelfTimeNs,         // duration minus the time covered by child operator ranges
-  kApiTimeNs,          // summed duration of runtime/driver calls in the subtree
-  kApiCount,           // number of runtime/driver calls in the subtree
+  kRuntimeTimeNs,      // summed duration of CUDA runtime calls (layer runtime_call) in the subtree
+  kRuntimeCount,       // number of CUDA runtime calls in the subtree
+  kDriverTimeNs,       // summed duration of CUDA driver calls (layer driver_call) in the subtree
+  kDriverCount,        // number of CUDA driver calls in the subtree
   kKernelCount,        // kernels launched from the subtree
   kKernelTimeNs,       // summed kernel durations (GPU clock mapped to the merged axis)
   kBytesMoved,         // memcpy + memset bytes
@@ -34,7 +36,9 @@ enum Feature : int {
   kPhaseCode,          // step phase: 0 unknown, 1 decode, 2 prefill, 3 mixed (separates regimes)
   kNumFeatures
 };
-const char* FeatureName(int f) noexcept;  // "duration_ns", "self_time_ns", ...
+// Column names of the feature export (--export-features): "duration_ns", "self_time_ns",
+// "runtime_time_ns", "runtime_count", "driver_time_ns", "driver_count", ...
+const char* FeatureName(int f) noexcept;
 
 using FeatureVector = std::array<double, kNumFeatures>;
 
@@ -65,6 +69,7 @@ struct StepInfo {
   int64_t comm_bytes = 0;            // summed over the step's comm instances
   int64_t world_size = 0;            // largest seen
   int graph_launches = 0;            // cudaGraphLaunch/cuGraphLaunch calls in this view's trees
+  std::vector<std::string> nvtx_domains;  // distinct NVTX domains of the view's ranges, sorted
   std::string regime = "eager";      // "graph" when the (rank, step)'s vertical tree launches a
                                      // CUDA graph (decode replay), else "eager"; set by Finish()
   uint32_t first_instance = 0;       // instances of this step: [first, first + count)

@@ -10,6 +10,10 @@
 //     strong when at least one of its instances is strong;
 //   * strong: p < 1e-6 (p == 0 included); weak: 1e-6 <= p < 0.5; NaN/out-of-range = no anomaly;
 //     hand-built evidence without instance counters falls back to the family's rho-bar (one);
+//   * the vertical rule also fires on an absolute count: S >= vertical_min_strong (3) is abnormal
+//     whatever the step's size, because a fault in one family of a large (prefill) step touches
+//     few of its instances, while a healthy step under a calibrated model has ~n*1e-6 strong
+//     instances (3 = one slow operator seen at frontend, backend and leaf level, or several);
 //   * a view other than "horizontal" uses the vertical rule;
 //   * related weak anomalies = weak families sharing a non-empty parent with a strong one; they
 //     are included (configurable);
@@ -27,7 +31,8 @@ namespace truffld::diagnose {
 struct PolicyThresholds {
   double strong = 1e-6;             // p below this: strong anomaly
   double weak = 0.5;                // p below this (and not strong): weak anomaly
-  double vertical_fraction = 0.10;  // vertical: strong/families below this means normal
+  double vertical_fraction = 0.10;  // vertical: strong/instances below this means normal ...
+  int vertical_min_strong = 3;      // ... unless at least this many strong instances (0: off)
   int horizontal_max_strong = 1;    // horizontal: at most this many strong means normal
   bool include_related_weak = true;  // add weak siblings of strong anomalies
 };

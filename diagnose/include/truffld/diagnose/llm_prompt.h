@@ -48,9 +48,10 @@ struct StepPrompt {
   PromptNames names;       // prompt name <-> family name
 };
 
-// J_s: context (view, rank, step, phase, durations, comm bytes, world size) and one entry per
-// family sorted by probability ascending (name, probability, score, parent, layer, instances,
-// candidate, method, time; kernels and API calls for candidates and anomalies).
+// J_s: context (view, rank, step, phase, durations, comm bytes, world size, "backends": kernel
+// library tags, NVTX domains, CUDA-graph regime; see llm_context.h) and one entry per family
+// sorted by probability ascending (name, probability, score, parent, layer, instances,
+// candidate, method, time; kernels, API calls and backend tags for candidates and anomalies).
 StepPrompt BuildStepPrompt(const StepEvidence& step);
 
 const std::string& SystemPrompt();

@@ -57,13 +57,18 @@ struct StageOneOptions {
   GmmOptions gmm;                  // covariance is used as given when auto_covariance is off
   bool auto_covariance = true;     // full with >= 10 samples per covariance entry, else diagonal
   // Populations: optionally split each (view, family) by rank and/or by regime (CUDA-graph
-  // replay vs eager steps). Off by default: on the synthetic demo the smaller populations gave
-  // more false alarms than they removed (see diagnose/README.md, "Quality work").
+  // replay steps, i.e. decode, vs eager steps, i.e. prefill in vLLM's default mode). The regime
+  // split is on by default: pooled, the few prefill instances of a family that decode dominates
+  // are outliers in every prefill step (diagnose/README.md, "Regimes and replayed operators").
   bool split_rank = false;
-  bool split_regime = false;
+  bool split_regime = true;
   // Horizontal view: graph-replayed collectives (rebuilt from captured_in, no payload) and
   // eager ones differ in shape, so they are modelled apart unless this is turned off.
   bool split_regime_horizontal = true;
+  // Instances rebuilt from CUDA-graph replays (IsGraphReplayInstance) form their own population,
+  // apart from traced host ranges of the same family (e.g. a replayed aten::mm vs the eager
+  // LM-head aten::mm of the same decode step).
+  bool split_graph_replay = true;
   int threads = 1;
 };
 
@@ -109,6 +114,10 @@ std::vector<StepScore> SelectCandidates(const InstanceTable& t, const std::vecto
                                         const std::vector<uint8_t>& method,
                                         const std::vector<std::string>& method_names,
                                         const StageOneOptions& options);
+
+// True when instance i was rebuilt from a CUDA-graph replay (captured_in) rather than read
+// from a traced operator range: no runtime/driver calls of its own, a graph launch as API name.
+bool IsGraphReplayInstance(const InstanceTable& t, uint32_t i);
 
 // rho-bar of one family in one step: mean of the lowest max(1, floor(q*m)) values.
 double RhoBar(std::vector<double> rho, double q);

@@ -6,6 +6,11 @@
 // deduplicated per (rank, step_index, view) by (family, start, end, thread): each operator
 // counts once per step. Lines that cannot be used are counted and described (file:line:
 // problem) in ReadStats, never silently dropped; only an unreadable file stops the read.
+// Invalid UTF-8 (a producer other than truffld-merge) is repaired, one U+FFFD per bad byte as
+// the merge writes it, and counted. The tree's "phase" is normalised to prefill / decode /
+// mixed / unknown; runtime_call and driver_call nodes feed separate feature columns; NVTX
+// domains ("domain" on nodes) are collected per step for Stage II's backend context. Lines of
+// the grouped layout (request_group) are read like any other: instances are deduplicated.
 // CUDA-graph replays carry no operator ranges, so the device nodes under a cudaGraphLaunch
 // are grouped by the operator that was open when they were captured (`captured_in`):
 // consecutive nodes of one capture form one instance (span = first start .. last end), comm
@@ -35,6 +40,7 @@ struct ReadStats {
   uint64_t warnings = 0;             // reader warnings (truncated last line, ...)
   uint64_t inverted_ranges = 0;      // operator nodes with end < start (kept, duration 0)
   uint64_t graph_instances = 0;      // instances rebuilt from CUDA-graph nodes' captured_in
+  uint64_t repaired_lines = 0;       // lines with invalid UTF-8, read after replacing bad bytes
   std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
   static constexpr size_t kMaxProblems = 20;
 };
