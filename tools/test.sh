@@ -6,6 +6,7 @@
 #   --gpu          also run the gpu-labelled tests (needs an NVIDIA GPU and driver)
 #   --asan         build in build-asan with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --no-fuzz      skip the bounded libFuzzer runs
+#   --no-merge-asan  skip the merge suite rebuilt with AddressSanitizer + UBSan (build-asan)
 #   --fuzz-seconds N   seconds per fuzz target (default 60, or $TRUFFLD_FUZZ_SECONDS)
 # Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_SHARED_DATA (real traces; default
 # ../shared/data beside the checkout; tests that need them skip when absent), JOBS (default nproc).
@@ -16,6 +17,7 @@ label_exclude='gpu|bench'
 label_include=''
 asan=0
 fuzz=1
+merge_asan=1
 fuzz_seconds=${TRUFFLD_FUZZ_SECONDS:-60}
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -23,8 +25,9 @@ while [[ $# -gt 0 ]]; do
     --gpu) label_exclude='bench'; shift ;;
     --asan) asan=1; shift ;;
     --no-fuzz) fuzz=0; shift ;;
+    --no-merge-asan) merge_asan=0; shift ;;
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +55,22 @@ ctest_args=(--test-dir "$build" --output-on-failure -j"$jobs" --timeout 900 --no
 if [[ -n "$label_include" ]]; then ctest_args+=(-L "$label_include"); fi
 ctest_args+=(-LE "$label_exclude")
 ctest "${ctest_args[@]}"
+
+# The merge suite (unit, real traces, CLI golden/hostile input) again under ASan + UBSan: merge
+# reads untrusted input, so every run proves it stays clean there.
+if [[ $merge_asan -eq 1 && $asan -eq 0 && -z "$label_include" ]]; then
+  echo "== merge tests under AddressSanitizer + UBSan (build-asan)"
+  asan_extra=(-DTRUFFLD_SANITIZE=ON -DTRUFFLD_BUILD_BENCHMARKS=OFF)
+  [[ -n "${TRUFFLD_SHARED_DATA:-}" ]] && asan_extra+=(-DTRUFFLD_SHARED_DATA="$TRUFFLD_SHARED_DATA")
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${asan_extra[@]}" >build-asan.configure.log 2>&1 ||
+    { cat build-asan.configure.log; exit 1; }
+  cmake --build build-asan -j"$jobs" --target merge_unit_test merge_realdata_test truffld-merge
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  build-asan/tests/merge/merge_unit_test --gtest_brief=1
+  TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$PWD/../shared/data} build-asan/tests/merge/merge_realdata_test --gtest_brief=1
+  ctest --test-dir build-asan --output-on-failure -R '^merge_cli_' --no-tests=error
+fi
 
 if [[ $fuzz -eq 1 && $asan -eq 0 && -z "$label_include" && -x tools/run-fuzz.sh ]]; then
   echo "== fuzz (${fuzz_seconds}s per target)"
