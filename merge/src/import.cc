@@ -140,7 +140,35 @@ static bool LooksLikeTrace(const std::string& name) {
   return false;
 }
 
-Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+// A file found inside a directory is taken when its content looks like a trace: an nsys SQLite
+// database, a JSON object whose first record has a "type" (raw dump), or a Chrome/Kineto trace.
+// Empty and unreadable files are taken too, so that importing them reports the problem.
+static bool TraceContent(const std::string& path, std::string* why) {
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return true;
+  std::string prefix(64 << 10, '\0');
+  size_t have = 0;
+  while (have < prefix.size()) {
+    auto n = (*src)->Read(prefix.data() + have, prefix.size() - have);
+    if (!n.ok() || *n == 0) break;
+    have += *n;
+  }
+  prefix.resize(have);
+  size_t i = prefix.find_first_not_of(" \t\r\n");
+  if (i == std::string::npos) return true;  // empty: reported by the importer
+  if (SniffFormatFromPrefix(prefix) == InputFormat::kNsys) return true;
+  if (prefix[i] == '[') return true;        // Chrome trace, array form
+  if (prefix.find("\"traceEvents\"") != std::string::npos || prefix.find("\"schemaVersion\"") != std::string::npos)
+    return true;
+  std::string_view first(prefix);
+  first = first.substr(i, first.find('\n', i) == std::string_view::npos ? std::string_view::npos : first.find('\n', i) - i);
+  if (first.find("\"type\"") != std::string_view::npos) return true;
+  *why = "not a trace (first record has no \"type\", no traceEvents, not SQLite)";
+  return false;
+}
+
+Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
+                                              std::vector<std::pair<std::string, std::string>>* skipped) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (const std::string& in : inputs) {
@@ -153,8 +181,10 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
     std::vector<std::string> found;
     for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      if (it->is_regular_file(ec) && LooksLikeTrace(it->path().filename().string()))
-        found.push_back(it->path().string());
+      if (!it->is_regular_file(ec) || !LooksLikeTrace(it->path().filename().string())) continue;
+      std::string why;
+      if (TraceContent(it->path().string(), &why)) found.push_back(it->path().string());
+      else if (skipped) skipped->emplace_back(it->path().string(), why);
     }
     if (ec) return IoError(in + ": cannot list directory: " + ec.message());
     std::sort(found.begin(), found.end());

@@ -61,6 +61,9 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   ordered_json failed = ordered_json::array();
   for (const auto& [p, why] : run.failed_inputs) failed.push_back({{"path", p}, {"error", why}});
   j["failed_inputs"] = failed;
+  ordered_json skipped = ordered_json::array();
+  for (const auto& [p, why] : run.skipped_inputs) skipped.push_back({{"path", p}, {"reason", why}});
+  j["skipped_inputs"] = skipped;
   j["trees_written"] = run.trees_written;
   j["trees_layout"] = TreeLayoutName(run.tree_layout);
   if (run.trace_written) {
@@ -154,6 +157,11 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
       << ", negative durations " << c.negative_durations << ", injector-dropped records " << c.injector_dropped
       << " (details in summary.json)\n";
   for (const auto& [p, why] : run.failed_inputs) s << "  not merged: " << why << "\n";
+  if (!run.skipped_inputs.empty()) {
+    s << "  skipped " << run.skipped_inputs.size() << " non-trace file(s) found in input directories:";
+    for (size_t i = 0; i < run.skipped_inputs.size() && i < 4; ++i) s << " " << run.skipped_inputs[i].first;
+    s << (run.skipped_inputs.size() > 4 ? " ...\n" : "\n");
+  }
   if (run.trace_written && run.trace.moved_to_overflow_track)
     s << "  trace.json: " << run.trace.moved_to_overflow_track << " overlapping slice(s) moved to overflow tracks\n";
   return s.str();

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
     Status st = opt.rules.SetRequestRegex(request_regex);
     if (!st.ok()) { std::cerr << "truffld-merge: " << st.ToString() << "\n"; return 2; }
   }
-  auto paths = ExpandInputs(inputs);
+  std::vector<std::pair<std::string, std::string>> skipped;
+  auto paths = ExpandInputs(inputs, &skipped);
   if (!paths.ok()) { std::cerr << "truffld-merge: " << paths.status().ToString() << "\n"; return 2; }
   std::error_code ec;
   std::filesystem::create_directories(outdir, ec);
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
   progress.Say("reading " + std::to_string(paths->size()) + " file(s)...");
   RunInfo run;
   run.inputs = *paths;
+  run.skipped_inputs = skipped;
   run.tree_layout = per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
   std::vector<TraceFile> files;
   auto imported = ImportAll(*paths, strict, threads);

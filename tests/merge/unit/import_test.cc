@@ -80,6 +80,21 @@ TEST_F(ImportTest, ExpandInputsWalksDirectoriesSortedAndFiltersNames) {
   ASSERT_EQ(got->size(), 3u);
   EXPECT_EQ(fs::path((*got)[0]).filename(), "a.jsonl");
   EXPECT_EQ(fs::path((*got)[2]).filename(), "c.json.gz");
+  // Content decides inside directories: ledger/label files are skipped with a reason, raw
+  // dumps and Chrome traces are taken; a file named explicitly is always taken.
+  std::string labels = Write("labels.jsonl", "{\"rank\":0,\"step_index\":1,\"view\":\"vertical\"}\n");
+  Write("dump.jsonl", "{\"type\":\"META\",\"schema\":\"truffld.events/1\"}\n");
+  Write("trace.json", "{\"schemaVersion\":1,\"traceEvents\":[]}");
+  std::vector<std::pair<std::string, std::string>> skipped;
+  auto again = ExpandInputs({dir_.string()}, &skipped);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 5u);  // a, b (empty: reported on import), dump, trace, sub/c
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(fs::path(skipped[0].first).filename(), "labels.jsonl");
+  EXPECT_NE(skipped[0].second.find("not a trace"), std::string::npos);
+  auto named = ExpandInputs({labels}, &skipped);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->size(), 1u);
   auto missing = ExpandInputs({(dir_ / "missing").string()});
   ASSERT_TRUE(missing.ok());  // kept, so that importing it reports the path
   EXPECT_EQ(missing->size(), 1u);

@@ -40,11 +40,16 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
 // Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records).
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
 
-// Expands directories (recursively, sorted by name) into the trace-like files they hold
-// (*.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db); other paths (files, missing
-// paths) are kept as given so that importing them reports the problem. Fails only when a
-// directory cannot be listed.
-Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
+// Expands directories (recursively, sorted by name) into the trace files they hold: names
+// *.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db whose content looks like a trace (a
+// raw dump's first record has a "type"; Chrome/Kineto JSON has traceEvents; nsys is SQLite).
+// Other such files in a directory (truffld-synth's ledger.jsonl and labels.jsonl, configs) go to
+// `skipped` with the reason, so the caller can say so. Paths given explicitly (files, missing
+// paths) are always kept as given, so that importing them reports any problem. Fails only
+// when a directory cannot be listed.
+Result<std::vector<std::string>> ExpandInputs(
+    const std::vector<std::string>& inputs,
+    std::vector<std::pair<std::string, std::string>>* skipped = nullptr);
 
 // Imports every path on up to `threads` threads (one file per thread); results in input order.
 // A failed file is a non-ok entry: the caller decides whether to skip it or stop.

@@ -44,6 +44,7 @@ TraceStats WriteChromeTrace(const MergeResult& result, JsonOut* out);
 struct RunInfo {
   std::vector<std::string> inputs;
   std::vector<std::pair<std::string, std::string>> failed_inputs;  // path, reason
+  std::vector<std::pair<std::string, std::string>> skipped_inputs;  // found in a directory, not a trace
   std::string version = "0.1.0";
   double wall_seconds = 0;
   uint64_t trees_written = 0;         // trees.jsonl lines (grouped: fewer than total.trees)
