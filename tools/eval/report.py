@@ -100,8 +100,8 @@ def main():
                    "CPU ns per iteration of 5 repetitions, both modes measured in this run; an NVTX iteration is a "
                    "push+pop pair, an API iteration one replayed CUDA API callback):", "",
                    "| benchmark | capture off | capture on | added by capture |", "|---|---|---|---|"]
-            fmt = lambda v: "–" if v is None else f"{v:.1f}"
-            md += [f"| {b['name']} | {fmt(b.get('off_ns'))} | {fmt(b.get('on_ns'))} | {fmt(b.get('added_ns'))} |"
+            ns = lambda v: "–" if v is None else f"{v:.1f}"
+            md += [f"| {b['name']} | {ns(b.get('off_ns'))} | {ns(b.get('on_ns'))} | {ns(b.get('added_ns'))} |"
                    for b in ib]
             md.append("")
         elif isinstance(ib, dict):
