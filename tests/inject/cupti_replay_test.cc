@@ -38,6 +38,20 @@ size_t Lines(const std::string& err) {
   return n;
 }
 
+TEST(CuptiReplay, FlushPointsWriteDeviceActivityWhileTheProcessRuns) {
+  // With a one-minute writer period, device activity can reach the file before exit only
+  // through the flush that cudaDeviceReset / cuProfilerStop trigger; the app checks the file
+  // before (nothing) and after (the kernel) the flush point.
+  for (const char* scenario : {"flush_point_reset", "flush_point_profiler_stop"}) {
+    TempDir dir;
+    auto env = InjectEnv(dir.path());
+    env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
+    env.push_back("TRUFFLD_FLUSH_MS=60000");
+    Exit e = RunProgram({AppPath("truffld_cupti_replay_app"), scenario}, env);
+    EXPECT_EQ(e.code, 0) << scenario << ": " << e.out << e.err;
+  }
+}
+
 TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
   TempDir dir;
   Replay r = Play("normal", dir);

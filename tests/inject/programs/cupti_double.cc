@@ -260,6 +260,23 @@ __attribute__((visibility("default"))) int truffld_double_play(const char* scena
   return 0;
 }
 
+// Flush-point driver: the normal session without its closing cudaDeviceReset, so the activity
+// stays in the double's pending buffer until the injector flushes CUPTI.
+__attribute__((visibility("default"))) int truffld_double_play_open(const char* scenario) {
+  g_scenario = scenario ? scenario : "normal";
+  if (g_scenario == "normal") PlayNormal();
+  if (g_request) PlayActivity();
+  return 0;
+}
+
+// Fires one flush point: "reset" (runtime cudaDeviceReset) or "profiler_stop" (driver cuProfilerStop).
+__attribute__((visibility("default"))) void truffld_double_fire_flush_point(const char* which) {
+  if (std::string(which) == "profiler_stop")
+    Api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, "cuProfilerStop", 12, nullptr);
+  else
+    Api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, "cudaDeviceReset", 11, nullptr);
+}
+
 // Benchmark driver: n enter/exit pairs of cudaLaunchKernel through the subscriber callback.
 __attribute__((visibility("default"))) void truffld_double_fire_api(long n) {
   cudaLaunchKernel_v7000_params lp{};

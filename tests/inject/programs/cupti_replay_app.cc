@@ -4,10 +4,49 @@
 // CUDA_INJECTION64_PATH; the injector then loads the CUPTI double (TRUFFLD_CUPTI_LIBRARY), and
 // the app asks the double to replay a scenario. It also makes NVTX calls to show that NVTX
 // capture keeps working whatever CUPTI does. Usage: cupti_replay_app SCENARIO
+//
+// SCENARIO flush_point_reset / flush_point_profiler_stop: plays the session without a flush, checks
+// that no device activity is on disk yet, fires cudaDeviceReset / cuProfilerStop and checks that
+// the activity reaches the dump while the process is still running (exit 0), else exit 5. Run with
+// a long TRUFFLD_FLUSH_MS so that only the flush point can explain the write.
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+// Whether this process's dump in TRUFFLD_OUTPUT_DIR already holds a KERNEL record.
+bool DumpHasKernel() {
+  const char* dir = std::getenv("TRUFFLD_OUTPUT_DIR");
+  if (!dir) return false;
+  const std::string tag = "-p" + std::to_string(::getpid()) + ".jsonl";
+  DIR* d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.find(tag) == std::string::npos) continue;
+    std::ifstream in(std::string(dir) + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    found = found || ss.str().find("\"type\":\"KERNEL\"") != std::string::npos;
+  }
+  closedir(d);
+  return found;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const char* scenario = argc > 1 ? argv[1] : "normal";
@@ -20,6 +59,21 @@ int main(int argc, char** argv) {
   auto init = reinterpret_cast<int (*)()>(dlsym(inj, "InitializeInjection"));
   if (!init || init() != 1) return 3;
   init();  // idempotent: a second call changes nothing
+  const std::string sc = scenario;
+  if (sc == "flush_point_reset" || sc == "flush_point_profiler_stop") {
+    reinterpret_cast<int (*)(const char*)>(dlsym(dbl, "truffld_double_play_open"))("normal");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const bool before = DumpHasKernel();
+    reinterpret_cast<void (*)(const char*)>(dlsym(dbl, "truffld_double_fire_flush_point"))(
+        sc == "flush_point_reset" ? "reset" : "profiler_stop");
+    bool after = false;
+    for (int i = 0; i < 60 && !after; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      after = DumpHasKernel();
+    }
+    std::printf("kernel on disk before flush point: %d, after: %d\n", before, after);
+    return !before && after ? 0 : 5;
+  }
   nvtxRangePushA("replay");
   reinterpret_cast<int (*)(const char*)>(dlsym(dbl, "truffld_double_play"))(scenario);
   nvtxRangePop();
