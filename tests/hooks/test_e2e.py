@@ -107,9 +107,9 @@ def main():
                 if n.get("layer") == "comm"]
         expected_comm = "nccl:all_reduce, bytes=1024, world_size=2, impl=pynccl"
         if not comm or any(n["name"] != expected_comm or n["family"] != "nccl:all_reduce"
-                           for n in comm):
-            fail("horizontal view: expected comm nodes %r (family nccl:all_reduce), got %r"
-                 % (expected_comm, [(n["name"], n["family"]) for n in comm][:5]))
+                           or n.get("domain") != "truffld.comm" for n in comm):
+            fail("horizontal view: expected comm nodes %r (family nccl:all_reduce, domain truffld.comm), got %r"
+                 % (expected_comm, [(n["name"], n["family"], n.get("domain")) for n in comm][:5]))
         print("merge: %d trees, %d frontend nodes (%d with call site), %d backend nodes, "
               "%d comm nodes" % (len(trees), len(frontend), len(with_site), len(backend),
                                  len(comm)))

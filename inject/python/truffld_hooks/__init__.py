@@ -5,11 +5,12 @@ registers post-import patches (importhook) -- it imports neither torch nor any e
 touches CUDA, so it is safe before vLLM forks its workers. When the engine, torch or
 torch.distributed are later imported, the patches add NVTX ranges:
 
-* steps (engines.py): ``step_execute_model[request_ids:a_b_c]`` per engine iteration;
+* steps (engines.py): ``step_execute_model[request_ids:a_b_c][phase:decode]`` per engine iteration;
 * frontend operators (frontend.py): ``torch.nn.functional.linear <file>:<line>``, module forwards;
 * backend operators (backend.py): ``aten::mm, seq = 0, op_id = 42`` from torch's emit_nvtx, or
   the dispatch-mode fallback when torch has no NVTX binding;
-* communication (comm.py): ``nccl:all_reduce[bytes=...,world_size=...,impl=...]``.
+* communication (comm.py): ``nccl:all_reduce, bytes=..., world_size=..., impl=...`` in NVTX
+  domain ``truffld.comm`` (the injection table's; default domain with TRUFFLD_HOOKS_DOMAINS=0).
 
 The ranges go through NVTX (nvtx.py) to the tool named by NVTX_INJECTION64_PATH, i.e. truffld's
 libcupti_injector.so, which timestamps them (ns) and writes them to $TRUFFLD_OUTPUT_DIR.
@@ -72,7 +73,7 @@ def _load_table(config):
     if config.frontend:
         frontend.register(entries, config)
     if config.comm:
-        comm.register(entries)
+        comm.register(entries, config is None or getattr(config, "domains", True))
 
 
 def installed():

@@ -68,9 +68,11 @@ def world_size_of(owner, kwargs):
     return _dist_world_size(kwargs.get("group"))
 
 
-def make_wrapper(original, op, impl, is_method, input_arg):
-    """Wrapper emitting one comm range around ``original`` (see module docstring)."""
+def make_wrapper(original, op, impl, is_method, input_arg, domain_name=None):
+    """Wrapper emitting one comm range around ``original`` (see module docstring), in NVTX
+    domain ``domain_name`` (the injection table's, "truffld.comm"; None: default domain)."""
     index, keyword = input_arg
+    state = [None, None]  # [emitter, domain], resolved on the first call (see nvtx.stable)
 
     def wrapper(*args, **kwargs):
         if patching.is_compiling():
@@ -80,8 +82,13 @@ def make_wrapper(original, op, impl, is_method, input_arg):
         buffer = positional[index] if len(positional) > index else kwargs.get(keyword)
         name = naming.comm_name(op, tensor_bytes(buffer) if buffer is not None else -1,
                                 world_size_of(owner, kwargs), impl)
-        emitter = nvtx.get()
-        emitter.push(name)
+        emitter, domain = state
+        if emitter is None:
+            emitter = nvtx.get()
+            domain = emitter.domain(domain_name) if domain_name else None
+            if nvtx.stable(emitter):
+                state[0], state[1] = emitter, domain
+        emitter.push(name, domain)
         try:
             return original(*args, **kwargs)
         finally:
@@ -90,8 +97,9 @@ def make_wrapper(original, op, impl, is_method, input_arg):
     return wrapper
 
 
-def patch_entry(module, entry):
+def patch_entry(module, entry, domains_enabled=True):
     impl = entry.get("impl") or module.__name__
+    domain_name = entry.get("domain") if domains_enabled else None
     inputs = entry.get("input_arg", {})
     count = 0
     for dotted in entry["functions"]:
@@ -100,14 +108,14 @@ def patch_entry(module, entry):
         input_arg = (int(spec[0]), spec[1] if len(spec) > 1 else None)
 
         def factory(original, is_method, op=op, input_arg=input_arg):
-            return make_wrapper(original, op, impl, is_method, input_arg)
+            return make_wrapper(original, op, impl, is_method, input_arg, domain_name)
 
         count += bool(patching.replace(module, dotted, factory))
     return count
 
 
-def register(entries):
+def register(entries, domains_enabled=True):
     for entry in entries:
         if entry["layer"] == "comm":
             importhook.when_imported(entry["module"], "comm:" + ",".join(entry["functions"]),
-                                     lambda module, entry=entry: patch_entry(module, entry))
+                                     lambda module, entry=entry: patch_entry(module, entry, domains_enabled))
