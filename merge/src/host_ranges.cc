@@ -10,7 +10,9 @@ namespace {
 
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const noexcept {
-    return std::hash<int64_t>()(p.first * 1000003 ^ p.second);
+    // Unsigned arithmetic: ids come from untrusted input and may be any int64 (no overflow UB).
+    const uint64_t a = static_cast<uint64_t>(p.first), b = static_cast<uint64_t>(p.second);
+    return std::hash<uint64_t>()(a * 1000003u ^ b);
   }
 };
 

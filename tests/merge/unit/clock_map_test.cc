@@ -2,6 +2,7 @@
 // Merge() places a monotonic_raw file's late events where the drifting clock says they are.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,23 @@ TEST(ClockMap, FallsBackToTheMedianOffset) {
   EXPECT_EQ(bad.drift, 0.0);
   EXPECT_EQ(FitClockMap({}, &method).offset, 0);
   EXPECT_EQ(method, "none");
+}
+
+TEST(ClockMap, HostileValuesStayDefined) {
+  // Pairs whose difference overflows int64 are dropped; mapping extreme times wraps instead of
+  // overflowing (the ASan/UBSan merge run and the fuzzer check there is no undefined behaviour).
+  std::string method;
+  const TimeNs hi = std::numeric_limits<TimeNs>::max(), lo = std::numeric_limits<TimeNs>::min();
+  ClockMap m = FitClockMap({{hi, lo}, {lo, hi}, {1000, 10}}, &method);
+  EXPECT_EQ(method, "clock_sync_median");
+  EXPECT_EQ(m.offset, 990);
+  EXPECT_EQ(FitClockMap({{hi, lo}}, &method).offset, 0);
+  EXPECT_EQ(method, "none");
+  ClockMap big{hi, 9e-4, lo};
+  (void)big.Map(hi);
+  (void)big.Map(lo);
+  ClockMap plain{hi, 0, 0};
+  EXPECT_EQ(plain.Map(1), lo);  // wraps
 }
 
 TEST(ClockMap, MergePlacesLateEventsOfADriftingFile) {

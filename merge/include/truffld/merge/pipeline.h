@@ -112,9 +112,15 @@ struct ClockMap {
   TimeNs offset = 0;
   double drift = 0;      // dimensionless (ppm * 1e-6)
   TimeNs ref = 0;        // file time at which `offset` holds exactly
+  // Wrapping arithmetic: input times are untrusted and may be any int64 (no overflow UB).
   TimeNs Map(TimeNs t) const {
-    if (drift == 0) return t + offset;
-    return t + offset + static_cast<TimeNs>(std::llround(drift * static_cast<double>(t - ref)));
+    uint64_t out = static_cast<uint64_t>(t) + static_cast<uint64_t>(offset);
+    if (drift != 0) {
+      double d = drift * (static_cast<double>(t) - static_cast<double>(ref));
+      d = std::fmax(-9.0e18, std::fmin(9.0e18, d));
+      out += static_cast<uint64_t>(static_cast<TimeNs>(d));
+    }
+    return static_cast<TimeNs>(out);
   }
 };
 
