@@ -34,6 +34,13 @@ run(${PYTHON} ${SRC}/tests/diagnose/integration/check_outputs.py ${SRC}/schemas/
 run(${DIAG} ${WORK}/data/trees.jsonl -o ${WORK}/ref --mode reference --reference ${WORK}/healthy
     --labels ${WORK}/data/labels.jsonl --llm off --no-html)
 run(${PYTHON} ${SRC}/tests/diagnose/integration/check_outputs.py ${SRC}/schemas/diagnosis.schema.json ${WORK}/ref)
+# --reference without --mode scores in reference mode.
+run(${DIAG} ${WORK}/data/trees.jsonl -o ${WORK}/ref2 --reference ${WORK}/healthy --llm off --no-html -q)
+file(STRINGS ${WORK}/ref2/diagnosis.jsonl first LIMIT_COUNT 1)
+string(FIND "${first}" "\"mode\":\"reference\"" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "--reference without --mode should score in reference mode: ${first}")
+endif()
 execute_process(COMMAND ${DIAG} ${WORK}/nope -o ${WORK}/x RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "nope")
   message(FATAL_ERROR "missing input should exit 2 naming the path, got ${rc}: ${err}")
