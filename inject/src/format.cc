@@ -142,6 +142,17 @@ void FormatGpuActivity(const GpuActivity& a, std::string& out) {
   j.End();
 }
 
+std::string FormatGpuUuid(const unsigned char bytes[16]) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0xf]);
+  }
+  return out;
+}
+
 void FormatMeta(const MetaInfo& m, std::string& out) {
   JsonLine j(out);
   j.Str("type", "META").Str("schema", "truffld.events/1").Str("host", m.host)

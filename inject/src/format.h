@@ -39,6 +39,10 @@ void FormatRecord(const Record& r, std::string_view data, int64_t pid, const Rec
 // Appends one JSON line for a device activity.
 void FormatGpuActivity(const GpuActivity& a, std::string& out);
 
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" from a CUDA device UUID's 16 bytes, as nvidia-smi
+// and NVML spell it. Pure; thread-safe.
+std::string FormatGpuUuid(const unsigned char bytes[16]);
+
 struct DeviceInfo {
   int id = 0;
   std::string name;

@@ -52,6 +52,25 @@ TEST(CuptiReplay, FlushPointsWriteDeviceActivityWhileTheProcessRuns) {
   }
 }
 
+TEST(CuptiReplay, MetaDescribesTheDevicesOfTheLoadedDriver) {
+  // With libcuda in the process (a stand-in answering for two devices) META names the driver
+  // version and each device with its name and UUID, as nvidia-smi spells it.
+  TempDir dir;
+  Replay r = Play("with_driver", dir);
+  ASSERT_EQ(r.exit.code, 0) << r.exit.err;
+  ASSERT_EQ(r.all.size(), 1u);
+  EXPECT_EQ(ValidateAgainstSchema(r.all), "");
+  auto meta = OfType(r.dump, "META");
+  ASSERT_EQ(meta.size(), 1u);
+  EXPECT_EQ(meta[0]["cuda_driver_version"], 13000);
+  ASSERT_EQ(meta[0]["devices"].size(), 2u) << meta[0].dump();
+  EXPECT_EQ(meta[0]["devices"][0]["name"], "Fake GPU \"zero\"");
+  EXPECT_EQ(meta[0]["devices"][0]["uuid"], "GPU-ab010203-0405-0607-0809-0a0b0c0d0e0f");
+  EXPECT_EQ(meta[0]["devices"][1]["id"], 1);
+  EXPECT_EQ(meta[0]["devices"][1]["uuid"], "GPU-cd111213-1415-1617-1819-1a1b1c1d1e1f");
+  EXPECT_FALSE(OfType(r.dump, "KERNEL").empty());  // the session itself is still recorded
+}
+
 TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
   TempDir dir;
   Replay r = Play("normal", dir);

@@ -53,6 +53,16 @@ int main(int argc, char** argv) {
   void* dbl = dlopen(TRUFFLD_CUPTI_DOUBLE_PATH, RTLD_NOW | RTLD_GLOBAL);
   if (!dbl) { std::fprintf(stderr, "cannot load double: %s\n", dlerror()); return 2; }
   reinterpret_cast<void (*)(const char*)>(dlsym(dbl, "truffld_double_set_scenario"))(scenario);
+  // "with_driver": a (fake) libcuda.so.1 is in the process, as in any CUDA application, so the
+  // injector describes the devices in META. The scenario played is the normal one.
+  if (std::string(scenario) == "with_driver") {
+    if (!dlopen(TRUFFLD_FAKE_LIBCUDA_PATH, RTLD_NOW | RTLD_GLOBAL)) {
+      std::fprintf(stderr, "cannot load fake libcuda: %s\n", dlerror());
+      return 2;
+    }
+    scenario = "normal";
+    reinterpret_cast<void (*)(const char*)>(dlsym(dbl, "truffld_double_set_scenario"))(scenario);
+  }
   nvtxMarkA("before cuda");
   void* inj = dlopen(TRUFFLD_INJECTOR_PATH, RTLD_NOW | RTLD_LOCAL);
   if (!inj) { std::fprintf(stderr, "cannot load injector: %s\n", dlerror()); return 2; }
