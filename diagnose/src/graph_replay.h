@@ -16,6 +16,11 @@
 
 namespace truffld::diagnose::detail {
 
+// Whether an API name launches a CUDA graph (cudaGraphLaunch*, cuGraphLaunch*).
+inline bool IsGraphLaunchName(std::string_view api) {
+  return api.rfind("cudaGraphLaunch", 0) == 0 || api.rfind("cuGraphLaunch", 0) == 0;
+}
+
 // One device node under a graph launch (the string views point into the parsed line).
 struct GraphNode {
   int64_t start = 0, end = 0, bytes = 0;  // ns; bytes for memcpy/memset nodes

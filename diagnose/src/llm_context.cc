@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 
+#include "graph_replay.h"
 #include "truffld/diagnose/llm_prompt.h"
 
 namespace truffld::diagnose {
@@ -36,10 +37,6 @@ const std::vector<TagRule>& Rules() {
       {"aten-native", {"at::native", "cunn_"}},
   };
   return kRules;
-}
-
-bool IsGraphLaunch(const std::string& api) {
-  return api.rfind("cudaGraphLaunch", 0) == 0 || api.rfind("cuGraphLaunch", 0) == 0;
 }
 
 }  // namespace
@@ -75,7 +72,8 @@ nlohmann::json BackendContext(const StepEvidence& step) {
   for (const FamilyEvidence& f : step.families) {
     names.push_back(f.family);
     names.insert(names.end(), f.kernels.begin(), f.kernels.end());
-    graph_launch = graph_launch || std::any_of(f.api_calls.begin(), f.api_calls.end(), IsGraphLaunch);
+    graph_launch = graph_launch || std::any_of(f.api_calls.begin(), f.api_calls.end(),
+                                                   [](const std::string& a) { return detail::IsGraphLaunchName(a); });
   }
   nlohmann::json out = nlohmann::json::object();
   out["kernel_libraries"] = BackendTags(names);
@@ -97,16 +95,6 @@ nlohmann::json BackendContext(const StepEvidence& step) {
     out["cuda_graph"] = "graph";
   }
   return out;
-}
-
-void AttachStepContext(const InstanceTable& t, const StageOneResult& r,
-                       std::vector<StepEvidence>* evidence) {
-  for (size_t i = 0; i < evidence->size() && i < r.steps.size(); ++i) {
-    if (r.steps[i].step >= t.steps.size()) continue;
-    const StepInfo& st = t.steps[r.steps[i].step];
-    (*evidence)[i].regime = st.regime;
-    (*evidence)[i].nvtx_domains = st.nvtx_domains;
-  }
 }
 
 }  // namespace truffld::diagnose

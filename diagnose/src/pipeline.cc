@@ -1,8 +1,6 @@
 // Pipeline glue: Stage I, Stage II and fusion in order.
 #include "truffld/diagnose/pipeline.h"
 
-#include "truffld/diagnose/llm_context.h"
-
 namespace truffld::diagnose {
 
 Result<PipelineResult> RunPipeline(const InstanceTable& target, const InstanceTable* reference,
@@ -12,7 +10,6 @@ Result<PipelineResult> RunPipeline(const InstanceTable& target, const InstanceTa
   PipelineResult r;
   r.stage1 = std::move(s1).value();
   std::vector<StepEvidence> evidence = BuildEvidence(target, r.stage1);
-  AttachStepContext(target, r.stage1, &evidence);  // regime, NVTX domains for J_s
   std::vector<StageTwoDecision> decisions = stage2.Decide(evidence);
   if (decisions.size() != evidence.size()) {
     return Internal("Stage II returned " + std::to_string(decisions.size()) + " decisions for " +

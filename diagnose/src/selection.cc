@@ -110,6 +110,8 @@ std::vector<StepEvidence> BuildEvidence(const InstanceTable& t, const StageOneRe
     ev.operator_instances = static_cast<int>(st.instance_count);
     ev.comm_bytes = st.comm_bytes;
     ev.world_size = st.world_size;
+    ev.regime = st.regime;
+    ev.nvtx_domains = st.nvtx_domains;
     // Per-family context gathered in one pass over the step's instances.
     struct Ctx {
       std::unordered_map<uint32_t, uint64_t> parents, kernels, apis;

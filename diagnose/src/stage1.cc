@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "graph_replay.h"
 #include "truffld/diagnose/features.h"
 
 namespace truffld::diagnose {
@@ -198,8 +199,7 @@ bool IsGraphReplayInstance(const InstanceTable& t, uint32_t i) {
   // the subtree, and the launching cudaGraphLaunch/cuGraphLaunch tallied as its only API name.
   if (i >= t.api_calls.size() || t.features[i][kRuntimeCount] + t.features[i][kDriverCount] != 0) return false;
   for (const NameCount& a : t.api_calls[i]) {
-    const std::string& n = t.strings.Get(a.name);
-    if (n.rfind("cudaGraphLaunch", 0) == 0 || n.rfind("cuGraphLaunch", 0) == 0) return true;
+    if (detail::IsGraphLaunchName(t.strings.Get(a.name))) return true;
   }
   return false;
 }

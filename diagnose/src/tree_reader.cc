@@ -143,8 +143,7 @@ struct TreeReader::Impl {
         if (!af.empty()) parent_family = strings.Intern(af);
       }
     }
-    const bool graph_launch = IsCallLayer(layer) && (family.rfind("cudaGraphLaunch", 0) == 0 ||
-                                                     family.rfind("cuGraphLaunch", 0) == 0);
+    const bool graph_launch = IsCallLayer(layer) && detail::IsGraphLaunchName(family);
     if (graph_launch) ++bucket->info.graph_launches;
     if (std::string_view domain = GetStr(node, "domain");
         !domain.empty() && bucket->domains.size() < detail::kMaxDomains) {

@@ -9,6 +9,7 @@
 #include "../llm_test_helpers.h"
 #include "truffld/diagnose/llm_context.h"
 #include "truffld/diagnose/llm_prompt.h"
+#include "truffld/diagnose/stage1.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -125,7 +126,7 @@ TEST(LlmContext, HostileNvtxDomainsStayDataAndAreBounded) {
             domains.end());
 }
 
-TEST(LlmContext, PipelineGlueCopiesRegimeAndDomainsFromTheReader) {
+TEST(LlmContext, EvidenceCarriesRegimeAndDomainsFromTheReader) {
   InstanceTable t;
   t.steps.resize(2);
   t.steps[0].regime = "graph";
@@ -135,8 +136,8 @@ TEST(LlmContext, PipelineGlueCopiesRegimeAndDomainsFromTheReader) {
   r.steps.resize(2);
   r.steps[0].step = 1;  // evidence order need not follow the table's step order
   r.steps[1].step = 0;
-  std::vector<StepEvidence> ev(2);
-  AttachStepContext(t, r, &ev);
+  std::vector<StepEvidence> ev = BuildEvidence(t, r);
+  ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].regime, "eager");
   EXPECT_TRUE(ev[0].nvtx_domains.empty());
   EXPECT_EQ(ev[1].regime, "graph");

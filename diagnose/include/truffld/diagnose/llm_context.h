@@ -13,8 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "truffld/diagnose/instances.h"
-#include "truffld/diagnose/stage1.h"
 #include "truffld/diagnose/stage2_types.h"
 
 namespace truffld::diagnose {
@@ -38,10 +36,5 @@ std::vector<std::string> FamilyBackendTags(const FamilyEvidence& f);
 // "nvtx_domains": [...] (when any), "cuda_graph": "graph" | "eager" (when known: the reader's
 // regime, else "graph" when some family calls cudaGraphLaunch/cuGraphLaunch)}.
 nlohmann::json BackendContext(const StepEvidence& step);
-
-// Copies the reader's per-step context (regime, NVTX domains) into the evidence built from
-// `r` (evidence[i] belongs to t.steps[r.steps[i].step]).
-void AttachStepContext(const InstanceTable& t, const StageOneResult& r,
-                       std::vector<StepEvidence>* evidence);
 
 }  // namespace truffld::diagnose

@@ -51,7 +51,7 @@ struct StepEvidence {
   // Communication context (horizontal view): total message bytes and world size when known.
   int64_t comm_bytes = 0;
   int64_t world_size = 0;
-  // Backend context for Stage II (AttachStepContext copies it from the reader's StepInfo):
+  // Backend context for Stage II (BuildEvidence copies it from the reader's StepInfo):
   std::string regime;                     // "graph" (CUDA-graph replay), "eager", "" = unknown
   std::vector<std::string> nvtx_domains;  // NVTX domains seen in the step's view (trace text)
 };
