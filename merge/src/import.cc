@@ -44,7 +44,8 @@ InputFormat SniffFormatFromPrefix(std::string_view p) {
   return InputFormat::kRawJsonl;
 }
 
-Result<InputFormat> SniffFormat(const std::string& path) {
+// Up to the first 64 KiB of `path`, decompressed. Fails only when nothing could be read.
+static Result<std::string> ReadPrefix(const std::string& path) {
   auto src = OpenByteSource(path);
   if (!src.ok()) return src.status();
   std::string prefix(64 << 10, '\0');
@@ -59,7 +60,13 @@ Result<InputFormat> SniffFormat(const std::string& path) {
     have += *n;
   }
   prefix.resize(have);
-  return SniffFormatFromPrefix(prefix);
+  return prefix;
+}
+
+Result<InputFormat> SniffFormat(const std::string& path) {
+  auto prefix = ReadPrefix(path);
+  if (!prefix.ok()) return prefix.status();
+  return SniffFormatFromPrefix(*prefix);
 }
 
 #ifdef TRUFFLD_MERGE_NO_NSYS
@@ -144,24 +151,17 @@ static bool LooksLikeTrace(const std::string& name) {
 // database, a JSON object whose first record has a "type" (raw dump), or a Chrome/Kineto trace.
 // Empty and unreadable files are taken too, so that importing them reports the problem.
 static bool TraceContent(const std::string& path, std::string* why) {
-  auto src = OpenByteSource(path);
-  if (!src.ok()) return true;
-  std::string prefix(64 << 10, '\0');
-  size_t have = 0;
-  while (have < prefix.size()) {
-    auto n = (*src)->Read(prefix.data() + have, prefix.size() - have);
-    if (!n.ok() || *n == 0) break;
-    have += *n;
-  }
-  prefix.resize(have);
+  auto read = ReadPrefix(path);
+  if (!read.ok()) return true;
+  const std::string& prefix = *read;
   size_t i = prefix.find_first_not_of(" \t\r\n");
   if (i == std::string::npos) return true;  // empty: reported by the importer
   if (SniffFormatFromPrefix(prefix) == InputFormat::kNsys) return true;
   if (prefix[i] == '[') return true;        // Chrome trace, array form
   if (prefix.find("\"traceEvents\"") != std::string::npos || prefix.find("\"schemaVersion\"") != std::string::npos)
     return true;
-  std::string_view first(prefix);
-  first = first.substr(i, first.find('\n', i) == std::string_view::npos ? std::string_view::npos : first.find('\n', i) - i);
+  const size_t nl = prefix.find('\n', i);
+  const std::string_view first = std::string_view(prefix).substr(i, nl == std::string::npos ? nl : nl - i);
   if (first.find("\"type\"") != std::string_view::npos) return true;
   *why = "not a trace (first record has no \"type\", no traceEvents, not SQLite)";
   return false;

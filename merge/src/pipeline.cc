@@ -115,25 +115,25 @@ ClockMap FitClockMap(const std::vector<std::pair<TimeNs, TimeNs>>& pairs, std::s
     *method = "none";
     return map;
   }
-  // (realtime, monotonic) pairs whose difference fits in int64 (hostile input may not).
+  // (monotonic, realtime - monotonic) for the pairs whose difference fits in int64 (hostile
+  // input may not), in monotonic order.
   std::vector<std::pair<TimeNs, TimeNs>> p;
-  std::vector<TimeNs> d;
   for (auto [rt, mono] : pairs) {
     TimeNs diff;
-    if (!__builtin_sub_overflow(rt, mono, &diff)) p.emplace_back(rt, mono);
+    if (!__builtin_sub_overflow(rt, mono, &diff)) p.emplace_back(mono, diff);
   }
   if (p.empty()) {
     *method = "none";
     return map;
   }
-  std::sort(p.begin(), p.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  for (auto [rt, mono] : p) d.push_back(rt - mono);
-  std::vector<TimeNs> dm = d;
+  std::sort(p.begin(), p.end());
+  std::vector<TimeNs> dm;
+  for (const auto& q : p) dm.push_back(q.second);
   std::nth_element(dm.begin(), dm.begin() + dm.size() / 2, dm.end());
   map.offset = dm[dm.size() / 2];
   map.ref = 0;
   *method = "clock_sync_median";
-  const double span = double(p.back().second) - double(p.front().second);
+  const double span = double(p.back().first) - double(p.front().first);
   if (p.size() < 3 || span < 1e10) return map;
   // Theil-Sen over at most ~256 evenly spaced pairs (a day of 60 s CLOCK records is 1440).
   std::vector<size_t> idx;
@@ -144,21 +144,21 @@ ClockMap FitClockMap(const std::vector<std::pair<TimeNs, TimeNs>>& pairs, std::s
     for (size_t b = a + 1; b < idx.size(); ++b) {
       const auto& x = p[idx[a]];
       const auto& y = p[idx[b]];
-      const double dx = double(y.second) - double(x.second);
+      const double dx = double(y.first) - double(x.first);
       if (dx < 1e9) continue;  // pairs under a second apart say nothing about drift
-      slopes.push_back((double(d[idx[b]]) - double(d[idx[a]])) / dx);
+      slopes.push_back((double(y.second) - double(x.second)) / dx);
     }
   if (slopes.empty()) return map;
   std::nth_element(slopes.begin(), slopes.begin() + slopes.size() / 2, slopes.end());
   const double slope = slopes[slopes.size() / 2];
   if (!(std::fabs(slope) < 1e-3)) return map;  // over 1000 ppm: not a clock, keep the median
   map.drift = slope;
-  map.ref = p[p.size() / 2].second;
+  map.ref = p[p.size() / 2].first;
   std::vector<TimeNs> resid;
   for (size_t i = 0; i < p.size(); ++i) {
     // |slope| < 1e-3, so the drift term is far inside int64 even for extreme times.
-    const TimeNs drift_ns = static_cast<TimeNs>(slope * (double(p[i].second) - double(map.ref)));
-    resid.push_back(static_cast<TimeNs>(static_cast<uint64_t>(d[i]) - static_cast<uint64_t>(drift_ns)));
+    const TimeNs drift_ns = static_cast<TimeNs>(slope * (double(p[i].first) - double(map.ref)));
+    resid.push_back(static_cast<TimeNs>(static_cast<uint64_t>(p[i].second) - static_cast<uint64_t>(drift_ns)));
   }
   std::nth_element(resid.begin(), resid.begin() + resid.size() / 2, resid.end());
   map.offset = resid[resid.size() / 2];

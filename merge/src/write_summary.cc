@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "truffld/merge/writers.h"
@@ -137,8 +138,7 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
     ++shown_clocks;
     char buf[160];
     std::snprintf(buf, sizeof buf, "%+.6f s, drift %+.2f ppm", double(f.clock_offset_ns) * 1e-9, f.clock_drift_ppm);
-    std::string base = f.path.substr(f.path.find_last_of('/') == std::string::npos ? 0 : f.path.find_last_of('/') + 1);
-    s << "  clock " << base << ": " << f.clock << " -> realtime " << buf << " (" << f.clock_offset_method << ")\n";
+    s << "  clock " << std::filesystem::path(f.path).filename().string() << ": " << f.clock << " -> realtime " << buf << " (" << f.clock_offset_method << ")\n";
   }
   if (aligned > shown_clocks) s << "  clock: " << aligned - shown_clocks << " more file(s) aligned (summary.json)\n";
   s << "  device ops " << c.device_ops_read << ": linked " << c.device_ops_linked_unique << ", unattributed "

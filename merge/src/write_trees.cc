@@ -36,21 +36,13 @@ class TreeWriter {
     out_.Raw(",\"step\":");
     std::string_view step_name = r_.Name(root);
     out_.String(step_name);
-    out_.Raw(",\"requests\":[");
-    const auto& ids = r_.request_sets[t.requests];
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i) out_.Char(',');
-      out_.String(ids[i]);
-    }
-    out_.Raw("],\"request\":");
+    out_.Raw(",\"requests\":");
+    StringArray(r_.request_sets[t.requests]);
+    out_.Raw(",\"request\":");
     out_.String(request);
     if (group && group->size() > 1) {
-      out_.Raw(",\"request_group\":[");
-      for (size_t i = 0; i < group->size(); ++i) {
-        if (i) out_.Char(',');
-        out_.String((*group)[i]);
-      }
-      out_.Char(']');
+      out_.Raw(",\"request_group\":");
+      StringArray(*group);
     }
     out_.Raw(",\"view\":\"");
     out_.Raw(ViewName(t.view));
@@ -68,6 +60,15 @@ class TreeWriter {
   }
 
  private:
+  void StringArray(const std::vector<std::string>& items) {
+    out_.Char('[');
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out_.Char(',');
+      out_.String(items[i]);
+    }
+    out_.Char(']');
+  }
+
   void NodeJson(uint32_t i, const std::string& q) {
     const Node& n = r_.nodes[i];
     const Event* e = r_.EventOf(n);
@@ -84,13 +85,8 @@ class TreeWriter {
     if (n.thread_id != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(n.thread_id); }
     if (e) EventFields(n, *e);
     if (n.requests != kAllRequests) {
-      out_.Raw(",\"requests\":[");
-      const auto& ids = r_.request_sets[n.requests];
-      for (size_t k = 0; k < ids.size(); ++k) {
-        if (k) out_.Char(',');
-        out_.String(ids[k]);
-      }
-      out_.Char(']');
+      out_.Raw(",\"requests\":");
+      StringArray(r_.request_sets[n.requests]);
     }
     if (n.anchor != kNoNode) {
       const Node& a = r_.nodes[n.anchor];

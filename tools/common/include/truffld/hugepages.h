@@ -1,11 +1,11 @@
 // Transparent huge pages for the offline tools' large heaps.
 //
-// truffld-merge and truffld-diagnose hold hundreds of MB of plain records that are written
-// once and read a few times. On kernels whose transparent-huge-page policy is "madvise" (Debian's
+// truffld-merge (and merge_bench / kineto_bench, which measure it) holds hundreds of MB of plain
+// records that are written once and read a few times. On kernels whose transparent-huge-page policy is "madvise" (Debian's
 // default) glibc's malloc backs such heaps with 4 KiB pages unless the tunable
 // glibc.malloc.hugetlb=1 is set, and faulting in 4 KiB pages was measured at over a third of
 // the merge's CPU time on a virtual machine (merge phase 2.1 s -> 1.1 s on a 2 M-event dump).
-// glibc reads tunables only at process start, so the tools re-execute themselves once with the
+// glibc reads tunables only at process start, so these binaries re-execute themselves once with the
 // tunable added to GLIBC_TUNABLES, before doing anything else.
 //
 // Nothing happens when: TRUFFLD_HUGEPAGES=0; the tunable is already present; THP is not in
