@@ -84,10 +84,7 @@ void FormatRecord(const Record& r, std::string_view data, int64_t pid, const Rec
     case RecordKind::kNvtxEnd:
       if (r.kind == RecordKind::kNvtxEnd) j.UInt("id", r.id);
       j.Int("timestamp", r.t0);
-      if (r.domain) {
-        const std::string d = ctx.DomainName(r.domain);
-        if (!d.empty()) j.Str("domain", d);
-      }
+      AppendNvtxCommon(r, data, ctx, j);  // domain, and a payload from nvtxRangePopPayload
       break;
     case RecordKind::kRuntime:
     case RecordKind::kDriver: {

@@ -152,6 +152,48 @@ int Push() { return t_thread.nvtx_depth++; }
 int Pop() { return t_thread.nvtx_depth > 0 ? --t_thread.nvtx_depth : -1; }
 uint64_t NewRangeId() { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 
+// An event of the payload extension: no message, the first of `count` payloads (the others are
+// not recorded; NCCL and the NVTX helpers pass one).
+void EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_t* pd, size_t count,
+                     uint64_t id) {
+  Record r;
+  InitRecord(r, kind, domain, id);
+  if (pd && count >= 1 && pd->payload) {
+    if (pd->size <= kMaxPayloadBytes) {
+      r.payload_kind = PayloadKind::kSchema;
+      r.payload_value = pd->schemaId;
+      EmitNamed(r, nullptr, 0, pd->payload, pd->size);
+      return;
+    }
+    g_tracer->CountPayloadTooLarge();
+  }
+  g_tracer->Emit(r, nullptr, 0);
+}
+
+// ---- payload extension events (slots set by AttachNvtxPayloadExtension) ----
+void NVTX_API MarkPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
+  EmitPayloadData(RecordKind::kNvtxMark, d, p, n, 0);
+}
+int NVTX_API RangePushPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
+  EmitPayloadData(RecordKind::kNvtxPush, d, p, n, 0);
+  return Push();
+}
+// NCCL pushes with nvtxDomainRangePushEx and closes with this, passing parameters it only knows
+// at the end (communicator hash, ranks): the POP carries them and truffld-merge joins them to
+// the range.
+int NVTX_API RangePopPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
+  EmitPayloadData(RecordKind::kNvtxPop, d, p, n, 0);
+  return Pop();
+}
+nvtxRangeId_t NVTX_API RangeStartPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
+  const uint64_t id = NewRangeId();
+  EmitPayloadData(RecordKind::kNvtxStart, d, p, n, id);
+  return id;
+}
+void NVTX_API RangeEndPayload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtxPayloadData_t* p, size_t n) {
+  EmitPayloadData(RecordKind::kNvtxEnd, d, p, n, id);
+}
+
 // ---- CORE module ----
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, nullptr, a, 0); }
 void NVTX_API MarkA(const char* m) { EmitAscii(RecordKind::kNvtxMark, m, 0); }
@@ -213,6 +255,17 @@ bool Install(NvtxFunctionTable table, unsigned size, unsigned cbid, F fn) {
 }
 
 }  // namespace
+
+void FillNvtxPayloadEventSlots(intptr_t* slots, size_t slot_count) {
+  auto set = [&](size_t slot, auto fn) {
+    if (slot < slot_count) slots[slot] = reinterpret_cast<intptr_t>(fn);
+  };
+  set(NVTX3EXT_CBID_nvtxMarkPayload, MarkPayload);
+  set(NVTX3EXT_CBID_nvtxRangePushPayload, RangePushPayload);
+  set(NVTX3EXT_CBID_nvtxRangePopPayload, RangePopPayload);
+  set(NVTX3EXT_CBID_nvtxRangeStartPayload, RangeStartPayload);
+  set(NVTX3EXT_CBID_nvtxRangeEndPayload, RangeEndPayload);
+}
 
 int AttachNvtx(Tracer* tracer, const void* (*get_export_table)(uint32_t)) {
   if (!tracer || !get_export_table) return 0;

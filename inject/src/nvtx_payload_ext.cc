@@ -1,8 +1,10 @@
 // NVTX payload extension: schema and enum registration handlers. See nvtx_inject.h.
 //
-// The extension's events themselves arrive through the core handlers (an event attribute with
-// payloadType NVTX_PAYLOAD_TYPE_EXT); here truffld only learns how to decode them. Schemas and
-// enums are copied into the NvtxRegistry, so the application's descriptions may be freed.
+// Payloads reach truffld two ways: through the core handlers (an event attribute with
+// payloadType NVTX_PAYLOAD_TYPE_EXT) and through the extension's own events
+// (nvtxRangePopPayload & co., handled in nvtx_inject.cc). Here truffld learns how to decode them.
+// Schemas and enums are copied into the NvtxRegistry, so the application's descriptions may be
+// freed.
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
@@ -72,6 +74,7 @@ int AttachNvtxPayloadExtension(Tracer* tracer, void* module_info) {
   set(NVTX3EXT_CBID_nvtxPayloadSchemaRegister, SchemaRegister);
   set(NVTX3EXT_CBID_nvtxPayloadEnumRegister, EnumRegister);
   set(NVTX3EXT_CBID_nvtxDomainIsEnabled, DomainIsEnabled);
+  FillNvtxPayloadEventSlots(seg.functionSlots, seg.slotCount);
   return 1;
 }
 

@@ -57,11 +57,17 @@ std::string PayloadKeyFor(std::string_view n) {
   if (has("Reduction")) return "op";
   if (n == "Root") return "root";
   if (has("Peer")) return "peer";
+  if (n == "No. of ranks" || n == "Number of ranks") return "nranks";
+  // Anything else: lower case, each run of other characters one '_', none at either end.
   std::string k;
   for (char c : n) {
-    k.push_back(std::isalnum(static_cast<unsigned char>(c))
-                    ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '_');
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      k.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else if (!k.empty() && k.back() != '_') {
+      k.push_back('_');
+    }
   }
+  while (!k.empty() && k.back() == '_') k.pop_back();
   return k.empty() ? "field" : k;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 namespace truffld::merge {
 namespace {
 
@@ -114,7 +116,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       issues->Report(where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
     } else {
       const Event& s = ev[stack.back()];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, stack.back(), false});
+      out.push_back({s.start, e.start, s.process_id, s.thread_id, stack.back(), false, i});
       stack.pop_back();
     }
   }
@@ -144,7 +146,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         continue;
       }
       const Event& s = ev[it->second];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, false});
+      out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, false, i});
       open.erase(it);
     }
   }
@@ -160,6 +162,36 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   }
   for (const HostRange& r : out) c->zero_length_ranges += r.start == r.end;
   return out;
+}
+
+uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* file) {
+  uint64_t joined = 0;
+  std::vector<Event>& ev = file->events;
+  for (const HostRange& r : ranges) {
+    if (r.close_event == HostRange::kNoCloseEvent || ev[r.close_event].payload == kNoStr) continue;
+    Event& open = ev[r.event];
+    const std::string close_text(file->strings.Get(ev[r.close_event].payload));
+    if (open.payload == kNoStr) {
+      open.payload = ev[r.close_event].payload;
+      ++joined;
+      continue;
+    }
+    // Rare (a handful per communicator), so a parse of both sides is affordable.
+    const std::string open_text(file->strings.Get(open.payload));
+    nlohmann::json a = nlohmann::json::parse(open_text, nullptr, false);
+    nlohmann::json b = nlohmann::json::parse(close_text, nullptr, false);
+    if (!a.is_object()) {
+      a = nlohmann::json{{"payload", a.is_discarded() ? nlohmann::json(open_text) : std::move(a)}};
+    }
+    if (b.is_object()) {
+      for (auto& [k, v] : b.items()) if (!a.contains(k)) a[k] = v;
+    } else {
+      a["close_payload"] = b.is_discarded() ? nlohmann::json(close_text) : std::move(b);
+    }
+    open.payload = file->strings.Intern(a.dump());
+    ++joined;
+  }
+  return joined;
 }
 
 }  // namespace truffld::merge

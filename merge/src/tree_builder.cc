@@ -41,6 +41,7 @@ class Builder {
     CountRead();
     RangeCounters rc;
     ranges_ = BuildHostRanges(file_, &rc, &file_.stats);
+    JoinClosingPayloads(ranges_, &file_);
     out_.counters.unmatched_pops = rc.unmatched_pops;
     out_.counters.unclosed_ranges = rc.unclosed_ranges;
     out_.counters.zero_length_ranges = rc.zero_length_ranges;

@@ -71,12 +71,14 @@ TEST_F(NvtxInjection, DumpValidatesAndMatchesTheProgram) {
       "NVTX_PUSH:outer", "NVTX_PUSH:inner", "NVTX_MARK:tick", "NVTX_POP", "NVTX_POP",
       "NVTX_START:request cmpl-1", "NVTX_PUSH:registered step@myDomain",
       "NVTX_MARK:domain mark@myDomain", "NVTX_POP@myDomain", "NVTX_PUSH:ncclAllReduce@NCCL",
-      "NVTX_POP@NCCL", "NVTX_MARK:ncclSend@NCCL"};
+      "NVTX_POP@NCCL", "NVTX_MARK:ncclSend@NCCL", "NVTX_PUSH:ncclCommInitRank@NCCL",
+      "NVTX_POP@NCCL", "NVTX_PUSH:@NCCL", "NVTX_POP@NCCL", "NVTX_START:@NCCL", "NVTX_END@NCCL"};
   EXPECT_EQ(main_seq, want_main);
   const std::vector<std::string> want_other = {"NVTX_PUSH:wide \u2713", "NVTX_POP", "NVTX_END"};
   EXPECT_EQ(other_seq, want_other);
 
   // Field-level checks.
+  int pop_payloads = 0, nameless = 0;
   for (const auto& r : d.records) {
     const std::string t = r["type"];
     const std::string name = r.value("name", "");
@@ -94,17 +96,38 @@ TEST_F(NvtxInjection, DumpValidatesAndMatchesTheProgram) {
       EXPECT_EQ(r["payload"]["bytes"], 4096);
       EXPECT_EQ(r["payload"]["op"], "Sum");
     }
+    if (t == "NVTX_POP" && r.contains("payload")) {  // nvtxRangePopPayload after ncclCommInitRank
+      ++pop_payloads;
+      EXPECT_EQ(r["payload"]["schema"], "CommInitRank");
+      EXPECT_EQ(r["payload"]["comm"], 0x77u);
+      EXPECT_EQ(r["payload"]["nranks"], 8);
+      EXPECT_EQ(r["payload"]["rank"], 5);
+      EXPECT_EQ(r["payload"]["cuda_device"], 1);
+    }
+    if ((t == "NVTX_PUSH" || t == "NVTX_START") && name.empty()) {  // nvtxRange{Push,Start}Payload
+      ++nameless;
+      EXPECT_EQ(r["payload"]["schema"], t == "NVTX_PUSH" ? "Send" : "AllReduce");
+    }
+    if (t == "NVTX_END" && r.contains("payload")) {
+      ++nameless;
+      EXPECT_EQ(r["payload"]["nranks"], 8);
+    }
     if (t == "NVTX_MARK" && name == "ncclSend") {
       EXPECT_EQ(r["payload"]["comm"], 0x1234abcdull);
       EXPECT_EQ(r["payload"]["bytes"], 1024);
       EXPECT_EQ(r["payload"]["peer"], 3);
     }
   }
+  EXPECT_EQ(pop_payloads, 1);
+  EXPECT_EQ(nameless, 3);
   // The start/end pair shares one id, across threads, and time moves forward.
   json start, end;
   for (const auto& r : d.records) {
-    if (r["type"] == "NVTX_START") start = r;
-    if (r["type"] == "NVTX_END") end = r;
+    if (r["type"] == "NVTX_START" && r["name"] == "request cmpl-1") start = r;
+  }
+  ASSERT_FALSE(start.is_null());
+  for (const auto& r : d.records) {
+    if (r["type"] == "NVTX_END" && r["id"] == start["id"]) end = r;
   }
   ASSERT_FALSE(start.is_null());
   ASSERT_FALSE(end.is_null());
@@ -119,8 +142,8 @@ TEST_F(NvtxInjection, DumpValidatesAndMatchesTheProgram) {
   EXPECT_TRUE(meta["rank"].is_null());
   EXPECT_NE(d.path.find("-r--p"), std::string::npos) << d.path;
   const json& stats = d.records.back();
-  EXPECT_EQ(stats["records_written"]["NVTX_PUSH"], 5);
-  EXPECT_EQ(stats["records_written"]["NVTX_POP"], 5);
+  EXPECT_EQ(stats["records_written"]["NVTX_PUSH"], 7);
+  EXPECT_EQ(stats["records_written"]["NVTX_POP"], 7);
   EXPECT_EQ(stats["records_written"]["NVTX_MARK"], 3);
   for (const auto& [k, v] : stats["records_dropped"].items()) EXPECT_EQ(v, 0) << k;
   // No GPU, no CUDA injection here: CUPTI is never started and says so.
@@ -142,7 +165,7 @@ TEST_F(NvtxInjection, ZstdOutputDecodesToTheSameEvents) {
   RunBasic({"TRUFFLD_COMPRESS=zstd"});
   ASSERT_NE(dumps_[0].path.find(".jsonl.zst"), std::string::npos);
   const auto events = Events(dumps_[0]);
-  EXPECT_EQ(events.size(), 15u);
+  EXPECT_EQ(events.size(), 21u);
   EXPECT_EQ(dumps_[0].records.back()["type"], "STATS");
 }
 
@@ -157,7 +180,7 @@ TEST_F(NvtxInjection, ProcessFilterThatDoesNotMatchWritesNothing) {
 
 TEST_F(NvtxInjection, ProcessFilterThatMatchesTraces) {
   RunBasic({"TRUFFLD_PROCESS_FILTER=nvtx_app +basic$"});
-  EXPECT_EQ(Events(dumps_[0]).size(), 15u);
+  EXPECT_EQ(Events(dumps_[0]).size(), 21u);
 }
 
 TEST_F(NvtxInjection, FileIsPrivateAndExclusive) {

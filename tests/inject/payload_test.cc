@@ -70,7 +70,11 @@ TEST(Payload, KeyMapping) {
   EXPECT_EQ(PayloadKeyFor("Parent NCCL communicator ID"), "parent_nccl_communicator_id");
   EXPECT_EQ(PayloadKeyFor("Message size [bytes]"), "bytes");
   EXPECT_EQ(PayloadKeyFor("Peer rank"), "peer");
-  EXPECT_EQ(PayloadKeyFor("No. of ranks"), "no__of_ranks");
+  EXPECT_EQ(PayloadKeyFor("No. of ranks"), "nranks");
+  EXPECT_EQ(PayloadKeyFor("Rank"), "rank");
+  EXPECT_EQ(PayloadKeyFor("CUDA device"), "cuda_device");
+  EXPECT_EQ(PayloadKeyFor("  Split color (#) "), "split_color");
+  EXPECT_EQ(PayloadKeyFor("[]"), "field");
 }
 
 }  // namespace

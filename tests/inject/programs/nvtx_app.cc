@@ -36,9 +36,11 @@ namespace {
 constexpr uint64_t kSchemaAllReduce = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
 constexpr uint64_t kSchemaSend = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 9;
 constexpr uint64_t kRedOpEnum = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 11;
+constexpr uint64_t kSchemaCommInit = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 1;
 
 struct AllReduceParams { uint64_t comm; size_t bytes; int op; };
 struct SendParams { uint64_t comm; size_t bytes; int peer; };
+struct CommInitParams { uint64_t comm; int nranks; int rank; int cuda_device; };
 
 void RegisterNcclSchemas(nvtxDomainHandle_t nccl) {
   static const nvtxPayloadEnum_t kRedOps[] = {{"Sum", 0, 0}, {"Product", 1, 0}, {"Max", 2, 0},
@@ -60,9 +62,15 @@ void RegisterNcclSchemas(nvtxDomainHandle_t nccl) {
       {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(SendParams, comm), nullptr, nullptr},
       {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(SendParams, bytes), nullptr, nullptr},
       {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Peer rank", nullptr, 0, offsetof(SendParams, peer), nullptr, nullptr}};
+  static const nvtxPayloadSchemaEntry_t kCommInit[] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(CommInitParams, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "No. of ranks", nullptr, 0, offsetof(CommInitParams, nranks), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Rank", nullptr, 0, offsetof(CommInitParams, rank), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "CUDA device", nullptr, 0, offsetof(CommInitParams, cuda_device), nullptr, nullptr}};
   for (auto [entries, n, id, name, size] :
        {std::tuple{kAllReduce, size_t{3}, kSchemaAllReduce, "AllReduce", sizeof(AllReduceParams)},
-        std::tuple{kSend, size_t{3}, kSchemaSend, "Send", sizeof(SendParams)}}) {
+        std::tuple{kSend, size_t{3}, kSchemaSend, "Send", sizeof(SendParams)},
+        std::tuple{kCommInit, size_t{4}, kSchemaCommInit, "CommInitRank", sizeof(CommInitParams)}}) {
     nvtxPayloadSchemaAttr_t s{};
     s.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
                   NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
@@ -135,6 +143,17 @@ void Basic() {
   nvtxEventAttributes_t s = Attr("ncclSend");
   NVTX_PAYLOAD_EVTATTR_SET_MULTIPLE(s, spd);
   nvtxDomainMarkEx(nccl, &s);
+  // NCCL 2.2x's ncclCommInitRank: pushed by name, closed with the parameters it learned.
+  nvtxEventAttributes_t ci = Attr("ncclCommInitRank");
+  nvtxDomainRangePushEx(nccl, &ci);
+  CommInitParams cp{0x77ull, 8, 5, 1};
+  nvtxPayloadData_t cpd[] = {{kSchemaCommInit, sizeof cp, &cp}};
+  nvtxRangePopPayload(nccl, cpd, 1);
+  // The other payload-extension events: a nameless push carrying a payload, a start/end pair.
+  nvtxRangePushPayload(nccl, spd, 1);
+  nvtxDomainRangePop(nccl);
+  nvtxRangeId_t pid = nvtxRangeStartPayload(nccl, ard, 1);
+  nvtxRangeEndPayload(nccl, pid, cpd, 1);
   nvtxDomainDestroy(dom);
 }
 

@@ -2,6 +2,7 @@
 #include "truffld/merge/host_ranges.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <random>
@@ -136,6 +137,32 @@ TEST(HostRanges, ThreadChunksInAnyFileOrderGiveTheSameRanges) {
   size_t pushes = std::count_if(all.begin(), all.end(), [](const Rec& r) { return r.push; });
   EXPECT_EQ(a.size(), pushes);  // every push closed exactly once
   EXPECT_EQ(a, b);
+}
+
+TEST(HostRanges, ClosingPayloadsJoinTheRange) {
+  // NCCL: push "ncclCommInitRank" bare, pop with {comm, nranks}; push with a payload, pop with
+  // one overlapping key (the opening value wins); a start/end pair across threads.
+  TraceFile f = FileFromLines(
+      Push("ncclCommInitRank", 10) +
+      "{\"type\":\"NVTX_POP\",\"timestamp\":20,\"payload\":{\"comm\":77,\"nranks\":8},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclCommDestroy\",\"timestamp\":30,\"payload\":{\"comm\":77},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"payload\":{\"comm\":99,\"rank\":5},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_START\",\"id\":3,\"name\":\"s\",\"timestamp\":50,\"payload\":{\"value\":1},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_END\",\"id\":3,\"timestamp\":60,\"payload\":{\"value\":2,\"x\":3},\"process_id\":1,\"thread_id\":2}\n" +
+      Push("plain", 70) + Pop(80));
+  RangeCounters c;
+  auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(JoinClosingPayloads(r, &f), 3u);
+  auto payload = [&](size_t i) {
+    const Event& e = f.events[r[i].event];
+    return e.payload == kNoStr ? std::string() : std::string(f.strings.Get(e.payload));
+  };
+  EXPECT_EQ(nlohmann::json::parse(payload(0)), nlohmann::json::parse(R"({"comm":77,"nranks":8})"));
+  EXPECT_EQ(nlohmann::json::parse(payload(1)), nlohmann::json::parse(R"({"comm":77,"rank":5})"));
+  EXPECT_EQ(nlohmann::json::parse(payload(2)), nlohmann::json::parse(R"({"value":1,"x":3})"));
+  EXPECT_EQ(payload(3), "");
+  EXPECT_EQ(c.unmatched_pops + c.unclosed_ranges, 0u);
 }
 
 }  // namespace

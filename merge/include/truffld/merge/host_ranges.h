@@ -8,7 +8,9 @@
 //     to the starting thread; an END with no open START is an unmatched pop;
 //   - a push or start never closed is an unclosed range: it is closed at the last timestamp of
 //     its file (so its work still appears in a tree) and counted;
-//   - zero-length ranges are kept and counted.
+//   - zero-length ranges are kept and counted;
+//   - a closing event may carry a payload (NCCL closes ncclCommInitRank & co. with
+//     nvtxRangePopPayload): JoinClosingPayloads adds its fields to the range's payload.
 // Pure logic over a TraceFile. Times are ns on the file's own clock.
 // Thread-safety: reentrant; reads the TraceFile only (plus its IngestStats for messages).
 #pragma once
@@ -27,6 +29,9 @@ struct HostRange {
   int64_t thread_id = kNone;
   uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
   bool unclosed = false;
+  uint32_t close_event = kNoCloseEvent;  // index of the closing POP/END event, if any
+
+  static constexpr uint32_t kNoCloseEvent = 0xFFFFFFFFu;
 };
 
 struct RangeCounters {
@@ -40,5 +45,10 @@ struct RangeCounters {
 // `counters` and reported (with file:line) into `issues`.
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* counters,
                                        IngestStats* issues);
+
+// For each range whose closing event carries a payload, makes the opening event's payload the
+// union of both JSON objects (the opening event's value wins a key present in both; a payload
+// that is not a JSON object is kept as "close_payload"). Returns how many ranges changed.
+uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* file);
 
 }  // namespace truffld::merge
