@@ -33,6 +33,7 @@ void MergeCounters::Add(const MergeCounters& o) {
   zero_length_ranges += o.zero_length_ranges;
   negative_durations += o.negative_durations;
   duplicate_correlations += o.duplicate_correlations;
+  nested_api_calls += o.nested_api_calls;
   kernels_read += o.kernels_read;
   memcpys_read += o.memcpys_read;
   memsets_read += o.memsets_read;

@@ -261,9 +261,19 @@ class Builder {
     // Correlation index: (correlation, start) -> API event, sorted for binary search.
     for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
     std::sort(corr_.begin(), corr_.end());
+    // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
+    // launches) the runtime call's correlation id: such a nested call is normal, not a
+    // duplicate. Only a call outside the group's current outermost call counts.
+    size_t outer = 0;
     for (size_t i = 1; i < corr_.size(); ++i) {
-      if (corr_[i].corr == corr_[i - 1].corr && corr_[i].corr != kNone &&
-          ev_[corr_[i].event].process_id == ev_[corr_[i - 1].event].process_id) {
+      if (corr_[i].corr != corr_[i - 1].corr) { outer = i; continue; }
+      if (NestedIn(ev_[corr_[i].event], ev_[corr_[outer].event])) {
+        ++out_.counters.nested_api_calls;
+        continue;
+      }
+      const bool same_process = ev_[corr_[i].event].process_id == ev_[corr_[outer].event].process_id;
+      outer = i;
+      if (corr_[i].corr != kNone && same_process) {
         ++out_.counters.duplicate_correlations;
         const Event& e = ev_[corr_[i].event];
         file_.stats.Report(file_.meta.path + ":" + std::to_string(e.line), "duplicate_correlation",
@@ -271,6 +281,12 @@ class Builder {
                            " used by more than one API call; device activity goes to the latest call before it");
       }
     }
+  }
+
+  // `inner` runs inside `outer` on the same thread (a driver call made by a runtime call).
+  static bool NestedIn(const Event& inner, const Event& outer) {
+    return inner.process_id == outer.process_id && inner.thread_id == outer.thread_id &&
+           outer.start <= inner.start && inner.end <= outer.end;
   }
 
   struct CorrEntry {
@@ -294,11 +310,13 @@ class Builder {
       while (hi != corr_.end() && hi->corr == d.correlation_id) ++hi;
       uint32_t api = kNoIdx;
       bool any = false;
-      for (auto it = lo; it != hi; ++it) {  // latest call in the same process starting no later
+      // The latest call in the same process starting no later; of a runtime call and the driver
+      // calls nested in it (one correlation id), the outermost, the one the application made.
+      for (auto it = lo; it != hi; ++it) {
         const Event& a = ev_[it->event];
         if (d.process_id != kNone && a.process_id != kNone && d.process_id != a.process_id) continue;
         any = true;
-        if (it->start <= d.start) api = it->event;
+        if (it->start <= d.start && (api == kNoIdx || !NestedIn(a, ev_[api]))) api = it->event;
       }
       const char* reason = nullptr;
       if (d.correlation_id == kNone || !any) reason = "no_launch_api";

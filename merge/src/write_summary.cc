@@ -27,6 +27,7 @@ ordered_json Counters(const MergeCounters& c) {
   j["zero_length_ranges"] = c.zero_length_ranges;
   j["negative_durations"] = c.negative_durations;
   j["duplicate_correlations"] = c.duplicate_correlations;
+  j["nested_api_calls"] = c.nested_api_calls;
   j["kernels_read"] = c.kernels_read;
   j["memcpys_read"] = c.memcpys_read;
   j["memsets_read"] = c.memsets_read;

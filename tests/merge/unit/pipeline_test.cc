@@ -206,6 +206,33 @@ TEST(Merge, NestedStepIsDemotedAndOtherThreadsAreAdopted) {
   EXPECT_EQ(r.summary.total.adopted_ranges, 1u);
 }
 
+TEST(Merge, DriverCallsInsideARuntimeCallShareItsCorrelation) {
+  // As CUPTI records cuBLAS: cudaLaunchKernel [10,50] and two driver calls inside it, all id 7;
+  // then a separate runtime call reusing id 7 (a real duplicate).
+  std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
+  d += "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":10,\"end\":50,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"DRIVER\",\"name\":\"cuCtxGetCurrent\",\"start\":12,\"end\":14,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"DRIVER\",\"name\":\"cuLaunchKernel\",\"start\":20,\"end\":40,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":45,\"gpu_end\":60,\"correlation_id\":7,\"device\":0,\"stream\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"later\",\"start\":100,\"end\":110,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"k2\",\"gpu_start\":120,\"gpu_end\":130,\"correlation_id\":7,\"device\":0,\"stream\":1}\n";
+  MergeResult r = MergeOne(d);
+  EXPECT_EQ(r.summary.total.nested_api_calls, 2u);
+  EXPECT_EQ(r.summary.total.duplicate_correlations, 1u);
+  const Node* launch = FindNode(r, r.trees[0].root, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(launch->first_child, kNoNode);  // the outer (runtime) call gets the kernel
+  EXPECT_EQ(r.Name(r.node(launch->first_child)), "k");
+  const Node* later = FindNode(r, r.trees[0].root, "later");
+  ASSERT_NE(later, nullptr);
+  ASSERT_NE(later->first_child, kNoNode);
+  EXPECT_EQ(r.Name(r.node(later->first_child)), "k2");
+  const Node* driver = FindNode(r, r.trees[0].root, "cuLaunchKernel");
+  ASSERT_NE(driver, nullptr);
+  EXPECT_EQ(driver->first_child, kNoNode);
+  EXPECT_EQ(r.summary.total.device_ops_unattributed, 0u);
+}
+
 TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
   std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
   d += "{\"type\":\"RUNTIME\",\"name\":\"a\",\"start\":10,\"end\":20,\"correlation_id\":7,\"process_id\":1,\"thread_id\":1}\n"

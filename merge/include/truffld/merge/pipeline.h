@@ -83,7 +83,8 @@ struct MergeCounters {
   uint64_t unclosed_ranges = 0;       // pushes/starts never closed (closed at the file's end)
   uint64_t zero_length_ranges = 0;
   uint64_t negative_durations = 0;    // end < start (clamped to start)
-  uint64_t duplicate_correlations = 0;
+  uint64_t duplicate_correlations = 0;  // one id on API calls that are not nested in each other
+  uint64_t nested_api_calls = 0;  // driver calls inside a runtime call with its correlation id
   uint64_t kernels_read = 0, memcpys_read = 0, memsets_read = 0;
   uint64_t device_ops_read = 0;
   uint64_t device_ops_linked_unique = 0;  // device ops placed in at least one tree
