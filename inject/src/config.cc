@@ -66,7 +66,12 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   IntVar(env, "TRUFFLD_CLOCK_SYNC_S", 0, 86400, &c.clock_sync_s, w);
   if (const char* z = env("TRUFFLD_COMPRESS"); z && *z) {
     const std::string s = z;
+#ifdef TRUFFLD_WITHOUT_ZSTD
+    if (s == "zstd") w->push_back("TRUFFLD_COMPRESS=zstd: this build of the injector has no zstd "
+                                  "(compiled with TRUFFLD_WITHOUT_ZSTD); writing plain JSONL");
+#else
     if (s == "zstd") c.compress = Compression::kZstd;
+#endif
     else if (s == "none" || s == "0") c.compress = Compression::kNone;
     else w->push_back("TRUFFLD_COMPRESS='" + s + "' is not 'none' or 'zstd'; using none");
   }
@@ -84,6 +89,11 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
     if (!c.trace_runtime && !c.trace_driver && !s.empty() && s != "none") {
       w->push_back("TRUFFLD_CUPTI_API='" + s + "' names neither 'runtime' nor 'driver'; tracing no API calls");
     }
+  }
+  if (const char* a = env("TRUFFLD_CUPTI_API_SET"); a && *a) {
+    const std::string s = a;
+    if (s == "all") c.all_api_calls = true;
+    else if (s != "essential") w->push_back("TRUFFLD_CUPTI_API_SET='" + s + "' is not 'essential' or 'all'; using essential");
   }
   if (const char* l = env("TRUFFLD_CUPTI_LIBRARY")) c.cupti_library = l;
   if (const char* m = env("TRUFFLD_FILE_MODE"); m && *m) {
@@ -116,6 +126,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"clock_sync_s", std::to_string(clock_sync_s)},
           {"cupti", cupti ? "1" : "0"},
           {"cupti_api", api},
+          {"cupti_api_set", all_api_calls ? "all" : "essential"},
           {"file_mode", mode},
           {"tsc", use_counter ? "1" : "0"}};
 }

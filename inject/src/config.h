@@ -35,6 +35,7 @@ struct Config {
   bool cupti = true;                      // TRUFFLD_CUPTI=1|0
   bool trace_runtime = true;              // TRUFFLD_CUPTI_API contains "runtime"
   bool trace_driver = true;               // TRUFFLD_CUPTI_API contains "driver"
+  bool all_api_calls = false;             // TRUFFLD_CUPTI_API_SET=all (default essential)
   std::string cupti_library;              // TRUFFLD_CUPTI_LIBRARY (empty = search)
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "api_filter.h"
 #include "tracer.h"
 
 #ifndef TRUFFLD_CUPTI_BUILD_PATH
@@ -25,6 +26,7 @@ struct CuptiApi {
   decltype(&cuptiSubscribe) Subscribe = nullptr;
   decltype(&cuptiEnableDomain) EnableDomain = nullptr;
   decltype(&cuptiEnableCallback) EnableCallback = nullptr;
+  decltype(&cuptiGetCallbackName) GetCallbackName = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) RegisterCallbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) RegisterTimestampCallback = nullptr;
   decltype(&cuptiActivityEnable) ActivityEnable = nullptr;
@@ -187,6 +189,26 @@ void CUPTIAPI OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer,
 
 #include "cupti_decode.inc"
 
+// Turns on API callbacks of `domain`: all of them, or the essential set (api_filter.h) one
+// callback id at a time. Without cuptiGetCallbackName the essential set cannot be chosen and the
+// whole domain is enabled (noted in STATS' cupti_status).
+void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bool all, std::string* notes) {
+  if (all || !g_api.GetCallbackName || !g_api.EnableCallback) {
+    if (!all) *notes += "; cuptiGetCallbackName missing: every API call is recorded";
+    g_api.EnableDomain(1, sub, domain);
+    return;
+  }
+  const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  // Ids past this header's count exist in newer CUPTIs; they are named, so they are judged too.
+  const uint32_t limit = (driver ? static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE)
+                                 : static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE)) + 512;
+  for (uint32_t cbid = 1; cbid < limit; ++cbid) {
+    const char* name = nullptr;
+    if (g_api.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+    if (EssentialApi(driver, name)) g_api.EnableCallback(1, sub, domain, cbid);
+  }
+}
+
 }  // namespace
 
 bool StartCupti(Tracer* tracer) {
@@ -214,6 +236,7 @@ bool StartCupti(Tracer* tracer) {
   TRUFFLD_SYM(Subscribe, "cuptiSubscribe");
   TRUFFLD_SYM(EnableDomain, "cuptiEnableDomain");
   TRUFFLD_SYM(EnableCallback, "cuptiEnableCallback");
+  TRUFFLD_SYM(GetCallbackName, "cuptiGetCallbackName");
   TRUFFLD_SYM(RegisterCallbacks, "cuptiActivityRegisterCallbacks");
   TRUFFLD_SYM(RegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
   TRUFFLD_SYM(ActivityEnable, "cuptiActivityEnable");
@@ -256,8 +279,9 @@ bool StartCupti(Tracer* tracer) {
     tracer->SetCuptiStatus("activity only: cuptiSubscribe " + ResultText(r) + notes);
     return true;
   }
-  if (tracer->config().trace_runtime) g_api.EnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-  if (tracer->config().trace_driver) g_api.EnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+  const Config& cfg = tracer->config();
+  if (cfg.trace_runtime) EnableApiDomain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, cfg.all_api_calls, &notes);
+  if (cfg.trace_driver) EnableApiDomain(sub, CUPTI_CB_DOMAIN_DRIVER_API, cfg.all_api_calls, &notes);
   g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   tracer->SetCuptiStatus("ok" + notes);

@@ -27,6 +27,7 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(c.compress, Compression::kNone);
   EXPECT_FALSE(c.clock_realtime);
   EXPECT_TRUE(c.cupti && c.trace_runtime && c.trace_driver);
+  EXPECT_FALSE(c.all_api_calls);  // the essential API set
   EXPECT_EQ(c.file_mode, 0640u);
 }
 
@@ -35,8 +36,9 @@ TEST(Config, ValidValuesAreTaken) {
   Config c = ParseConfig(Env({{"TRUFFLD_OUTPUT_DIR", "/data/t"}, {"TRUFFLD_FLUSH_MS", "200"},
                               {"TRUFFLD_COMPRESS", "zstd"}, {"TRUFFLD_CLOCK", "realtime"},
                               {"TRUFFLD_CUPTI_API", "runtime"}, {"TRUFFLD_FILE_MODE", "0600"},
-                              {"TRUFFLD_PROCESS_FILTER", "vllm"}}), &w);
+                              {"TRUFFLD_PROCESS_FILTER", "vllm"}, {"TRUFFLD_CUPTI_API_SET", "all"}}), &w);
   EXPECT_TRUE(w.empty());
+  EXPECT_TRUE(c.all_api_calls);
   EXPECT_EQ(c.output_dir, "/data/t");
   EXPECT_EQ(c.flush_ms, 200);
   EXPECT_EQ(c.compress, Compression::kZstd);
@@ -50,8 +52,10 @@ TEST(Config, ValidValuesAreTaken) {
 TEST(Config, BadValuesWarnByNameAndKeepDefaults) {
   std::vector<std::string> w;
   Config c = ParseConfig(Env({{"TRUFFLD_FLUSH_MS", "soon"}, {"TRUFFLD_COMPRESS", "gzip"},
-                              {"TRUFFLD_MAX_BUFFER_MB", "0"}, {"TRUFFLD_CUPTI", "maybe"}}), &w);
-  ASSERT_EQ(w.size(), 4u);
+                              {"TRUFFLD_MAX_BUFFER_MB", "0"}, {"TRUFFLD_CUPTI", "maybe"},
+                              {"TRUFFLD_CUPTI_API_SET", "some"}}), &w);
+  ASSERT_EQ(w.size(), 5u);
+  EXPECT_FALSE(c.all_api_calls);
   EXPECT_NE(w[0].find("TRUFFLD_FLUSH_MS"), std::string::npos);
   EXPECT_EQ(c.flush_ms, 500);
   EXPECT_EQ(c.compress, Compression::kNone);

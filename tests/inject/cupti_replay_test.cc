@@ -92,8 +92,12 @@ TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
   EXPECT_EQ(runtime[9]["bytes"], 512);
   for (auto& [corr, a] : runtime) EXPECT_LE(a["start"].get<int64_t>(), a["end"].get<int64_t>());
 
+  // The essential API set: cudaGetDevice (21) and its nested cuCtxGetCurrent are not recorded;
+  // the driver-launched kernel's cuLaunchKernelEx (22) is.
   auto drivers = OfType(d, "DRIVER");
-  ASSERT_EQ(drivers.size(), 1u);
+  ASSERT_EQ(drivers.size(), 2u);
+  EXPECT_EQ(drivers[1]["name"], "cuLaunchKernelEx");
+  EXPECT_EQ(drivers[1]["correlation_id"], 22);
   EXPECT_EQ(drivers[0]["name"], "cuLaunchKernel");
   EXPECT_EQ(drivers[0]["correlation_id"], 3);
   // Nested inside its runtime call.
@@ -149,6 +153,25 @@ TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
   EXPECT_EQ(stats["cupti_status"], "ok");
   const json& meta = d.records.front();
   EXPECT_EQ(meta["cupti_version"], 130001);
+  EXPECT_EQ(meta["config"]["cupti_api_set"], "essential");
+}
+
+TEST(CuptiReplay, AllApiCallsOnRequest) {
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
+  env.push_back("TRUFFLD_CUPTI_API_SET=all");
+  Exit e = RunProgram({AppPath("truffld_cupti_replay_app"), "normal"}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto all = ReadDumps(dir.path());
+  ASSERT_EQ(all.size(), 1u);
+  std::set<std::string> names;
+  for (const auto& r : all[0].records)
+    if (r["type"] == "RUNTIME" || r["type"] == "DRIVER") names.insert(r["name"].get<std::string>());
+  EXPECT_TRUE(names.count("cudaGetDevice"));
+  EXPECT_TRUE(names.count("cuCtxGetCurrent"));
+  EXPECT_TRUE(names.count("cuLaunchKernelEx"));
+  EXPECT_EQ(all[0].records.front()["config"]["cupti_api_set"], "all");
 }
 
 TEST(CuptiReplay, SubscriberConflictKeepsActivityAndNvtx) {

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace {
@@ -74,6 +75,42 @@ void CompleteBuffer() {
   if (b && g_complete) g_complete(nullptr, 0, b, size, used);
 }
 
+// Which API callbacks the injector turned on, as CUPTI keeps it: whole domains
+// (cuptiEnableDomain) and single callback ids (cuptiEnableCallback). Callbacks that are off are
+// not delivered, as with the real CUPTI.
+std::set<std::pair<int, uint32_t>> g_enabled_ids;
+std::set<int> g_enabled_domains;
+bool Enabled(CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
+  return g_enabled_domains.count(d) || g_enabled_ids.count({d, cbid});
+}
+
+// Names for cuptiGetCallbackName, spelled as CUPTI spells them (version suffixes included),
+// for the ids the scenarios use.
+const char* CallbackName(CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
+  if (d == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: return "cudaMemcpy_v3020";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000: return "cudaLaunchKernel_v7000";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000: return "cudaGraphInstantiate_v10000";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000: return "cudaGraphLaunch_v10000";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020: return "cudaMemsetAsync_v3020";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020: return "cudaGetDevice_v3020";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020: return "cudaDeviceReset_v3020";
+      default: return nullptr;
+    }
+  }
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: return "cuLaunchKernel";
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent: return "cuCtxGetCurrent";
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: return "cuLaunchKernelEx";
+      case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop: return "cuProfilerStop";
+      default: return nullptr;
+    }
+  }
+  return nullptr;
+}
+
 // One API call: enter callback, `inside` (nested calls / resource callbacks), exit callback.
 template <class Inside>
 void Api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name, uint32_t corr,
@@ -86,7 +123,7 @@ void Api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name, u
   cb.functionReturnValue = &ret;
   cb.correlationId = corr;
   cb.correlationData = &slot;
-  const bool on = g_subscribed && g_callback;
+  const bool on = g_subscribed && g_callback && Enabled(domain, cbid);
   cb.callbackSite = CUPTI_API_ENTER;
   if (on) g_callback(g_userdata, domain, cbid, &cb);
   inside();
@@ -157,7 +194,12 @@ void PlayNormal() {
   Api(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch", 7, nullptr);
   cudaMemsetAsync_v3020_params sp{dev, 0, 512, reinterpret_cast<cudaStream_t>(0x10)};
   Api(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync", 9, &sp);
-  (void)drv;
+  // Calls outside the essential set (a query, a driver call that does no work), then a kernel
+  // launched straight through the driver (as Triton does), which is in it.
+  Api(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice", 21, nullptr, [] {
+    Api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent", 21, nullptr);
+  });
+  Api(drv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", 22, nullptr);
 }
 
 void PlayActivity() {
@@ -219,8 +261,19 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackF
   *sub = reinterpret_cast<CUpti_SubscriberHandle>(&g_callback);
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t on, CUpti_SubscriberHandle, CUpti_CallbackDomain d) {
+  if (on) g_enabled_domains.insert(d); else g_enabled_domains.erase(d);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle, CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
+  if (on) g_enabled_ids.insert({d, cbid}); else g_enabled_ids.erase({d, cbid});
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char** name) {
+  if (!name) return CUPTI_ERROR_INVALID_PARAMETER;
+  *name = CallbackName(d, cbid);
+  return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
   g_request = req;
   g_complete = done;
