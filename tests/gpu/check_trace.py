@@ -12,8 +12,11 @@ Checks (each prints PASS/FAIL with numbers; exit status 1 when any FAIL):
      GRAPH_NODE records (clone -> original) to the capture-time API call, which lies inside the
      NVTX "capture" range of the capturing thread;
   5. NVTX step ranges: one push per step with a request id, pushes == pops on every thread;
-  6. META first, STATS last, nothing dropped (a WARN, not a FAIL, when records were dropped);
-  7. optional: every line validates against the events schema (needs python jsonschema).
+  6. NCCL (when the workload ran it): NCCL's NVTX ranges balance, ncclCommInitRank's closing
+     pop carries the communicator (nvtxRangePopPayload), and each ncclAllReduce range contains
+     device work (with one rank NCCL runs a copy or a small kernel, not a collective kernel);
+  7. META first, STATS last, nothing dropped (a WARN, not a FAIL, when records were dropped);
+  8. optional: every line validates against the events schema (needs python jsonschema).
 """
 import collections
 import glob
@@ -53,6 +56,46 @@ def load(trace_dir):
 
 SCALE = re.compile(r"(_Z5scale|^scale\()")
 ADD = re.compile(r"(_Z3add|^add\()")
+
+
+def nccl_ranges(by_type, name):
+    """(thread, push record, pop record) of each NCCL-domain range called `name`."""
+    events = sorted(((r["timestamp"], 0 if r["type"] == "NVTX_PUSH" else 1, r)
+                     for r in by_type["NVTX_PUSH"] + by_type["NVTX_POP"] if r.get("domain") == "NCCL"),
+                    key=lambda x: (x[2]["thread_id"], x[0], x[1]))
+    stacks, out = collections.defaultdict(list), []
+    for _, _, r in events:
+        if r["type"] == "NVTX_PUSH":
+            stacks[r["thread_id"]].append(r)
+        elif stacks[r["thread_id"]]:
+            push = stacks[r["thread_id"]].pop()
+            if push["name"] == name:
+                out.append((r["thread_id"], push, r))
+    return out
+
+
+def check_nccl(exp, by_type, apis):
+    """NCCL's own NVTX ranges: balanced (ncclCommInitRank closes with nvtxRangePopPayload, whose
+    payload carries the communicator), and device work launched inside each ncclAllReduce."""
+    inits = nccl_ranges(by_type, "ncclCommInitRank")
+    with_comm = [p for _, _, p in inits if "comm" in (p.get("payload") or {})]
+    report(inits and len(with_comm) == len(inits), "ncclCommInitRank closed with its payload",
+           f"{len(with_comm)}/{len(inits)} pops carry comm; "
+           + json.dumps([p.get("payload") for _, _, p in inits[:1]]))
+    device = collections.defaultdict(list)
+    for kind in ("KERNEL", "MEMCPY", "MEMSET"):
+        for d in by_type[kind]:
+            device[d["correlation_id"]].append(d)
+    calls = nccl_ranges(by_type, "ncclAllReduce")
+    work = []
+    for tid, push, pop in calls:
+        ops = [d for cid, api in apis.items() if api["thread_id"] == tid
+               and push["timestamp"] <= api["start"] <= pop["timestamp"] for d in device.get(cid, [])]
+        work.append(len(ops))
+    want = exp.get("nccl_allreduce_calls", 1)
+    report(len(calls) == want and all(work), "NCCL all-reduce device work traced",
+           f"{len(calls)} ncclAllReduce ranges ({want} called), device ops inside each: {work}; "
+           "payloads " + json.dumps([p.get("payload") for _, p, _ in calls]))
 
 
 def main(argv):
@@ -124,16 +167,13 @@ def main(argv):
     report(graph_kernels and mapped == len(graph_kernels),
            "graph kernels mapped to capture-time operators", f"{mapped}/{len(graph_kernels)}")
 
-    steps = [r for r in by_type["NVTX_PUSH"] if r["name"].startswith("step req=")]
+    steps = [r for r in by_type["NVTX_PUSH"] if r["name"].startswith("step_execute_model[request_ids:")]
     report(len(steps) == exp["steps"], "NVTX step ranges", f"{len(steps)} traced, {exp['steps']} run")
     push_per = collections.Counter(r["thread_id"] for r in by_type["NVTX_PUSH"])
     pop_per = collections.Counter(r["thread_id"] for r in by_type["NVTX_POP"])
     report(push_per == pop_per, "NVTX push/pop balance per thread")
     if exp.get("nccl_allreduce"):
-        report(bool(nccl_k), "NCCL all-reduce kernel traced", f"{len(nccl_k)} kernels")
-        nccl_ranges = [r for r in by_type["NVTX_PUSH"] if r.get("domain") == "NCCL"]
-        print(f"INFO NCCL NVTX ranges: {len(nccl_ranges)}; payloads: "
-              + json.dumps([r.get("payload") for r in nccl_ranges[:3]]))
+        check_nccl(exp, by_type, apis)
     else:
         print("INFO NCCL part skipped by the workload (no libnccl.so.2)")
 

@@ -7,14 +7,21 @@
 # Env:   TRUFFLD_GPU_BUILD  build folder (default <repo>/build-gpu)
 #        TRUFFLD_GPU_OUT    where dumps and reports go (default $OUT if set, else <build>/out)
 #        TRUFFLD_GPU_RUNS   runs per overhead configuration (default 5, minimum 5)
+#        TRUFFLD_GPU_VARIANTS  1: also time truffld with parts switched off (overhead.py --variants)
 #        PYTHON             python with torch for the PyTorch parts (default python3)
-#        CUDA_HOME          CUDA toolkit (default /usr/local/cuda)
+#        CUDA_HOME          CUDA toolkit (default /usr/local/cuda, else the folder above nvcc's bin/)
+#        TRUFFLD_MERGE      a truffld-merge binary for the hooks check when CMake cannot build one
+#                           here (the project's dependencies are missing); without it that check
+#                           prints SKIP and the suite says so
 # Exit status: 0 all checks passed (or no GPU: prints SKIP), 1 a check failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${TRUFFLD_GPU_BUILD:-$ROOT/build-gpu}
 OUTDIR=${TRUFFLD_GPU_OUT:-${OUT:-$BUILD/out}}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -x "$CUDA_HOME/bin/nvcc" ] && command -v nvcc >/dev/null; then
+  CUDA_HOME=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)
+fi
 PY=${PYTHON:-python3}
 RUNS=${TRUFFLD_GPU_RUNS:-5}
 status=0
@@ -27,18 +34,35 @@ mkdir -p "$BUILD" "$OUTDIR"
 nvidia-smi -L
 
 # 1. The injector: through CMake when the project's dependencies are installed, otherwise a
-#    direct compile of inject/src (needs only g++, libzstd and the CUDA headers).
+#    direct compile of inject/src (needs only g++ and the CUDA headers; libzstd when present).
 INJ=""
+MERGE=${TRUFFLD_MERGE:-}
 if cmake -S "$ROOT" -B "$BUILD/cmake" -DCMAKE_BUILD_TYPE=Release -DTRUFFLD_BUILD_TESTS=OFF \
      -DTRUFFLD_BUILD_BENCHMARKS=OFF >"$OUTDIR/cmake.log" 2>&1 &&
-   cmake --build "$BUILD/cmake" --target cupti_injector -j"$(nproc)" >>"$OUTDIR/cmake.log" 2>&1; then
+   cmake --build "$BUILD/cmake" --target cupti_injector truffld-merge truffld_pynvtx -j"$(nproc)" \
+     >>"$OUTDIR/cmake.log" 2>&1; then
   INJ="$BUILD/cmake/inject/libcupti_injector.so"
+  [ -z "$MERGE" ] && MERGE="$BUILD/cmake/merge/truffld-merge"
+  PYNVTX="$BUILD/cmake/inject/pynvtx/libtruffld_pynvtx.so"
 else
-  echo "cmake build failed (see $OUTDIR/cmake.log); compiling inject/src directly"
+  echo "cmake build failed (last lines of $OUTDIR/cmake.log below); compiling inject/src directly"
+  tail -n 3 "$OUTDIR/cmake.log"
+  CUPTI_INC=$(dirname "$(find "$CUDA_HOME/include" "$CUDA_HOME/extras/CUPTI/include" \
+                 "$CUDA_HOME/targets" -name cupti.h 2>/dev/null | head -n 1)")
+  CUPTI_LIB=$(find "$CUDA_HOME/lib64" "$CUDA_HOME/extras/CUPTI/lib64" "$CUDA_HOME/targets" \
+                 -name 'libcupti.so' 2>/dev/null | head -n 1)
+  ZSTD_FLAGS=(-lzstd)
+  if ! echo '#include <zstd.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
+    echo "no zstd.h here: building without TRUFFLD_COMPRESS=zstd support"
+    ZSTD_FLAGS=(-DTRUFFLD_WITHOUT_ZSTD)
+  fi
+  echo "cupti.h in ${CUPTI_INC:-?}, libcupti.so at ${CUPTI_LIB:-?}"
   g++ -O2 -g -std=c++20 -fPIC -shared -fvisibility=hidden -I"$ROOT/inject/src" -I"$CUDA_HOME/include" \
-    -DTRUFFLD_CUPTI_BUILD_PATH="\"$CUDA_HOME/lib64/libcupti.so\"" \
-    "$ROOT"/inject/src/*.cc -o "$BUILD/libcupti_injector.so" -lzstd -ldl -pthread || exit 1
+    -I"${CUPTI_INC:-$CUDA_HOME/include}" -DTRUFFLD_CUPTI_BUILD_PATH="\"${CUPTI_LIB:-}\"" \
+    "$ROOT"/inject/src/*.cc -o "$BUILD/libcupti_injector.so" "${ZSTD_FLAGS[@]}" -ldl -pthread || exit 1
   INJ="$BUILD/libcupti_injector.so"
+  gcc -O2 -fPIC -shared -I"$CUDA_HOME/include" "$ROOT/inject/pynvtx/pynvtx.c" \
+    -o "$BUILD/libtruffld_pynvtx.so" -ldl && PYNVTX="$BUILD/libtruffld_pynvtx.so"
 fi
 echo "injector: $INJ"
 
@@ -57,16 +81,41 @@ cat "$OUTDIR/expected.json"
 "$PY" "$ROOT/tests/gpu/check_trace.py" "$OUTDIR/trace" "$OUTDIR/expected.json" \
   "$ROOT/schemas/events.schema.json" | tee "$OUTDIR/check.txt" || status=1
 
+# 3b. The dump through truffld-merge: every kernel should bind to its launching call.
+if [ -n "$MERGE" ] && [ -x "$MERGE" ]; then
+  if "$MERGE" "$OUTDIR/trace" -o "$OUTDIR/merged" >"$OUTDIR/merge.txt" 2>&1; then
+    echo "PASS truffld-merge on the dump"
+    head -n 8 "$OUTDIR/merge.txt"
+    "$PY" - "$OUTDIR/merged/summary.json" "$OUTDIR/expected.json" <<'PYEOF' || status=1
+import json, sys
+t = json.load(open(sys.argv[1]))["total"]
+exp = json.load(open(sys.argv[2]))
+ok = t["steps"] == exp["steps"] and t["duplicate_correlations"] == 0 and t["unclosed_ranges"] == 0
+print(("PASS" if ok else "FAIL") + " merged: steps %d (workload ran %d), kernels linked %d of %d, "
+      "nested driver calls %d, duplicate correlations %d, unclosed ranges %d, unattributed %s"
+      % (t["steps"], exp["steps"], t["kernels_linked_unique"], t["kernels_read"], t["nested_api_calls"],
+         t["duplicate_correlations"], t["unclosed_ranges"], t.get("unattributed_reasons")))
+sys.exit(0 if ok else 1)
+PYEOF
+  else
+    echo "FAIL truffld-merge on the dump:"; tail -n 20 "$OUTDIR/merge.txt"; status=1
+  fi
+fi
+
 # 4. Overhead: workload and a PyTorch loop, none / truffld / torch.profiler, median of >= 5.
 "$PY" "$ROOT/tests/gpu/overhead.py" --workload "$BUILD/truffld_gpu_workload" --injector "$INJ" \
-  --runs "$RUNS" --torch-loop "$ROOT/tests/gpu/torch_loop.py" --python "$PY" \
+  --runs "$RUNS" ${TRUFFLD_GPU_VARIANTS:+--variants} --torch-loop "$ROOT/tests/gpu/torch_loop.py" --python "$PY" \
   | tee "$OUTDIR/overhead.txt" || status=1
 
-# 5. The hooks colleague's GPU checks, if any.
+# 5. The hooks colleague's GPU checks, if any (exit 77 = skipped, reported, not a pass).
 for f in "$ROOT"/tests/gpu/hooks_*.py; do
   [ -e "$f" ] || continue
   echo "== $f"
-  TRUFFLD_INJECTOR="$INJ" "$PY" "$f" || status=1
+  TRUFFLD_INJECTOR="$INJ" TRUFFLD_MERGE="$MERGE" TRUFFLD_SYSTEM_PYTHON="$PY" \
+    TRUFFLD_PYNVTX_LIB="${PYNVTX:-}" "$PY" "$f" --keep "$OUTDIR/$(basename "$f" .py)"
+  rc=$?
+  if [ $rc -eq 77 ]; then echo "SKIPPED: $f"; skipped=1; elif [ $rc -ne 0 ]; then status=1; fi
 done
+[ -n "${skipped:-}" ] && echo "note: some GPU checks were skipped (see SKIP lines above)"
 echo "GPU suite finished with status $status (reports in $OUTDIR)"
 exit $status

@@ -34,7 +34,7 @@ def main():
     t0 = time.perf_counter()
     with ctx, torch.no_grad():
         for i in range(args.iters):
-            torch.cuda.nvtx.range_push(f"step req={i}")
+            torch.cuda.nvtx.range_push(f"step_execute_model[request_ids:{i}]")
             model(x)
             torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()

@@ -1,16 +1,20 @@
 // truffld GPU workload: a small, fully known CUDA program traced by libcupti_injector.so.
 //
 // What it does (and writes to the --expect JSON file, so check_trace.py can compare):
-//   * 4 host threads; each runs `steps` NVTX step ranges ("step req=<id>") on its own stream
+//   * 4 host threads; each runs `steps` NVTX step ranges named as the Python hooks name steps
+//     ("step_execute_model[request_ids:<id>]") on its own stream
 //     (threads 0,2 share stream A's device, threads 1,3 use stream B; two streams per thread are
 //     created so that every thread also uses a second stream for its copies);
 //   * inside each step: nested ranges "gemm" (one cuBLAS SGEMM), "elementwise" (our `scale`
 //     and `add` kernels), a memset and a device-to-host memcpy;
 //   * thread 0 then captures a CUDA graph (two `scale` kernels + one `add`) inside an NVTX range
 //     "capture", and replays it `replays` times inside "replay" ranges;
-//   * when libnccl.so.2 can be dlopen'ed, a single-rank all-reduce inside "allreduce" (skipped
-//     with a message otherwise).
+//   * when libnccl.so.2 can be dlopen'ed, two single-rank all-reduces (Sum out of place, Avg in
+//     place) inside "allreduce" (skipped with a message otherwise).
+//   * with --launches N it does something else: N launches of an empty kernel in a loop (after
+//     a warm-up), timed, so tests/gpu/overhead.py can state the cost per kernel launch.
 // Usage: truffld_gpu_workload [--steps N] [--replays R] [--expect out.json] [--quiet]
+//                             [--launches N]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -73,7 +77,7 @@ void Worker(int tid, int steps, Counts* out) {
   const float one = 1.0f, zero = 0.0f;
   for (int s = 0; s < steps; ++s) {
     char name[64];
-    std::snprintf(name, sizeof name, "step req=t%d-%d", tid, s);
+    std::snprintf(name, sizeof name, "step_execute_model[request_ids:t%d-%d]", tid, s);
     nvtxRangePushA(name);
     nvtxRangePushA("gemm");
     cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kM, kM, kM, &one, a, kM, b, kM, &zero, c, kM);
@@ -159,25 +163,48 @@ bool NcclPart() {
     std::printf("nccl: init failed; skipping the all-reduce\n");
     return false;
   }
-  float* buf;
-  CHECK(cudaMalloc(&buf, 1 << 20));
+  // With one rank NCCL does no collective kernel: an out-of-place Sum becomes a device-to-device
+  // copy, an in-place Avg a small scaling kernel. Both are device work launched inside the
+  // ncclAllReduce NVTX range, which is what the checker links.
+  float *send, *recv;
+  CHECK(cudaMalloc(&send, 1 << 20));
+  CHECK(cudaMalloc(&recv, 1 << 20));
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
   nvtxRangePushA("allreduce");
-  const int ncclFloat32 = 7, ncclSum = 0;
-  const int rc = all_reduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat32, ncclSum, comm, s);
+  const int ncclFloat32 = 7, ncclSum = 0, ncclAvg = 4;
+  const size_t n = (1 << 20) / sizeof(float);
+  int rc = all_reduce(send, recv, n, ncclFloat32, ncclSum, comm, s);
+  if (rc == 0) rc = all_reduce(recv, recv, n, ncclFloat32, ncclAvg, comm, s);
   nvtxRangePop();
   CHECK(cudaStreamSynchronize(s));
   destroy(comm);
-  CHECK(cudaFree(buf));
+  CHECK(cudaFree(send));
+  CHECK(cudaFree(recv));
   CHECK(cudaStreamDestroy(s));
   return rc == 0;
 }
 
 }  // namespace
 
+__global__ void empty_kernel() {}
+
+// The launch-rate loop: seconds for `n` empty-kernel launches plus the final synchronize.
+double LaunchLoop(int n) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < 100; ++i) empty_kernel<<<1, 32, 0, s>>>();
+  CHECK(cudaStreamSynchronize(s));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) empty_kernel<<<1, 32, 0, s>>>();
+  CHECK(cudaStreamSynchronize(s));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(cudaStreamDestroy(s));
+  return secs;
+}
+
 int main(int argc, char** argv) {
-  int steps = 20, replays = 10;
+  int steps = 20, replays = 10, launches = 0;
   const char* expect = nullptr;
   bool quiet = false;
   for (int i = 1; i < argc; ++i) {
@@ -185,7 +212,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--replays") && i + 1 < argc) replays = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
     else if (!std::strcmp(argv[i], "--quiet")) quiet = true;
-    else { std::fprintf(stderr, "usage: %s [--steps N] [--replays R] [--expect out.json] [--quiet]\n", argv[0]); return 2; }
+    else if (!std::strcmp(argv[i], "--launches") && i + 1 < argc) launches = std::atoi(argv[++i]);
+    else { std::fprintf(stderr, "usage: %s [--steps N] [--replays R] [--expect out.json] [--quiet] [--launches N]\n", argv[0]); return 2; }
+  }
+  if (launches > 0) {
+    CHECK(cudaFree(nullptr));
+    const double secs = LaunchLoop(launches);
+    std::printf("launches=%d ns_per_launch=%.1f\nelapsed_s=%.6f\n", launches, secs * 1e9 / launches, secs);
+    return 0;
   }
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(cudaFree(nullptr));  // create the context
@@ -209,7 +243,7 @@ int main(int argc, char** argv) {
     std::fprintf(f,
                  "{\"threads\":%d,\"steps\":%d,\"scale\":%d,\"add\":%d,\"gemm\":%d,\"memset\":%d,"
                  "\"memcpy_dtoh\":%d,\"memcpy_htod\":%d,\"graph_replays\":%d,\"graph_kernel_nodes\":%d,"
-                 "\"nccl_allreduce\":%s}\n",
+                 "\"nccl_allreduce\":%s,\"nccl_allreduce_calls\":2}\n",
                  kThreads, total.steps, total.scale, total.add, total.gemm, total.memset,
                  total.memcpy_dtoh, total.memcpy_htod, replays, nodes, nccl ? "true" : "false");
     std::fclose(f);
