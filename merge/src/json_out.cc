@@ -54,6 +54,12 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
+bool JsonNeedsNoEscape(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
+  return true;
+}
+
 void JsonOut::String(std::string_view s) {
   AppendJsonString(&buf_, s);
   MaybeFlush();

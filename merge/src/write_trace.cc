@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "truffld/merge/writers.h"
 
@@ -56,31 +57,58 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     return last_pid;
   };
   using Track = std::pair<int64_t, int64_t>;  // pid, tid
-  std::map<Track, std::vector<Slice>> tracks;
+  struct TrackHash {
+    size_t operator()(const Track& t) const noexcept {
+      return std::hash<uint64_t>()(static_cast<uint64_t>(t.first) * 0x9E3779B97F4A7C15ull ^
+                                   static_cast<uint64_t>(t.second));
+    }
+  };
+  // Tracks by index: one hash lookup per node (a node's track is usually the previous node's
+  // or one of a few), names built once per track.
+  std::unordered_map<Track, uint32_t, TrackHash> track_index;
+  std::vector<Track> track_keys;
+  std::vector<std::vector<Slice>> track_slices;
   std::map<Track, std::string> track_name;
   std::vector<Track> track_of(r.nodes.size(), Track{0, 0});
+  Track last_track{INT64_MIN, INT64_MIN};
+  uint32_t last_index = 0;
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
     if (skip[i]) continue;
     const Node& n = r.nodes[i];
     const Event* e = r.EventOf(n);
     int64_t pid = pid_for(n);
     int64_t tid;
+    enum { kGpu, kThread, kSteps } kind;
     bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
     if (device && e) {
       tid = kGpuTidBase + int64_t(std::max(e->device, 0)) * 100000 + std::max(e->stream, 0);
-      track_name.emplace(Track{pid, tid}, "GPU " + std::to_string(e->device) + " stream " + std::to_string(e->stream));
+      kind = kGpu;
     } else if (n.thread_id != kNone) {
       tid = n.thread_id;
-      track_name.emplace(Track{pid, tid}, "thread " + std::to_string(tid));
+      kind = kThread;
     } else {
       tid = 0;
-      track_name.emplace(Track{pid, tid}, "steps");
+      kind = kSteps;
     }
-    tracks[{pid, tid}].push_back({n.start, n.end, i});
+    const Track t{pid, tid};
+    if (t != last_track) {
+      auto [it, fresh] = track_index.try_emplace(t, uint32_t(track_keys.size()));
+      if (fresh) {
+        track_keys.push_back(t);
+        track_slices.emplace_back();
+        track_name.emplace(t, kind == kGpu ? "GPU " + std::to_string(e->device) + " stream " + std::to_string(e->stream)
+                              : kind == kThread ? "thread " + std::to_string(tid) : std::string("steps"));
+      }
+      last_track = t;
+      last_index = it->second;
+    }
+    track_slices[last_index].push_back({n.start, n.end, i});
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
   // where it does.
-  for (auto& [track, slices] : tracks) {
+  for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
+    const Track track = track_keys[ti];
+    std::vector<Slice>& slices = track_slices[ti];
     std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
       return a.start != b.start ? a.start < b.start : a.end != b.end ? a.end > b.end : a.node < b.node;
     });
@@ -122,12 +150,31 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     out->String(name);
     out->Raw("}}");
   }
+  // Names repeat (interned per file): whether one needs escaping is decided once per string.
+  std::vector<std::vector<uint8_t>> plain(r.files.size());  // 0 unknown, 1 plain, 2 escape
+  auto write_name = [&](const Node& n) {
+    std::vector<uint8_t>& p = plain[n.file];
+    if (p.empty()) p.assign(r.files[n.file].strings.size(), 0);
+    const std::string_view name = r.Name(n);
+    uint8_t state = 2;
+    if (n.name < p.size()) {
+      if (p[n.name] == 0) p[n.name] = JsonNeedsNoEscape(name) ? 1 : 2;
+      state = p[n.name];
+    }
+    if (state == 1) {
+      out->Raw("\"");
+      out->Raw(name);
+      out->Raw("\"");
+    } else {
+      out->String(name);
+    }
+  };
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
     if (skip[i]) continue;
     const Node& n = r.nodes[i];
     sep();
     out->Raw("{\"ph\":\"X\",\"name\":");
-    out->String(r.Name(n));
+    write_name(n);
     out->Raw(",\"cat\":\"");
     out->Raw(LayerName(n.layer));
     out->Raw("\",\"pid\":");

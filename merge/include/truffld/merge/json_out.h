@@ -40,4 +40,7 @@ class JsonOut {
 // Appends `s` as a JSON string literal (with quotes) to *out.
 void AppendJsonString(std::string* out, std::string_view s);
 
+// True when `s` is printable ASCII without '"' or '\\': it can be written between quotes as is.
+bool JsonNeedsNoEscape(std::string_view s);
+
 }  // namespace truffld::merge
