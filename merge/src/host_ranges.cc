@@ -80,7 +80,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         order.push_back(i);
         break;
       case EventKind::kRange:
-        out.push_back({e.start, std::max(e.start, e.end), e.process_id, e.thread_id, i, false});
+        out.push_back({e.start, std::max(e.start, e.end), e.process_id, e.thread_id, i, HostRange::kNoCloseEvent});
         break;
       default: break;
     }
@@ -92,7 +92,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   auto flush_stack = [&] {
     for (uint32_t i : stack) {
       const Event& s = ev[i];
-      out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, true});
+      out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, HostRange::kUnclosed});
       ++c->unclosed_ranges;
       issues->Report(where(s), "unclosed_range", "NVTX range '" + std::string(file.strings.Get(s.name)).substr(0, 200) +
                      "' pushed but never popped; closed at the end of the file");
@@ -116,7 +116,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       issues->Report(where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
     } else {
       const Event& s = ev[stack.back()];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, stack.back(), false, i});
+      out.push_back({s.start, e.start, s.process_id, s.thread_id, stack.back(), i});
       stack.pop_back();
     }
   }
@@ -125,28 +125,28 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> open;
   for (uint32_t i : se) {
     const Event& e = ev[i];
-    auto key = std::make_pair(e.process_id, e.range_id);
+    auto key = std::make_pair(e.process_id, file.Extra(e).range_id);
     if (e.kind == EventKind::kNvtxStart) {
       auto [it, inserted] = open.emplace(key, i);
       if (!inserted) {
         const Event& s = ev[it->second];
         ++c->duplicate_range_ids;
         ++c->unclosed_ranges;
-        issues->Report(where(e), "duplicate_range_id", "range id " + std::to_string(e.range_id) +
+        issues->Report(where(e), "duplicate_range_id", "range id " + std::to_string(file.Extra(e).range_id) +
                        " started again while open; the earlier one is closed here");
-        out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, true});
+        out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, HostRange::kUnclosed});
         it->second = i;
       }
     } else {
       auto it = open.find(key);
       if (it == open.end()) {
         ++c->unmatched_pops;
-        issues->Report(where(e), "unmatched_pop", "range end for id " + std::to_string(e.range_id) +
+        issues->Report(where(e), "unmatched_pop", "range end for id " + std::to_string(file.Extra(e).range_id) +
                        " with no open start; ignored");
         continue;
       }
       const Event& s = ev[it->second];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, false, i});
+      out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, i});
       open.erase(it);
     }
   }
@@ -155,9 +155,9 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   std::sort(left.begin(), left.end());
   for (uint32_t i : left) {
     const Event& s = ev[i];
-    out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, true});
+    out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, HostRange::kUnclosed});
     ++c->unclosed_ranges;
-    issues->Report(where(s), "unclosed_range", "range id " + std::to_string(s.range_id) + " ('" +
+    issues->Report(where(s), "unclosed_range", "range id " + std::to_string(file.Extra(s).range_id) + " ('" +
                    std::string(file.strings.Get(s.name)).substr(0, 200) + "') never ended; closed at the end of the file");
   }
   for (const HostRange& r : out) c->zero_length_ranges += r.start == r.end;
@@ -168,7 +168,7 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
   uint64_t joined = 0;
   std::vector<Event>& ev = file->events;
   for (const HostRange& r : ranges) {
-    if (r.close_event == HostRange::kNoCloseEvent || ev[r.close_event].payload == kNoStr) continue;
+    if (!r.has_close_event() || ev[r.close_event].payload == kNoStr) continue;
     Event& open = ev[r.event];
     const std::string close_text(file->strings.Get(ev[r.close_event].payload));
     if (open.payload == kNoStr) {

@@ -90,7 +90,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                              "event #" + std::to_string(w->index) + ": " + m.message);
         break;
       case Disposition::kEvent:
-        m.event.line = w->index;
+        m.event.line = LineNumber(w->index);
         if ((IsApiKind(m.event.kind) || IsDeviceKind(m.event.kind)) &&
             m.event.correlation_id == kNone)
           w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.missing_correlation",
@@ -103,6 +103,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                                    std::string(rec.ignored_field) +
                                    " has the wrong JSON type; field ignored, event kept");
         ++w->kept[static_cast<int>(m.event.kind)];
+        if (m.has_extra) w->out->MutableExtra(m.event) = m.extra;
         w->out->events.push_back(m.event);
         break;
     }

@@ -119,7 +119,7 @@ class Reader {
       e.kind = kind;
       e.start = *start;
       e.end = *end;
-      e.line = row;
+      e.line = LineNumber(row);
       e.correlation_id = s.IntOr(3, kNone);
       if (api) {
         e.process_id = nsys::PidOf(*gid);
@@ -137,11 +137,15 @@ class Reader {
         e.bytes = s.IntOr(8, kNone);
         if (auto ck = s.Int(9); ck && !nsys::CopyKindName(*ck).empty())
           e.copy_kind = tf_->strings.Intern(nsys::CopyKindName(*ck));
+        EventExtra x;
+        bool any = false;
         for (int i = 0; i < 3; ++i) {
-          e.grid[i] = static_cast<int32_t>(s.IntOr(10 + i, 0));
-          e.block[i] = static_cast<int32_t>(s.IntOr(13 + i, 0));
+          x.grid[i] = static_cast<int32_t>(s.IntOr(10 + i, 0));
+          x.block[i] = static_cast<int32_t>(s.IntOr(13 + i, 0));
+          any |= x.grid[i] != 0 || x.block[i] != 0;
         }
-        e.graph_node_id = s.IntOr(16, kNone);
+        x.graph_node_id = s.IntOr(16, kNone);
+        if (any || x.graph_node_id != kNone) tf_->MutableExtra(e) = x;
       }
       tf_->events.push_back(e);
     }
@@ -192,11 +196,11 @@ class Reader {
       Event e;
       e.start = *start;
       e.end = *start;
-      e.line = row;
+      e.line = LineNumber(row);
       e.process_id = nsys::PidOf(*gid);
       e.thread_id = nsys::TidOf(*gid);
       e.name = TextOf(s, 4, 5);
-      e.range_id = s.IntOr(3, kNone);
+      int64_t range_id = s.IntOr(3, kNone);
       if (auto dom = s.Int(7); dom && *dom != 0) {
         auto it = domains.find(domain_key(e.process_id, *dom));
         e.domain = it != domains.end() ? it->second : tf_->strings.Intern(std::to_string(*dom));
@@ -210,8 +214,9 @@ class Reader {
       } else {
         // Never closed: hand the open half to range reconstruction, which counts and closes it.
         e.kind = what == nsys::NvtxRow::kPushPop ? EventKind::kNvtxPush : EventKind::kNvtxStart;
-        if (e.kind == EventKind::kNvtxStart && e.range_id == kNone) e.range_id = -2 - row;
+        if (e.kind == EventKind::kNvtxStart && range_id == kNone) range_id = -2 - row;
       }
+      if (range_id != kNone) tf_->MutableExtra(e).range_id = range_id;
       tf_->events.push_back(e);
     }
     return s.rc() == SQLITE_DONE ? Status::Ok() : Error("NVTX_EVENTS");

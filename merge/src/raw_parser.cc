@@ -256,7 +256,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     return;
   }
   Event e;
-  e.line = line_no;
+  e.line = LineNumber(line_no);
   auto need = [&](F a, const char* what) {
     if (f.has[a]) return true;
     Problem(line_no, "missing_field", std::string(f.type) + " record without \"" + what + "\"");
@@ -293,7 +293,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
     if (!instant()) return;
     host();
-    opt(kId, &e.range_id);
+    if (f.has[kId]) out.MutableExtra(e).range_id = f.v[kId];
     bool opens = t != "NVTX_POP" && t != "NVTX_END";
     if (opens) {
       if (!f.has_name || f.name_null) { Problem(line_no, "missing_field", std::string(t) + " record without \"name\""); return; }
@@ -306,7 +306,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "NVTX_MARKER") {
     if (!instant() || !need(kId, "id")) return;
     host();
-    e.range_id = f.v[kId];
+    out.MutableExtra(e).range_id = f.v[kId];
     bool closes = !f.has_name || f.name_null || f.name == "null";
     e.kind = closes ? EventKind::kNvtxEnd : EventKind::kNvtxStart;
     if (!closes) e.name = sp.Intern(f.name);
@@ -326,10 +326,14 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     opt(kProcess, &e.process_id);
     opt(kCorr, &e.correlation_id);
     opt32(kDevice, &e.device); opt32(kStream, &e.stream); opt(kBytes, &e.bytes);
-    opt(kGraph, &e.graph_id); opt(kGraphNode, &e.graph_node_id);
     if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
-    std::memcpy(e.grid, f.grid, sizeof e.grid);
-    std::memcpy(e.block, f.block, sizeof e.block);
+    const bool geometry = f.grid[0] || f.grid[1] || f.grid[2] || f.block[0] || f.block[1] || f.block[2];
+    if (f.has[kGraph] || f.has[kGraphNode] || geometry) {
+      EventExtra& x = out.MutableExtra(e);
+      opt(kGraph, &x.graph_id); opt(kGraphNode, &x.graph_node_id);
+      std::memcpy(x.grid, f.grid, sizeof x.grid);
+      std::memcpy(x.block, f.block, sizeof x.block);
+    }
     if (t == "KERNEL") {
       e.kind = EventKind::kKernel;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));
@@ -349,8 +353,9 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
     opt(kCorr, &e.correlation_id);
-    e.graph_id = f.v[kGraph]; e.graph_node_id = f.v[kGraphNode];
-    opt(kOrigGraphNode, &e.original_graph_node_id);
+    EventExtra& x = out.MutableExtra(e);
+    x.graph_id = f.v[kGraph]; x.graph_node_id = f.v[kGraphNode];
+    opt(kOrigGraphNode, &x.original_graph_node_id);
     e.kind = EventKind::kGraphNode;
   } else {
     std::string shown(t.substr(0, 64));

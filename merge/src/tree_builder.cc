@@ -117,7 +117,7 @@ class Builder {
     StrId name = file_.strings.Intern("<implicit step>");
     for (auto& [p, se] : span) {
       implicit_of_[p] = static_cast<uint32_t>(ranges_.size());
-      ranges_.push_back({se.first, se.second, p, kNone, kNoEvent, false});
+      ranges_.push_back({se.first, se.second, p, kNone, kNoEvent, HostRange::kNoCloseEvent});
       layer_.push_back(Layer::kStep);
     }
     implicit_name_ = name;
@@ -259,6 +259,7 @@ class Builder {
       api_owner_[a] = owner;
     }
     // Correlation index: (correlation, start) -> API event, sorted for binary search.
+    corr_.reserve(api.size());
     for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
     std::sort(corr_.begin(), corr_.end());
     // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
@@ -301,6 +302,7 @@ class Builder {
   // Device activity (and SYNC records) -> launching API call.
   void LinkDevice() {
     auto& c = out_.counters;
+    device_of_.reserve(c.device_ops_read + 16);  // no doubling copies
     for (uint32_t i = 0; i < ev_.size(); ++i) {
       const Event& d = ev_[i];
       bool device = IsDeviceKind(d.kind);
@@ -350,12 +352,12 @@ class Builder {
   std::unordered_map<int64_t, uint32_t> CaptureOwners() const {
     std::unordered_map<int64_t, const Event*> by_id;
     for (const Event& e : ev_)
-      if (e.kind == EventKind::kGraphNode) by_id.emplace(e.graph_node_id, &e);
+      if (e.kind == EventKind::kGraphNode) by_id.emplace(file_.Extra(e).graph_node_id, &e);
     std::unordered_map<int64_t, uint32_t> out;
     for (const auto& [id, first] : by_id) {
       const Event* g = first;
-      for (int hop = 0; hop < 8 && g->original_graph_node_id != kNone; ++hop) {
-        auto it = by_id.find(g->original_graph_node_id);
+      for (int hop = 0; hop < 8 && file_.Extra(*g).original_graph_node_id != kNone; ++hop) {
+        auto it = by_id.find(file_.Extra(*g).original_graph_node_id);
         if (it == by_id.end()) break;
         g = it->second;
       }
@@ -379,14 +381,13 @@ class Builder {
     }
   }
 
-  uint32_t NewNode(uint32_t event, Layer layer, TimeNs s, TimeNs e, int64_t thread) {
+  uint32_t NewNode(uint32_t event, Layer layer, TimeNs s, TimeNs e) {
     Node n;
     n.start = off_.Map(s);
     n.end = off_.Map(e);
     n.file = fi_;
     n.event = event;
     n.layer = layer;
-    n.thread_id = thread;
     if (event != kNoEvent) n.name = ev_[event].name;
     out_.nodes.push_back(n);
     return static_cast<uint32_t>(out_.nodes.size() - 1);
@@ -403,16 +404,19 @@ class Builder {
     std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
     step_slot_.assign(ranges_.size(), kNoIdx);
     std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
-    std::vector<std::pair<uint32_t, uint32_t>> links;  // (parent node, child node)
+    // (parent node, child node). Reserved for one link per event: capacity never touched costs
+    // no memory, while growing by doubling would briefly hold two copies at the merge's peak.
+    std::vector<std::pair<uint32_t, uint32_t>> links;
+    links.reserve(ev_.size() + ranges_.size() + 16);
     // Parents precede children in sorted_ order (implicit steps are created up front).
     for (uint32_t r : sorted_) {
       if (!IsImplicit(r)) continue;
       const HostRange& h = ranges_[r];
-      uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end, kNone);
+      uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
       out_.nodes[v].name = implicit_name_;
       out_.nodes[v].family = file_.strings.Intern("step");
       node_of[r] = v;
-      hroot[r] = NewNode(kNoEvent, Layer::kStep, h.start, h.end, kNone);
+      hroot[r] = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
       out_.nodes[hroot[r]].name = implicit_name_;
       out_.nodes[hroot[r]].family = out_.nodes[v].family;
       step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
@@ -429,11 +433,11 @@ class Builder {
       const HostRange& h = ranges_[r];
       const Event& e = ev_[h.event];
       const RangeClass& cls = ClassOf(e);
-      uint32_t n = NewNode(h.event, layer_[r], h.start, h.end, h.thread_id);
+      uint32_t n = NewNode(h.event, layer_[r], h.start, h.end);
       node_of[r] = n;
       out_.nodes[n].family = layer_[r] == cls.layer ? cls.family : file_.strings.Intern(NormaliseFamily(layer_[r], file_.strings.Get(e.name)));
       if (layer_[r] == Layer::kStep && step_of_[r] == r) {
-        hroot[r] = NewNode(h.event, Layer::kStep, h.start, h.end, h.thread_id);
+        hroot[r] = NewNode(h.event, Layer::kStep, h.start, h.end);
         out_.nodes[hroot[r]].family = out_.nodes[n].family;
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
@@ -461,12 +465,16 @@ class Builder {
       }
     }
     std::unordered_map<int64_t, uint32_t> capture_owner = CaptureOwners();
+    // Linking and capture owners are done: free their indexes before the nodes grow (the merge's
+    // peak memory is reached while nodes are emitted).
+    std::vector<CorrEntry>().swap(corr_);
+    std::vector<uint32_t>().swap(capture_range_);
     for (uint32_t a = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
       if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
       uint32_t owner = api_owner_[a];
       uint32_t n = NewNode(a, e.kind == EventKind::kRuntime ? Layer::kRuntime : Layer::kDriver, e.start,
-                           std::max(e.start, e.end), e.thread_id);
+                           std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(out_.nodes[n].layer, e);
       api_owner_[a] = n;  // from here on: the call's node
       links.emplace_back(node_of[owner], n);
@@ -474,17 +482,18 @@ class Builder {
     for (auto [api, d] : device_of_) {
       const Event& e = ev_[d];
       Layer l = DeviceLayer(e.kind);
-      uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end), kNone);
+      uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(l, e);
       links.emplace_back(api_owner_[api], n);
-      if (e.graph_node_id != kNone && !capture_owner.empty()) {
+      const int64_t graph_node_id = file_.Extra(e).graph_node_id;
+      if (graph_node_id != kNone && !capture_owner.empty()) {
         // CUDA graph work: name the operator that was open when this node was captured.
-        auto it = capture_owner.find(e.graph_node_id);
+        auto it = capture_owner.find(graph_node_id);
         if (it != capture_owner.end() && node_of[it->second] == kNoNode) {
           // Captured outside every step (engines capture graphs during warm-up): the range gets
           // a node of its own that belongs to no tree, so captured_in can still name it.
           const HostRange& h = ranges_[it->second];
-          uint32_t c = NewNode(h.event, layer_[it->second], h.start, h.end, h.thread_id);
+          uint32_t c = NewNode(h.event, layer_[it->second], h.start, h.end);
           out_.nodes[c].family = file_.strings.Intern(
               NormaliseFamily(layer_[it->second], file_.strings.Get(ev_[h.event].name)));
           node_of[it->second] = c;

@@ -82,7 +82,7 @@ class TreeWriter {
     out_.Int(n.start);
     out_.Raw(",\"end\":");
     out_.Int(n.end);
-    if (n.thread_id != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(n.thread_id); }
+    if (const int64_t thread = r_.ThreadOf(n); thread != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(thread); }
     if (e) EventFields(n, *e);
     if (n.requests != kAllRequests) {
       out_.Raw(",\"requests\":");
@@ -131,14 +131,15 @@ class TreeWriter {
     }
     if (e.bytes >= 0) opt(",\"bytes\":", e.bytes);
     if (e.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(e.copy_kind)); }
-    if (device) {
-      opt(",\"graph_id\":", e.graph_id);
-      opt(",\"graph_node_id\":", e.graph_node_id);
-      if (e.kind == EventKind::kKernel && (e.grid[0] || e.block[0])) {
+    if (device && e.extra != kNoExtra) {
+      const EventExtra& x = r_.files[n.file].Extra(e);
+      opt(",\"graph_id\":", x.graph_id);
+      opt(",\"graph_node_id\":", x.graph_node_id);
+      if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
         out_.Raw(",\"grid\":[");
-        out_.Int(e.grid[0]); out_.Char(','); out_.Int(e.grid[1]); out_.Char(','); out_.Int(e.grid[2]);
+        out_.Int(x.grid[0]); out_.Char(','); out_.Int(x.grid[1]); out_.Char(','); out_.Int(x.grid[2]);
         out_.Raw("],\"block\":[");
-        out_.Int(e.block[0]); out_.Char(','); out_.Int(e.block[1]); out_.Char(','); out_.Int(e.block[2]);
+        out_.Int(x.block[0]); out_.Char(','); out_.Int(x.block[1]); out_.Char(','); out_.Int(x.block[2]);
         out_.Char(']');
       }
     }

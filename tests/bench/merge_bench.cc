@@ -118,16 +118,19 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   }
   auto t1 = clk::now();
   double c1 = CpuSeconds();
+  const long rss_import = PeakRssKb();
   auto merged = Merge(std::move(files), MergeOptions{});
   if (!merged.ok()) { std::fprintf(stderr, "%s\n", merged.status().ToString().c_str()); return 1; }
   auto t2 = clk::now();
   double c2 = CpuSeconds();
+  const long rss_merge = PeakRssKb();
   std::FILE* devnull = std::fopen("/dev/null", "wb");
   JsonOut trees(devnull, "/dev/null");
   uint64_t lines = WriteTreesJsonl(*merged, &trees, TreeLayout::kGrouped);  // as the CLI
   (void)trees.Flush();
   auto t3 = clk::now();
   double c3 = CpuSeconds();
+  const long rss_trees = PeakRssKb();
   if (trace) {
     JsonOut tr(devnull, "/dev/null");
     WriteChromeTrace(*merged, &tr);
@@ -146,6 +149,9 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   std::printf("per CPU second: %.2f M events/s, %.1f MB/s\n", events / (c4 - c0) / 1e6, bytes / (c4 - c0) / 1e6);
   std::printf("wall throughput %.2f M events/s, %.1f MB/s; peak RSS %.1f MB = %.0f bytes/event\n",
               events / total / 1e6, bytes / total / 1e6, rss / 1024.0, rss * 1024.0 / double(events ? events : 1));
+  auto per = [&](long kb) { return kb * 1024.0 / double(events ? events : 1); };
+  std::printf("peak RSS reached by the end of: import %.0f, merge %.0f, trees.jsonl %.0f, trace.json %.0f bytes/event\n",
+              per(rss_import), per(rss_merge), per(rss_trees), per(rss));
   return 0;
 }
 

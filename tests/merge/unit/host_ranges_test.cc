@@ -50,7 +50,9 @@ TEST(HostRanges, UnmatchedPopAndUnclosedPushAreCounted) {
   EXPECT_EQ(c.unmatched_pops, 1u);
   EXPECT_EQ(c.unclosed_ranges, 1u);
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_TRUE(r[0].unclosed);
+  EXPECT_TRUE(r[0].unclosed());
+  EXPECT_FALSE(r[1].unclosed());
+  EXPECT_TRUE(r[1].has_close_event());
   EXPECT_EQ(r[0].end, 99);  // closed at the file's last timestamp
   EXPECT_EQ(f.stats.Get("unmatched_pop"), 1u);
   EXPECT_EQ(f.stats.issues[0].where, "mem.jsonl:1");

@@ -95,9 +95,9 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   EXPECT_EQ(k->device, 1);
   EXPECT_EQ(k->stream, 7);
   EXPECT_EQ(k->correlation_id, 55);
-  EXPECT_EQ(k->grid[0], 4);
-  EXPECT_EQ(k->grid[1], 2);
-  EXPECT_EQ(k->block[0], 128);
+  EXPECT_EQ(tf.Extra(*k).grid[0], 4);
+  EXPECT_EQ(tf.Extra(*k).grid[1], 2);
+  EXPECT_EQ(tf.Extra(*k).block[0], 128);
   EXPECT_EQ(k->end - k->start, 2500);
 
   const Event* cp = Find(tf, "Memcpy DtoH (Device -> Pinned)");

@@ -137,8 +137,8 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(k->process_id, 100);
   EXPECT_EQ(k->thread_id, kNone);
   EXPECT_EQ(k->stream, 7);
-  EXPECT_EQ(k->grid[0], 4);
-  EXPECT_EQ(k->block[0], 256);
+  EXPECT_EQ(tf.Extra(*k).grid[0], 4);
+  EXPECT_EQ(tf.Extra(*k).block[0], 256);
   // No globalPid and no demangled name: process of the launch (200), short name.
   const Event* k2 = Find(tf, "gemm", EventKind::kKernel);
   ASSERT_NE(k2, nullptr);
@@ -158,13 +158,13 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(tf.strings.Get(ar->domain), "NCCL");
   const Event* se = Find(tf, "async", EventKind::kRange);
   ASSERT_NE(se, nullptr);
-  EXPECT_EQ(se->range_id, 77);
+  EXPECT_EQ(tf.Extra(*se).range_id, 77);
   EXPECT_EQ(tf.strings.Get(se->category), "4");
   EXPECT_NE(Find(tf, "here", EventKind::kNvtxMark), nullptr);
   EXPECT_NE(Find(tf, "never popped", EventKind::kNvtxPush), nullptr);
   const Event* ne = Find(tf, "never ended", EventKind::kNvtxStart);
   ASSERT_NE(ne, nullptr);
-  EXPECT_EQ(ne->range_id, 78);
+  EXPECT_EQ(tf.Extra(*ne).range_id, 78);
 
   EXPECT_EQ(tf.stats.Get("RUNTIME"), 4u);
   EXPECT_EQ(tf.stats.Get("nsys.skipped.nested_api_alias"), 1u);  // cudaMemcpyAsync_v3020

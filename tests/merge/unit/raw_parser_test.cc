@@ -58,8 +58,8 @@ TEST(RawParser, HostAndDeviceRecords) {
   EXPECT_EQ(k.start, 130);
   EXPECT_EQ(k.end, 150);
   EXPECT_EQ(k.stream, 7);
-  EXPECT_EQ(k.grid[0], 2);
-  EXPECT_EQ(k.block[0], 128);
+  EXPECT_EQ(f.Extra(k).grid[0], 2);
+  EXPECT_EQ(f.Extra(k).block[0], 128);
   EXPECT_EQ(f.events[3].kind, EventKind::kMemset);
   EXPECT_EQ(f.events[3].bytes, 512);
   EXPECT_EQ(f.events[4].kind, EventKind::kNvtxPop);
@@ -77,7 +77,7 @@ TEST(RawParser, MarkerDialectOpensAndCloses) {
       R"({ "type": "KERNEL", "name": "_ZN2at6native", "gpu_start": 30, "duration": 5, "correlation_id": 4 })");
   ASSERT_EQ(f.events.size(), 4u);
   EXPECT_EQ(f.events[0].kind, EventKind::kNvtxStart);
-  EXPECT_EQ(f.events[0].range_id, 1);
+  EXPECT_EQ(f.Extra(f.events[0]).range_id, 1);
   EXPECT_EQ(f.events[1].kind, EventKind::kNvtxEnd);
   EXPECT_EQ(f.events[2].kind, EventKind::kNvtxEnd);
   EXPECT_EQ(f.events[3].end, 35);

@@ -28,10 +28,14 @@ struct HostRange {
   int64_t process_id = kNone;
   int64_t thread_id = kNone;
   uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
-  bool unclosed = false;
-  uint32_t close_event = kNoCloseEvent;  // index of the closing POP/END event, if any
+  // Index of the closing POP/END event; kNoCloseEvent for a complete range (Kineto, nsys) or an
+  // implicit step, kUnclosed for one never closed (closed at the file's end). 40 bytes a range.
+  uint32_t close_event = kNoCloseEvent;
 
   static constexpr uint32_t kNoCloseEvent = 0xFFFFFFFFu;
+  static constexpr uint32_t kUnclosed = 0xFFFFFFFEu;
+  bool unclosed() const { return close_event == kUnclosed; }
+  bool has_close_event() const { return close_event < kUnclosed; }
 };
 
 struct RangeCounters {

@@ -59,8 +59,8 @@ struct Node {
   uint32_t requests = kAllRequests;   // index into MergeResult::request_sets (stricter subset)
   uint32_t anchor = kNoNode;          // comm nodes: enclosing vertical range; CUDA-graph device
                                       // nodes: the range open when the node was captured
-  int64_t thread_id = kNone;          // host nodes
   Layer layer = Layer::kOther;
+  // The host thread is the source event's (MergeResult::ThreadOf): not stored, 56 bytes a node.
 };
 
 // One (rank, step, view) tree; written once per request in `requests`.
@@ -173,6 +173,14 @@ struct MergeResult {
   // The node's source event, or nullptr for an implicit step.
   const Event* EventOf(const Node& n) const {
     return n.event == kNoEvent ? nullptr : &files[n.file].events[n.event];
+  }
+  // Host thread of a range or API node (its event's); kNone for implicit steps and device or
+  // sync nodes.
+  int64_t ThreadOf(const Node& n) const {
+    if (n.event == kNoEvent || n.layer == Layer::kKernel || n.layer == Layer::kMemcpy ||
+        n.layer == Layer::kMemset || n.layer == Layer::kSync)
+      return kNone;
+    return files[n.file].events[n.event].thread_id;
   }
   std::string_view Str(uint32_t file, StrId id) const { return files[file].strings.Get(id); }
   // Calls f(child_index) for each child of node i in order.
