@@ -8,6 +8,7 @@
 #include <functional>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "truffld/hugepages.h"
 #include "truffld/merge/import.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
                  "Regex whose first group holds a step's request ids separated by '_' "
                  "(default: request_ids:(...) as in step_execute_model[request_ids:0_1_2])");
   app.add_flag("--strict", strict, "Any bad record, unreadable file or unlinkable device op is fatal");
-  app.add_option("--threads", threads, "Threads for parsing and building (one file per thread)")
+  app.add_option("--threads", threads, "Threads for parsing and building (one file per thread); with 2 or more, trees.jsonl and trace.json are also written at the same time")
       ->default_val(2)->check(CLI::Range(1, 256));
   app.add_flag("--no-trace-json", no_trace, "Skip trace.json (faster, less disk)");
   app.add_flag("--no-implicit-steps", no_implicit,
@@ -129,11 +130,20 @@ int main(int argc, char** argv) {
   if (!merged.ok()) { progress.Done(); std::cerr << "truffld-merge: " << merged.status().ToString() << "\n"; return 1; }
   const MergeResult& r = *merged;
   namespace fs = std::filesystem;
-  progress.Say("writing trees.jsonl...");
+  // trees.jsonl and trace.json only read the merge result: with two or more threads they are
+  // written at the same time (each writer owns its file, its buffer and its counters).
+  progress.Say(no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
+  Status trace_st = Status::Ok();
+  std::thread trace_writer;
+  auto write_trace = [&] {
+    trace_st = WriteFile(fs::path(outdir) / "trace.json", [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
+  };
+  if (!no_trace && threads > 1) trace_writer = std::thread(write_trace);
   Status st = WriteFile(fs::path(outdir) / "trees.jsonl", [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
-  if (st.ok() && !no_trace) {
-    progress.Say("writing trace.json...");
-    st = WriteFile(fs::path(outdir) / "trace.json", [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
+  if (!no_trace) {
+    if (trace_writer.joinable()) trace_writer.join();
+    else if (st.ok()) write_trace();
+    if (st.ok()) st = trace_st;
     run.trace_written = true;
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
