@@ -155,14 +155,25 @@ TEST(ChromeTrace, NoPartialOverlapOnATrackAndFlowsPerLaunch) {
   EXPECT_GE(st.moved_to_overflow_track, 1u);
   EXPECT_EQ(st.flows, 4u);  // four linked device ops
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> tracks;
-  int s = 0, f = 0;
+  // Flows (v2): each device slice has "flow_in" with the "bind_id" of a launch slice that has
+  // "flow_out"; launch slices are API calls and start no later than their device work.
+  std::map<int64_t, json> launches;
+  std::vector<json> device;
   for (const json& e : t["traceEvents"]) {
+    EXPECT_NE(e["ph"], "s");
+    EXPECT_NE(e["ph"], "f");
     if (e["ph"] == "X") tracks[{e["pid"], e["tid"]}].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
-    s += e["ph"] == "s";
-    f += e["ph"] == "f";
+    if (e.value("flow_out", false)) launches[e["bind_id"].get<int64_t>()] = e;
+    if (e.value("flow_in", false)) device.push_back(e);
   }
-  EXPECT_EQ(s, 4);
-  EXPECT_EQ(f, 4);
+  ASSERT_EQ(device.size(), 4u);
+  for (const json& d : device) {
+    ASSERT_TRUE(launches.count(d["bind_id"].get<int64_t>())) << d.dump();
+    const json& l = launches[d["bind_id"].get<int64_t>()];
+    EXPECT_TRUE(l["cat"] == "runtime_call" || l["cat"] == "driver_call") << l.dump();
+    EXPECT_LE(l["ts"].get<double>(), d["ts"].get<double>());
+    EXPECT_TRUE(d["cat"] == "kernel" || d["cat"] == "memcpy" || d["cat"] == "memset") << d.dump();
+  }
   for (auto& [k, v] : tracks) {
     for (size_t i = 0; i < v.size(); ++i)
       for (size_t j = 0; j < v.size(); ++j) {
