@@ -9,6 +9,7 @@
 #include <cstring>
 #include <cwchar>
 #include <string>
+#include <string_view>
 
 #include "tracer.h"
 
@@ -76,6 +77,21 @@ inline void EmitNamed(Record& r, const char* name, size_t len, const void* paylo
   g_tracer->Emit(r, buf, len + payload_len);
 }
 
+// Takes the first of `count` payload-extension payloads into `r` (kind and schema id) and returns
+// its bytes; empty when there is none, or when it exceeds kMaxPayloadBytes (counted). Both ways
+// of passing one go through here: an event attribute of payloadType NVTX_PAYLOAD_TYPE_EXT and
+// the extension's own events (nvtxRangePopPayload & co.).
+std::string_view TakeSchemaPayload(Record& r, const nvtxPayloadData_t* pd, size_t count) {
+  if (!pd || count < 1 || !pd->payload) return {};
+  if (pd->size > kMaxPayloadBytes) {
+    g_tracer->CountPayloadTooLarge();
+    return {};
+  }
+  r.payload_kind = PayloadKind::kSchema;
+  r.payload_value = pd->schemaId;
+  return {static_cast<const char*>(pd->payload), pd->size};
+}
+
 // Builds and emits a record from NVTX event attributes.
 void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
   Record r;
@@ -94,16 +110,10 @@ void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* 
     case NVTX_PAYLOAD_TYPE_FLOAT: { r.payload_kind = PayloadKind::kFloat; uint32_t u; std::memcpy(&u, &a->payload.fValue, 4); r.payload_value = u; break; }
     case NVTX_PAYLOAD_TYPE_EXT: {
       const auto* pd = reinterpret_cast<const nvtxPayloadData_t*>(static_cast<uintptr_t>(a->payload.ullValue));
-      if (pd && a->reserved0 >= 1 && pd->payload) {
-        if (pd->size <= kMaxPayloadBytes) {
-          r.payload_kind = PayloadKind::kSchema;
-          r.payload_value = pd->schemaId;
-          payload = pd->payload;
-          payload_len = pd->size;
-        } else {
-          g_tracer->CountPayloadTooLarge();
-        }
-      }
+      const std::string_view bytes =
+          TakeSchemaPayload(r, pd, a->reserved0 >= 1 ? static_cast<size_t>(a->reserved0) : 0);
+      payload = bytes.data();
+      payload_len = bytes.size();
       break;
     }
     default: break;
@@ -158,16 +168,8 @@ void EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_
                      uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  if (pd && count >= 1 && pd->payload) {
-    if (pd->size <= kMaxPayloadBytes) {
-      r.payload_kind = PayloadKind::kSchema;
-      r.payload_value = pd->schemaId;
-      EmitNamed(r, nullptr, 0, pd->payload, pd->size);
-      return;
-    }
-    g_tracer->CountPayloadTooLarge();
-  }
-  g_tracer->Emit(r, nullptr, 0);
+  const std::string_view bytes = TakeSchemaPayload(r, pd, count);
+  EmitNamed(r, nullptr, 0, bytes.data(), bytes.size());
 }
 
 // ---- payload extension events (slots set by AttachNvtxPayloadExtension) ----
