@@ -10,21 +10,13 @@
 namespace truffld::merge {
 namespace {
 
-struct PairHash {
-  size_t operator()(const std::pair<int64_t, int64_t>& p) const noexcept {
-    // Unsigned arithmetic: ids come from untrusted input and may be any int64 (no overflow UB).
-    const uint64_t a = static_cast<uint64_t>(p.first), b = static_cast<uint64_t>(p.second);
-    return std::hash<uint64_t>()(a * 1000003u ^ b);
-  }
-};
-
 // Sorts `order` (event indices in increasing file order) by (process, thread, time), ties in
 // file order. Importers write each thread's events in time order (the injector drains each
 // thread's ring in order), so this groups by thread with a counting sort that keeps file order,
 // then sorts only the groups that are not already in time order: linear time on such input, and
 // no index-chasing comparison sort over millions of events (that sort was ~5% of a merge).
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order) {
-  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> group_of;
+  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> group_of;
   std::vector<std::pair<int64_t, int64_t>> keys;
   std::vector<uint32_t> group(order->size());
   std::pair<int64_t, int64_t> last_key{kNone - 1, kNone - 1};
@@ -122,7 +114,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   }
   flush_stack();
   std::stable_sort(se.begin(), se.end(), [&](uint32_t a, uint32_t b) { return ev[a].start < ev[b].start; });
-  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> open;
+  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> open;
   for (uint32_t i : se) {
     const Event& e = ev[i];
     auto key = std::make_pair(e.process_id, file.Extra(e).range_id);
@@ -170,7 +162,6 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
   for (const HostRange& r : ranges) {
     if (!r.has_close_event() || ev[r.close_event].payload == kNoStr) continue;
     Event& open = ev[r.event];
-    const std::string close_text(file->strings.Get(ev[r.close_event].payload));
     if (open.payload == kNoStr) {
       open.payload = ev[r.close_event].payload;
       ++joined;
@@ -178,6 +169,7 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
     }
     // Rare (a handful per communicator), so a parse of both sides is affordable.
     const std::string open_text(file->strings.Get(open.payload));
+    const std::string close_text(file->strings.Get(ev[r.close_event].payload));
     nlohmann::json a = nlohmann::json::parse(open_text, nullptr, false);
     nlohmann::json b = nlohmann::json::parse(close_text, nullptr, false);
     if (!a.is_object()) {

@@ -103,7 +103,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                                    std::string(rec.ignored_field) +
                                    " has the wrong JSON type; field ignored, event kept");
         ++w->kept[static_cast<int>(m.event.kind)];
-        if (m.has_extra) w->out->MutableExtra(m.event) = m.extra;
+        w->out->SetExtra(m.event, m.extra);
         w->out->events.push_back(m.event);
         break;
     }

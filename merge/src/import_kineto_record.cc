@@ -223,10 +223,7 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
     e.device = static_cast<int32_t>(rec.device.value_or(rec.pid));
     e.stream = static_cast<int32_t>(rec.stream.value_or(rec.tid));
     e.bytes = rec.bytes.value_or(kNone);
-    for (int i = 0; i < 3; ++i) {
-      m.extra.grid[i] = rec.grid[i], m.extra.block[i] = rec.block[i];
-      m.has_extra |= rec.grid[i] != 0 || rec.block[i] != 0;
-    }
+    for (int i = 0; i < 3; ++i) m.extra.grid[i] = rec.grid[i], m.extra.block[i] = rec.block[i];
     if (kind == EventKind::kMemcpy) {
       std::string_view ck = CopyKindOf(rec.copy_kind, rec.name);
       if (!ck.empty()) e.copy_kind = pool->Intern(ck);

@@ -49,8 +49,7 @@ enum class Disposition {
 struct Mapped {
   Disposition what = Disposition::kSkip;
   Event event;
-  EventExtra extra;        // kernel geometry; stored in the file only when `has_extra`
-  bool has_extra = false;
+  EventExtra extra;        // kernel geometry; the caller stores it (TraceFile::SetExtra)
   std::string_view key;  // stable stats key for kSkip/kProblem
   std::string message;   // for kProblem
 };

@@ -138,14 +138,12 @@ class Reader {
         if (auto ck = s.Int(9); ck && !nsys::CopyKindName(*ck).empty())
           e.copy_kind = tf_->strings.Intern(nsys::CopyKindName(*ck));
         EventExtra x;
-        bool any = false;
         for (int i = 0; i < 3; ++i) {
           x.grid[i] = static_cast<int32_t>(s.IntOr(10 + i, 0));
           x.block[i] = static_cast<int32_t>(s.IntOr(13 + i, 0));
-          any |= x.grid[i] != 0 || x.block[i] != 0;
         }
         x.graph_node_id = s.IntOr(16, kNone);
-        if (any || x.graph_node_id != kNone) tf_->MutableExtra(e) = x;
+        tf_->SetExtra(e, x);
       }
       tf_->events.push_back(e);
     }
@@ -216,7 +214,9 @@ class Reader {
         e.kind = what == nsys::NvtxRow::kPushPop ? EventKind::kNvtxPush : EventKind::kNvtxStart;
         if (e.kind == EventKind::kNvtxStart && range_id == kNone) range_id = -2 - row;
       }
-      if (range_id != kNone) tf_->MutableExtra(e).range_id = range_id;
+      EventExtra x;
+      x.range_id = range_id;
+      tf_->SetExtra(e, x);
       tf_->events.push_back(e);
     }
     return s.rc() == SQLITE_DONE ? Status::Ok() : Error("NVTX_EVENTS");

@@ -327,13 +327,11 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     opt(kCorr, &e.correlation_id);
     opt32(kDevice, &e.device); opt32(kStream, &e.stream); opt(kBytes, &e.bytes);
     if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
-    const bool geometry = f.grid[0] || f.grid[1] || f.grid[2] || f.block[0] || f.block[1] || f.block[2];
-    if (f.has[kGraph] || f.has[kGraphNode] || geometry) {
-      EventExtra& x = out.MutableExtra(e);
-      opt(kGraph, &x.graph_id); opt(kGraphNode, &x.graph_node_id);
-      std::memcpy(x.grid, f.grid, sizeof x.grid);
-      std::memcpy(x.block, f.block, sizeof x.block);
-    }
+    EventExtra x;
+    opt(kGraph, &x.graph_id); opt(kGraphNode, &x.graph_node_id);
+    std::memcpy(x.grid, f.grid, sizeof x.grid);
+    std::memcpy(x.block, f.block, sizeof x.block);
+    out.SetExtra(e, x);
     if (t == "KERNEL") {
       e.kind = EventKind::kKernel;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));

@@ -58,15 +58,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     return last_pid;
   };
   using Track = std::pair<int64_t, int64_t>;  // pid, tid
-  struct TrackHash {
-    size_t operator()(const Track& t) const noexcept {
-      return std::hash<uint64_t>()(static_cast<uint64_t>(t.first) * 0x9E3779B97F4A7C15ull ^
-                                   static_cast<uint64_t>(t.second));
-    }
-  };
   // Tracks by index: one hash lookup per node (a node's track is usually the previous node's
   // or one of a few), names built once per track.
-  std::unordered_map<Track, uint32_t, TrackHash> track_index;
+  std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
   std::vector<Track> track_keys;
   std::vector<std::vector<Slice>> track_slices;
   std::map<Track, std::string> track_name;
@@ -74,7 +68,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // lane_tracks: 4 bytes a node instead of a 16-byte (pid, tid) pair.
   std::vector<uint32_t> track_of(r.nodes.size(), 0);
   std::vector<Track> lane_tracks;
-  std::unordered_map<Track, uint32_t, TrackHash> lane_index;
   Track last_track{INT64_MIN, INT64_MIN};
   uint32_t last_index = 0;
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
@@ -84,8 +77,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     int64_t pid = pid_for(n);
     int64_t tid;
     enum { kGpu, kThread, kSteps } kind;
-    bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
-    if (device && e) {
+    if (IsDeviceLayer(n.layer) && e) {
       tid = kGpuTidBase + int64_t(std::max(e->device, 0)) * 100000 + std::max(e->stream, 0);
       kind = kGpu;
     } else if (const int64_t thread = r.ThreadOf(n); thread != kNone) {
@@ -133,10 +125,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
         track_name.emplace(t, track_name[track] + " (overlap " + std::to_string(lane) + ")");
       }
       if (lane >= lane_id.size()) lane_id.resize(lane + 1, UINT32_MAX);
-      if (lane_id[lane] == UINT32_MAX) {
-        auto [it, fresh] = lane_index.try_emplace(t, uint32_t(lane_tracks.size()));
-        if (fresh) lane_tracks.push_back(t);
-        lane_id[lane] = it->second;
+      if (lane_id[lane] == UINT32_MAX) {  // each (track, lane) is met in this loop only
+        lane_id[lane] = uint32_t(lane_tracks.size());
+        lane_tracks.push_back(t);
       }
       track_of[s.node] = lane_id[lane];
     }
@@ -189,10 +180,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   std::vector<uint32_t> launch_of(r.nodes.size(), kNoNode);
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
     const Node& n = r.nodes[i];
-    if (skip[i] || (n.layer != Layer::kRuntime && n.layer != Layer::kDriver)) continue;
+    if (skip[i] || !IsApiLayer(n.layer)) continue;
     for (uint32_t c = n.first_child; c != kNoNode; c = r.nodes[c].next_sibling) {
-      const Layer l = r.nodes[c].layer;
-      if (l != Layer::kKernel && l != Layer::kMemcpy && l != Layer::kMemset) continue;
+      if (!IsDeviceLayer(r.nodes[c].layer)) continue;
       launch_of[c] = i;
       skip[i] |= 2;  // bit 1: this launch has device work
     }

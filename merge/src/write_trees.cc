@@ -90,7 +90,7 @@ class TreeWriter {
     }
     if (n.anchor != kNoNode) {
       const Node& a = r_.nodes[n.anchor];
-      bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
+      bool device = IsDeviceLayer(n.layer);
       out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
       out_.String(r_.Name(a));
       out_.Raw(",\"layer\":\"");
@@ -118,8 +118,8 @@ class TreeWriter {
     };
     const StringPool& sp = r_.files[n.file].strings;
     if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); out_.String(sp.Get(e.domain)); }
-    bool api = n.layer == Layer::kRuntime || n.layer == Layer::kDriver;
-    bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemcpy || n.layer == Layer::kMemset;
+    bool api = IsApiLayer(n.layer);
+    bool device = IsDeviceLayer(n.layer);
     if (api || device || n.layer == Layer::kSync) opt(",\"correlation_id\":", e.correlation_id);
     if (api) {
       if (e.cbid >= 0) opt(",\"cbid\":", e.cbid);

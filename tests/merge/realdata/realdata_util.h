@@ -57,9 +57,8 @@ inline uint64_t CountKind(const TraceFile& tf, EventKind k) {
   return n;
 }
 
-inline bool IsDeviceLayer(Layer l) {
-  return l == Layer::kKernel || l == Layer::kMemcpy || l == Layer::kMemset || l == Layer::kSync;
-}
+// Device work and SYNC records: nodes timed on the device side of their launch.
+inline bool IsDeviceOrSyncLayer(Layer l) { return IsDeviceLayer(l) || l == Layer::kSync; }
 
 struct TreeFacts {
   uint64_t nodes_checked = 0;
@@ -92,7 +91,7 @@ inline TreeFacts WalkTrees(const MergeResult& m) {
       m.ForEachChild(pi, [&](uint32_t ci) {
         const Node& n = m.node(ci);
         ++f.nodes_checked;
-        if (IsDeviceLayer(n.layer)) {
+        if (IsDeviceOrSyncLayer(n.layer)) {
           uint64_t k = (uint64_t{n.file} << 32) | n.event;
           f.device_events.insert(k);
           if (n.layer == Layer::kKernel) f.kernel_events.insert(k);

@@ -26,6 +26,11 @@ enum class Layer : uint8_t {
   kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync,
 };
 const char* LayerName(Layer l) noexcept;  // "step", "frontend_op", ..., "memset", "sync"
+// Device work (kernels, copies, memsets) and API calls (runtime, driver), as layers.
+inline bool IsDeviceLayer(Layer l) {
+  return l == Layer::kKernel || l == Layer::kMemcpy || l == Layer::kMemset;
+}
+inline bool IsApiLayer(Layer l) { return l == Layer::kRuntime || l == Layer::kDriver; }
 bool ParseLayerName(std::string_view s, Layer* out) noexcept;
 
 struct Rule {

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "truffld/merge/string_pool.h"
@@ -43,6 +45,15 @@ inline bool IsDeviceKind(EventKind k) {
 inline bool IsApiKind(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
 
 constexpr int64_t kNone = -1;  // "absent" for optional integer fields
+
+// Hash of an (int64, int64) key such as (process, thread) or (pid, tid): unsigned arithmetic,
+// since ids come from untrusted input and may be any int64 (no overflow UB).
+struct Int64PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const noexcept {
+    const uint64_t a = static_cast<uint64_t>(p.first), b = static_cast<uint64_t>(p.second);
+    return std::hash<uint64_t>()(a * 1000003u ^ b);
+  }
+};
 
 constexpr uint32_t kNoExtra = UINT32_MAX;
 
@@ -79,6 +90,13 @@ struct EventExtra {
   int64_t original_graph_node_id = kNone;  // GRAPH_NODE clones
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
+
+  // True when every field holds its default: such an event needs no entry in TraceFile::extras.
+  bool IsDefault() const {
+    return range_id == kNone && graph_id == kNone && graph_node_id == kNone &&
+           original_graph_node_id == kNone && !grid[0] && !grid[1] && !grid[2] && !block[0] &&
+           !block[1] && !block[2];
+  }
 };
 
 // Line numbers are kept in 32 bits; a larger one (a dump of over 4 billion lines) saturates.
@@ -131,6 +149,11 @@ struct TraceFile {
   const EventExtra& Extra(const Event& e) const {
     static const EventExtra kDefaults;
     return e.extra == kNoExtra ? kDefaults : extras[e.extra];
+  }
+  // Gives `e` the extra fields `x`, unless they are all defaults (e may still be outside
+  // `events`).
+  void SetExtra(Event& e, const EventExtra& x) {
+    if (!x.IsDefault()) MutableExtra(e) = x;
   }
   // The extra fields of `e`, created on first use (e may still be outside `events`).
   EventExtra& MutableExtra(Event& e) {

@@ -177,9 +177,7 @@ struct MergeResult {
   // Host thread of a range or API node (its event's); kNone for implicit steps and device or
   // sync nodes.
   int64_t ThreadOf(const Node& n) const {
-    if (n.event == kNoEvent || n.layer == Layer::kKernel || n.layer == Layer::kMemcpy ||
-        n.layer == Layer::kMemset || n.layer == Layer::kSync)
-      return kNone;
+    if (n.event == kNoEvent || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) return kNone;
     return files[n.file].events[n.event].thread_id;
   }
   std::string_view Str(uint32_t file, StrId id) const { return files[file].strings.Get(id); }
