@@ -1,35 +1,59 @@
-// JSON string escaping with UTF-8 validation, integer and microsecond formatting.
+// JSON string escaping with UTF-8 validation, integer and microsecond formatting, the buffer.
 #include "truffld/merge/json_out.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
 namespace truffld::merge {
+namespace {
 
-void AppendJsonString(std::string* out, std::string_view s) {
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHighs = 0x8080808080808080ull;
+
+// Nonzero when one of the 8 bytes in w needs escaping or UTF-8 checking: >= 0x80, < 0x20, '"'
+// or '\\' (the usual "has a zero byte" word tricks; false positives are impossible for the
+// high-bit and below-0x20 tests here because bytes with the high bit set are caught anyway).
+inline uint64_t NeedsCare(uint64_t w) {
+  const uint64_t quote = w ^ (kOnes * '"');
+  const uint64_t slash = w ^ (kOnes * '\\');
+  return (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) & kHighs;
+}
+
+// Writes s escaped (without quotes) at dst, which has room for 6 * s.size() bytes.
+char* Escape(char* dst, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
   size_t i = 0;
   while (i < n) {
-    size_t run = i;  // copy plain ASCII runs in one go
+    // Plain runs: 8 bytes at a time while no byte needs care, then byte by byte.
+    size_t run = i;
+    while (run + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, p + run, 8);
+      if (NeedsCare(w)) break;
+      run += 8;
+    }
     while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') ++run;
-    out->append(s.data() + i, run - i);
+    std::memcpy(dst, p + i, run - i);
+    dst += run - i;
     i = run;
     if (i >= n) break;
     unsigned char c = p[i];
     if (c < 0x80) {
+      *dst++ = '\\';
       switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        default: {
-          char u[7] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15], 0};
-          out->append(u, 6);
-        }
+        case '"': *dst++ = '"'; break;
+        case '\\': *dst++ = '\\'; break;
+        case '\n': *dst++ = 'n'; break;
+        case '\r': *dst++ = 'r'; break;
+        case '\t': *dst++ = 't'; break;
+        default:
+          std::memcpy(dst, "u00", 3);
+          dst[3] = kHex[c >> 4];
+          dst[4] = kHex[c & 15];
+          dst += 5;
       }
       ++i;
       continue;
@@ -44,48 +68,99 @@ void AppendJsonString(std::string* out, std::string_view s) {
            (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
     }
     if (ok) {
-      out->append(s.data() + i, len);
+      std::memcpy(dst, p + i, len);
+      dst += len;
       i += len;
     } else {
-      out->append("\\ufffd");
+      std::memcpy(dst, "\\ufffd", 6);
+      dst += 6;
       ++i;
     }
   }
-  out->push_back('"');
+  return dst;
+}
+
+}  // namespace
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  const size_t old = out->size();
+  out->resize(old + 6 * s.size() + 2);
+  char* d = out->data() + old;
+  *d++ = '"';
+  d = Escape(d, s);
+  *d++ = '"';
+  out->resize(size_t(d - out->data()));
 }
 
 bool JsonNeedsNoEscape(std::string_view s) {
-  for (unsigned char c : s)
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (NeedsCare(w)) return false;
+  }
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
+  }
   return true;
 }
 
+JsonOut::JsonOut(std::FILE* f, std::string name) : f_(f), name_(std::move(name)) {
+  buf_.reset(new char[kBlock]);
+  p_ = buf_.get();
+  end_ = p_ + kBlock;
+}
+
+char* JsonOut::Grow(size_t n) {
+  if (f_ && p_ != buf_.get()) (void)Flush();  // a failure is kept in failed_ and reported by Flush
+  const size_t used = size_t(p_ - buf_.get());
+  const size_t cap = size_t(end_ - buf_.get());
+  if (cap - used >= n) return p_;
+  size_t want = cap;
+  while (want - used < n) want *= 2;
+  std::unique_ptr<char[]> bigger(new char[want]);
+  std::memcpy(bigger.get(), buf_.get(), used);
+  buf_ = std::move(bigger);
+  p_ = buf_.get() + used;
+  end_ = buf_.get() + want;
+  return p_;
+}
+
 void JsonOut::String(std::string_view s) {
-  AppendJsonString(&buf_, s);
-  MaybeFlush();
+  char* d = Room(6 * s.size() + 2);
+  *d++ = '"';
+  d = Escape(d, s);
+  *d++ = '"';
+  p_ = d;
 }
 
 void JsonOut::Int(int64_t v) {
-  char tmp[24];
-  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-  buf_.append(tmp, r.ptr);
+  char* d = Room(24);
+  p_ = std::to_chars(d, d + 24, v).ptr;
 }
 
 void JsonOut::Micros(int64_t ns) {
+  char* d = Room(32);
   if (ns < 0) {
-    buf_.push_back('-');
+    *d++ = '-';
     // -INT64_MIN overflows; clamp (no real timestamp is that far off).
     ns = ns == INT64_MIN ? INT64_MAX : -ns;
   }
-  Int(ns / 1000);
-  char frac[5] = {'.', char('0' + ns % 1000 / 100), char('0' + ns % 100 / 10), char('0' + ns % 10), 0};
-  buf_.append(frac, 4);
+  d = std::to_chars(d, d + 24, ns / 1000).ptr;
+  const int64_t f = ns % 1000;
+  d[0] = '.';
+  d[1] = char('0' + f / 100);
+  d[2] = char('0' + f / 10 % 10);
+  d[3] = char('0' + f % 10);
+  p_ = d + 4;
 }
 
 Status JsonOut::Flush() {
+  const size_t used = size_t(p_ - buf_.get());
   if (!f_) return Status::Ok();
-  if (!failed_ && !buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) failed_ = true;
-  buf_.clear();
+  if (!failed_ && used && std::fwrite(buf_.get(), 1, used, f_) != used) failed_ = true;
+  p_ = buf_.get();
   if (failed_) return IoError(name_ + ": write failed: " + std::strerror(errno));
   return Status::Ok();
 }

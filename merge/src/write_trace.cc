@@ -70,7 +70,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   std::vector<Track> lane_tracks;
   Track last_track{INT64_MIN, INT64_MIN};
   uint32_t last_index = 0;
+  constexpr uint32_t kAhead = 16;  // nodes to prefetch ahead (see MergeResult::PrefetchEvent)
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+    r.PrefetchEvent(i + kAhead);
     if (skip[i]) continue;
     const Node& n = r.nodes[i];
     const Event* e = r.EventOf(n);
@@ -166,9 +168,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       state = p[n.name];
     }
     if (state == 1) {
-      out->Raw("\"");
-      out->Raw(name);
-      out->Raw("\"");
+      out->PlainString(name);
     } else {
       out->String(name);
     }
@@ -188,6 +188,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     }
   }
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+    r.PrefetchEvent(i + kAhead);
     if (skip[i] & 1) continue;
     const Node& n = r.nodes[i];
     sep();

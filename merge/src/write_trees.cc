@@ -70,6 +70,7 @@ class TreeWriter {
   }
 
   void NodeJson(uint32_t i, const std::string& q) {
+    r_.PrefetchEvent(i + 16);  // nodes lie in tree order: node i + 16 is written soon
     const Node& n = r_.nodes[i];
     const Event* e = r_.EventOf(n);
     out_.Raw("{\"name\":");

@@ -126,6 +126,45 @@ TEST(JsonOut, EscapesControlAndInvalidUtf8) {
   EXPECT_EQ(o.text(), "1234.567 -0.005");
 }
 
+// The escaper checks 8 bytes at a time: every byte that needs care must be caught at every
+// position of a word, next to plain bytes on both sides, and the text must stay valid JSON
+// that decodes back (invalid UTF-8 as U+FFFD).
+TEST(JsonOut, WordAtATimeEscapingMatchesBytewise) {
+  const std::string specials[] = {"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "\xC3\xA9",
+                                  "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xff", "\xC3", "\xED\xA0\x80"};
+  for (const std::string& sp : specials) {
+    for (size_t pos = 0; pos < 20; ++pos) {
+      std::string s = std::string(pos, 'a') + sp + std::string(19 - pos % 19, 'b');
+      std::string out;
+      AppendJsonString(&out, s);
+      ASSERT_TRUE(json::accept(out)) << pos << " " << out;
+      const std::string back = json::parse(out).get<std::string>();
+      // Invalid UTF-8 becomes one U+FFFD per byte that cannot start a valid sequence.
+      const size_t bad = sp == "\xff" || sp == "\xC3" ? 1 : sp == "\xED\xA0\x80" ? 3 : 0;
+      std::string want = s;
+      if (bad) {
+        want = std::string(pos, 'a');
+        for (size_t k = 0; k < bad; ++k) want += "\xEF\xBF\xBD";
+        want += std::string(19 - pos % 19, 'b');
+      }
+      EXPECT_EQ(back, want) << pos;
+      EXPECT_EQ(JsonNeedsNoEscape(s), sp == "\x7f") << pos;  // DEL needs no escape in JSON
+      JsonOut o;
+      o.String(s);
+      EXPECT_EQ(o.text(), out) << pos;
+    }
+  }
+  EXPECT_TRUE(JsonNeedsNoEscape("plain ascii text, longer than one word ~!@#$%^&*()"));
+  EXPECT_TRUE(JsonNeedsNoEscape(""));
+  // Big strings grow the in-memory buffer past its first block.
+  JsonOut big;
+  std::string huge(3 * JsonOut::kBlock, 'x');
+  huge[JsonOut::kBlock + 5] = '"';
+  big.String(huge);
+  EXPECT_EQ(big.text().size(), huge.size() + 3);
+  EXPECT_EQ(json::parse(big.text()).get<std::string>(), huge);
+}
+
 TEST(TreesJsonl, HostileNamesStayValidJson) {
   std::string name = "bad\\u0000 \xff\xfe \x7f tab\t";
   std::string d = "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:x\xff]\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}\n"
