@@ -1,6 +1,6 @@
-// RawLineParser implementation: simdjson DOM (runtime-dispatched SIMD kernels; the header-only
-// On-Demand front end would fall back to scalar code without -march flags), one pass over each
-// record's fields.
+// RawLineParser implementation: plain records through FastScan (raw_fast_scan.cc), everything
+// else through simdjson DOM (runtime-dispatched SIMD kernels; the header-only On-Demand front
+// end would fall back to scalar code without -march flags), one pass over each record's fields.
 #include "truffld/merge/raw_parser.h"
 
 #include <simdjson.h>
@@ -8,56 +8,14 @@
 #include <cstring>
 #include <vector>
 
+#include "raw_fields.h"
 #include "truffld/status.h"
 
 namespace truffld::merge {
 namespace dom = simdjson::dom;
+using namespace raw;  // Fields, F, IntField, FastScan
 
 namespace {
-
-// Field values of one record, collected in one pass (the `type` may come last).
-struct Fields {
-  std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
-  bool has_name = false, name_null = false;
-  bool has[32] = {};
-  int64_t v[32] = {};
-  int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
-  bool rank_null = false;
-  uint64_t dropped = 0;
-  bool has_dropped = false;
-};
-
-enum F : int {
-  kTimestamp, kStart, kEnd, kGpuStart, kGpuEnd, kDuration, kProcess, kThread, kCorr, kId,
-  kCbid, kRet, kBytes, kDevice, kStream, kGraph, kGraphNode, kOrigGraphNode, kRank,
-  kLocalRank, kWorldSize, kCategoryNum, kCount
-};
-
-
-// Integer field for a key, or -1: a switch on length and first byte, then one compare, so
-// the hot path does not scan the key table.
-int IntField(std::string_view k) {
-  auto is = [&](const char* lit, F f) { return k == lit ? int(f) : -1; };
-  switch (k.size()) {
-    case 2: return is("id", kId);
-    case 3: return k[0] == 'e' ? is("end", kEnd) : -1;
-    case 4: return is("cbid", kCbid);
-    case 5: return k[0] == 's' ? is("start", kStart) : is("bytes", kBytes);
-    case 6: return k[0] == 'd' ? is("device", kDevice) : is("stream", kStream);
-    case 7: return is("gpu_end", kGpuEnd);
-    case 8: return k[0] == 'd' ? is("duration", kDuration) : is("graph_id", kGraph);
-    case 9: return k[0] == 't' ? (k[1] == 'i' ? is("timestamp", kTimestamp) : is("thread_id", kThread))
-                               : is("gpu_start", kGpuStart);
-    case 10: return k[0] == 'p' ? is("process_id", kProcess) : k[0] == 'l' ? is("local_rank", kLocalRank)
-                                                                           : is("world_size", kWorldSize);
-    case 11: return is("return_code", kRet);
-    case 13: return is("graph_node_id", kGraphNode);
-    case 14: return is("correlation_id", kCorr);
-    case 22: return is("original_graph_node_id", kOrigGraphNode);
-    default: return -1;
-  }
-}
 
 bool GetInt(dom::element v, int64_t* out) {
   if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
@@ -144,9 +102,8 @@ void RawLineParser::Problem(uint64_t line_no, const char* kind, std::string mess
   out_->stats.Report(std::move(where), kind, std::move(message));
 }
 
-void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
-  size_t first = line.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return;  // blank
+// The slow path: the whole JSON grammar, problems reported. False when the line yields nothing.
+bool RawLineParser::ReadWithDom(std::string_view line, uint64_t line_no, Fields* f) {
   auto& buf = impl_->buf;
   auto load = [&](std::string_view text) {
     buf.resize(text.size() + simdjson::SIMDJSON_PADDING);
@@ -170,55 +127,65 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   if (!err) err = doc.get_object().get(obj);
   if (err) {
     Problem(line_no, "malformed_json", std::string("not a JSON object: ") + simdjson::error_message(err));
-    return;
+    return false;
   }
-  Fields f;
   for (auto [key, v] : obj) {
     if (key == "type") {
-      err = v.get_string().get(f.type);
+      err = v.get_string().get(f->type);
     } else if (key == "name") {
-      f.has_name = true;
-      if (v.is_null()) f.name_null = true;
-      else err = v.get_string().get(f.name);
+      f->has_name = true;
+      if (v.is_null()) f->name_null = true;
+      else err = v.get_string().get(f->name);
     } else if (key == "domain") {
-      if (!v.is_null()) f.domain = StringOrToken(v, &impl_->domain);
+      if (!v.is_null()) f->domain = StringOrToken(v, &impl_->domain);
     } else if (key == "category" || key == "sync_kind") {
-      if (!v.is_null()) f.category = StringOrToken(v, &impl_->category);
+      if (!v.is_null()) f->category = StringOrToken(v, &impl_->category);
     } else if (key == "copy_kind") {
-      if (!v.is_null()) f.copy_kind = StringOrToken(v, &impl_->copy_kind);
+      if (!v.is_null()) f->copy_kind = StringOrToken(v, &impl_->copy_kind);
     } else if (key == "payload") {
       if (v.is_object()) {
         impl_->payload = simdjson::minify(v);
-        f.payload = impl_->payload;
+        f->payload = impl_->payload;
       }
     } else if (key == "grid") {
-      ParseXyz(v, f.grid);
+      ParseXyz(v, f->grid);
     } else if (key == "block") {
-      ParseXyz(v, f.block);
+      ParseXyz(v, f->block);
     } else if (key == "host") {
-      if (!v.is_null()) err = v.get_string().get(f.host);
+      if (!v.is_null()) err = v.get_string().get(f->host);
     } else if (key == "clock") {
-      if (!v.is_null()) err = v.get_string().get(f.clock);
+      if (!v.is_null()) err = v.get_string().get(f->clock);
     } else if (key == "schema") {
-      if (!v.is_null()) f.schema = StringOrToken(v, &impl_->schema);
+      if (!v.is_null()) f->schema = StringOrToken(v, &impl_->schema);
     } else if (key == "clock_sync") {
-      if (!ParseClockSync(v, &f.clock_sync))
+      if (!ParseClockSync(v, &f->clock_sync))
         Problem(line_no, "bad_clock_sync", "clock_sync is not {realtime_ns, monotonic_ns}");
     } else if (key == "records_dropped" || key == "cupti_dropped") {
-      f.dropped += SumCounts(v);
-      f.has_dropped = true;
+      f->dropped += SumCounts(v);
+      f->has_dropped = true;
     } else if (key == "rank") {
-      if (v.is_null()) f.rank_null = true;
-      else if (GetInt(v, &f.v[kRank])) f.has[kRank] = true;
+      if (v.is_null()) f->rank_null = true;
+      else if (GetInt(v, &f->v[kRank])) f->has[kRank] = true;
     } else {
       int field = IntField(key);
-      if (field >= 0 && !v.is_null()) f.has[field] = GetInt(v, &f.v[field]);
+      if (field >= 0 && !v.is_null()) f->has[field] = GetInt(v, &f->v[field]);
     }
     if (err) {
       Problem(line_no, "bad_field", "field \"" + std::string(key.substr(0, 64)) + "\" has the wrong type: " +
               simdjson::error_message(err));
-      return;
+      return false;
     }
+  }
+  return true;
+}
+
+void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
+  size_t first = line.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return;  // blank
+  Fields f;
+  if (!fast_path_ || !FastScan(line.substr(first), &f)) {
+    f = Fields{};
+    if (!ReadWithDom(line, line_no, &f)) return;
   }
   TraceFile& out = *out_;
   if (f.type.empty()) {
@@ -271,11 +238,16 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     e.start = f.v[s];
     if (f.has[en]) e.end = f.v[en];
     else if (f.has[kEnd]) e.end = f.v[kEnd];
-    else if (f.has[kDuration]) e.end = e.start + f.v[kDuration];
-    else return need(en, en == kGpuEnd ? "gpu_end" : "end");
+    else if (f.has[kDuration]) {
+      if (__builtin_add_overflow(e.start, f.v[kDuration], &e.end))  // untrusted input: saturate
+        e.end = f.v[kDuration] < 0 ? INT64_MIN : INT64_MAX;
+    } else {
+      return need(en, en == kGpuEnd ? "gpu_end" : "end");
+    }
     if (e.end < e.start) {
       Problem(line_no, "negative_duration", std::string(f.type) + " ends " +
-              std::to_string(e.start - e.end) + " ns before it starts; clamped to zero length");
+              // unsigned: the difference of two untrusted int64s may not fit one
+              std::to_string(uint64_t(e.start) - uint64_t(e.end)) + " ns before it starts; clamped to zero length");
       e.end = e.start;
     }
     return true;

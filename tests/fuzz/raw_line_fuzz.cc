@@ -1,9 +1,14 @@
 // libFuzzer target: the raw JSONL line parser, then range reconstruction and Merge() over
 // whatever events it produced, then the trees writer. Any crash, sanitizer report or leak is a
-// bug; the input is arbitrary bytes split into lines.
+// bug; the input is arbitrary bytes split into lines. The parser reads each line twice, with its
+// fast scanner on and off: the two TraceFiles must be identical (abort otherwise).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
+
+#include "../merge/unit/trace_file_text.h"
 
 #include "truffld/merge/host_ranges.h"
 #include "truffld/merge/pipeline.h"
@@ -12,11 +17,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace truffld::merge;
-  std::string_view in(reinterpret_cast<const char*>(data), size);
-  TraceFile file;
-  file.meta.path = "fuzz.jsonl";
-  {
+  auto parse = [&](bool fast) {
+    std::string_view in(reinterpret_cast<const char*>(data), size);
+    TraceFile file;
+    file.meta.path = "fuzz.jsonl";
     RawLineParser parser(&file, "fuzz.jsonl");
+    parser.set_fast_path(fast);
     uint64_t line_no = 0;
     while (!in.empty()) {
       size_t nl = in.find('\n');
@@ -24,6 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       parser.ParseLine(line, ++line_no);
       if (nl == std::string_view::npos) break;
       in.remove_prefix(nl + 1);
+    }
+    return file;
+  };
+  TraceFile file = parse(true);
+  {
+    const std::string fast = testing::TraceFileText(file);
+    const std::string slow = testing::TraceFileText(parse(false));
+    if (fast != slow) {
+      std::fprintf(stderr, "fast scanner and DOM parser disagree\n--- fast\n%s--- dom\n%s", fast.c_str(), slow.c_str());
+      std::abort();
     }
   }
   if (file.events.size() > 5000) return 0;  // keep each run fast; parsing was the target

@@ -9,10 +9,13 @@
 
 namespace truffld::merge::testing {
 
-inline TraceFile FileFromLines(const std::string& text, const std::string& name = "mem.jsonl") {
+// `fast_path`: false reads every line with the DOM parser (RawLineParser::set_fast_path).
+inline TraceFile FileFromLines(const std::string& text, const std::string& name = "mem.jsonl",
+                               bool fast_path = true) {
   TraceFile f;
   f.meta.path = name;
   RawLineParser p(&f, name);
+  p.set_fast_path(fast_path);
   std::istringstream in(text);
   std::string line;
   uint64_t n = 0;

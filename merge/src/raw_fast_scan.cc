@@ -1,0 +1,235 @@
+// FastScan: the plain-record reader of RawLineParser (see raw_fields.h).
+//
+// A dump is millions of records of one shape: a flat object of ASCII strings and integers
+// written by the injector. Reading those with a general JSON parser (building a DOM, then
+// looking fields up) was two thirds of the import time; this reader walks the line once,
+// accepting only a strict subset of JSON, so anything it accepts is valid JSON that the DOM
+// reader would read to the same Fields (a differential test and the raw-line fuzzer check this).
+// Whatever it does not accept goes to the DOM reader, which handles and reports the rest.
+#include <cstring>
+
+#include "raw_fields.h"
+
+namespace truffld::merge::raw {
+namespace {
+
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHighs = 0x8080808080808080ull;
+
+// High bit set in each byte of w that is '"', '\\', below 0x20 or 0x80 and above.
+inline uint64_t Stops(uint64_t w) {
+  const uint64_t quote = w ^ (kOnes * '"');
+  const uint64_t slash = w ^ (kOnes * '\\');
+  return (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) & kHighs;
+}
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
+
+  bool Eat(char c) {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool AtEnd() const { return p_ == end_; }
+  char Peek() const { return p_ == end_ ? '\0' : *p_; }
+
+  // After the opening quote: a string of printable ASCII without escapes, up to its closing
+  // quote (consumed). False for anything else.
+  bool PlainString(std::string_view* out) {
+    const char* s = p_;
+    const char* q = p_;
+    while (end_ - q >= 8) {
+      uint64_t w;
+      std::memcpy(&w, q, 8);
+      if (const uint64_t m = Stops(w)) {
+        q += __builtin_ctzll(m) / 8;
+        return Close(s, q, out);
+      }
+      q += 8;
+    }
+    while (q < end_) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return Close(s, q, out);
+      ++q;
+    }
+    return false;
+  }
+
+  // -?(0|[1-9][0-9]*) that fits int64, followed by ',', '}' or ']' (not consumed).
+  bool Integer(int64_t* out) {
+    const bool neg = Eat('-');
+    const char* s = p_;
+    uint64_t v = 0;
+    while (p_ != end_ && unsigned(*p_ - '0') < 10) v = v * 10 + unsigned(*p_++ - '0');
+    const size_t digits = size_t(p_ - s);
+    if (digits == 0 || digits > 19 || (digits > 1 && *s == '0')) return false;
+    const char c = Peek();
+    if (c != ',' && c != '}' && c != ']') return false;
+    if (v > uint64_t(INT64_MAX) + (neg ? 1 : 0)) return false;
+    *out = neg ? int64_t(0 - v) : int64_t(v);
+    return true;
+  }
+
+  template <size_t N>
+  bool Literal(const char (&lit)[N]) {
+    if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, lit, N - 1) != 0) return false;
+    p_ += N - 1;
+    return true;
+  }
+
+ private:
+  bool Close(const char* s, const char* q, std::string_view* out) {
+    if (*q != '"') return false;  // an escape, a control or non-ASCII byte: not plain
+    *out = std::string_view(s, size_t(q - s));
+    p_ = q + 1;
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+// What a key means to the scanner. Integer fields map to kIntBase + F.
+enum KeyId : int {
+  kUnknownKey = -1, kTypeKey = 100, kNameKey, kDomainKey, kCategoryKey, kCopyKindKey, kHostKey,
+  kClockKey, kSchemaKey, kPayloadKey, kGridKey, kBlockKey, kRankKey, kSlowKey
+};
+
+// Fixed-size compares (inlined by the compiler) after a switch on length: no memcmp calls.
+template <size_t N>
+inline bool Is(std::string_view k, const char (&lit)[N]) {
+  return std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
+inline int KeyOf(std::string_view k) {
+  switch (k.size()) {
+    case 4:
+      if (Is(k, "type")) return kTypeKey;
+      if (Is(k, "name")) return kNameKey;
+      if (Is(k, "grid")) return kGridKey;
+      if (Is(k, "host")) return kHostKey;
+      if (Is(k, "rank")) return kRankKey;
+      if (Is(k, "cbid")) return kCbid;
+      return kUnknownKey;
+    case 5:
+      if (Is(k, "start")) return kStart;
+      if (Is(k, "bytes")) return kBytes;
+      if (Is(k, "block")) return kBlockKey;
+      if (Is(k, "clock")) return kClockKey;
+      return kUnknownKey;
+    case 6:
+      if (Is(k, "device")) return kDevice;
+      if (Is(k, "stream")) return kStream;
+      if (Is(k, "domain")) return kDomainKey;
+      if (Is(k, "schema")) return kSchemaKey;
+      return kUnknownKey;
+    case 7: return Is(k, "gpu_end") ? int(kGpuEnd) : Is(k, "payload") ? int(kPayloadKey) : int(kUnknownKey);
+    case 8:
+      if (Is(k, "category")) return kCategoryKey;
+      return IntField(k);
+    case 9:
+      if (Is(k, "copy_kind")) return kCopyKindKey;
+      if (Is(k, "sync_kind")) return kCategoryKey;
+      return IntField(k);
+    case 10: return Is(k, "clock_sync") ? kSlowKey : IntField(k);
+    case 13: return Is(k, "cupti_dropped") ? kSlowKey : IntField(k);
+    case 15: return Is(k, "records_dropped") ? kSlowKey : kUnknownKey;
+    default: return IntField(k);
+  }
+}
+
+// A scalar value: kind and, for strings and integers, the value.
+enum class Kind { kString, kInt, kNull, kBool, kArray, kObject, kBad };
+
+inline Kind Value(Cursor& c, std::string_view* str, int64_t* num) {
+  const char ch = c.Peek();
+  if (ch == '"') { c.Eat('"'); return c.PlainString(str) ? Kind::kString : Kind::kBad; }
+  if (ch == '-' || unsigned(ch - '0') < 10) return c.Integer(num) ? Kind::kInt : Kind::kBad;
+  if (ch == 'n') return c.Literal("null") ? Kind::kNull : Kind::kBad;
+  if (ch == 't') return c.Literal("true") ? Kind::kBool : Kind::kBad;
+  if (ch == 'f') return c.Literal("false") ? Kind::kBool : Kind::kBad;
+  if (ch == '[') return Kind::kArray;
+  if (ch == '{') return Kind::kObject;
+  return Kind::kBad;
+}
+
+// [i,i,...]: the first three integers land in out (as the DOM reader keeps them).
+bool IntArray(Cursor& c, int32_t out[3]) {
+  if (!c.Eat('[')) return false;
+  if (c.Eat(']')) return true;
+  for (int i = 0;; ++i) {
+    int64_t n;
+    if (!c.Integer(&n)) return false;
+    if (i < 3) out[i] = static_cast<int32_t>(n);
+    if (c.Eat(']')) return true;
+    if (!c.Eat(',')) return false;
+  }
+}
+
+// A string-valued field that may also be null (then left empty).
+bool StringOrNull(Kind k, std::string_view s, std::string_view* dst) {
+  if (k == Kind::kString) { *dst = s; return true; }
+  return k == Kind::kNull;
+}
+
+}  // namespace
+
+bool FastScan(std::string_view line, Fields* f) {
+  Cursor c(line);
+  if (!c.Eat('{')) return false;
+  if (c.Eat('}')) return c.AtEnd();
+  for (;;) {
+    std::string_view key, s;
+    int64_t n = 0;
+    if (!c.Eat('"') || !c.PlainString(&key) || !c.Eat(':')) return false;
+    const int id = KeyOf(key);
+    if (id == kGridKey || id == kBlockKey) {
+      int32_t* dst = id == kGridKey ? f->grid : f->block;
+      if (c.Peek() == '[') {
+        if (!IntArray(c, dst)) return false;
+      } else {
+        const Kind k = Value(c, &s, &n);  // not an array: ignored, as the DOM reader does
+        if (k == Kind::kBad || k == Kind::kArray || k == Kind::kObject) return false;
+      }
+    } else {
+      const Kind k = Value(c, &s, &n);
+      if (k == Kind::kBad || k == Kind::kArray || k == Kind::kObject) return false;
+      if (id >= 0 && id < kCount) {
+        if (k == Kind::kInt) { f->has[id] = true; f->v[id] = n; }
+        else if (k != Kind::kNull) return false;
+      } else {
+        switch (id) {
+          case kTypeKey:
+            if (k != Kind::kString) return false;
+            f->type = s;
+            break;
+          case kNameKey:
+            if (k == Kind::kNull) { f->has_name = f->name_null = true; }
+            else if (k == Kind::kString) { f->has_name = true; f->name = s; }
+            else return false;
+            break;
+          case kDomainKey: if (!StringOrNull(k, s, &f->domain)) return false; break;
+          case kCategoryKey: if (!StringOrNull(k, s, &f->category)) return false; break;
+          case kCopyKindKey: if (!StringOrNull(k, s, &f->copy_kind)) return false; break;
+          case kHostKey: if (!StringOrNull(k, s, &f->host)) return false; break;
+          case kClockKey: if (!StringOrNull(k, s, &f->clock)) return false; break;
+          case kSchemaKey: if (!StringOrNull(k, s, &f->schema)) return false; break;
+          case kPayloadKey: break;  // only an object payload is read (by the DOM reader)
+          case kSlowKey: return false;  // META/STATS details: the DOM reader's job
+          case kRankKey:
+            if (k == Kind::kNull) f->rank_null = true;
+            else if (k == Kind::kInt) { f->has[kRank] = true; f->v[kRank] = n; }
+            else return false;
+            break;
+          default: break;  // other keys: any scalar is skipped
+        }
+      }
+    }
+    if (c.Eat('}')) return c.AtEnd();
+    if (!c.Eat(',')) return false;
+  }
+}
+
+}  // namespace truffld::merge::raw

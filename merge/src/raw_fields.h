@@ -1,0 +1,70 @@
+// The field values of one raw-dump record, as RawLineParser's two readers deliver them: the
+// fast scanner (raw_fast_scan.cc) for the plain records that make up nearly all of a dump, and
+// the simdjson DOM reader (raw_parser.cc) for everything else. Both fill the same struct with
+// the same rules, and one function turns it into an Event.
+// Pure data. String views point into the line (fast scanner) or the DOM (slow path) and live
+// until the next line is parsed.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "truffld/time.h"
+
+namespace truffld::merge::raw {
+
+enum F : int {
+  kTimestamp, kStart, kEnd, kGpuStart, kGpuEnd, kDuration, kProcess, kThread, kCorr, kId,
+  kCbid, kRet, kBytes, kDevice, kStream, kGraph, kGraphNode, kOrigGraphNode, kRank,
+  kLocalRank, kWorldSize, kCategoryNum, kCount
+};
+
+// Field values of one record, collected in one pass over its keys in order (a key seen twice:
+// the later value wins; the `type` may come last).
+struct Fields {
+  std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
+  bool has_name = false, name_null = false;
+  bool has[kCount] = {};
+  int64_t v[kCount] = {};
+  int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
+  bool rank_null = false;
+  uint64_t dropped = 0;
+  bool has_dropped = false;
+};
+
+// Integer field for a key, or -1: a switch on length and first byte, then one compare, so
+// the hot path does not scan a key table.
+inline int IntField(std::string_view k) {
+  auto is = [&](const char* lit, F f) { return k == lit ? int(f) : -1; };
+  switch (k.size()) {
+    case 2: return is("id", kId);
+    case 3: return k[0] == 'e' ? is("end", kEnd) : -1;
+    case 4: return is("cbid", kCbid);
+    case 5: return k[0] == 's' ? is("start", kStart) : is("bytes", kBytes);
+    case 6: return k[0] == 'd' ? is("device", kDevice) : is("stream", kStream);
+    case 7: return is("gpu_end", kGpuEnd);
+    case 8: return k[0] == 'd' ? is("duration", kDuration) : is("graph_id", kGraph);
+    case 9: return k[0] == 't' ? (k[1] == 'i' ? is("timestamp", kTimestamp) : is("thread_id", kThread))
+                               : is("gpu_start", kGpuStart);
+    case 10: return k[0] == 'p' ? is("process_id", kProcess) : k[0] == 'l' ? is("local_rank", kLocalRank)
+                                                                           : is("world_size", kWorldSize);
+    case 11: return is("return_code", kRet);
+    case 13: return is("graph_node_id", kGraphNode);
+    case 14: return is("correlation_id", kCorr);
+    case 22: return is("original_graph_node_id", kOrigGraphNode);
+    default: return -1;
+  }
+}
+
+// Reads `line` into *f when it is a plain record: one compact JSON object (no whitespace
+// between tokens) whose keys and string values are printable ASCII without escapes, whose
+// numbers are integers that fit int64, whose grid/block are arrays of three such integers, and
+// which holds no other arrays or objects. Returns false, with *f unspecified, for anything
+// else; the caller then reads the line with the full JSON parser, which reports problems.
+// Thread-safety: pure function.
+bool FastScan(std::string_view line, Fields* f);
+
+}  // namespace truffld::merge::raw

@@ -1,0 +1,39 @@
+// A canonical text rendering of everything an importer put in a TraceFile (meta, every event
+// field with its strings resolved, extras, counters, kept problem messages), so that two ways of
+// reading the same input can be compared with one string equality and a readable diff.
+// Used by the raw-parser differential test and the raw-line fuzzer.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "truffld/merge/event.h"
+
+namespace truffld::merge::testing {
+
+inline std::string TraceFileText(const TraceFile& f) {
+  std::ostringstream o;
+  auto str = [&](StrId id) { return id == kNoStr ? std::string("-") : "'" + std::string(f.strings.Get(id)) + "'"; };
+  o << "meta format=" << f.meta.format << " host=" << f.meta.host << " pid=" << f.meta.process_id
+    << " rank=" << (f.meta.rank ? std::to_string(*f.meta.rank) : "-")
+    << " local=" << (f.meta.local_rank ? std::to_string(*f.meta.local_rank) : "-")
+    << " world=" << (f.meta.world_size ? std::to_string(*f.meta.world_size) : "-")
+    << " clock=" << int(f.meta.clock) << " has_meta=" << f.meta.has_meta << " stats=" << f.meta.stats_json << "\n";
+  for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
+  for (const Event& e : f.events) {
+    o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << e.process_id << " t"
+      << e.thread_id << " c" << e.correlation_id << " b" << e.bytes << " n=" << str(e.name) << " d="
+      << str(e.domain) << " cat=" << str(e.category) << " ck=" << str(e.copy_kind) << " pl=" << str(e.payload)
+      << " line=" << e.line << " dev=" << e.device << " s=" << e.stream << " cbid=" << e.cbid << " rc="
+      << e.return_code;
+    const EventExtra& x = f.Extra(e);
+    o << " x[" << x.range_id << " " << x.graph_id << " " << x.graph_node_id << " " << x.original_graph_node_id
+      << " " << x.grid[0] << "," << x.grid[1] << "," << x.grid[2] << " " << x.block[0] << "," << x.block[1]
+      << "," << x.block[2] << "]\n";
+  }
+  for (const auto& [k, n] : f.stats.counts) o << "count " << k << "=" << n << "\n";
+  for (const IngestIssue& i : f.stats.issues) o << "issue " << i.where << " " << i.kind << " " << i.message << "\n";
+  return o.str();
+}
+
+}  // namespace truffld::merge::testing
