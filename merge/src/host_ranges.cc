@@ -8,13 +8,11 @@
 #include <nlohmann/json.hpp>
 
 namespace truffld::merge {
-namespace {
 
-// Sorts `order` (event indices in increasing file order) by (process, thread, time), ties in
-// file order. Importers write each thread's events in time order (the injector drains each
-// thread's ring in order), so this groups by thread with a counting sort that keeps file order,
-// then sorts only the groups that are not already in time order: linear time on such input, and
-// no index-chasing comparison sort over millions of events (that sort was ~5% of a merge).
+// Importers write each thread's events in time order (the injector drains each thread's ring in
+// order), so this groups by thread with a counting sort that keeps file order, then sorts only
+// the groups that are not already in time order: linear time on such input, and no
+// index-chasing comparison sort over millions of events (that sort was ~5% of a merge).
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order) {
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> group_of;
   std::vector<std::pair<int64_t, int64_t>> keys;
@@ -53,8 +51,6 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   }
   *order = std::move(sorted);
 }
-
-}  // namespace
 
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, IngestStats* issues) {
   const auto& ev = file.events;

@@ -130,7 +130,9 @@ class Builder {
     step_of_.assign(n, kNoIdx);
     sorted_.resize(n);
     for (uint32_t i = 0; i < n; ++i) sorted_[i] = i;
-    std::sort(sorted_.begin(), sorted_.end(), [&](uint32_t a, uint32_t b) { return RangeLess(a, b); });
+    // BuildHostRanges mostly yields ranges in this order already: check before sorting.
+    auto less = [&](uint32_t a, uint32_t b) { return RangeLess(a, b); };
+    if (!std::is_sorted(sorted_.begin(), sorted_.end(), less)) std::sort(sorted_.begin(), sorted_.end(), less);
     std::vector<uint32_t> stack;
     int64_t cp = kNone - 1, ct = kNone - 1;
     for (uint32_t r : sorted_) {
@@ -204,14 +206,7 @@ class Builder {
     std::vector<uint32_t> api;
     for (uint32_t i = 0; i < ev_.size(); ++i)
       if (IsApiKind(ev_[i].kind)) api.push_back(i);
-    std::sort(api.begin(), api.end(), [&](uint32_t a, uint32_t b) {
-      const Event& x = ev_[a];
-      const Event& y = ev_[b];
-      if (x.process_id != y.process_id) return x.process_id < y.process_id;
-      if (x.thread_id != y.thread_id) return x.thread_id < y.thread_id;
-      if (x.start != y.start) return x.start < y.start;
-      return a < b;
-    });
+    OrderByThreadThenTime(ev_, &api);  // (process, thread, start), ties in file order
     api_owner_.assign(ev_.size(), kNoIdx);
     capture_range_.assign(ev_.size(), kNoIdx);
     size_t ri = 0;
@@ -261,7 +256,7 @@ class Builder {
     // Correlation index: (correlation, start) -> API event, sorted for binary search.
     corr_.reserve(api.size());
     for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
-    std::sort(corr_.begin(), corr_.end());
+    if (!std::is_sorted(corr_.begin(), corr_.end())) std::sort(corr_.begin(), corr_.end());
     // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
     // launches) the runtime call's correlation id: such a nested call is normal, not a
     // duplicate. Only a call outside the group's current outermost call counts.
@@ -505,19 +500,29 @@ class Builder {
         }
       }
     }
-    // Sibling lists in start order.
+    // Sibling lists in start order: links grouped by parent with a stable counting sort (no
+    // comparison sort chasing node pointers over millions of links), then each parent's few
+    // children sorted by (start, node) where their creation order is not already that.
     auto& nodes = out_.nodes;
-    std::sort(links.begin(), links.end(), [&](const auto& x, const auto& y) {
-      if (x.first != y.first) return x.first < y.first;
-      const Node& a = nodes[x.second];
-      const Node& b = nodes[y.second];
-      if (a.start != b.start) return a.start < b.start;
-      return x.second < y.second;
-    });
-    for (size_t i = links.size(); i-- > 0;) {
-      auto [p, ch] = links[i];
-      nodes[ch].next_sibling = nodes[p].first_child;
-      nodes[p].first_child = ch;
+    std::vector<uint32_t> child_begin(nodes.size() + 1, 0);
+    for (const auto& [p, ch] : links) ++child_begin[p + 1];
+    for (size_t i = 1; i < child_begin.size(); ++i) child_begin[i] += child_begin[i - 1];
+    {
+      std::vector<uint32_t> children(links.size());
+      std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
+      for (const auto& [p, ch] : links) children[fill[p]++] = ch;
+      std::vector<std::pair<uint32_t, uint32_t>>().swap(links);
+      auto by_start = [&](uint32_t a, uint32_t b) {
+        return nodes[a].start != nodes[b].start ? nodes[a].start < nodes[b].start : a < b;
+      };
+      for (size_t p = 0; p + 1 < child_begin.size(); ++p) {
+        auto first = children.begin() + child_begin[p];
+        auto last = children.begin() + child_begin[p + 1];
+        if (first == last) continue;
+        if (!std::is_sorted(first, last, by_start)) std::sort(first, last, by_start);
+        for (auto it = first; it + 1 != last; ++it) nodes[*it].next_sibling = *(it + 1);
+        nodes[p].first_child = *first;
+      }
     }
     out_.counters.steps = out_.steps.size();
   }

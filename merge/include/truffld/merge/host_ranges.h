@@ -50,6 +50,12 @@ struct RangeCounters {
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* counters,
                                        IngestStats* issues);
 
+// Sorts `order` (event indices in increasing file order) by (process, thread, start), ties in
+// file order. Linear time when each thread's events are already in time order in the file (as
+// every importer writes them): a stable counting sort by thread, then only the threads out of
+// order are comparison-sorted. Thread-safety: pure function.
+void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order);
+
 // For each range whose closing event carries a payload, makes the opening event's payload the
 // union of both JSON objects (the opening event's value wins a key present in both; a payload
 // that is not a JSON object is kept as "close_payload"). Returns how many ranges changed.
