@@ -37,7 +37,7 @@ class Cursor {
 
   // After the opening quote: a string of printable ASCII without escapes, up to its closing
   // quote (consumed). False for anything else.
-  bool PlainString(std::string_view* out) {
+  __attribute__((always_inline)) bool PlainString(std::string_view* out) {
     const char* s = p_;
     const char* q = p_;
     while (end_ - q >= 8) {
@@ -58,7 +58,7 @@ class Cursor {
   }
 
   // -?(0|[1-9][0-9]*) that fits int64, followed by ',', '}' or ']' (not consumed).
-  bool Integer(int64_t* out) {
+  __attribute__((always_inline)) bool Integer(int64_t* out) {
     const bool neg = Eat('-');
     const char* s = p_;
     uint64_t v = 0;
@@ -143,7 +143,7 @@ inline int KeyOf(std::string_view k) {
 // A scalar value: kind and, for strings and integers, the value.
 enum class Kind { kString, kInt, kNull, kBool, kArray, kObject, kBad };
 
-inline Kind Value(Cursor& c, std::string_view* str, int64_t* num) {
+__attribute__((always_inline)) inline Kind Value(Cursor& c, std::string_view* str, int64_t* num) {
   const char ch = c.Peek();
   if (ch == '"') { c.Eat('"'); return c.PlainString(str) ? Kind::kString : Kind::kBad; }
   if (ch == '-' || unsigned(ch - '0') < 10) return c.Integer(num) ? Kind::kInt : Kind::kBad;
