@@ -156,16 +156,18 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
   uint64_t joined = 0;
   std::vector<Event>& ev = file->events;
   for (const HostRange& r : ranges) {
-    if (!r.has_close_event() || ev[r.close_event].payload == kNoStr) continue;
-    Event& open = ev[r.event];
+    if (!r.has_close_event()) continue;
+    const StrId close_payload = file->Extra(ev[r.close_event]).payload;
+    if (close_payload == kNoStr) continue;
+    EventExtra& open = file->MutableExtra(ev[r.event]);
     if (open.payload == kNoStr) {
-      open.payload = ev[r.close_event].payload;
+      open.payload = close_payload;
       ++joined;
       continue;
     }
     // Rare (a handful per communicator), so a parse of both sides is affordable.
     const std::string open_text(file->strings.Get(open.payload));
-    const std::string close_text(file->strings.Get(ev[r.close_event].payload));
+    const std::string close_text(file->strings.Get(close_payload));
     nlohmann::json a = nlohmann::json::parse(open_text, nullptr, false);
     nlohmann::json b = nlohmann::json::parse(close_text, nullptr, false);
     if (!a.is_object()) {

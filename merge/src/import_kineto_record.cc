@@ -220,20 +220,20 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
   e.category = pool->Intern(rec.cat);
   e.correlation_id = rec.correlation.value_or(kNone);
   if (device) {
-    e.device = static_cast<int32_t>(rec.device.value_or(rec.pid));
+    e.SetDevice(rec.device.value_or(rec.pid));
     e.stream = static_cast<int32_t>(rec.stream.value_or(rec.tid));
-    e.bytes = rec.bytes.value_or(kNone);
+    m.extra.bytes = rec.bytes.value_or(kNone);
     for (int i = 0; i < 3; ++i) m.extra.grid[i] = rec.grid[i], m.extra.block[i] = rec.block[i];
     if (kind == EventKind::kMemcpy) {
       std::string_view ck = CopyKindOf(rec.copy_kind, rec.name);
-      if (!ck.empty()) e.copy_kind = pool->Intern(ck);
+      if (!ck.empty()) m.extra.copy_kind = pool->Intern(ck);
     }
   } else {
     e.process_id = rec.pid;
     e.thread_id = rec.tid;
     if (IsApiKind(kind)) {
       e.cbid = static_cast<int32_t>(rec.cbid.value_or(-1));
-      e.bytes = rec.bytes.value_or(kNone);  // memcpy/memset APIs (HIP traces carry it)
+      m.extra.bytes = rec.bytes.value_or(kNone);  // memcpy/memset APIs (HIP traces carry it)
     }
   }
   m.what = Disposition::kEvent;

@@ -126,18 +126,20 @@ class Reader {
         e.thread_id = nsys::TidOf(*gid);
         e.name = s.Int(4) ? Str(s.Int(4)) : kNoStr;
         if (e.name == kNoStr && !s.Text(6).empty()) e.name = tf_->strings.Intern(s.Text(6));
-        e.return_code = static_cast<int32_t>(s.IntOr(5, 0));
+        EventExtra x;
+        x.return_code = static_cast<int32_t>(s.IntOr(5, 0));
+        tf_->SetExtra(e, x);
       } else {
         e.process_id = gid ? nsys::PidOf(*gid) : kNone;
         e.name = Str(s.Int(4));
         if (e.name == kNoStr) e.name = Str(s.Int(5));
         if (e.name == kNoStr) e.name = tf_->strings.Intern(DefaultName(kind));
-        e.device = static_cast<int32_t>(s.IntOr(6, -1));
+        e.SetDevice(s.IntOr(6, -1));
         e.stream = static_cast<int32_t>(s.IntOr(7, -1));
-        e.bytes = s.IntOr(8, kNone);
-        if (auto ck = s.Int(9); ck && !nsys::CopyKindName(*ck).empty())
-          e.copy_kind = tf_->strings.Intern(nsys::CopyKindName(*ck));
         EventExtra x;
+        x.bytes = s.IntOr(8, kNone);
+        if (auto ck = s.Int(9); ck && !nsys::CopyKindName(*ck).empty())
+          x.copy_kind = tf_->strings.Intern(nsys::CopyKindName(*ck));
         for (int i = 0; i < 3; ++i) {
           x.grid[i] = static_cast<int32_t>(s.IntOr(10 + i, 0));
           x.block[i] = static_cast<int32_t>(s.IntOr(13 + i, 0));

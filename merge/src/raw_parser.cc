@@ -258,14 +258,15 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     return true;
   };
   StringPool& sp = out.strings;
+  EventExtra x;  // the rare fields; stored with the event (when not all defaults) at the end
   if (!f.domain.empty()) e.domain = sp.Intern(f.domain);
-  if (!f.payload.empty()) e.payload = sp.Intern(f.payload);
+  if (!f.payload.empty()) x.payload = sp.Intern(f.payload);
   if (!f.category.empty()) e.category = sp.Intern(f.category);
   const std::string_view t = f.type;
   if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
     if (!instant()) return;
     host();
-    if (f.has[kId]) out.MutableExtra(e).range_id = f.v[kId];
+    if (f.has[kId]) x.range_id = f.v[kId];
     bool opens = t != "NVTX_POP" && t != "NVTX_END";
     if (opens) {
       if (!f.has_name || f.name_null) { Problem(line_no, "missing_field", std::string(t) + " record without \"name\""); return; }
@@ -278,7 +279,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "NVTX_MARKER") {
     if (!instant() || !need(kId, "id")) return;
     host();
-    out.MutableExtra(e).range_id = f.v[kId];
+    x.range_id = f.v[kId];
     bool closes = !f.has_name || f.name_null || f.name == "null";
     e.kind = closes ? EventKind::kNvtxEnd : EventKind::kNvtxStart;
     if (!closes) e.name = sp.Intern(f.name);
@@ -289,21 +290,21 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!need(kCorr, "correlation_id")) return;
     e.correlation_id = f.v[kCorr];
     e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
-    opt32(kCbid, &e.cbid); opt32(kRet, &e.return_code); opt(kBytes, &e.bytes);
-    opt32(kStream, &e.stream); opt32(kDevice, &e.device);
-    if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
+    opt32(kCbid, &e.cbid); opt32(kRet, &x.return_code); opt(kBytes, &x.bytes);
+    opt32(kStream, &e.stream);
+    if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
+    if (!f.copy_kind.empty()) x.copy_kind = sp.Intern(f.copy_kind);
     e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &e.process_id);
     opt(kCorr, &e.correlation_id);
-    opt32(kDevice, &e.device); opt32(kStream, &e.stream); opt(kBytes, &e.bytes);
-    if (!f.copy_kind.empty()) e.copy_kind = sp.Intern(f.copy_kind);
-    EventExtra x;
+    if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
+    opt32(kStream, &e.stream); opt(kBytes, &x.bytes);
+    if (!f.copy_kind.empty()) x.copy_kind = sp.Intern(f.copy_kind);
     opt(kGraph, &x.graph_id); opt(kGraphNode, &x.graph_node_id);
     std::memcpy(x.grid, f.grid, sizeof x.grid);
     std::memcpy(x.block, f.block, sizeof x.block);
-    out.SetExtra(e, x);
     if (t == "KERNEL") {
       e.kind = EventKind::kKernel;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));
@@ -323,7 +324,6 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
     opt(kCorr, &e.correlation_id);
-    EventExtra& x = out.MutableExtra(e);
     x.graph_id = f.v[kGraph]; x.graph_node_id = f.v[kGraphNode];
     opt(kOrigGraphNode, &x.original_graph_node_id);
     e.kind = EventKind::kGraphNode;
@@ -333,6 +333,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     Problem(line_no, "unknown_type", "unknown record type '" + shown + "' skipped");
     return;
   }
+  out.SetExtra(e, x);
   out.events.push_back(e);
 }
 

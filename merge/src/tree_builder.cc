@@ -82,13 +82,14 @@ class Builder {
 
   StrId FamilyOf(Layer layer, const Event& e) {
     uint64_t key = (uint64_t(layer) << 32) | e.name;
-    if (e.copy_kind != kNoStr && layer == Layer::kMemcpy) key |= uint64_t(e.copy_kind) << 40;
+    const StrId copy_kind = layer == Layer::kMemcpy ? file_.Extra(e).copy_kind : kNoStr;
+    if (copy_kind != kNoStr) key |= uint64_t(copy_kind) << 40;
     auto it = family_cache_.find(key);
     if (it != family_cache_.end()) return it->second;
     std::string_view name = file_.strings.Get(e.name);
     std::string fam = NormaliseFamily(layer, name);
-    if (layer == Layer::kMemcpy && name == "Memcpy" && e.copy_kind != kNoStr)
-      fam += " " + std::string(file_.strings.Get(e.copy_kind));
+    if (layer == Layer::kMemcpy && name == "Memcpy" && copy_kind != kNoStr)
+      fam += " " + std::string(file_.strings.Get(copy_kind));
     StrId id = file_.strings.Intern(fam);
     family_cache_.emplace(key, id);
     return id;

@@ -80,7 +80,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     int64_t tid;
     enum { kGpu, kThread, kSteps } kind;
     if (IsDeviceLayer(n.layer) && e) {
-      tid = kGpuTidBase + int64_t(std::max(e->device, 0)) * 100000 + std::max(e->stream, 0);
+      tid = kGpuTidBase + int64_t(std::max<int>(e->device, 0)) * 100000 + std::max(e->stream, 0);
       kind = kGpu;
     } else if (const int64_t thread = r.ThreadOf(n); thread != kNone) {
       tid = thread;

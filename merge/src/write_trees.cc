@@ -121,19 +121,19 @@ class TreeWriter {
     if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); out_.String(sp.Get(e.domain)); }
     bool api = IsApiLayer(n.layer);
     bool device = IsDeviceLayer(n.layer);
+    const EventExtra& x = r_.files[n.file].Extra(e);
     if (api || device || n.layer == Layer::kSync) opt(",\"correlation_id\":", e.correlation_id);
     if (api) {
       if (e.cbid >= 0) opt(",\"cbid\":", e.cbid);
-      if (e.return_code) opt(",\"return_code\":", e.return_code);
+      if (x.return_code) opt(",\"return_code\":", x.return_code);
     }
     if (device || (api && e.stream >= 0)) {
       if (e.stream >= 0) opt(",\"stream\":", e.stream);
       if (e.device >= 0) opt(",\"device\":", e.device);
     }
-    if (e.bytes >= 0) opt(",\"bytes\":", e.bytes);
-    if (e.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(e.copy_kind)); }
+    if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
+    if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(x.copy_kind)); }
     if (device && e.extra != kNoExtra) {
-      const EventExtra& x = r_.files[n.file].Extra(e);
       opt(",\"graph_id\":", x.graph_id);
       opt(",\"graph_node_id\":", x.graph_node_id);
       if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
@@ -144,8 +144,8 @@ class TreeWriter {
         out_.Char(']');
       }
     }
-    if (e.payload != kNoStr) {
-      std::string_view p = sp.Get(e.payload);
+    if (x.payload != kNoStr) {
+      std::string_view p = sp.Get(x.payload);
       if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }
     } else if (n.layer == Layer::kComm) {
       std::string p = CommPayloadFromName(sp.Get(e.name));

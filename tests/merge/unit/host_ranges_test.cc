@@ -157,8 +157,8 @@ TEST(HostRanges, ClosingPayloadsJoinTheRange) {
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(JoinClosingPayloads(r, &f), 3u);
   auto payload = [&](size_t i) {
-    const Event& e = f.events[r[i].event];
-    return e.payload == kNoStr ? std::string() : std::string(f.strings.Get(e.payload));
+    const StrId p = f.Extra(f.events[r[i].event]).payload;
+    return p == kNoStr ? std::string() : std::string(f.strings.Get(p));
   };
   EXPECT_EQ(nlohmann::json::parse(payload(0)), nlohmann::json::parse(R"({"comm":77,"nranks":8})"));
   EXPECT_EQ(nlohmann::json::parse(payload(1)), nlohmann::json::parse(R"({"comm":77,"rank":5})"));

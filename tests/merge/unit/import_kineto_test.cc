@@ -103,8 +103,8 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   const Event* cp = Find(tf, "Memcpy DtoH (Device -> Pinned)");
   ASSERT_NE(cp, nullptr);
   EXPECT_EQ(cp->kind, EventKind::kMemcpy);
-  EXPECT_EQ(cp->bytes, 4096);
-  EXPECT_EQ(tf.strings.Get(cp->copy_kind), "DtoH");
+  EXPECT_EQ(tf.Extra(*cp).bytes, 4096);
+  EXPECT_EQ(tf.strings.Get(tf.Extra(*cp).copy_kind), "DtoH");
   const Event* ms = Find(tf, "Memset (Device)");
   ASSERT_NE(ms, nullptr);
   EXPECT_EQ(ms->kind, EventKind::kMemset);
@@ -170,7 +170,7 @@ TEST(ImportKineto, BadRecordsAreCountedWithLocationAndTheRestKept) {
   ASSERT_EQ(tf.events.size(), 3u);  // "nocorr" (kept, unlinkable), hipMemcpyAsync, "good"
   const Event* hip = Find(tf, "hipMemcpyAsync");
   ASSERT_NE(hip, nullptr);
-  EXPECT_EQ(hip->bytes, 128);  // HIP writes some integers as strings
+  EXPECT_EQ(tf.Extra(*hip).bytes, 128);  // HIP writes some integers as strings
   EXPECT_EQ(tf.stats.Get("kineto.ignored_field"), 1u);  // grid: kept without it
   EXPECT_EQ(tf.stats.Get("kineto.missing_field"), 2u);
   EXPECT_EQ(tf.stats.Get("kineto.negative_duration"), 1u);

@@ -147,8 +147,8 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
 
   const Event* cp = Find(tf, "Memcpy", EventKind::kMemcpy);
   ASSERT_NE(cp, nullptr);
-  EXPECT_EQ(cp->bytes, 4096);
-  EXPECT_EQ(tf.strings.Get(cp->copy_kind), "DtoH");
+  EXPECT_EQ(tf.Extra(*cp).bytes, 4096);
+  EXPECT_EQ(tf.strings.Get(tf.Extra(*cp).copy_kind), "DtoH");
 
   const Event* step = Find(tf, "step_execute_model", EventKind::kRange);  // name via textId
   ASSERT_NE(step, nullptr);

@@ -72,7 +72,7 @@ TEST(Merge, AppendixExampleVerticalTree) {
   uint32_t ms = r.node(memset_call).first_child;
   ASSERT_NE(ms, kNoNode);
   EXPECT_EQ(r.node(ms).layer, Layer::kMemset);
-  EXPECT_EQ(r.EventOf(r.node(ms))->bytes, 256);
+  EXPECT_EQ(r.files[r.node(ms).file].Extra(*r.EventOf(r.node(ms))).bytes, 256);
   // The collective is not in the vertical view.
   EXPECT_EQ(FindNode(r, v.root, "ncclAllReduce"), nullptr);
 }

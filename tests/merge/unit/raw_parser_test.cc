@@ -47,7 +47,7 @@ TEST(RawParser, HostAndDeviceRecords) {
   EXPECT_EQ(push.kind, EventKind::kNvtxPush);
   EXPECT_EQ(f.strings.Get(push.name), "aten::mm, seq = 0");
   EXPECT_EQ(f.strings.Get(push.domain), "PyTorch");
-  EXPECT_EQ(f.strings.Get(push.payload), R"({"bytes":64})");
+  EXPECT_EQ(f.strings.Get(f.Extra(push).payload), R"({"bytes":64})");
   const Event& api = f.events[1];
   EXPECT_EQ(api.kind, EventKind::kRuntime);
   EXPECT_EQ(api.cbid, 211);
@@ -61,7 +61,7 @@ TEST(RawParser, HostAndDeviceRecords) {
   EXPECT_EQ(f.Extra(k).grid[0], 2);
   EXPECT_EQ(f.Extra(k).block[0], 128);
   EXPECT_EQ(f.events[3].kind, EventKind::kMemset);
-  EXPECT_EQ(f.events[3].bytes, 512);
+  EXPECT_EQ(f.Extra(f.events[3]).bytes, 512);
   EXPECT_EQ(f.events[4].kind, EventKind::kNvtxPop);
   EXPECT_EQ(f.events[4].line, 5u);
 }

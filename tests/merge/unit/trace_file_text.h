@@ -22,11 +22,11 @@ inline std::string TraceFileText(const TraceFile& f) {
   for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
   for (const Event& e : f.events) {
     o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << e.process_id << " t"
-      << e.thread_id << " c" << e.correlation_id << " b" << e.bytes << " n=" << str(e.name) << " d="
-      << str(e.domain) << " cat=" << str(e.category) << " ck=" << str(e.copy_kind) << " pl=" << str(e.payload)
-      << " line=" << e.line << " dev=" << e.device << " s=" << e.stream << " cbid=" << e.cbid << " rc="
-      << e.return_code;
+      << e.thread_id << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(e.domain)
+      << " cat=" << str(e.category)
+      << " line=" << e.line << " dev=" << e.device << " s=" << e.stream << " cbid=" << e.cbid;
     const EventExtra& x = f.Extra(e);
+    o << " rc=" << x.return_code << " b" << x.bytes << " ck=" << str(x.copy_kind) << " pl=" << str(x.payload);
     o << " x[" << x.range_id << " " << x.graph_id << " " << x.graph_node_id << " " << x.original_graph_node_id
       << " " << x.grid[0] << "," << x.grid[1] << "," << x.grid[2] << " " << x.block[0] << "," << x.block[1]
       << "," << x.block[2] << "]\n";

@@ -126,6 +126,32 @@ TEST(JsonOut, EscapesControlAndInvalidUtf8) {
   EXPECT_EQ(o.text(), "1234.567 -0.005");
 }
 
+// Integers are printed in 8-digit chunks: every digit count and chunk boundary must match
+// std::to_string, as must the int64 extremes.
+TEST(JsonOut, IntegersMatchToString) {
+  std::vector<int64_t> values = {0, 1, 9, 10, 99, 100, INT64_MAX, INT64_MIN, INT64_MIN + 1, -1};
+  int64_t p = 1;
+  for (int d = 0; d < 19; ++d, p *= 10)
+    for (int64_t v : {p - 1, p, p + 1, p * 2 - 1}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  uint64_t x = 88172645463325252ull;  // xorshift: arbitrary values of every size
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(int64_t(x >> (i % 64)));
+    values.push_back(-int64_t(x >> (i % 64 + 1)));
+  }
+  for (int64_t v : values) {
+    JsonOut o;
+    o.Int(v);
+    ASSERT_EQ(o.text(), std::to_string(v)) << v;
+  }
+  JsonOut m;
+  m.Micros(1763700000000000123);
+  EXPECT_EQ(m.text(), "1763700000000000.123");
+}
+
 // The escaper checks 8 bytes at a time: every byte that needs care must be caught at every
 // position of a word, next to plain bytes on both sides, and the text must stay valid JSON
 // that decodes back (invalid UTF-8 as U+FFFD).

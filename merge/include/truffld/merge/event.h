@@ -57,30 +57,31 @@ struct Int64PairHash {
 
 constexpr uint32_t kNoExtra = UINT32_MAX;
 
-// One input record, 96 bytes: the fields most records have. Fields only some records have
-// (kernel geometry, CUDA-graph ids, NVTX start/end ids) live in TraceFile::extras, reached
-// through TraceFile::Extra; at millions of events per file this halves the memory the events
-// take (they were 152 bytes) and the pages the merge clears.
+// One input record, 72 bytes: the fields most records have. Fields only some records have
+// (bytes and copy kind of copies and memsets, NVTX payloads, error return codes, kernel
+// geometry, CUDA-graph ids, NVTX start/end ids) live in TraceFile::extras, reached through
+// TraceFile::Extra; at millions of events per file this more than halves the memory the events
+// take (they were 152 bytes) and the fresh pages the merge touches.
 struct Event {
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
   TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node)
   int64_t process_id = kNone;
   int64_t thread_id = kNone;      // host events; kNone for device activity
   int64_t correlation_id = kNone; // API calls, device activity, graph nodes
-  int64_t bytes = kNone;          // memcpy/memset (device and API)
   StrId name = kNoStr;            // range/API/kernel name
   StrId domain = kNoStr;          // NVTX domain
   StrId category = kNoStr;        // Kineto 'cat' or NVTX category, as text
-  StrId copy_kind = kNoStr;       // "HtoD", ...
-  StrId payload = kNoStr;         // decoded NVTX payload, as compact JSON object text
   uint32_t extra = kNoExtra;      // index into TraceFile::extras, or kNoExtra
   uint32_t line = 0;              // 1-based source line (or record index) for messages
-  int32_t device = -1;
   int32_t stream = -1;
   int32_t cbid = -1;
-  int32_t return_code = 0;
+  int16_t device = -1;            // set through SetDevice (clamped to int16)
   EventKind kind = EventKind::kNvtxMark;
+
+  // Device ordinal: negative -> -1 (absent); beyond int16 (no real GPU index) -> INT16_MAX.
+  void SetDevice(int64_t d) { device = d < 0 ? int16_t(-1) : d > INT16_MAX ? int16_t(INT16_MAX) : int16_t(d); }
 };
+static_assert(sizeof(Event) == 72, "Event is sized for the merge's memory budget");
 
 // The rarer fields of an Event (see Event::extra).
 struct EventExtra {
@@ -88,14 +89,18 @@ struct EventExtra {
   int64_t graph_id = kNone;
   int64_t graph_node_id = kNone;
   int64_t original_graph_node_id = kNone;  // GRAPH_NODE clones
+  int64_t bytes = kNone;          // memcpy/memset (device and API)
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
-
+  StrId copy_kind = kNoStr;       // "HtoD", ...
+  StrId payload = kNoStr;         // decoded NVTX payload, as compact JSON object text
+  int32_t return_code = 0;        // API calls; 0 (success) when absent
   // True when every field holds its default: such an event needs no entry in TraceFile::extras.
   bool IsDefault() const {
     return range_id == kNone && graph_id == kNone && graph_node_id == kNone &&
-           original_graph_node_id == kNone && !grid[0] && !grid[1] && !grid[2] && !block[0] &&
-           !block[1] && !block[2];
+           original_graph_node_id == kNone && bytes == kNone && !grid[0] && !grid[1] && !grid[2] &&
+           !block[0] && !block[1] && !block[2] && copy_kind == kNoStr && payload == kNoStr &&
+           return_code == 0;
   }
 };
 
