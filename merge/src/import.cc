@@ -106,7 +106,9 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
     uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > 0) {
       uintmax_t raw = r.compression() == Compression::kNone ? size : size * 8;
-      file.events.reserve(static_cast<size_t>(std::min<uintmax_t>(raw / 64 + 16, uintmax_t{1} << 31)));
+      const size_t cap = static_cast<size_t>(std::min<uintmax_t>(raw / 64 + 16, uintmax_t{1} << 31));
+      file.events.reserve(cap);
+      file.extras.reserve(cap / 2);  // kernels (grid, block) and copies have extras
     }
   }
   RawLineParser parser(&file, path);

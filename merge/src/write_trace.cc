@@ -108,9 +108,11 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<Slice>& slices = track_slices[ti];
-    std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    auto before = [](const Slice& a, const Slice& b) {
       return a.start != b.start ? a.start < b.start : a.end != b.end ? a.end > b.end : a.node < b.node;
-    });
+    };
+    // Tree order is usually this order already on host threads (children sorted by start).
+    if (!std::is_sorted(slices.begin(), slices.end(), before)) std::sort(slices.begin(), slices.end(), before);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
     for (const Slice& s : slices) {
