@@ -5,20 +5,10 @@
 #include <charconv>
 #include <cstring>
 
+#include "json_bytes.h"
+
 namespace truffld::merge {
 namespace {
-
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHighs = 0x8080808080808080ull;
-
-// Nonzero when one of the 8 bytes in w needs escaping or UTF-8 checking: >= 0x80, < 0x20, '"'
-// or '\\' (the usual "has a zero byte" word tricks; false positives are impossible for the
-// high-bit and below-0x20 tests here because bytes with the high bit set are caught anyway).
-inline uint64_t NeedsCare(uint64_t w) {
-  const uint64_t quote = w ^ (kOnes * '"');
-  const uint64_t slash = w ^ (kOnes * '\\');
-  return (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) & kHighs;
-}
 
 // Writes s escaped (without quotes) at dst, which has room for 6 * s.size() bytes.
 char* Escape(char* dst, std::string_view s) {
@@ -32,7 +22,7 @@ char* Escape(char* dst, std::string_view s) {
     while (run + 8 <= n) {
       uint64_t w;
       std::memcpy(&w, p + run, 8);
-      if (NeedsCare(w)) break;
+      if (JsonSpecialBytes(w)) break;
       run += 8;
     }
     while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') ++run;
@@ -139,7 +129,7 @@ bool JsonNeedsNoEscape(std::string_view s) {
   for (; i + 8 <= s.size(); i += 8) {
     uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
-    if (NeedsCare(w)) return false;
+    if (JsonSpecialBytes(w)) return false;
   }
   for (; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);

@@ -8,20 +8,11 @@
 // Whatever it does not accept goes to the DOM reader, which handles and reports the rest.
 #include <cstring>
 
+#include "json_bytes.h"
 #include "raw_fields.h"
 
 namespace truffld::merge::raw {
 namespace {
-
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHighs = 0x8080808080808080ull;
-
-// High bit set in each byte of w that is '"', '\\', below 0x20 or 0x80 and above.
-inline uint64_t Stops(uint64_t w) {
-  const uint64_t quote = w ^ (kOnes * '"');
-  const uint64_t slash = w ^ (kOnes * '\\');
-  return (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) & kHighs;
-}
 
 class Cursor {
  public:
@@ -43,7 +34,7 @@ class Cursor {
     while (end_ - q >= 8) {
       uint64_t w;
       std::memcpy(&w, q, 8);
-      if (const uint64_t m = Stops(w)) {
+      if (const uint64_t m = JsonSpecialBytes(w)) {
         q += __builtin_ctzll(m) / 8;
         return Close(s, q, out);
       }

@@ -1,0 +1,24 @@
+// Word-at-a-time test for the bytes a JSON string cannot hold as they are, shared by the
+// writers' escaper (json_out.cc) and the raw-record scanner (raw_fast_scan.cc).
+// Pure function; the caller loads 8 bytes little-endian (memcpy), as on x86-64 and AArch64.
+#pragma once
+
+#include <cstdint>
+
+namespace truffld::merge {
+
+// The high bit is set in each byte of w that is '"', '\\', below 0x20 or 0x80 and above, and
+// in no byte before the first such byte: the usual "has a zero byte" tricks may also flag
+// bytes after a flagged one (a borrow runs upwards), never before it, so "any flag" and "the
+// lowest flag" (on a little-endian load: the first such byte in memory) are both exact.
+inline uint64_t JsonSpecialBytes(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHighs = 0x8080808080808080ull;
+  const uint64_t quote = w ^ (kOnes * '"');
+  const uint64_t slash = w ^ (kOnes * '\\');
+  return (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) & kHighs;
+}
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "JsonSpecialBytes users assume little-endian loads");
+
+}  // namespace truffld::merge
