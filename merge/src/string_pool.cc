@@ -5,6 +5,7 @@
 namespace truffld::merge {
 
 namespace {
+constexpr size_t kFirstChunk = 64 << 10;
 constexpr size_t kChunk = 1 << 20;
 }
 
@@ -15,11 +16,12 @@ char* StringPool::Store(std::string_view s) {
     big_.emplace_back(s);
     return big_.back().data();
   }
-  if (chunks_.empty() || chunk_used_ + s.size() > chunks_.back().size()) {
-    chunks_.emplace_back(kChunk, '\0');
+  if (chunks_.empty() || chunk_used_ + s.size() > chunk_size_) {
+    chunk_size_ = chunks_.empty() && s.size() <= kFirstChunk ? kFirstChunk : kChunk;
+    chunks_.emplace_back(new char[chunk_size_]);
     chunk_used_ = 0;
   }
-  char* p = chunks_.back().data() + chunk_used_;
+  char* p = chunks_.back().get() + chunk_used_;
   std::memcpy(p, s.data(), s.size());
   chunk_used_ += s.size();
   return p;

@@ -106,6 +106,14 @@ TEST(RawFastScan, TakesPlainRecordsOnly) {
   EXPECT_EQ(f.v[raw::kGpuEnd], -5);
   EXPECT_EQ(f.grid[0], 128);
   EXPECT_EQ(f.block[0], 256);
+  // Integers of every length (read 8 digits at a time, then one by one), both signs.
+  const std::string digits = "1234567890123456789";  // 19 digits, below INT64_MAX
+  for (size_t n = 1; n <= digits.size(); ++n)
+    for (const std::string& text : {digits.substr(0, n), "-" + digits.substr(0, n), "1" + std::string(n - 1, '0')}) {
+      raw::Fields g;
+      ASSERT_TRUE(raw::FastScan("{\"type\":\"x\",\"start\":" + text + "}", &g)) << text;
+      EXPECT_EQ(g.v[raw::kStart], std::stoll(text)) << text;
+    }
   for (const char* l : {R"({"type":"a\"b"})", "{\"type\":\"caf\xC3\xA9\"}", R"({"type":"x","t":1.5})",
                         R"({"type":"x", "t":1})", R"({"type":"x","p":{}})", R"({"type":"x","t":12345678901234567890})",
                         R"({"type":"x","t":01})", R"({"type":"x"} )", R"({"type":"x","clock_sync":1})"}) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,9 +33,12 @@ class StringPool {
 
  private:
   char* Store(std::string_view s);
-  std::deque<std::string> chunks_;  // 1 MiB arenas for ordinary strings
+  // Arenas for ordinary strings, uninitialised: 64 KiB first (most files hold few distinct
+  // strings), then 1 MiB each.
+  std::deque<std::unique_ptr<char[]>> chunks_;
   std::deque<std::string> big_;     // strings over 256 KiB, one each
   size_t chunk_used_ = 0;
+  size_t chunk_size_ = 0;
   std::deque<std::string_view> views_;
   std::unordered_map<std::string_view, StrId> index_;
   size_t bytes_ = 0;
