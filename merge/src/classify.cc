@@ -24,7 +24,12 @@ constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "com
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
 constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";
 
-struct DefaultRule { Layer layer; const char* re; const char* domain; const char* category; bool icase; };
+// `needs`: for a regex too complex for RegexPrefilter to analyse, '|'-separated lowercase words
+// of which any match must contain one.
+struct DefaultRule {
+  Layer layer; const char* re; const char* domain; const char* category; bool icase;
+  const char* needs = "";
+};
 // Order matters: the first match wins.
 constexpr DefaultRule kDefaults[] = {
     // Kineto's GPU-side copies of user annotations (on a device/stream track) are not a second
@@ -55,7 +60,7 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kComm,
      "(^|[^a-z0-9])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast)"
      "(_?(coalesced|base|into_tensor|tensor|single|async|object|object_list))?([^a-z0-9_]|$)|^(send|recv|barrier)\\b",
-     "", "", true},
+     "", "", true, "reduce|gather|scatter|alltoall|all_toall|allto_all|all_to_all|broadcast|send|recv|barrier"},
     {Layer::kFrontend, "^torch\\.nn\\.functional\\.", "", "", false},
     {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
     {Layer::kFrontend, "^torch\\.", "", "", false},
@@ -64,7 +69,18 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false},
 };
 
-Status CompileRule(Rule* r, bool icase, std::string_view origin) {
+std::vector<std::string> SplitWords(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const size_t bar = s.find('|');
+    out.emplace_back(s.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    s.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+Status CompileRule(Rule* r, bool icase, std::string_view origin, std::string_view needs = "") {
   try {
     auto flags = std::regex::ECMAScript | std::regex::optimize;
     if (icase) flags |= std::regex::icase;
@@ -72,6 +88,7 @@ Status CompileRule(Rule* r, bool icase, std::string_view origin) {
   } catch (const std::regex_error& e) {
     return InvalidArgument(std::string(origin) + ": bad name_regex '" + r->name_regex + "': " + e.what());
   }
+  r->prefilter = RegexPrefilter::Analyse(r->name_regex, icase, SplitWords(needs));
   return Status::Ok();
 }
 
@@ -147,7 +164,7 @@ Rules Rules::Defaults() {
     rule.name_regex = d.re;
     rule.domain = d.domain;
     rule.category = d.category;
-    (void)CompileRule(&rule, d.icase, "built-in rules");
+    (void)CompileRule(&rule, d.icase, "built-in rules", d.needs);
     r.rules_.push_back(std::move(rule));
   }
   (void)r.SetRequestRegex(kDefaultRequestRegex);
@@ -161,6 +178,7 @@ Status Rules::SetRequestRegex(const std::string& re) {
       return InvalidArgument("request regex '" + re + "' needs one capture group holding the ids");
     request_re_ = std::move(compiled);
     request_regex_ = re;
+    request_filter_ = RegexPrefilter::Analyse(re, false);
   } catch (const std::regex_error& e) {
     return InvalidArgument("bad request regex '" + re + "': " + e.what());
   }
@@ -215,7 +233,10 @@ Layer Rules::Classify(std::string_view name, std::string_view domain, std::strin
   for (const Rule& r : rules_) {
     if (!r.domain.empty() && r.domain != domain) continue;
     if (!r.category.empty() && r.category != category) continue;
-    if (!r.name_regex.empty() && !std::regex_search(name.begin(), name.end(), r.compiled)) continue;
+    if (r.name_regex.empty()) return r.layer;
+    const bool match = prefilter_ ? r.prefilter.Search(name, r.compiled)
+                                  : std::regex_search(name.begin(), name.end(), r.compiled);
+    if (!match) continue;
     return r.layer;
   }
   return Layer::kOther;
@@ -226,7 +247,12 @@ std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const 
   if (!request_re_) return ids;
   step_name = step_name.substr(0, kMaxMatchedNameBytes);
   std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_) || !m[1].matched) return ids;
+  auto flags = std::regex_constants::match_default;
+  if (prefilter_) {
+    if (request_filter_.Check(step_name) == RegexPrefilter::Verdict::kNo) return ids;
+    if (request_filter_.anchored) flags = std::regex_constants::match_continuous;
+  }
+  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_, flags) || !m[1].matched) return ids;
   std::string_view body(&*m[1].first, static_cast<size_t>(m[1].length()));
   std::string cur;
   bool any = false;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "truffld/merge/regex_prefilter.h"
 #include "truffld/status.h"
 
 namespace truffld::merge {
@@ -39,6 +40,7 @@ struct Rule {
   std::string domain;          // exact NVTX domain; empty = any
   std::string category;        // exact category (Kineto 'cat'); empty = any
   std::regex compiled;         // built by Rules::Compile
+  RegexPrefilter prefilter;    // decides most names without running `compiled`
 };
 
 class Rules {
@@ -62,11 +64,15 @@ class Rules {
   const std::string& request_regex() const { return request_regex_; }
   // Replaces the request regex (must have one capture group).
   Status SetRequestRegex(const std::string& re);
+  // Tests: false runs every regex on every name (the prefilters are on by default).
+  void set_prefilter(bool on) { prefilter_ = on; }
 
  private:
   std::vector<Rule> rules_;
   std::string request_regex_;
   std::shared_ptr<const std::regex> request_re_;
+  RegexPrefilter request_filter_;
+  bool prefilter_ = true;
 };
 
 // Normalised operator family for a node name of the given layer (see the header comment of

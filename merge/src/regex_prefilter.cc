@@ -1,0 +1,126 @@
+// RegexPrefilter: see regex_prefilter.h.
+#include "truffld/merge/regex_prefilter.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace truffld::merge {
+namespace {
+
+// Splits `re` at its top-level '|' (outside groups and bracket classes, not escaped).
+std::vector<std::string_view> Alternatives(std::string_view re) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  bool in_class = false;
+  size_t begin = 0;
+  for (size_t i = 0; i < re.size(); ++i) {
+    const char c = re[i];
+    if (c == '\\') { ++i; continue; }
+    if (in_class) { if (c == ']') in_class = false; continue; }
+    if (c == '[') in_class = true;
+    else if (c == '(') ++depth;
+    else if (c == ')') --depth;
+    else if (c == '|' && depth == 0) { out.push_back(re.substr(begin, i - begin)); begin = i + 1; }
+  }
+  out.push_back(re.substr(begin));
+  return out;
+}
+
+// The literal text an alternative must begin with (from `pos`), and whether that is all of it.
+std::string LeadingLiteral(std::string_view alt, size_t pos, bool* pure) {
+  std::string lit;
+  *pure = false;
+  for (size_t i = pos; i < alt.size(); ++i) {
+    char c = alt[i];
+    if (c == '*' || c == '?' || c == '{') {  // the last literal is optional (or counted): drop it
+      if (!lit.empty()) lit.pop_back();
+      return lit;
+    }
+    if (c == '\\') {
+      if (i + 1 >= alt.size()) return lit;
+      const char n = alt[i + 1];
+      if (std::isalnum(static_cast<unsigned char>(n)) || n == '_') return lit;  // \b \d \w \1 ...
+      c = n;  // escaped punctuation is itself
+      ++i;
+    } else if (std::string_view(".[]()+|^$").find(c) != std::string_view::npos) {
+      return lit;  // '+' keeps the char before it (at least once) but ends the literal run
+    }
+    // A quantifier after this char would make it optional: look ahead.
+    if (i + 1 < alt.size() && (alt[i + 1] == '*' || alt[i + 1] == '?' || alt[i + 1] == '{')) return lit;
+    lit += c;
+  }
+  *pure = true;
+  return lit;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view p, bool icase) {
+  if (s.size() < p.size()) return false;
+  if (!icase) return s.compare(0, p.size(), p) == 0;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(p[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+RegexPrefilter RegexPrefilter::Analyse(std::string_view re, bool icase, std::vector<std::string> needs_any) {
+  RegexPrefilter f;
+  f.icase = icase;
+  if (re.empty()) return f;
+  const auto alts = Alternatives(re);
+  bool all_anchored = true, all_pure = true, all_literal = true;
+  std::vector<std::string> lits;
+  for (std::string_view a : alts) {
+    const bool anchored = !a.empty() && a[0] == '^';
+    bool pure = false;
+    std::string lit = LeadingLiteral(a, anchored ? 1 : 0, &pure);
+    all_anchored &= anchored;
+    all_pure &= pure;
+    all_literal &= !lit.empty();
+    lits.push_back(icase ? Lower(lit) : lit);
+  }
+  f.anchored = all_anchored;
+  if (all_anchored && all_literal) {
+    f.prefixes = lits;
+    f.exact = all_pure;
+  } else if (all_literal) {
+    f.contains_any = lits;
+  }
+  if (f.contains_any.empty() && !needs_any.empty()) f.contains_any = std::move(needs_any);
+  return f;
+}
+
+RegexPrefilter::Verdict RegexPrefilter::Check(std::string_view name) const {
+  if (!prefixes.empty()) {
+    const bool any = std::any_of(prefixes.begin(), prefixes.end(),
+                                 [&](const std::string& p) { return StartsWith(name, p, icase); });
+    if (!any) return Verdict::kNo;
+    if (exact) return Verdict::kYes;
+  }
+  if (!contains_any.empty()) {
+    const std::string lowered = icase ? Lower(name) : std::string();
+    const std::string_view hay = icase ? std::string_view(lowered) : name;
+    const bool any = std::any_of(contains_any.begin(), contains_any.end(),
+                                 [&](const std::string& p) { return hay.find(p) != std::string_view::npos; });
+    if (!any) return Verdict::kNo;
+  }
+  return Verdict::kMaybe;
+}
+
+bool RegexPrefilter::Search(std::string_view name, const std::regex& re) const {
+  switch (Check(name)) {
+    case Verdict::kNo: return false;
+    case Verdict::kYes: return true;
+    case Verdict::kMaybe: break;
+  }
+  const auto flags = anchored ? std::regex_constants::match_continuous : std::regex_constants::match_default;
+  return std::regex_search(name.begin(), name.end(), re, flags);
+}
+
+}  // namespace truffld::merge
