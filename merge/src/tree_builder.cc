@@ -68,6 +68,10 @@ class Builder {
     c.device_ops_read = c.kernels_read + c.memcpys_read + c.memsets_read;
   }
 
+  // The range's class. Valid until the next call (an uncached answer lives in scratch_class_).
+  // The cache holds at most kMaxCachedClasses names: profilers name each operator call
+  // differently ("aten::mm, seq = 1234, op_id = 56789"), and caching millions of names that
+  // never repeat cost ~80 bytes per range at the merge's memory peak.
   const RangeClass& ClassOf(const Event& e) {
     Triple key{e.name, e.domain, e.category};
     auto it = class_cache_.find(key);
@@ -77,8 +81,11 @@ class Builder {
     rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(e.category));
     rc.family = file_.strings.Intern(NormaliseFamily(rc.layer, name));
     rc.requests = opt_.rules.ParseRequests(name);
-    return class_cache_.emplace(key, std::move(rc)).first->second;
+    if (class_cache_.size() < kMaxCachedClasses) return class_cache_.emplace(key, std::move(rc)).first->second;
+    scratch_class_ = std::move(rc);
+    return scratch_class_;
   }
+  static constexpr size_t kMaxCachedClasses = 1 << 16;
 
   StrId FamilyOf(Layer layer, const Event& e) {
     uint64_t key = (uint64_t(layer) << 32) | e.name;
@@ -402,8 +409,15 @@ class Builder {
     std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
     // (parent node, child node). Reserved for one link per event: capacity never touched costs
     // no memory, while growing by doubling would briefly hold two copies at the merge's peak.
-    std::vector<std::pair<uint32_t, uint32_t>> links;
-    links.reserve(ev_.size() + ranges_.size() + 16);
+    // Parent of each node created here (kNoNode: a root), 4 bytes a node. Reserved for one per
+    // event: capacity never touched costs no memory, while growing by doubling would briefly
+    // hold two copies at the merge's peak.
+    std::vector<uint32_t> parent_of;
+    parent_of.reserve(ev_.size() + ranges_.size() + 16);
+    auto link = [&](uint32_t parent, uint32_t child) {
+      parent_of.resize(out_.nodes.size(), kNoNode);
+      parent_of[child] = parent;
+    };
     // Parents precede children in sorted_ order (implicit steps are created up front).
     for (uint32_t r : sorted_) {
       if (!IsImplicit(r)) continue;
@@ -454,10 +468,10 @@ class Builder {
         // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
         in_comm[r] = 1;
         out_.nodes[n].anchor = node_of[p];
-        links.emplace_back(hroot[step], n);
+        link(hroot[step], n);
       } else {
         in_comm[r] = in_comm[p];
-        links.emplace_back(node_of[p], n);
+        link(node_of[p], n);
       }
     }
     std::unordered_map<int64_t, uint32_t> capture_owner = CaptureOwners();
@@ -473,14 +487,14 @@ class Builder {
                            std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(out_.nodes[n].layer, e);
       api_owner_[a] = n;  // from here on: the call's node
-      links.emplace_back(node_of[owner], n);
+      link(node_of[owner], n);
     }
     for (auto [api, d] : device_of_) {
       const Event& e = ev_[d];
       Layer l = DeviceLayer(e.kind);
       uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(l, e);
-      links.emplace_back(api_owner_[api], n);
+      link(api_owner_[api], n);
       const int64_t graph_node_id = file_.Extra(e).graph_node_id;
       if (graph_node_id != kNone && !capture_owner.empty()) {
         // CUDA graph work: name the operator that was open when this node was captured.
@@ -501,29 +515,36 @@ class Builder {
         }
       }
     }
-    // Sibling lists in start order: links grouped by parent with a stable counting sort (no
-    // comparison sort chasing node pointers over millions of links), then each parent's few
-    // children sorted by (start, node) where their creation order is not already that.
+    // Sibling lists in start order. Walking the nodes backwards and pushing each onto its
+    // parent's list leaves every list in creation order, with no memory beyond parent_of; a
+    // list whose order is not (start, node) is noted as it is built (a child starting after the
+    // sibling created after it), and only those few lists are sorted. No comparison sort over
+    // millions of links.
     auto& nodes = out_.nodes;
-    std::vector<uint32_t> child_begin(nodes.size() + 1, 0);
-    for (const auto& [p, ch] : links) ++child_begin[p + 1];
-    for (size_t i = 1; i < child_begin.size(); ++i) child_begin[i] += child_begin[i - 1];
-    {
-      std::vector<uint32_t> children(links.size());
-      std::vector<uint32_t> fill(child_begin.begin(), child_begin.end() - 1);
-      for (const auto& [p, ch] : links) children[fill[p]++] = ch;
-      std::vector<std::pair<uint32_t, uint32_t>>().swap(links);
-      auto by_start = [&](uint32_t a, uint32_t b) {
-        return nodes[a].start != nodes[b].start ? nodes[a].start < nodes[b].start : a < b;
-      };
-      for (size_t p = 0; p + 1 < child_begin.size(); ++p) {
-        auto first = children.begin() + child_begin[p];
-        auto last = children.begin() + child_begin[p + 1];
-        if (first == last) continue;
-        if (!std::is_sorted(first, last, by_start)) std::sort(first, last, by_start);
-        for (auto it = first; it + 1 != last; ++it) nodes[*it].next_sibling = *(it + 1);
-        nodes[p].first_child = *first;
-      }
+    parent_of.resize(nodes.size(), kNoNode);
+    std::vector<uint32_t> unsorted;
+    for (uint32_t c = static_cast<uint32_t>(nodes.size()); c-- > 0;) {
+      const uint32_t p = parent_of[c];
+      if (p == kNoNode) continue;
+      const uint32_t next = nodes[p].first_child;
+      if (next != kNoNode && nodes[next].start < nodes[c].start) unsorted.push_back(p);
+      nodes[c].next_sibling = next;
+      nodes[p].first_child = c;
+    }
+    std::vector<uint32_t>().swap(parent_of);
+    std::sort(unsorted.begin(), unsorted.end());
+    unsorted.erase(std::unique(unsorted.begin(), unsorted.end()), unsorted.end());
+    auto before = [&](uint32_t a, uint32_t b) {
+      return nodes[a].start != nodes[b].start ? nodes[a].start < nodes[b].start : a < b;
+    };
+    std::vector<uint32_t> kids;
+    for (const uint32_t p : unsorted) {
+      kids.clear();
+      for (uint32_t x = nodes[p].first_child; x != kNoNode; x = nodes[x].next_sibling) kids.push_back(x);
+      std::sort(kids.begin(), kids.end(), before);
+      for (size_t k = 0; k + 1 < kids.size(); ++k) nodes[kids[k]].next_sibling = kids[k + 1];
+      nodes[kids.back()].next_sibling = kNoNode;
+      nodes[p].first_child = kids.front();
     }
     out_.counters.steps = out_.steps.size();
   }
@@ -540,6 +561,7 @@ class Builder {
   std::vector<StepSpan> step_spans_;
   std::unordered_map<int64_t, uint32_t> implicit_of_;
   std::unordered_map<Triple, RangeClass, TripleHash> class_cache_;
+  RangeClass scratch_class_;
   std::unordered_map<uint64_t, StrId> family_cache_;
   // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
   std::vector<uint32_t> api_owner_;

@@ -206,6 +206,35 @@ TEST(Merge, NestedStepIsDemotedAndOtherThreadsAreAdopted) {
   EXPECT_EQ(r.summary.total.adopted_ranges, 1u);
 }
 
+// Children are created ranges first, then API calls, then device work; each sibling list must
+// still come out in start order (ties by creation), whatever was created first.
+TEST(Merge, SiblingsAreInStartOrderWhateverTheirKind) {
+  std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::linear\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaMemsetAsync\",\"start\":110,\"end\":120,\"correlation_id\":1,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":130,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":140,\"end\":150,\"correlation_id\":2,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":160,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaStreamSynchronize\",\"start\":170,\"end\":180,\"correlation_id\":3,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::add_\",\"timestamp\":190,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":195,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n"
+       // The runtime call at 110 launches two kernels, listed late-starting first in the file.
+       "{\"type\":\"MEMSET\",\"gpu_start\":300,\"gpu_end\":310,\"correlation_id\":1,\"device\":0,\"stream\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":155,\"gpu_end\":165,\"correlation_id\":2,\"device\":0,\"stream\":1}\n"
+       "{\"type\":\"MEMSET\",\"gpu_start\":125,\"gpu_end\":128,\"correlation_id\":1,\"device\":0,\"stream\":1}\n";
+  MergeResult r = MergeOne(d);
+  const Node* linear = FindNode(r, r.trees[0].root, "aten::linear");
+  ASSERT_NE(linear, nullptr);
+  const uint32_t li = static_cast<uint32_t>(linear - r.nodes.data());
+  EXPECT_EQ(ChildNames(r, li), (std::vector<std::string>{"cudaMemsetAsync", "aten::mm", "cudaStreamSynchronize", "aten::add_"}));
+  const Node* memset_call = FindNode(r, r.trees[0].root, "cudaMemsetAsync");
+  ASSERT_NE(memset_call, nullptr);
+  std::vector<TimeNs> starts;
+  r.ForEachChild(static_cast<uint32_t>(memset_call - r.nodes.data()), [&](uint32_t c) { starts.push_back(r.node(c).start); });
+  EXPECT_EQ(starts, (std::vector<TimeNs>{125, 300}));
+}
+
 TEST(Merge, DriverCallsInsideARuntimeCallShareItsCorrelation) {
   // As CUPTI records cuBLAS: cudaLaunchKernel [10,50] and two driver calls inside it, all id 7;
   // then a separate runtime call reusing id 7 (a real duplicate).
