@@ -1,9 +1,12 @@
-// Word-at-a-time test for the bytes a JSON string cannot hold as they are, shared by the
-// writers' escaper (json_out.cc) and the raw-record scanner (raw_fast_scan.cc).
+// The bytes a JSON string cannot hold as they are ('"', '\\', controls, and non-ASCII, which
+// needs UTF-8 checking), found a word at a time. Shared by the writers' escaper and plain-name
+// test (json_out.cc) and the raw-record scanner (raw_fast_scan.cc).
 // Pure function; the caller loads 8 bytes little-endian (memcpy), as on x86-64 and AArch64.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace truffld::merge {
 
@@ -20,5 +23,20 @@ inline uint64_t JsonSpecialBytes(uint64_t w) {
 }
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "JsonSpecialBytes users assume little-endian loads");
+
+// One byte of the same set.
+inline bool JsonSpecialByte(unsigned char c) { return c < 0x20 || c >= 0x80 || c == '"' || c == '\\'; }
+
+// Length of the longest prefix of p[0, n) without such a byte (n when there is none).
+inline size_t JsonPlainPrefix(const char* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (const uint64_t m = JsonSpecialBytes(w)) return i + size_t(__builtin_ctzll(m)) / 8;
+  }
+  while (i < n && !JsonSpecialByte(static_cast<unsigned char>(p[i]))) ++i;
+  return i;
+}
 
 }  // namespace truffld::merge

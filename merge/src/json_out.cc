@@ -17,15 +17,7 @@ char* Escape(char* dst, std::string_view s) {
   const size_t n = s.size();
   size_t i = 0;
   while (i < n) {
-    // Plain runs: 8 bytes at a time while no byte needs care, then byte by byte.
-    size_t run = i;
-    while (run + 8 <= n) {
-      uint64_t w;
-      std::memcpy(&w, p + run, 8);
-      if (JsonSpecialBytes(w)) break;
-      run += 8;
-    }
-    while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') ++run;
+    const size_t run = i + JsonPlainPrefix(s.data() + i, n - i);  // copied as is
     std::memcpy(dst, p + i, run - i);
     dst += run - i;
     i = run;
@@ -124,19 +116,7 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->resize(size_t(d - out->data()));
 }
 
-bool JsonNeedsNoEscape(std::string_view s) {
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if (JsonSpecialBytes(w)) return false;
-  }
-  for (; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return false;
-  }
-  return true;
-}
+bool JsonNeedsNoEscape(std::string_view s) { return JsonPlainPrefix(s.data(), s.size()) == s.size(); }
 
 JsonOut::JsonOut(std::FILE* f, std::string name) : f_(f), name_(std::move(name)) {
   buf_.reset(new char[kBlock]);

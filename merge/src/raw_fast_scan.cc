@@ -44,22 +44,8 @@ class Cursor {
   // quote (consumed). False for anything else.
   __attribute__((always_inline)) bool PlainString(std::string_view* out) {
     const char* s = p_;
-    const char* q = p_;
-    while (end_ - q >= 8) {
-      uint64_t w;
-      std::memcpy(&w, q, 8);
-      if (const uint64_t m = JsonSpecialBytes(w)) {
-        q += __builtin_ctzll(m) / 8;
-        return Close(s, q, out);
-      }
-      q += 8;
-    }
-    while (q < end_) {
-      const auto c = static_cast<unsigned char>(*q);
-      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return Close(s, q, out);
-      ++q;
-    }
-    return false;
+    const char* q = s + JsonPlainPrefix(s, size_t(end_ - s));
+    return q != end_ && Close(s, q, out);
   }
 
   // -?(0|[1-9][0-9]*) that fits int64, followed by ',', '}' or ']' (not consumed).

@@ -133,7 +133,7 @@ class TreeWriter {
     }
     if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
     if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(x.copy_kind)); }
-    if (device && e.extra != kNoExtra) {
+    if (device) {
       opt(",\"graph_id\":", x.graph_id);
       opt(",\"graph_node_id\":", x.graph_node_id);
       if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
