@@ -56,6 +56,18 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   const auto& ev = file.events;
   std::vector<HostRange> out;
   std::vector<uint32_t> order;
+  {
+    // Sized once from a count: doubling a vector of millions of ranges copies it and touches
+    // twice its memory, and fresh pages are a large share of a merge's time.
+    size_t opens = 0, marks = 0;
+    for (const Event& e : ev) {
+      const bool open = e.kind == EventKind::kNvtxPush || e.kind == EventKind::kNvtxStart;
+      opens += open || e.kind == EventKind::kRange;
+      marks += open || e.kind == EventKind::kNvtxPop || e.kind == EventKind::kNvtxEnd;
+    }
+    out.reserve(opens + 64);  // + implicit steps (one per process), appended by the tree builder
+    order.reserve(marks);
+  }
   TimeNs last = 0;
   bool any = false;
   for (uint32_t i = 0; i < ev.size(); ++i) {

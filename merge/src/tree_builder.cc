@@ -66,6 +66,8 @@ class Builder {
     c.memcpys_read = per_kind[int(EventKind::kMemcpy)];
     c.memsets_read = per_kind[int(EventKind::kMemset)];
     c.device_ops_read = c.kernels_read + c.memcpys_read + c.memsets_read;
+    api_calls_read_ = per_kind[int(EventKind::kRuntime)] + per_kind[int(EventKind::kDriver)];
+    graph_nodes_read_ = per_kind[int(EventKind::kGraphNode)];
   }
 
   // The range's class. Valid until the next call (an uncached answer lives in scratch_class_).
@@ -212,11 +214,14 @@ class Builder {
   // owner_[api event index] = innermost range containing the call's start on its thread.
   void AttachApiCalls() {
     std::vector<uint32_t> api;
+    api.reserve(api_calls_read_);
     for (uint32_t i = 0; i < ev_.size(); ++i)
       if (IsApiKind(ev_[i].kind)) api.push_back(i);
     OrderByThreadThenTime(ev_, &api);  // (process, thread, start), ties in file order
     api_owner_.assign(ev_.size(), kNoIdx);
-    capture_range_.assign(ev_.size(), kNoIdx);
+    // Capture ranges serve CUDA-graph attribution only (CaptureOwners): no GRAPH_NODE records,
+    // no 4 bytes per event.
+    if (graph_nodes_read_) capture_range_.assign(ev_.size(), kNoIdx);
     size_t ri = 0;
     std::vector<uint32_t> stack;
     int64_t cp = kNone - 1, ct = kNone - 1;
@@ -248,7 +253,7 @@ class Builder {
         if (h.start <= e.start && call_end <= h.end) { owner = stack[k]; break; }
         if (k == 0) owner = kNoIdx;
       }
-      capture_range_[a] = owner;  // kept even outside steps: CUDA graphs are often captured there
+      if (graph_nodes_read_) capture_range_[a] = owner;  // kept even outside steps: graphs are often captured there
       if (owner == kNoIdx)
         if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
       if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
@@ -407,8 +412,6 @@ class Builder {
     std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
     step_slot_.assign(ranges_.size(), kNoIdx);
     std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
-    // (parent node, child node). Reserved for one link per event: capacity never touched costs
-    // no memory, while growing by doubling would briefly hold two copies at the merge's peak.
     // Parent of each node created here (kNoNode: a root), 4 bytes a node. Reserved for one per
     // event: capacity never touched costs no memory, while growing by doubling would briefly
     // hold two copies at the merge's peak.
@@ -555,6 +558,7 @@ class Builder {
   ClockMap off_;
   const MergeOptions& opt_;
   FileTrees out_;
+  size_t api_calls_read_ = 0, graph_nodes_read_ = 0;
   std::vector<HostRange> ranges_;
   std::vector<Layer> layer_;
   std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
