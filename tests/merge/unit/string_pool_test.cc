@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace truffld::merge {
 namespace {
 
@@ -23,6 +26,48 @@ TEST(StringPool, InternsAndKeepsViewsStable) {
   EXPECT_EQ(p.Get(b), big);
   EXPECT_EQ(p.Get(small), "after-big");
   EXPECT_EQ(p.Get(e), "");
+}
+
+// Strings that differ in one byte at any position, of every length the hash reads differently
+// (0-3, 4-7, 8-16, the 16-byte rounds and their tails), get distinct, dense ids in first-seen
+// order, and interning them again after the table has grown many times returns the same ids.
+TEST(StringPool, DistinguishesEveryByteAndLengthAcrossGrowth) {
+  StringPool p;
+  std::vector<std::string> keys;
+  for (size_t len = 0; len <= 70; ++len) {
+    std::string base(len, 'x');
+    keys.push_back(base);
+    for (size_t at = 0; at < len; ++at) {
+      std::string k = base;
+      k[at] = 'y';
+      keys.push_back(k);
+      k[at] = '\0';  // embedded NUL is an ordinary byte
+      keys.push_back(k);
+    }
+  }
+  std::vector<StrId> ids;
+  for (const auto& k : keys) ids.push_back(p.Intern(k));
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(ids[i], StrId(i + 1)) << "key " << i;
+  for (int i = 0; i < 50000; ++i) p.Intern("grow" + std::to_string(i));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(p.Intern(keys[i]), ids[i]) << "key " << i;
+    EXPECT_EQ(p.Get(ids[i]), keys[i]);
+  }
+  EXPECT_EQ(p.size(), 1 + keys.size() + 50000);
+}
+
+TEST(StringPool, HashDependsOnEveryByteLengthAndSeed) {
+  for (size_t len = 1; len <= 40; ++len) {
+    std::string s(len, 'a');
+    const uint64_t h = HashBytes(s, 1);
+    EXPECT_NE(HashBytes(s, 2), h);
+    EXPECT_NE(HashBytes(s + 'a', 1), h);
+    for (size_t at = 0; at < len; ++at) {
+      std::string t = s;
+      t[at] = 'b';
+      EXPECT_NE(HashBytes(t, 1), h) << len << " " << at;
+    }
+  }
 }
 
 TEST(IngestStats, CountsEveryIssueButKeepsFewMessages) {
