@@ -2,7 +2,6 @@
 #include "truffld/merge/json_out.h"
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
 #include "json_bytes.h"
@@ -80,7 +79,20 @@ inline char* Write8(char* p, uint32_t v) {  // exactly 8 digits, v < 10^8
 }
 
 inline char* WriteSmall(char* p, uint32_t v) {  // v < 10^8, no leading zeros
-  return std::to_chars(p, p + 8, v).ptr;
+  if (v < 10) {  // most ids, streams, devices: one or two digits
+    *p = char('0' + v);
+    return p + 1;
+  }
+  const unsigned n = v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : 8;
+  char* const end = p + n;
+  char* q = end;
+  for (; v >= 100; v /= 100) {
+    q -= 2;
+    std::memcpy(q, kPairs + 2 * (v % 100), 2);
+  }
+  if (v >= 10) std::memcpy(q - 2, kPairs + 2 * v, 2);
+  else q[-1] = char('0' + v);
+  return end;
 }
 
 char* WriteU64(char* p, uint64_t v) {

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "interned_json.h"
 #include "truffld/merge/writers.h"
 
 namespace truffld::merge {
@@ -159,22 +160,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     out->Raw("}}");
   }
   // Names repeat (interned per file): whether one needs escaping is decided once per string.
-  std::vector<std::vector<uint8_t>> plain(r.files.size());  // 0 unknown, 1 plain, 2 escape
-  auto write_name = [&](const Node& n) {
-    std::vector<uint8_t>& p = plain[n.file];
-    if (p.empty()) p.assign(r.files[n.file].strings.size(), 0);
-    const std::string_view name = r.Name(n);
-    uint8_t state = 2;
-    if (n.name < p.size()) {
-      if (p[n.name] == 0) p[n.name] = JsonNeedsNoEscape(name) ? 1 : 2;
-      state = p[n.name];
-    }
-    if (state == 1) {
-      out->PlainString(name);
-    } else {
-      out->String(name);
-    }
-  };
+  InternedJson strings(r, out);
   // Launch -> device flows ride on the slices themselves (flow events v2): the launch slice
   // carries "bind_id" and "flow_out", each of its kernels, copies and memsets "bind_id" and
   // "flow_in", so one launch (a CUDA-graph launch has many) fans out to all its device work
@@ -195,7 +181,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     const Node& n = r.nodes[i];
     sep();
     out->Raw("{\"ph\":\"X\",\"name\":");
-    write_name(n);
+    strings.Write(n.file, n.name);
     out->Raw(",\"cat\":\"");
     out->Raw(LayerName(n.layer));
     out->Raw("\",\"pid\":");

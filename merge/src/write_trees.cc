@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "interned_json.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 class TreeWriter {
  public:
-  TreeWriter(const MergeResult& r, JsonOut* out) : r_(r), out_(*out) {}
+  TreeWriter(const MergeResult& r, JsonOut* out) : r_(r), out_(*out), strings_(r, out) {}
 
   // `group`: the requests this line stands for (nullptr or one element: none written).
   void Tree(const merge::Tree& t, const std::string& request, const std::vector<std::string>* group) {
@@ -74,11 +75,11 @@ class TreeWriter {
     const Node& n = r_.nodes[i];
     const Event* e = r_.EventOf(n);
     out_.Raw("{\"name\":");
-    out_.String(r_.Name(n));
+    strings_.Write(n.file, n.name);
     out_.Raw(",\"layer\":\"");
     out_.Raw(LayerName(n.layer));
     out_.Raw("\",\"family\":");
-    out_.String(r_.Family(n));
+    strings_.Write(n.file, n.family);
     out_.Raw(",\"start\":");
     out_.Int(n.start);
     out_.Raw(",\"end\":");
@@ -118,7 +119,7 @@ class TreeWriter {
       out_.Int(v);
     };
     const StringPool& sp = r_.files[n.file].strings;
-    if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); out_.String(sp.Get(e.domain)); }
+    if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, e.domain); }
     bool api = IsApiLayer(n.layer);
     bool device = IsDeviceLayer(n.layer);
     const EventExtra& x = r_.files[n.file].Extra(e);
@@ -155,6 +156,7 @@ class TreeWriter {
 
   const MergeResult& r_;
   JsonOut& out_;
+  InternedJson strings_;
 };
 
 // Nodes of the tree under `root` that name a stricter request subset (their subtrees are

@@ -114,6 +114,45 @@ TEST(TreesJsonl, GroupedLayoutWritesIdenticalTreesOnceAndExpandsExactly) {
   EXPECT_EQ(groups["horizontal"], (std::vector<std::string>{"012"}));
 }
 
+// Names are written through a per-string "needs escaping" cache: a hostile name printed many
+// times (and plain names beside it) must come out exactly, every time, in both outputs.
+TEST(Writers, RepeatedHostileAndPlainNamesRoundTripInBothOutputs) {
+  const std::string hostile_json = "op \\\"q\\\" \\\\ \\u0001 \\u00e9";  // as spelled in the dump
+  const std::string hostile = "op \"q\" \\ \x01 \xC3\xA9";             // as decoded
+  std::string dump = "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":1,\"rank\":0}\n"
+                     "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:7]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1,\"domain\":\"d\\\"x\"}\n";
+  for (int i = 0; i < 3; ++i) {
+    int t = 150 + 200 * i;
+    for (const std::string& name : {hostile_json, std::string("aten::add")}) {
+      t += 50;
+      dump += "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(t) +
+              ",\"process_id\":1,\"thread_id\":1,\"domain\":\"d\\\"x\"}\n";
+      dump += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(t + 40) + ",\"process_id\":1,\"thread_id\":1}\n";
+    }
+  }
+  dump += "{\"type\":\"NVTX_POP\",\"timestamp\":990,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeText(dump);
+  JsonOut trees, trace;
+  WriteTreesJsonl(r, &trees);
+  WriteChromeTrace(r, &trace);
+  int hostile_nodes = 0, plain_nodes = 0;
+  for (const json& t : Lines(trees.text())) {
+    if (t["view"] != "vertical") continue;
+    for (const json& c : t["root"]["children"]) {
+      EXPECT_EQ(c["domain"], "d\"x");
+      if (c["name"] == hostile) ++hostile_nodes;
+      if (c["name"] == "aten::add") ++plain_nodes;
+    }
+  }
+  EXPECT_EQ(hostile_nodes, 3);
+  EXPECT_EQ(plain_nodes, 3);
+  int hostile_slices = 0;
+  const json doc = json::parse(trace.text());
+  for (const json& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == hostile) ++hostile_slices;
+  EXPECT_EQ(hostile_slices, 3);
+}
+
 TEST(JsonOut, EscapesControlAndInvalidUtf8) {
   std::string s;
   AppendJsonString(&s, std::string("a\"b\\c\n\x01\xff\xC3\xA9", 10));
