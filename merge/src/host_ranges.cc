@@ -87,12 +87,18 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   }
   OrderByThreadThenTime(ev, &order);
   auto where = [&](const Event& e) { return file.meta.path + ":" + std::to_string(e.line); };
-  std::vector<uint32_t> stack;  // open pushes of the current (process, thread)
+  // Open pushes of the current (process, thread), as indices into `out`: a push/pop range takes
+  // its slot when pushed and gets its end when popped, so these ranges come out in (thread,
+  // start) order, outer before inner, which is the order the tree builder nests them in (a
+  // slot taken at the pop gave the children before their parent: a full sort later).
+  std::vector<uint32_t> stack;
   int64_t cur_p = kNone - 1, cur_t = kNone - 1;
   auto flush_stack = [&] {
-    for (uint32_t i : stack) {
-      const Event& s = ev[i];
-      out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, HostRange::kUnclosed});
+    for (uint32_t slot : stack) {
+      HostRange& r = out[slot];
+      const Event& s = ev[r.event];
+      r.end = std::max(s.start, last);
+      r.close_event = HostRange::kUnclosed;
       ++c->unclosed_ranges;
       issues->Report(where(s), "unclosed_range", "NVTX range '" + std::string(file.strings.Get(s.name)).substr(0, 200) +
                      "' pushed but never popped; closed at the end of the file");
@@ -110,13 +116,15 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       cur_t = e.thread_id;
     }
     if (e.kind == EventKind::kNvtxPush) {
-      stack.push_back(i);
+      stack.push_back(static_cast<uint32_t>(out.size()));
+      out.push_back({e.start, e.start, e.process_id, e.thread_id, i, HostRange::kUnclosed});
     } else if (stack.empty()) {
       ++c->unmatched_pops;
       issues->Report(where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
     } else {
-      const Event& s = ev[stack.back()];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, stack.back(), i});
+      HostRange& r = out[stack.back()];
+      r.end = e.start;
+      r.close_event = i;
       stack.pop_back();
     }
   }

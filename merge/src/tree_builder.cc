@@ -6,6 +6,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "sorted_runs.h"
 #include "truffld/merge/host_ranges.h"
 
 namespace truffld::merge {
@@ -140,9 +141,11 @@ class Builder {
     step_of_.assign(n, kNoIdx);
     sorted_.resize(n);
     for (uint32_t i = 0; i < n; ++i) sorted_[i] = i;
-    // BuildHostRanges mostly yields ranges in this order already: check before sorting.
+    // BuildHostRanges yields a few blocks each in this order (complete ranges, push/pop ranges,
+    // start/end ranges, implicit steps): merged, not comparison-sorted.
     auto less = [&](uint32_t a, uint32_t b) { return RangeLess(a, b); };
-    if (!std::is_sorted(sorted_.begin(), sorted_.end(), less)) std::sort(sorted_.begin(), sorted_.end(), less);
+    std::vector<uint32_t> scratch;
+    SortRuns(&sorted_, less, &scratch);
     std::vector<uint32_t> stack;
     int64_t cp = kNone - 1, ct = kNone - 1;
     for (uint32_t r : sorted_) {

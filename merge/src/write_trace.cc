@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "interned_json.h"
+#include "sorted_runs.h"
 #include "truffld/merge/writers.h"
 
 namespace truffld::merge {
@@ -106,14 +107,16 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
   // where it does.
+  std::vector<Slice> scratch;
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<Slice>& slices = track_slices[ti];
     auto before = [](const Slice& a, const Slice& b) {
       return a.start != b.start ? a.start < b.start : a.end != b.end ? a.end > b.end : a.node < b.node;
     };
-    // Tree order is usually this order already on host threads (children sorted by start).
-    if (!std::is_sorted(slices.begin(), slices.end(), before)) std::sort(slices.begin(), slices.end(), before);
+    // A host thread's slices are its ranges then its API calls, each block in start order; a
+    // stream's are usually in order already.
+    SortRuns(&slices, before, &scratch);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
     for (const Slice& s : slices) {
@@ -138,6 +141,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     }
     std::vector<Slice>().swap(slices);  // done with this track's slices
   }
+  std::vector<Slice>().swap(scratch);
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };
