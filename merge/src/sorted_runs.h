@@ -7,7 +7,7 @@
 // over millions of such elements costs n log n; merging r sorted runs costs n log r, and an
 // already sorted vector one pass. Falls back to std::sort when the runs are many.
 // `less` must be a strict total order (ties broken by an index): the result is then exactly
-// std::sort's. Thread-safety: none needed (operates on the caller's vectors).
+// std::sort's. Thread-safety: none needed (operates on the caller's vector).
 #pragma once
 
 #include <algorithm>
@@ -16,10 +16,11 @@
 
 namespace truffld::merge {
 
-// Sorts *v by `less`. `scratch` is reused between calls (grown to v's size when runs must be
-// merged), so sorting many vectors in turn touches that memory once.
+// Sorts *v by `less`. Runs are merged pairwise in place (std::inplace_merge borrows a buffer
+// the size of the shorter run of each pair): a vector of two runs, the common case, needs
+// extra memory for the shorter one only, not a second copy of the whole vector.
 template <class T, class Less>
-void SortRuns(std::vector<T>* v, Less less, std::vector<T>* scratch, size_t max_runs = 64) {
+void SortRuns(std::vector<T>* v, Less less, size_t max_runs = 64) {
   const size_t n = v->size();
   std::vector<size_t> bounds{0};
   for (size_t i = 1; i < n; ++i) {
@@ -30,25 +31,21 @@ void SortRuns(std::vector<T>* v, Less less, std::vector<T>* scratch, size_t max_
       return;
     }
   }
-  if (bounds.size() == 1) return;
   bounds.push_back(n);
-  if (scratch->size() < n) scratch->resize(n);
-  T* src = v->data();
-  T* dst = scratch->data();
-  // Bottom-up: merge runs pairwise until one is left, ping-ponging between v and scratch.
+  auto at = [&](size_t k) { return v->begin() + static_cast<std::ptrdiff_t>(bounds[k]); };
+  // Bottom-up: merge neighbouring runs until one is left.
   while (bounds.size() > 2) {
     std::vector<size_t> next{0};
     for (size_t k = 0; k + 1 < bounds.size(); k += 2) {
-      const size_t a = bounds[k], m = bounds[k + 1];
-      const size_t e = k + 2 < bounds.size() ? bounds[k + 2] : m;
-      if (e == m) std::copy(src + a, src + m, dst + a);  // odd run out: carried over
-      else std::merge(src + a, src + m, src + m, src + e, dst + a, less);
-      next.push_back(e);
+      if (k + 2 < bounds.size()) {
+        std::inplace_merge(at(k), at(k + 1), at(k + 2), less);
+        next.push_back(bounds[k + 2]);
+      } else {
+        next.push_back(bounds[k + 1]);  // odd run out: carried over
+      }
     }
-    std::swap(src, dst);
     bounds.swap(next);
   }
-  if (src != v->data()) std::copy(src, src + n, v->data());
 }
 
 }  // namespace truffld::merge

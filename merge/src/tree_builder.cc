@@ -144,8 +144,7 @@ class Builder {
     // BuildHostRanges yields a few blocks each in this order (complete ranges, push/pop ranges,
     // start/end ranges, implicit steps): merged, not comparison-sorted.
     auto less = [&](uint32_t a, uint32_t b) { return RangeLess(a, b); };
-    std::vector<uint32_t> scratch;
-    SortRuns(&sorted_, less, &scratch);
+    SortRuns(&sorted_, less);
     std::vector<uint32_t> stack;
     int64_t cp = kNone - 1, ct = kNone - 1;
     for (uint32_t r : sorted_) {

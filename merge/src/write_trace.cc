@@ -107,7 +107,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
   // where it does.
-  std::vector<Slice> scratch;
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<Slice>& slices = track_slices[ti];
@@ -116,7 +115,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     };
     // A host thread's slices are its ranges then its API calls, each block in start order; a
     // stream's are usually in order already.
-    SortRuns(&slices, before, &scratch);
+    SortRuns(&slices, before);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
     for (const Slice& s : slices) {
@@ -141,7 +140,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     }
     std::vector<Slice>().swap(slices);  // done with this track's slices
   }
-  std::vector<Slice>().swap(scratch);
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };

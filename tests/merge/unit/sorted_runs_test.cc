@@ -34,13 +34,12 @@ std::vector<Item> Blocks(std::mt19937* rng, size_t runs, size_t n) {
 
 TEST(SortRuns, MatchesStdSortForAnyNumberOfRuns) {
   std::mt19937 rng(7);
-  std::vector<Item> scratch;
   for (size_t runs : {0, 1, 2, 3, 5, 8, 17, 63, 64, 65, 200}) {
     for (size_t n : {0, 1, 2, 10, 1000}) {
       std::vector<Item> v = Blocks(&rng, runs, n);
       std::vector<Item> want = v;
       std::sort(want.begin(), want.end(), Less);
-      SortRuns(&v, Less, &scratch);
+      SortRuns(&v, Less);
       EXPECT_EQ(v, want) << runs << " runs, n " << n;
     }
   }
@@ -48,29 +47,15 @@ TEST(SortRuns, MatchesStdSortForAnyNumberOfRuns) {
 
 TEST(SortRuns, ReversedAndShuffledInputsFallBackCorrectly) {
   std::mt19937 rng(11);
-  std::vector<Item> scratch;
   std::vector<Item> v;
   for (unsigned i = 0; i < 5000; ++i) v.push_back({long(5000 - i), i});  // 5000 runs of one
   std::vector<Item> want = v;
   std::sort(want.begin(), want.end(), Less);
-  SortRuns(&v, Less, &scratch);
+  SortRuns(&v, Less);
   EXPECT_EQ(v, want);
   std::shuffle(v.begin(), v.end(), rng);
-  SortRuns(&v, Less, &scratch, 3);  // few runs allowed: the fallback
+  SortRuns(&v, Less, 3);  // few runs allowed: the fallback
   EXPECT_EQ(v, want);
-}
-
-TEST(SortRuns, ScratchIsReusedAcrossCallsOfDifferentSizes) {
-  std::mt19937 rng(3);
-  std::vector<Item> scratch;
-  for (size_t n : {1000, 10, 5000, 3}) {
-    std::vector<Item> v = Blocks(&rng, 4, n);
-    std::vector<Item> want = v;
-    std::sort(want.begin(), want.end(), Less);
-    SortRuns(&v, Less, &scratch);
-    EXPECT_EQ(v, want);
-  }
-  EXPECT_GE(scratch.size(), 5000u);
 }
 
 }  // namespace
