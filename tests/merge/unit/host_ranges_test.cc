@@ -78,7 +78,11 @@ TEST(HostRanges, EqualTimestampsKeepFileOrder) {
   RangeCounters c;
   auto r = BuildHostRanges(f, &c, &f.stats);
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "b");
+  // Ranges come out in push order (outer first), each closed by its own pop.
+  EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "a");
+  EXPECT_EQ(f.strings.Get(f.events[r[1].event].name), "b");
+  EXPECT_EQ(r[0].close_event, 3u);  // a: the second pop
+  EXPECT_EQ(r[1].close_event, 2u);  // b: the first pop
   EXPECT_EQ(c.unmatched_pops, 0u);
 }
 
