@@ -27,7 +27,7 @@ struct Fields {
   std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
   bool has_name = false, name_null = false;
   bool has[kCount] = {};
-  int64_t v[kCount] = {};
+  int64_t v[kCount];  // v[i] is read only where has[i]: left unset (one Fields per input line)
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
   bool rank_null = false;

@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "raw_fields.h"
@@ -259,14 +260,25 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   };
   StringPool& sp = out.strings;
   EventExtra x;  // the rare fields; stored with the event (when not all defaults) at the end
+  bool extra = false;  // some field of x was set (most records set none: no IsDefault test)
+  auto xopt = [&](F a, auto* dst) {
+    if (!f.has[a]) return;
+    *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(f.v[a]);
+    extra = true;
+  };
+  auto xstr = [&](std::string_view v, StrId* dst) {
+    if (v.empty()) return;
+    *dst = sp.Intern(v);
+    extra = true;
+  };
   if (!f.domain.empty()) e.domain = sp.Intern(f.domain);
-  if (!f.payload.empty()) x.payload = sp.Intern(f.payload);
+  xstr(f.payload, &x.payload);
   if (!f.category.empty()) e.category = sp.Intern(f.category);
   const std::string_view t = f.type;
   if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
     if (!instant()) return;
     host();
-    if (f.has[kId]) x.range_id = f.v[kId];
+    xopt(kId, &x.range_id);
     bool opens = t != "NVTX_POP" && t != "NVTX_END";
     if (opens) {
       if (!f.has_name || f.name_null) { Problem(line_no, "missing_field", std::string(t) + " record without \"name\""); return; }
@@ -279,7 +291,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "NVTX_MARKER") {
     if (!instant() || !need(kId, "id")) return;
     host();
-    x.range_id = f.v[kId];
+    xopt(kId, &x.range_id);
     bool closes = !f.has_name || f.name_null || f.name == "null";
     e.kind = closes ? EventKind::kNvtxEnd : EventKind::kNvtxStart;
     if (!closes) e.name = sp.Intern(f.name);
@@ -290,21 +302,22 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!need(kCorr, "correlation_id")) return;
     e.correlation_id = f.v[kCorr];
     e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
-    opt32(kCbid, &e.cbid); opt32(kRet, &x.return_code); opt(kBytes, &x.bytes);
+    opt32(kCbid, &e.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
     opt32(kStream, &e.stream);
     if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
-    if (!f.copy_kind.empty()) x.copy_kind = sp.Intern(f.copy_kind);
+    xstr(f.copy_kind, &x.copy_kind);
     e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &e.process_id);
     opt(kCorr, &e.correlation_id);
     if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
-    opt32(kStream, &e.stream); opt(kBytes, &x.bytes);
-    if (!f.copy_kind.empty()) x.copy_kind = sp.Intern(f.copy_kind);
-    opt(kGraph, &x.graph_id); opt(kGraphNode, &x.graph_node_id);
+    opt32(kStream, &e.stream); xopt(kBytes, &x.bytes);
+    xstr(f.copy_kind, &x.copy_kind);
+    xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
     std::memcpy(x.grid, f.grid, sizeof x.grid);
     std::memcpy(x.block, f.block, sizeof x.block);
+    extra = true;  // geometry: tested by SetExtra
     if (t == "KERNEL") {
       e.kind = EventKind::kKernel;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));
@@ -324,8 +337,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
     opt(kCorr, &e.correlation_id);
-    x.graph_id = f.v[kGraph]; x.graph_node_id = f.v[kGraphNode];
-    opt(kOrigGraphNode, &x.original_graph_node_id);
+    xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
+    xopt(kOrigGraphNode, &x.original_graph_node_id);
     e.kind = EventKind::kGraphNode;
   } else {
     std::string shown(t.substr(0, 64));
@@ -333,7 +346,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     Problem(line_no, "unknown_type", "unknown record type '" + shown + "' skipped");
     return;
   }
-  out.SetExtra(e, x);
+  if (extra) out.SetExtra(e, x);
   out.events.push_back(e);
 }
 
