@@ -14,14 +14,22 @@ namespace truffld::merge {
 // the groups that are not already in time order: linear time on such input, and no
 // index-chasing comparison sort over millions of events (that sort was ~5% of a merge).
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order) {
+  auto by_time = [&](uint32_t a, uint32_t b) {
+    return ev[a].start != ev[b].start ? ev[a].start < ev[b].start : a < b;
+  };
+  auto key_of = [&](uint32_t i) { return std::make_pair(ev[i].process_id, ev[i].thread_id); };
+  if (std::all_of(order->begin(), order->end(), [&](uint32_t i) { return key_of(i) == key_of(order->front()); })) {
+    // One thread (a common dump): nothing to group.
+    if (!std::is_sorted(order->begin(), order->end(), by_time)) std::sort(order->begin(), order->end(), by_time);
+    return;
+  }
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> group_of;
   std::vector<std::pair<int64_t, int64_t>> keys;
   std::vector<uint32_t> group(order->size());
   std::pair<int64_t, int64_t> last_key{kNone - 1, kNone - 1};
   uint32_t last_group = 0;
   for (size_t k = 0; k < order->size(); ++k) {
-    const Event& e = ev[(*order)[k]];
-    std::pair<int64_t, int64_t> key{e.process_id, e.thread_id};
+    const std::pair<int64_t, int64_t> key = key_of((*order)[k]);
     if (keys.empty() || key != last_key) {
       auto [it, fresh] = group_of.emplace(key, uint32_t(keys.size()));
       if (fresh) keys.push_back(key);
@@ -41,9 +49,6 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   std::vector<uint32_t> sorted(order->size());
   std::vector<size_t> fill(begin.begin(), begin.end() - 1);
   for (size_t k = 0; k < order->size(); ++k) sorted[fill[rank[group[k]]]++] = (*order)[k];
-  auto by_time = [&](uint32_t a, uint32_t b) {
-    return ev[a].start != ev[b].start ? ev[a].start < ev[b].start : a < b;
-  };
   for (size_t r = 0; r + 1 < begin.size(); ++r) {
     auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r]);
     auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
