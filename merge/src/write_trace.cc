@@ -22,11 +22,6 @@ namespace {
 constexpr int64_t kGpuTidBase = 2000000000;
 constexpr int64_t kOverflowTidStep = 100000000;
 
-struct Slice {
-  TimeNs start, end;
-  uint32_t node;
-};
-
 }  // namespace
 
 TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
@@ -64,7 +59,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // or one of a few), names built once per track.
   std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
   std::vector<Track> track_keys;
-  std::vector<std::vector<Slice>> track_slices;
+  // Each track's nodes (4 bytes each; times are read from the nodes when sorting: a copy of
+  // (start, end, node) per slice made this the merge's peak on many-file dumps).
+  std::vector<std::vector<uint32_t>> track_slices;
   std::map<Track, std::string> track_name;
   // Each node's final track (its track, or an overflow lane of it) as an index into
   // lane_tracks: 4 bytes a node instead of a 16-byte (pid, tid) pair.
@@ -103,22 +100,25 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       last_track = t;
       last_index = it->second;
     }
-    track_slices[last_index].push_back({n.start, n.end, i});
+    track_slices[last_index].push_back(i);
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
   // where it does.
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
-    std::vector<Slice>& slices = track_slices[ti];
-    auto before = [](const Slice& a, const Slice& b) {
-      return a.start != b.start ? a.start < b.start : a.end != b.end ? a.end > b.end : a.node < b.node;
+    std::vector<uint32_t>& slices = track_slices[ti];
+    auto before = [&](uint32_t a, uint32_t b) {
+      const Node& x = r.nodes[a];
+      const Node& y = r.nodes[b];
+      return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end > y.end : a < b;
     };
     // A host thread's slices are its ranges then its API calls, each block in start order; a
     // stream's are usually in order already.
     SortRuns(&slices, before);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
-    for (const Slice& s : slices) {
+    for (const uint32_t node : slices) {
+      const Node& s = r.nodes[node];
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes.size()) lanes.emplace_back();
@@ -136,9 +136,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
         lane_id[lane] = uint32_t(lane_tracks.size());
         lane_tracks.push_back(t);
       }
-      track_of[s.node] = lane_id[lane];
+      track_of[node] = lane_id[lane];
     }
-    std::vector<Slice>().swap(slices);  // done with this track's slices
+    std::vector<uint32_t>().swap(slices);  // done with this track's slices
   }
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
   bool first = true;
