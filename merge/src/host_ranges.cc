@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sorted_runs.h"
+
 namespace truffld::merge {
 
 // Importers write each thread's events in time order (the injector drains each thread's ring in
@@ -20,7 +22,7 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   auto key_of = [&](uint32_t i) { return std::make_pair(ev[i].process_id, ev[i].thread_id); };
   if (std::all_of(order->begin(), order->end(), [&](uint32_t i) { return key_of(i) == key_of(order->front()); })) {
     // One thread (a common dump): nothing to group.
-    if (!std::is_sorted(order->begin(), order->end(), by_time)) std::sort(order->begin(), order->end(), by_time);
+    SortRuns(order, by_time);
     return;
   }
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> group_of;
@@ -52,7 +54,7 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   for (size_t r = 0; r + 1 < begin.size(); ++r) {
     auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r]);
     auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
-    if (!std::is_sorted(first, last, by_time)) std::sort(first, last, by_time);
+    SortRuns(first, last, by_time);
   }
   *order = std::move(sorted);
 }
@@ -61,18 +63,11 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   const auto& ev = file.events;
   std::vector<HostRange> out;
   std::vector<uint32_t> order;
-  {
-    // Sized once from a count: doubling a vector of millions of ranges copies it and touches
-    // twice its memory, and fresh pages are a large share of a merge's time.
-    size_t opens = 0, marks = 0;
-    for (const Event& e : ev) {
-      const bool open = e.kind == EventKind::kNvtxPush || e.kind == EventKind::kNvtxStart;
-      opens += open || e.kind == EventKind::kRange;
-      marks += open || e.kind == EventKind::kNvtxPop || e.kind == EventKind::kNvtxEnd;
-    }
-    out.reserve(opens + 64);  // + implicit steps (one per process), appended by the tree builder
-    order.reserve(marks);
-  }
+  // At most one range and one ordered mark per event (+ implicit steps, one per process,
+  // appended by the tree builder): reserved once, since doubling a vector of millions copies it
+  // and touches twice its memory; capacity never touched costs address space only.
+  out.reserve(ev.size() + 64);
+  order.reserve(ev.size());
   TimeNs last = 0;
   bool any = false;
   for (uint32_t i = 0; i < ev.size(); ++i) {

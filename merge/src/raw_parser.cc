@@ -230,8 +230,12 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     Problem(line_no, "missing_field", std::string(f.type) + " record without \"" + what + "\"");
     return false;
   };
-  auto opt = [&](F a, int64_t* dst) { if (f.has[a]) *dst = f.v[a]; };
-  auto opt32 = [&](F a, int32_t* dst) { if (f.has[a]) *dst = static_cast<int32_t>(f.v[a]); };
+  // Copies field a into *dst (int64 or int32) when the record has it; true when it did.
+  auto opt = [&](F a, auto* dst) {
+    if (!f.has[a]) return false;
+    *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(f.v[a]);
+    return true;
+  };
   auto host = [&] { opt(kProcess, &e.process_id); opt(kThread, &e.thread_id); };
   auto interval = [&](F s, F en, F alt_s) {
     if (!f.has[s] && alt_s != kCount && f.has[alt_s]) s = alt_s;
@@ -261,11 +265,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   StringPool& sp = out.strings;
   EventExtra x;  // the rare fields; stored with the event (when not all defaults) at the end
   bool extra = false;  // some field of x was set (most records set none: no IsDefault test)
-  auto xopt = [&](F a, auto* dst) {
-    if (!f.has[a]) return;
-    *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(f.v[a]);
-    extra = true;
-  };
+  auto xopt = [&](F a, auto* dst) { extra |= opt(a, dst); };
   auto xstr = [&](std::string_view v, StrId* dst) {
     if (v.empty()) return;
     *dst = sp.Intern(v);
@@ -302,8 +302,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!need(kCorr, "correlation_id")) return;
     e.correlation_id = f.v[kCorr];
     e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
-    opt32(kCbid, &e.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
-    opt32(kStream, &e.stream);
+    opt(kCbid, &e.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
+    opt(kStream, &e.stream);
     if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
     xstr(f.copy_kind, &x.copy_kind);
     e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
@@ -312,7 +312,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     opt(kProcess, &e.process_id);
     opt(kCorr, &e.correlation_id);
     if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
-    opt32(kStream, &e.stream); xopt(kBytes, &x.bytes);
+    opt(kStream, &e.stream); xopt(kBytes, &x.bytes);
     xstr(f.copy_kind, &x.copy_kind);
     xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
     std::memcpy(x.grid, f.grid, sizeof x.grid);
@@ -330,7 +330,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "SYNC") {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
-    opt(kCorr, &e.correlation_id); opt32(kStream, &e.stream);
+    opt(kCorr, &e.correlation_id); opt(kStream, &e.stream);
     e.name = sp.Intern(f.category.empty() ? std::string_view("sync") : f.category);
     e.kind = EventKind::kSync;
   } else if (t == "GRAPH_NODE") {

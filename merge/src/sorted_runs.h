@@ -7,7 +7,7 @@
 // over millions of such elements costs n log n; merging r sorted runs costs n log r, and an
 // already sorted vector one pass. Falls back to std::sort when the runs are many.
 // `less` must be a strict total order (ties broken by an index): the result is then exactly
-// std::sort's. Thread-safety: none needed (operates on the caller's vector).
+// std::sort's. Thread-safety: none needed (operates on the caller's range).
 #pragma once
 
 #include <algorithm>
@@ -16,23 +16,24 @@
 
 namespace truffld::merge {
 
-// Sorts *v by `less`. Runs are merged pairwise in place (std::inplace_merge borrows a buffer
-// the size of the shorter run of each pair): a vector of two runs, the common case, needs
-// extra memory for the shorter one only, not a second copy of the whole vector.
-template <class T, class Less>
-void SortRuns(std::vector<T>* v, Less less, size_t max_runs = 64) {
-  const size_t n = v->size();
+// Sorts [first, last) by `less`. Runs are merged pairwise in place (std::inplace_merge borrows
+// a buffer the size of the shorter run of each pair): a range of two runs, the common case,
+// needs extra memory for the shorter one only, not a second copy of the whole range. An
+// already sorted range costs one pass of comparisons, as an is_sorted check would.
+template <class It, class Less>
+void SortRuns(It first, It last, Less less, size_t max_runs = 64) {
+  const size_t n = static_cast<size_t>(last - first);
   std::vector<size_t> bounds{0};
   for (size_t i = 1; i < n; ++i) {
-    if (!less((*v)[i], (*v)[i - 1])) continue;
+    if (!less(first[i], first[i - 1])) continue;
     bounds.push_back(i);
     if (bounds.size() > max_runs) {
-      std::sort(v->begin(), v->end(), less);
+      std::sort(first, last, less);
       return;
     }
   }
   bounds.push_back(n);
-  auto at = [&](size_t k) { return v->begin() + static_cast<std::ptrdiff_t>(bounds[k]); };
+  auto at = [&](size_t k) { return first + static_cast<std::ptrdiff_t>(bounds[k]); };
   // Bottom-up: merge neighbouring runs until one is left.
   while (bounds.size() > 2) {
     std::vector<size_t> next{0};
@@ -46,6 +47,11 @@ void SortRuns(std::vector<T>* v, Less less, size_t max_runs = 64) {
     }
     bounds.swap(next);
   }
+}
+
+template <class T, class Less>
+void SortRuns(std::vector<T>* v, Less less, size_t max_runs = 64) {
+  SortRuns(v->begin(), v->end(), less, max_runs);
 }
 
 }  // namespace truffld::merge

@@ -2,6 +2,7 @@
 #include "tree_builder.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -271,7 +272,7 @@ class Builder {
     // Correlation index: (correlation, start) -> API event, sorted for binary search.
     corr_.reserve(api.size());
     for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
-    if (!std::is_sorted(corr_.begin(), corr_.end())) std::sort(corr_.begin(), corr_.end());
+    SortRuns(&corr_, std::less<CorrEntry>());
     // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
     // launches) the runtime call's correlation id: such a nested call is normal, not a
     // duplicate. Only a call outside the group's current outermost call counts.

@@ -94,11 +94,11 @@ class TreeWriter {
       const Node& a = r_.nodes[n.anchor];
       bool device = IsDeviceLayer(n.layer);
       out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
-      out_.String(r_.Name(a));
+      strings_.Write(a.file, a.name);
       out_.Raw(",\"layer\":\"");
       out_.Raw(LayerName(a.layer));
       out_.Raw("\",\"family\":");
-      out_.String(r_.Family(a));
+      strings_.Write(a.file, a.family);
       out_.Char('}');
     }
     bool first = true;
@@ -133,7 +133,7 @@ class TreeWriter {
       if (e.device >= 0) opt(",\"device\":", e.device);
     }
     if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
-    if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); out_.String(sp.Get(x.copy_kind)); }
+    if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); strings_.Write(n.file, x.copy_kind); }
     if (device) {
       opt(",\"graph_id\":", x.graph_id);
       opt(",\"graph_node_id\":", x.graph_node_id);

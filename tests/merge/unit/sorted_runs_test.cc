@@ -58,5 +58,18 @@ TEST(SortRuns, ReversedAndShuffledInputsFallBackCorrectly) {
   EXPECT_EQ(v, want);
 }
 
+TEST(SortRuns, SortsASubrangeAndLeavesTheRestAlone) {
+  std::mt19937 rng(5);
+  std::vector<Item> v = Blocks(&rng, 6, 300);
+  const std::vector<Item> before = v;
+  const auto first = v.begin() + 10, last = v.end() - 10;
+  std::vector<Item> want(first, last);
+  std::sort(want.begin(), want.end(), Less);
+  SortRuns(first, last, Less);
+  EXPECT_EQ(std::vector<Item>(first, last), want);
+  EXPECT_TRUE(std::equal(v.begin(), first, before.begin()));
+  EXPECT_TRUE(std::equal(last, v.end(), before.end() - 10));
+}
+
 }  // namespace
 }  // namespace truffld::merge
