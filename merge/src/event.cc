@@ -1,5 +1,7 @@
 #include "truffld/merge/event.h"
 
+#include <cstring>
+
 namespace truffld::merge {
 
 const char* EventKindName(EventKind k) noexcept {
@@ -42,6 +44,49 @@ void IngestStats::Report(std::string where, std::string kind, std::string messag
   for (auto& i : issues) kept += i.kind == kind;
   Add(kind);
   if (kept < kMaxIssuesKept) issues.push_back({std::move(where), std::move(kind), std::move(message)});
+}
+
+namespace {
+
+// Hash of every field of x (not its padding bytes).
+uint64_t HashExtra(const EventExtra& x) {
+  char buf[76];
+  char* p = buf;
+  auto put = [&p](const void* v, size_t n) { std::memcpy(p, v, n); p += n; };
+  put(&x.range_id, 8); put(&x.graph_id, 8); put(&x.graph_node_id, 8);
+  put(&x.original_graph_node_id, 8); put(&x.bytes, 8); put(x.grid, 12); put(x.block, 12);
+  put(&x.copy_kind, 4); put(&x.payload, 4); put(&x.return_code, 4);
+  return HashBytes(std::string_view(buf, size_t(p - buf)), 0x9e3779b97f4a7c15ull);
+}
+
+}  // namespace
+
+uint32_t ExtraInterner::Intern(const EventExtra& x, std::vector<EventExtra>* extras) {
+  if ((used_ + 1) * 2 > slots_.size()) Grow(*extras);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = HashExtra(x) & mask;; i = (i + 1) & mask) {
+    const uint32_t s = slots_[i];
+    if (s == 0) {
+      slots_[i] = static_cast<uint32_t>(extras->size()) + 1;
+      ++used_;
+      extras->push_back(x);
+      return slots_[i] - 1;
+    }
+    if ((*extras)[s - 1] == x) return s - 1;
+  }
+}
+
+void ExtraInterner::Grow(const std::vector<EventExtra>& extras) {
+  std::vector<uint32_t> old;
+  old.swap(slots_);
+  slots_.assign(old.empty() ? 64 : old.size() * 2, 0);
+  const size_t mask = slots_.size() - 1;
+  for (uint32_t s : old) {
+    if (s == 0) continue;
+    size_t i = HashExtra(extras[s - 1]) & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
 }
 
 }  // namespace truffld::merge

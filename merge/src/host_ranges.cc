@@ -179,9 +179,11 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
     if (!r.has_close_event()) continue;
     const StrId close_payload = file->Extra(ev[r.close_event]).payload;
     if (close_payload == kNoStr) continue;
-    EventExtra& open = file->MutableExtra(ev[r.event]);
+    // A copy: the opening event's record may be shared with other events (TraceFile::SetExtra).
+    EventExtra open = file->Extra(ev[r.event]);
     if (open.payload == kNoStr) {
       open.payload = close_payload;
+      file->SetExtra(ev[r.event], open);
       ++joined;
       continue;
     }
@@ -199,6 +201,7 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
       a["close_payload"] = b.is_discarded() ? nlohmann::json(close_text) : std::move(b);
     }
     open.payload = file->strings.Intern(a.dump());
+    file->SetExtra(ev[r.event], open);
     ++joined;
   }
   return joined;

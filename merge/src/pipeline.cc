@@ -179,7 +179,10 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   res.summary.files.resize(nf);
   std::vector<FileTrees> built(nf);
   std::vector<ClockMap> maps(nf);
-  for (size_t i = 0; i < nf; ++i) maps[i] = AlignClock(res.files[i].meta, &res.summary.files[i]);
+  for (size_t i = 0; i < nf; ++i) {
+    maps[i] = AlignClock(res.files[i].meta, &res.summary.files[i]);
+    res.files[i].extra_interner.Release();  // the import is done: no more sharing to find
+  }
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < nf;)

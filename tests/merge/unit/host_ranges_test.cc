@@ -171,5 +171,25 @@ TEST(HostRanges, ClosingPayloadsJoinTheRange) {
   EXPECT_EQ(c.unmatched_pops + c.unclosed_ranges, 0u);
 }
 
+// Two pushes carry the same payload, so the importer shares one extras record between them;
+// only the first is closed with a payload. Joining it must not change the other push's payload.
+TEST(HostRanges, JoiningAPayloadLeavesEventsSharingItAlone) {
+  TraceFile f = FileFromLines(
+      "{\"type\":\"NVTX_PUSH\",\"name\":\"a\",\"timestamp\":10,\"payload\":{\"comm\":7},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_POP\",\"timestamp\":20,\"payload\":{\"rank\":5},\"process_id\":1,\"thread_id\":1}\n"
+      "{\"type\":\"NVTX_PUSH\",\"name\":\"b\",\"timestamp\":30,\"payload\":{\"comm\":7},\"process_id\":1,\"thread_id\":1}\n" +
+      Pop(40));
+  ASSERT_EQ(f.events.size(), 4u);
+  ASSERT_NE(f.events[0].extra, kNoExtra);
+  EXPECT_EQ(f.events[0].extra, f.events[2].extra);  // shared
+  RangeCounters c;
+  auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(JoinClosingPayloads(r, &f), 1u);
+  auto payload = [&](size_t ev) { return nlohmann::json::parse(f.strings.Get(f.Extra(f.events[ev]).payload)); };
+  EXPECT_EQ(payload(0), nlohmann::json::parse(R"({"comm":7,"rank":5})"));
+  EXPECT_EQ(payload(2), nlohmann::json::parse(R"({"comm":7})"));
+}
+
 }  // namespace
 }  // namespace truffld::merge

@@ -102,6 +102,7 @@ struct EventExtra {
            !block[0] && !block[1] && !block[2] && copy_kind == kNoStr && payload == kNoStr &&
            return_code == 0;
   }
+  bool operator==(const EventExtra&) const = default;
 };
 
 // Line numbers are kept in 32 bits; a larger one (a dump of over 4 billion lines) saturates.
@@ -143,30 +144,45 @@ struct IngestStats {
   void Report(std::string where, std::string kind, std::string message);
 };
 
+// Shares equal EventExtra records among events: a dump repeats the same few kernel geometries
+// and copy sizes millions of times, and one 80-byte record per kernel was the second largest
+// array of an import (after the events). An open-addressing table of indices into the extras,
+// probed linearly, at most half full; dropped (Release) once the import is done.
+// Thread-safety: not thread-safe; one per TraceFile, used by the importer's thread.
+class ExtraInterner {
+ public:
+  // The index in *extras of a record equal to x, appended if there is none.
+  uint32_t Intern(const EventExtra& x, std::vector<EventExtra>* extras);
+  // Frees the table; later Intern calls start a new one (equal records may then repeat).
+  void Release() {
+    std::vector<uint32_t>().swap(slots_);
+    used_ = 0;
+  }
+
+ private:
+  void Grow(const std::vector<EventExtra>& extras);
+  std::vector<uint32_t> slots_;  // 0 empty, else extras index + 1
+  size_t used_ = 0;
+};
+
 struct TraceFile {
   FileMeta meta;
   StringPool strings;
   std::vector<Event> events;
-  std::vector<EventExtra> extras;  // rarer fields, indexed by Event::extra
+  std::vector<EventExtra> extras;  // rarer fields, indexed by Event::extra; shared by equal events
   IngestStats stats;
+  ExtraInterner extra_interner;    // importers' dedup table for `extras`
 
   // The extra fields of `e` (defaults when it has none).
   const EventExtra& Extra(const Event& e) const {
     static const EventExtra kDefaults;
     return e.extra == kNoExtra ? kDefaults : extras[e.extra];
   }
-  // Gives `e` the extra fields `x`, unless they are all defaults (e may still be outside
-  // `events`).
+  // Gives `e` the extra fields `x` (none when all are defaults), shared with every other event
+  // whose fields are equal (e may still be outside `events`). Also the way to change an
+  // event's fields: the record other events share is never modified.
   void SetExtra(Event& e, const EventExtra& x) {
-    if (!x.IsDefault()) MutableExtra(e) = x;
-  }
-  // The extra fields of `e`, created on first use (e may still be outside `events`).
-  EventExtra& MutableExtra(Event& e) {
-    if (e.extra == kNoExtra) {
-      e.extra = static_cast<uint32_t>(extras.size());
-      extras.emplace_back();
-    }
-    return extras[e.extra];
+    e.extra = x.IsDefault() ? kNoExtra : extra_interner.Intern(x, &extras);
   }
 };
 static_assert(sizeof(Event) <= 96, "Event grew: move rare fields to EventExtra");
