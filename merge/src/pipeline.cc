@@ -176,6 +176,9 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   res.files = std::move(files);
   res.summary.axis_clock = "realtime";
   const size_t nf = res.files.size();
+  if (nf > Node::kMaxFiles)
+    return InvalidArgument("too many input files (" + std::to_string(nf) + "); at most " +
+                           std::to_string(Node::kMaxFiles) + " can be merged at once");
   res.summary.files.resize(nf);
   std::vector<FileTrees> built(nf);
   std::vector<ClockMap> maps(nf);

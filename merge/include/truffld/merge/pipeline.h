@@ -50,7 +50,6 @@ constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inh
 struct Node {
   TimeNs start = 0;
   TimeNs end = 0;
-  uint32_t file = 0;
   uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
   StrId name = kNoStr;
   StrId family = kNoStr;
@@ -59,9 +58,14 @@ struct Node {
   uint32_t requests = kAllRequests;   // index into MergeResult::request_sets (stricter subset)
   uint32_t anchor = kNoNode;          // comm nodes: enclosing vertical range; CUDA-graph device
                                       // nodes: the range open when the node was captured
-  Layer layer = Layer::kOther;
-  // The host thread is the source event's (MergeResult::ThreadOf): not stored, 56 bytes a node.
+  // Index into MergeResult::files (Merge fails beyond kMaxFiles inputs) and layer share one
+  // word. The host thread is the source event's (MergeResult::ThreadOf): not stored. 48 bytes
+  // a node: there are about as many nodes as input events.
+  uint32_t file : 24 = 0;
+  Layer layer : 8 = Layer::kOther;
+  static constexpr size_t kMaxFiles = size_t{1} << 24;
 };
+static_assert(sizeof(Node) == 48, "Node is sized for the merge's memory budget");
 
 // One (rank, step, view) tree; written once per request in `requests`.
 struct Tree {
