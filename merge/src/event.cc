@@ -1,5 +1,6 @@
 #include "truffld/merge/event.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace truffld::merge {
@@ -60,6 +61,57 @@ uint64_t HashExtra(const EventExtra& x) {
 }
 
 }  // namespace
+
+uint32_t ThreadTable::Lookup(const HostThread& t) {
+  auto hash = [](const HostThread& h) {
+    return (uint64_t(h.process_id) * 0x9E3779B97F4A7C15ull ^ uint64_t(h.thread_id)) * 0xBF58476D1CE4E5B9ull >> 20;
+  };
+  if (list_.size() * 2 >= slots_.size()) {  // (re)build: first use, growth, after Sort
+    size_t want = 64;
+    while (want <= list_.size() * 2) want *= 2;
+    slots_.assign(want, 0);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t i = 0; i < list_.size(); ++i) {
+      size_t k = hash(list_[i]) & mask;
+      while (slots_[k] != 0) k = (k + 1) & mask;
+      slots_[k] = i + 1;
+    }
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t k = hash(t) & mask;
+  for (; slots_[k] != 0; k = (k + 1) & mask)
+    if (list_[slots_[k] - 1] == t) return slots_[k] - 1;
+  const uint32_t i = static_cast<uint32_t>(list_.size());
+  if (sorted_ && !(list_.back() < t)) sorted_ = false;
+  list_.push_back(t);
+  slots_[k] = i + 1;
+  return i;
+}
+
+std::vector<uint32_t> ThreadTable::Sort() {
+  if (sorted_) return {};
+  std::vector<uint32_t> order(list_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return list_[a] < list_[b]; });
+  std::vector<uint32_t> remap(list_.size());
+  std::vector<HostThread> sorted(list_.size());
+  for (uint32_t r = 0; r < order.size(); ++r) {
+    remap[order[r]] = r;
+    sorted[r] = list_[order[r]];
+  }
+  list_ = std::move(sorted);
+  slots_.clear();  // rebuilt by the next Lookup
+  last_ = 0;
+  sorted_ = true;
+  return remap;
+}
+
+std::vector<uint32_t> TraceFile::SortThreads() {
+  std::vector<uint32_t> remap = threads.Sort();
+  if (!remap.empty())
+    for (Event& e : events) e.thread = remap[e.thread];
+  return remap;
+}
 
 uint32_t ExtraInterner::Intern(const EventExtra& x, std::vector<EventExtra>* extras) {
   if ((used_ + 1) * 2 > slots_.size()) Grow(*extras);

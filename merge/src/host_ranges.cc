@@ -19,41 +19,27 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   auto by_time = [&](uint32_t a, uint32_t b) {
     return ev[a].start != ev[b].start ? ev[a].start < ev[b].start : a < b;
   };
-  auto key_of = [&](uint32_t i) { return std::make_pair(ev[i].process_id, ev[i].thread_id); };
-  if (std::all_of(order->begin(), order->end(), [&](uint32_t i) { return key_of(i) == key_of(order->front()); })) {
-    // One thread (a common dump): nothing to group.
+  uint32_t threads = 0;  // 1 + the largest thread index
+  bool one = true;
+  for (uint32_t i : *order) {
+    threads = std::max(threads, ev[i].thread + 1);
+    one &= ev[i].thread == ev[order->front()].thread;
+  }
+  if (one) {  // one thread (a common dump): nothing to group
     SortRuns(order, by_time);
     return;
   }
-  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> group_of;
-  std::vector<std::pair<int64_t, int64_t>> keys;
-  std::vector<uint32_t> group(order->size());
-  std::pair<int64_t, int64_t> last_key{kNone - 1, kNone - 1};
-  uint32_t last_group = 0;
-  for (size_t k = 0; k < order->size(); ++k) {
-    const std::pair<int64_t, int64_t> key = key_of((*order)[k]);
-    if (keys.empty() || key != last_key) {
-      auto [it, fresh] = group_of.emplace(key, uint32_t(keys.size()));
-      if (fresh) keys.push_back(key);
-      last_key = key;
-      last_group = it->second;
-    }
-    group[k] = last_group;
-  }
-  // Groups in (process, thread) order, then a stable counting sort of the indices into them.
-  std::vector<uint32_t> rank(keys.size()), by_key(keys.size());
-  for (uint32_t g = 0; g < keys.size(); ++g) by_key[g] = g;
-  std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
-  for (uint32_t r = 0; r < by_key.size(); ++r) rank[by_key[r]] = r;
-  std::vector<size_t> begin(keys.size() + 1, 0);
-  for (uint32_t g : group) ++begin[rank[g] + 1];
-  for (size_t r = 1; r < begin.size(); ++r) begin[r] += begin[r - 1];
+  // A stable counting sort by thread index, then each thread's run in time order.
+  std::vector<size_t> begin(size_t(threads) + 1, 0);
+  for (uint32_t i : *order) ++begin[ev[i].thread + 1];
+  for (size_t t = 1; t < begin.size(); ++t) begin[t] += begin[t - 1];
   std::vector<uint32_t> sorted(order->size());
   std::vector<size_t> fill(begin.begin(), begin.end() - 1);
-  for (size_t k = 0; k < order->size(); ++k) sorted[fill[rank[group[k]]]++] = (*order)[k];
-  for (size_t r = 0; r + 1 < begin.size(); ++r) {
-    auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r]);
-    auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
+  for (uint32_t i : *order) sorted[fill[ev[i].thread]++] = i;
+  for (size_t t = 0; t + 1 < begin.size(); ++t) {
+    if (begin[t + 1] - begin[t] < 2) continue;
+    auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[t]);
+    auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[t + 1]);
     SortRuns(first, last, by_time);
   }
   *order = std::move(sorted);
@@ -80,7 +66,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         order.push_back(i);
         break;
       case EventKind::kRange:
-        out.push_back({e.start, std::max(e.start, e.end), e.process_id, e.thread_id, i, HostRange::kNoCloseEvent});
+        out.push_back({e.start, std::max(e.start, e.end), e.thread, i, HostRange::kNoCloseEvent});
         break;
       default: break;
     }
@@ -92,7 +78,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   // start) order, outer before inner, which is the order the tree builder nests them in (a
   // slot taken at the pop gave the children before their parent: a full sort later).
   std::vector<uint32_t> stack;
-  int64_t cur_p = kNone - 1, cur_t = kNone - 1;
+  uint32_t cur = UINT32_MAX;  // thread of the stack
   auto flush_stack = [&] {
     for (uint32_t slot : stack) {
       HostRange& r = out[slot];
@@ -110,14 +96,13 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   for (uint32_t i : order) {
     const Event& e = ev[i];
     if (e.kind == EventKind::kNvtxStart || e.kind == EventKind::kNvtxEnd) { se.push_back(i); continue; }
-    if (e.process_id != cur_p || e.thread_id != cur_t) {
+    if (e.thread != cur) {
       flush_stack();
-      cur_p = e.process_id;
-      cur_t = e.thread_id;
+      cur = e.thread;
     }
     if (e.kind == EventKind::kNvtxPush) {
       stack.push_back(static_cast<uint32_t>(out.size()));
-      out.push_back({e.start, e.start, e.process_id, e.thread_id, i, HostRange::kUnclosed});
+      out.push_back({e.start, e.start, e.thread, i, HostRange::kUnclosed});
     } else if (stack.empty()) {
       ++c->unmatched_pops;
       issues->Report(where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
@@ -133,7 +118,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, Int64PairHash> open;
   for (uint32_t i : se) {
     const Event& e = ev[i];
-    auto key = std::make_pair(e.process_id, file.Extra(e).range_id);
+    auto key = std::make_pair(file.ProcessOf(e), file.Extra(e).range_id);
     if (e.kind == EventKind::kNvtxStart) {
       auto [it, inserted] = open.emplace(key, i);
       if (!inserted) {
@@ -142,7 +127,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         ++c->unclosed_ranges;
         issues->Report(where(e), "duplicate_range_id", "range id " + std::to_string(file.Extra(e).range_id) +
                        " started again while open; the earlier one is closed here");
-        out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, HostRange::kUnclosed});
+        out.push_back({s.start, e.start, s.thread, it->second, HostRange::kUnclosed});
         it->second = i;
       }
     } else {
@@ -154,7 +139,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         continue;
       }
       const Event& s = ev[it->second];
-      out.push_back({s.start, e.start, s.process_id, s.thread_id, it->second, i});
+      out.push_back({s.start, e.start, s.thread, it->second, i});
       open.erase(it);
     }
   }
@@ -163,7 +148,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   std::sort(left.begin(), left.end());
   for (uint32_t i : left) {
     const Event& s = ev[i];
-    out.push_back({s.start, std::max(s.start, last), s.process_id, s.thread_id, i, HostRange::kUnclosed});
+    out.push_back({s.start, std::max(s.start, last), s.thread, i, HostRange::kUnclosed});
     ++c->unclosed_ranges;
     issues->Report(where(s), "unclosed_range", "range id " + std::to_string(file.Extra(s).range_id) + " ('" +
                    std::string(file.strings.Get(s.name)).substr(0, 200) + "') never ended; closed at the end of the file");

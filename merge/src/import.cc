@@ -132,11 +132,12 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
   if (file.meta.format.empty()) file.meta.format = "truffld";
   if (file.meta.process_id == kNone) {
     for (const Event& e : file.events)
-      if (e.process_id != kNone) { file.meta.process_id = e.process_id; break; }
+      if (file.ProcessOf(e) != kNone) { file.meta.process_id = file.ProcessOf(e); break; }
   }
   if (options.strict && (!r.status().ok() || !r.warnings().empty() || file.stats.issues.size()))
     return ParseError(file.stats.issues.empty() ? r.status().ToString()
                                                 : file.stats.issues[0].where + ": " + file.stats.issues[0].message);
+  file.SortThreads();
   return file;
 }
 

@@ -104,6 +104,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                                    " has the wrong JSON type; field ignored, event kept");
         ++w->kept[static_cast<int>(m.event.kind)];
         w->out->SetExtra(m.event, m.extra);
+        w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
         w->out->events.push_back(m.event);
         break;
     }
@@ -131,8 +132,8 @@ void AssignDeviceProcesses(TraceFile* tf) {
   std::unordered_map<int64_t, uint64_t> api_count;
   for (const Event& e : tf->events) {
     if (!IsApiKind(e.kind)) continue;
-    ++api_count[e.process_id];
-    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, e.process_id);
+    ++api_count[tf->ProcessOf(e)];
+    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, tf->ProcessOf(e));
   }
   int64_t main_pid = kNone;
   uint64_t best = 0;
@@ -140,13 +141,13 @@ void AssignDeviceProcesses(TraceFile* tf) {
     if (n > best || (n == best && pid < main_pid)) best = n, main_pid = pid;
   if (main_pid == kNone) {  // no API calls at all: the first host range's process
     for (const Event& e : tf->events)
-      if (e.kind == EventKind::kRange) { main_pid = e.process_id; break; }
+      if (e.kind == EventKind::kRange) { main_pid = tf->ProcessOf(e); break; }
   }
   tf->meta.process_id = main_pid;
   for (Event& e : tf->events) {
     if (!IsDeviceKind(e.kind)) continue;
     auto it = e.correlation_id == kNone ? api_pid.end() : api_pid.find(e.correlation_id);
-    e.process_id = it != api_pid.end() ? it->second : main_pid;
+    tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
   }
 }
 
@@ -239,6 +240,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
     }
   }
   AssignDeviceProcesses(&tf);
+  tf.SortThreads();
   for (int k = 0; k < 16; ++k)
     if (w.kept[k]) tf.stats.Add(EventKindName(static_cast<EventKind>(k)), w.kept[k]);
   tf.stats.Add("kineto.trace_events", w.index);

@@ -229,8 +229,7 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
       if (!ck.empty()) m.extra.copy_kind = pool->Intern(ck);
     }
   } else {
-    e.process_id = rec.pid;
-    e.thread_id = rec.tid;
+    m.host = {rec.pid, rec.tid};
     if (IsApiKind(kind)) {
       e.cbid = static_cast<int32_t>(rec.cbid.value_or(-1));
       m.extra.bytes = rec.bytes.value_or(kNone);  // memcpy/memset APIs (HIP traces carry it)

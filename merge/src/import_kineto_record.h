@@ -50,12 +50,13 @@ struct Mapped {
   Disposition what = Disposition::kSkip;
   Event event;
   EventExtra extra;        // kernel geometry; the caller stores it (TraceFile::SetExtra)
+  HostThread host;         // host events' (pid, tid); the caller stores it (TraceFile::SetThread)
   std::string_view key;  // stable stats key for kSkip/kProblem
   std::string message;   // for kProblem
 };
 
 // Maps a record to the event model. Times are ns relative to the file's base (the caller adds
-// baseTimeNanoseconds later). Device events keep process_id = kNone; the caller assigns the
+// baseTimeNanoseconds later). Device events keep host = (kNone, kNone); the caller assigns the
 // host process afterwards. `pool` interns name and category.
 Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool);
 

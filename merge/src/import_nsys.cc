@@ -122,15 +122,14 @@ class Reader {
       e.line = LineNumber(row);
       e.correlation_id = s.IntOr(3, kNone);
       if (api) {
-        e.process_id = nsys::PidOf(*gid);
-        e.thread_id = nsys::TidOf(*gid);
+        tf_->SetThread(e, nsys::PidOf(*gid), nsys::TidOf(*gid));
         e.name = s.Int(4) ? Str(s.Int(4)) : kNoStr;
         if (e.name == kNoStr && !s.Text(6).empty()) e.name = tf_->strings.Intern(s.Text(6));
         EventExtra x;
         x.return_code = static_cast<int32_t>(s.IntOr(5, 0));
         tf_->SetExtra(e, x);
       } else {
-        e.process_id = gid ? nsys::PidOf(*gid) : kNone;
+        tf_->SetThread(e, gid ? nsys::PidOf(*gid) : kNone, kNone);
         e.name = Str(s.Int(4));
         if (e.name == kNoStr) e.name = Str(s.Int(5));
         if (e.name == kNoStr) e.name = tf_->strings.Intern(DefaultName(kind));
@@ -197,12 +196,11 @@ class Reader {
       e.start = *start;
       e.end = *start;
       e.line = LineNumber(row);
-      e.process_id = nsys::PidOf(*gid);
-      e.thread_id = nsys::TidOf(*gid);
+      tf_->SetThread(e, nsys::PidOf(*gid), nsys::TidOf(*gid));
       e.name = TextOf(s, 4, 5);
       int64_t range_id = s.IntOr(3, kNone);
       if (auto dom = s.Int(7); dom && *dom != 0) {
-        auto it = domains.find(domain_key(e.process_id, *dom));
+        auto it = domains.find(domain_key(nsys::PidOf(*gid), *dom));
         e.domain = it != domains.end() ? it->second : tf_->strings.Intern(std::to_string(*dom));
       }
       if (auto cat = s.Int(8)) e.category = tf_->strings.Intern(std::to_string(*cat));
@@ -296,6 +294,7 @@ Result<TraceFile> ImportNsys(const std::string& path, const ImportOptions& optio
                              "Systems export (nsys export --type sqlite)");
   r.ReadMeta();
   nsys::FinishFile(&tf, r.session_start(), r.mpi_rank());
+  tf.SortThreads();
   if (options.strict && !tf.stats.issues.empty()) {
     const IngestIssue& i = tf.stats.issues.front();
     return ParseError(i.where + ": " + i.kind + ": " + i.message + " (--strict)");

@@ -63,7 +63,7 @@ size_t DropNestedApiAliases(TraceFile* tf) {
     if (IsApiKind(tf->events[i].kind) && tf->events[i].correlation_id != kNone) api.push_back(i);
   auto key = [&](uint32_t i) {
     const Event& e = tf->events[i];
-    return std::make_tuple(e.process_id, e.thread_id, e.correlation_id, e.start, -e.end, i);
+    return std::make_tuple(tf->threads[e.thread], e.correlation_id, e.start, -e.end, i);
   };
   std::sort(api.begin(), api.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   std::vector<bool> drop(tf->events.size(), false);
@@ -71,7 +71,7 @@ size_t DropNestedApiAliases(TraceFile* tf) {
   for (size_t j = 1; j < api.size(); ++j) {
     const Event& outer = tf->events[api[j - 1]];
     const Event& inner = tf->events[api[j]];
-    if (inner.process_id == outer.process_id && inner.thread_id == outer.thread_id &&
+    if (inner.thread == outer.thread &&
         inner.correlation_id == outer.correlation_id && inner.end <= outer.end) {
       drop[api[j]] = true;
       ++dropped;
@@ -105,8 +105,8 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
   std::unordered_map<int64_t, int64_t> api_pid;
   for (const Event& e : tf->events) {
     if (!IsApiKind(e.kind)) continue;
-    ++api_count[e.process_id];
-    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, e.process_id);
+    ++api_count[tf->ProcessOf(e)];
+    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, tf->ProcessOf(e));
   }
   int64_t main_pid = kNone;
   uint64_t best = 0;
@@ -114,15 +114,15 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
     if (n > best || (n == best && pid < main_pid)) best = n, main_pid = pid;
   if (main_pid == kNone)
     for (const Event& e : tf->events)
-      if (e.process_id != kNone) { main_pid = e.process_id; break; }
+      if (tf->ProcessOf(e) != kNone) { main_pid = tf->ProcessOf(e); break; }
   tf->meta.process_id = main_pid;
   if (auto it = mpi_rank.find(main_pid); it != mpi_rank.end()) tf->meta.rank = it->second;
   uint64_t kept[16] = {};
   for (Event& e : tf->events) {
     ++kept[static_cast<int>(e.kind) & 15];
-    if (!IsDeviceKind(e.kind) || e.process_id != kNone) continue;
+    if (!IsDeviceKind(e.kind) || tf->ProcessOf(e) != kNone) continue;
     auto it = e.correlation_id == kNone ? api_pid.end() : api_pid.find(e.correlation_id);
-    e.process_id = it != api_pid.end() ? it->second : main_pid;
+    tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
   }
   for (int k = 0; k < 16; ++k)
     if (kept[k]) tf->stats.Add(EventKindName(static_cast<EventKind>(k)), kept[k]);

@@ -236,7 +236,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(f.v[a]);
     return true;
   };
-  auto host = [&] { opt(kProcess, &e.process_id); opt(kThread, &e.thread_id); };
+  int64_t pid = kNone, tid = kNone;
+  auto host = [&] { opt(kProcess, &pid); opt(kThread, &tid); };
   auto interval = [&](F s, F en, F alt_s) {
     if (!f.has[s] && alt_s != kCount && f.has[alt_s]) s = alt_s;
     if (!need(s, s == kGpuStart ? "gpu_start" : "start")) return false;
@@ -309,7 +310,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
-    opt(kProcess, &e.process_id);
+    opt(kProcess, &pid);
     opt(kCorr, &e.correlation_id);
     if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
     opt(kStream, &e.stream); xopt(kBytes, &x.bytes);
@@ -347,6 +348,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     return;
   }
   if (extra) out.SetExtra(e, x);
+  out.SetThread(e, pid, tid);
   out.events.push_back(e);
 }
 

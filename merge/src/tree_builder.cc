@@ -57,6 +57,7 @@ class Builder {
 
  private:
   bool IsImplicit(uint32_t r) const { return ranges_[r].event == kNoEvent; }
+  int64_t ProcessOf(const HostRange& h) const { return file_.threads[h.thread].process_id; }
 
   void CountRead() {
     uint64_t per_kind[16] = {};
@@ -123,13 +124,18 @@ class Builder {
         it->second.second = std::max(it->second.second, e);
       }
     };
-    for (const HostRange& r : ranges_) widen(r.process_id, r.start, r.end);
+    for (const HostRange& r : ranges_) widen(ProcessOf(r), r.start, r.end);
     for (const Event& e : ev_)
-      if (IsApiKind(e.kind)) widen(e.process_id, e.start, std::max(e.start, e.end));
+      if (IsApiKind(e.kind)) widen(file_.ProcessOf(e), e.start, std::max(e.start, e.end));
     StrId name = file_.strings.Intern("<implicit step>");
+    // An implicit step's thread is (process, kNone): new table entries, so the table is put
+    // back in (process, thread) order (RangeLess compares thread indices).
+    for (auto& [p, se] : span) file_.threads.Index(p, kNone);
+    if (const std::vector<uint32_t> remap = file_.SortThreads(); !remap.empty())
+      for (HostRange& h : ranges_) h.thread = remap[h.thread];  // the events were renumbered
     for (auto& [p, se] : span) {
       implicit_of_[p] = static_cast<uint32_t>(ranges_.size());
-      ranges_.push_back({se.first, se.second, p, kNone, kNoEvent, HostRange::kNoCloseEvent});
+      ranges_.push_back({se.first, se.second, file_.threads.Index(p, kNone), kNoEvent, HostRange::kNoCloseEvent});
       layer_.push_back(Layer::kStep);
     }
     implicit_name_ = name;
@@ -147,11 +153,11 @@ class Builder {
     auto less = [&](uint32_t a, uint32_t b) { return RangeLess(a, b); };
     SortRuns(&sorted_, less);
     std::vector<uint32_t> stack;
-    int64_t cp = kNone - 1, ct = kNone - 1;
+    uint32_t ct = UINT32_MAX;  // thread of the stack
     for (uint32_t r : sorted_) {
       const HostRange& h = ranges_[r];
       if (IsImplicit(r)) { step_of_[r] = r; continue; }
-      if (h.process_id != cp || h.thread_id != ct) { stack.clear(); cp = h.process_id; ct = h.thread_id; }
+      if (h.thread != ct) { stack.clear(); ct = h.thread; }
       while (!stack.empty() && !(ranges_[stack.back()].start <= h.start && h.end <= ranges_[stack.back()].end))
         stack.pop_back();
       uint32_t p = stack.empty() ? kNoIdx : stack.back();
@@ -159,7 +165,7 @@ class Builder {
       if (layer_[r] == Layer::kStep && p != kNoIdx && step_of_[p] != kNoIdx) layer_[r] = Layer::kOther;  // nested step
       if (layer_[r] == Layer::kStep) step_of_[r] = r;
       else if (p != kNoIdx) step_of_[r] = step_of_[p];
-      else if (auto it = implicit_of_.find(h.process_id); it != implicit_of_.end()) {
+      else if (auto it = implicit_of_.find(ProcessOf(h)); it != implicit_of_.end()) {
         parent_[r] = it->second;
         step_of_[r] = it->second;
       }
@@ -168,14 +174,14 @@ class Builder {
     // Cross-thread adoption: a range on another thread of the step's process that lies wholly
     // inside the step (e.g. the autograd thread during a ProfilerStep) joins that step.
     for (uint32_t r = 0; r < n; ++r)
-      if (step_of_[r] == r) step_spans_.push_back({ranges_[r].process_id, ranges_[r].start, ranges_[r].end, r});
+      if (step_of_[r] == r) step_spans_.push_back({ProcessOf(ranges_[r]), ranges_[r].start, ranges_[r].end, r});
     std::sort(step_spans_.begin(), step_spans_.end());
     if (step_spans_.empty()) return;
     for (uint32_t r : sorted_) {
       if (step_of_[r] != kNoIdx) continue;
       uint32_t p = parent_[r];
       if (p != kNoIdx && step_of_[p] != kNoIdx) { step_of_[r] = step_of_[p]; continue; }
-      uint32_t s = StepContaining(ranges_[r].process_id, ranges_[r].start, ranges_[r].end);
+      uint32_t s = StepContaining(ProcessOf(ranges_[r]), ranges_[r].start, ranges_[r].end);
       if (s == kNoIdx) continue;
       parent_[r] = s;
       step_of_[r] = s;
@@ -207,8 +213,7 @@ class Builder {
   bool RangeLess(uint32_t a, uint32_t b) const {
     const HostRange& x = ranges_[a];
     const HostRange& y = ranges_[b];
-    if (x.process_id != y.process_id) return x.process_id < y.process_id;
-    if (x.thread_id != y.thread_id) return x.thread_id < y.thread_id;
+    if (x.thread != y.thread) return x.thread < y.thread;  // (process, thread) order: SortThreads
     if (x.start != y.start) return x.start < y.start;
     if (x.end != y.end) return x.end > y.end;  // the longer one encloses
     return x.event < y.event;
@@ -227,20 +232,17 @@ class Builder {
     if (graph_nodes_read_) capture_range_.assign(ev_.size(), kNoIdx);
     size_t ri = 0;
     std::vector<uint32_t> stack;
-    int64_t cp = kNone - 1, ct = kNone - 1;
-    auto before = [&](uint32_t r, int64_t p, int64_t t) {  // range's thread sorts before (p, t)
-      const HostRange& h = ranges_[r];
-      return h.process_id != p ? h.process_id < p : h.thread_id < t;
-    };
+    uint32_t ct = UINT32_MAX;  // thread of the stack
+    auto before = [&](uint32_t r, uint32_t t) { return ranges_[r].thread < t; };  // range's thread sorts first
     for (uint32_t a : api) {
       const Event& e = ev_[a];
-      if (e.process_id != cp || e.thread_id != ct) { stack.clear(); cp = e.process_id; ct = e.thread_id; }
-      while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], cp, ct))) ++ri;
+      if (e.thread != ct) { stack.clear(); ct = e.thread; }
+      while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], ct))) ++ri;
       while (ri < sorted_.size()) {
         uint32_t r = sorted_[ri];
         const HostRange& h = ranges_[r];
         if (IsImplicit(r)) { ++ri; continue; }
-        if (h.process_id != cp || h.thread_id != ct || h.start > e.start) break;
+        if (h.thread != ct || h.start > e.start) break;
         while (!stack.empty() && ranges_[stack.back()].end < h.start) stack.pop_back();
         stack.push_back(r);
         ++ri;
@@ -258,9 +260,9 @@ class Builder {
       }
       if (graph_nodes_read_) capture_range_[a] = owner;  // kept even outside steps: graphs are often captured there
       if (owner == kNoIdx)
-        if (auto it = implicit_of_.find(e.process_id); it != implicit_of_.end()) owner = it->second;
+        if (auto it = implicit_of_.find(file_.ProcessOf(e)); it != implicit_of_.end()) owner = it->second;
       if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
-        uint32_t st = StepContaining(e.process_id, e.start, call_end);
+        uint32_t st = StepContaining(file_.ProcessOf(e), e.start, call_end);
         if (st != kNoIdx) { owner = st; ++out_.counters.adopted_api_calls; }
       }
       if (owner == kNoIdx || step_of_[owner] == kNoIdx) {
@@ -283,7 +285,7 @@ class Builder {
         ++out_.counters.nested_api_calls;
         continue;
       }
-      const bool same_process = ev_[corr_[i].event].process_id == ev_[corr_[outer].event].process_id;
+      const bool same_process = file_.ProcessOf(ev_[corr_[i].event]) == file_.ProcessOf(ev_[corr_[outer].event]);
       outer = i;
       if (corr_[i].corr != kNone && same_process) {
         ++out_.counters.duplicate_correlations;
@@ -297,7 +299,7 @@ class Builder {
 
   // `inner` runs inside `outer` on the same thread (a driver call made by a runtime call).
   static bool NestedIn(const Event& inner, const Event& outer) {
-    return inner.process_id == outer.process_id && inner.thread_id == outer.thread_id &&
+    return inner.thread == outer.thread &&
            outer.start <= inner.start && inner.end <= outer.end;
   }
 
@@ -323,11 +325,12 @@ class Builder {
       while (hi != corr_.end() && hi->corr == d.correlation_id) ++hi;
       uint32_t api = kNoIdx;
       bool any = false;
+      const int64_t dp = file_.ProcessOf(d);
       // The latest call in the same process starting no later; of a runtime call and the driver
       // calls nested in it (one correlation id), the outermost, the one the application made.
       for (auto it = lo; it != hi; ++it) {
         const Event& a = ev_[it->event];
-        if (d.process_id != kNone && a.process_id != kNone && d.process_id != a.process_id) continue;
+        if (dp != kNone && file_.ProcessOf(a) != kNone && dp != file_.ProcessOf(a)) continue;
         any = true;
         if (it->start <= d.start && (api == kNoIdx || !NestedIn(a, ev_[api]))) api = it->event;
       }
@@ -436,7 +439,7 @@ class Builder {
       out_.nodes[hroot[r]].name = implicit_name_;
       out_.nodes[hroot[r]].family = out_.nodes[v].family;
       step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-      out_.steps.push_back({v, hroot[r], off_.Map(h.start), h.process_id, {"*"}, true, 0});
+      out_.steps.push_back({v, hroot[r], off_.Map(h.start), ProcessOf(h), {"*"}, true, 0});
       ++out_.counters.implicit_steps;
     }
     std::vector<uint8_t> in_comm(ranges_.size(), 0);
@@ -458,7 +461,7 @@ class Builder {
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
         step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-        out_.steps.push_back({n, hroot[r], off_.Map(h.start), h.process_id, std::move(ids), false, e.line});
+        out_.steps.push_back({n, hroot[r], off_.Map(h.start), ProcessOf(h), std::move(ids), false, e.line});
         continue;
       }
       uint32_t p = parent_[r];

@@ -47,7 +47,8 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   auto pid_for = [&](const Node& n) {
     const FileMeta& m = r.files[n.file].meta;
     const Event* e = r.EventOf(n);
-    int64_t proc = e && e->process_id != kNone ? e->process_id : m.process_id;
+    const int64_t ep = e ? r.files[n.file].ProcessOf(*e) : kNone;
+    int64_t proc = ep != kNone ? ep : m.process_id;
     if (n.file == last_file && (m.rank || proc == last_proc)) return last_pid;
     last_file = n.file;
     last_proc = proc;

@@ -37,7 +37,7 @@ TEST(HostRanges, PushPopNestsPerThreadInTimeOrder) {
   auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].start, 10); EXPECT_EQ(r[0].end, 50);
-  EXPECT_EQ(r[1].start, 15); EXPECT_EQ(r[1].end, 40); EXPECT_EQ(r[1].thread_id, 2);
+  EXPECT_EQ(r[1].start, 15); EXPECT_EQ(r[1].end, 40); EXPECT_EQ(f.threads[r[1].thread].thread_id, 2);
   EXPECT_EQ(r[2].start, 20); EXPECT_EQ(r[2].end, 30);
   EXPECT_EQ(c.unmatched_pops + c.unclosed_ranges, 0u);
 }
@@ -67,7 +67,7 @@ TEST(HostRanges, StartEndCrossThreadsAndZeroLength) {
   RangeCounters c;
   auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].start, 10); EXPECT_EQ(r[0].end, 30); EXPECT_EQ(r[0].thread_id, 1);
+  EXPECT_EQ(r[0].start, 10); EXPECT_EQ(r[0].end, 30); EXPECT_EQ(f.threads[r[0].thread].thread_id, 1);
   EXPECT_EQ(c.unmatched_pops, 1u);
   EXPECT_EQ(c.zero_length_ranges, 1u);
 }
@@ -134,7 +134,7 @@ TEST(HostRanges, ThreadChunksInAnyFileOrderGiveTheSameRanges) {
     RangeCounters c;
     std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, std::string>> out;
     for (const HostRange& r : BuildHostRanges(f, &c, &f.stats))
-      out.emplace_back(r.process_id, r.thread_id, r.start, r.end, std::string(f.strings.Get(f.events[r.event].name)));
+      out.emplace_back(f.threads[r.thread].process_id, f.threads[r.thread].thread_id, r.start, r.end, std::string(f.strings.Get(f.events[r.event].name)));
     std::sort(out.begin(), out.end());
     EXPECT_EQ(c.unmatched_pops + c.unclosed_ranges, 0u);
     return out;

@@ -74,8 +74,8 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   // baseTimeNanoseconds (given after traceEvents) + exact decimal microseconds.
   EXPECT_EQ(mm->start, 1700000000000000000 + 1001250);
   EXPECT_EQ(mm->end, 1700000000000000000 + 1001250 + 10001);
-  EXPECT_EQ(mm->process_id, 100);
-  EXPECT_EQ(mm->thread_id, 101);
+  EXPECT_EQ(tf.ProcessOf(*mm), 100);
+  EXPECT_EQ(tf.ThreadIdOf(*mm), 101);
   EXPECT_EQ(mm->line, 2u);  // record index within traceEvents
 
   const Event* rt = Find(tf, "cudaLaunchKernel");
@@ -90,8 +90,8 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   const Event* k = Find(tf, "gemm");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->kind, EventKind::kKernel);
-  EXPECT_EQ(k->process_id, 100);  // the host process of the launch, not Kineto's pid = device
-  EXPECT_EQ(k->thread_id, kNone);
+  EXPECT_EQ(tf.ProcessOf(*k), 100);  // the host process of the launch, not Kineto's pid = device
+  EXPECT_EQ(tf.ThreadIdOf(*k), kNone);
   EXPECT_EQ(k->device, 1);
   EXPECT_EQ(k->stream, 7);
   EXPECT_EQ(k->correlation_id, 55);
@@ -108,7 +108,7 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   const Event* ms = Find(tf, "Memset (Device)");
   ASSERT_NE(ms, nullptr);
   EXPECT_EQ(ms->kind, EventKind::kMemset);
-  EXPECT_EQ(ms->process_id, 100);  // no matching launch: the trace's main host process
+  EXPECT_EQ(tf.ProcessOf(*ms), 100);  // no matching launch: the trace's main host process
 
   EXPECT_EQ(tf.stats.Get("RANGE"), 4u);  // incl. gpu_user_annotation
   EXPECT_EQ(tf.stats.Get("RUNTIME"), 1u);
@@ -141,7 +141,7 @@ TEST(ImportKineto, HipApiNamesAndCidWork) {
   ASSERT_EQ(r->events.size(), 2u);
   EXPECT_EQ(r->events[0].kind, EventKind::kRuntime);
   EXPECT_EQ(r->events[0].cbid, 60);
-  EXPECT_EQ(r->events[1].process_id, 851);
+  EXPECT_EQ(r->ProcessOf(r->events[1]), 851);
   EXPECT_EQ(r->events[1].device, 2);
 }
 

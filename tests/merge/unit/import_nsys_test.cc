@@ -128,21 +128,21 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   ASSERT_NE(rt, nullptr);
   EXPECT_EQ(rt->start, kBase + 10);
   EXPECT_EQ(rt->end, kBase + 20);
-  EXPECT_EQ(rt->process_id, 100);
-  EXPECT_EQ(rt->thread_id, 101);
+  EXPECT_EQ(tf.ProcessOf(*rt), 100);
+  EXPECT_EQ(tf.ThreadIdOf(*rt), 101);
   EXPECT_EQ(rt->correlation_id, 7);
 
   const Event* k = Find(tf, "gemm(float*)", EventKind::kKernel);
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->process_id, 100);
-  EXPECT_EQ(k->thread_id, kNone);
+  EXPECT_EQ(tf.ProcessOf(*k), 100);
+  EXPECT_EQ(tf.ThreadIdOf(*k), kNone);
   EXPECT_EQ(k->stream, 7);
   EXPECT_EQ(tf.Extra(*k).grid[0], 4);
   EXPECT_EQ(tf.Extra(*k).block[0], 256);
   // No globalPid and no demangled name: process of the launch (200), short name.
   const Event* k2 = Find(tf, "gemm", EventKind::kKernel);
   ASSERT_NE(k2, nullptr);
-  EXPECT_EQ(k2->process_id, 200);
+  EXPECT_EQ(tf.ProcessOf(*k2), 200);
   EXPECT_EQ(k2->device, 1);
 
   const Event* cp = Find(tf, "Memcpy", EventKind::kMemcpy);
@@ -202,7 +202,7 @@ TEST(ImportNsys, MissingTablesAreFineButNoTablesIsAnError) {
     auto r = ImportNsys(db.Close(), {});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->events.size(), 1u);
-    EXPECT_EQ(r->events[0].process_id, 5);
+    EXPECT_EQ(r->ProcessOf(r->events[0]), 5);
     EXPECT_EQ(r->events[0].start, 1);  // no session start: session-relative, counted
     EXPECT_EQ(r->stats.Get("nsys.relative_times"), 1u);
   }

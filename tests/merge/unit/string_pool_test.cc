@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 
 #include <string>
 #include <vector>
@@ -79,66 +78,6 @@ TEST(IngestStats, CountsEveryIssueButKeepsFewMessages) {
   EXPECT_EQ(s.Get("malformed_json"), 100u);
   EXPECT_EQ(s.Get("KERNEL"), 3u);
   EXPECT_EQ(s.issues.size(), IngestStats::kMaxIssuesKept);
-}
-
-// Equal extras records share one index; a record differing from another in any one field gets
-// its own, also after the table has grown many times and after Release (which only forgets
-// what can be shared: indices already given stay valid).
-TEST(ExtraInterner, SharesEqualRecordsAndSeparatesEveryField) {
-  std::vector<EventExtra> variants;
-  for (int k = 0; k < 14; ++k) {
-    EventExtra x;
-    x.bytes = 4096;
-    x.grid[0] = 128;
-    switch (k) {
-      case 0: break;
-      case 1: x.range_id = 1; break;
-      case 2: x.graph_id = 1; break;
-      case 3: x.graph_node_id = 1; break;
-      case 4: x.original_graph_node_id = 1; break;
-      case 5: x.bytes = 4097; break;
-      case 6: x.grid[1] = 2; break;
-      case 7: x.grid[2] = 2; break;
-      case 8: x.block[0] = 2; break;
-      case 9: x.block[2] = 2; break;
-      case 10: x.copy_kind = 3; break;
-      case 11: x.payload = 3; break;
-      case 12: x.return_code = 700; break;
-      case 13: x.grid[0] = 129; break;
-    }
-    variants.push_back(x);
-  }
-  TraceFile f;
-  std::vector<uint32_t> first;
-  for (const EventExtra& x : variants) {
-    Event e;
-    f.SetExtra(e, x);
-    first.push_back(e.extra);
-  }
-  std::vector<uint32_t> sorted = first;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end());  // all distinct
-  for (int i = 0; i < 100000; ++i) {  // grow the table: many distinct records
-    EventExtra x;
-    x.range_id = 1000 + i;
-    Event e;
-    f.SetExtra(e, x);
-  }
-  for (size_t k = 0; k < variants.size(); ++k) {
-    Event e;
-    f.SetExtra(e, variants[k]);
-    EXPECT_EQ(e.extra, first[k]);  // the record given the first time
-    EXPECT_EQ(f.Extra(e), variants[k]);
-  }
-  EXPECT_EQ(f.extras.size(), variants.size() + 100000);  // nothing added twice
-  Event none;
-  f.SetExtra(none, EventExtra{});
-  EXPECT_EQ(none.extra, kNoExtra);  // all defaults: no record
-  f.extra_interner.Release();
-  Event again;
-  f.SetExtra(again, variants[3]);
-  EXPECT_EQ(f.Extra(again), variants[3]);
-  EXPECT_EQ(f.extras.size(), variants.size() + 100001);  // a new record after Release
 }
 
 }  // namespace

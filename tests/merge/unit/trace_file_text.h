@@ -21,8 +21,8 @@ inline std::string TraceFileText(const TraceFile& f) {
     << " clock=" << int(f.meta.clock) << " has_meta=" << f.meta.has_meta << " stats=" << f.meta.stats_json << "\n";
   for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
   for (const Event& e : f.events) {
-    o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << e.process_id << " t"
-      << e.thread_id << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(e.domain)
+    o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << f.ProcessOf(e) << " t"
+      << f.ThreadIdOf(e) << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(e.domain)
       << " cat=" << str(e.category)
       << " line=" << e.line << " dev=" << e.device << " s=" << e.stream << " cbid=" << e.cbid;
     const EventExtra& x = f.Extra(e);

@@ -57,7 +57,43 @@ struct Int64PairHash {
 
 constexpr uint32_t kNoExtra = UINT32_MAX;
 
-// One input record, 72 bytes: the fields most records have. Fields only some records have
+// A host thread as the input names it. Device activity has thread_id kNone (and the process
+// whose API call launched it, when known).
+struct HostThread {
+  int64_t process_id = kNone;
+  int64_t thread_id = kNone;
+  auto operator<=>(const HostThread&) const = default;
+};
+
+// The distinct (process, thread) pairs of one file, so that an Event holds a 4-byte index instead
+// of two 8-byte ids. Index 0 is (kNone, kNone). After Sort() (importers call it last) index
+// order is (process, thread) order, so code that groups or orders events by thread compares
+// indices. Thread-safety: not thread-safe; one per TraceFile, filled by the importer's thread.
+class ThreadTable {
+ public:
+  ThreadTable() : list_{HostThread{}} {}
+  // The index of (process_id, thread_id), appended if new (the table is then unsorted).
+  uint32_t Index(int64_t process_id, int64_t thread_id) {
+    const HostThread t{process_id, thread_id};
+    if (list_[last_] == t) return last_;  // records of one thread come in runs
+    return last_ = Lookup(t);
+  }
+  const HostThread& operator[](uint32_t i) const { return list_[i]; }
+  size_t size() const { return list_.size(); }
+  bool sorted() const { return sorted_; }
+  // Renumbers the table into (process, thread) order. Returns the map old index -> new index
+  // (empty when nothing moved); the caller applies it to its events.
+  std::vector<uint32_t> Sort();
+
+ private:
+  uint32_t Lookup(const HostThread& t);
+  std::vector<HostThread> list_;
+  std::vector<uint32_t> slots_;  // open addressing: 0 empty, else index + 1
+  uint32_t last_ = 0;
+  bool sorted_ = true;
+};
+
+// One input record, 64 bytes: the fields most records have. Fields only some records have
 // (bytes and copy kind of copies and memsets, NVTX payloads, error return codes, kernel
 // geometry, CUDA-graph ids, NVTX start/end ids) live in TraceFile::extras, reached through
 // TraceFile::Extra; at millions of events per file this more than halves the memory the events
@@ -65,9 +101,8 @@ constexpr uint32_t kNoExtra = UINT32_MAX;
 struct Event {
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
   TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node)
-  int64_t process_id = kNone;
-  int64_t thread_id = kNone;      // host events; kNone for device activity
   int64_t correlation_id = kNone; // API calls, device activity, graph nodes
+  uint32_t thread = 0;            // index into TraceFile::threads (TraceFile::SetThread)
   StrId name = kNoStr;            // range/API/kernel name
   StrId domain = kNoStr;          // NVTX domain
   StrId category = kNoStr;        // Kineto 'cat' or NVTX category, as text
@@ -81,7 +116,7 @@ struct Event {
   // Device ordinal: negative -> -1 (absent); beyond int16 (no real GPU index) -> INT16_MAX.
   void SetDevice(int64_t d) { device = d < 0 ? int16_t(-1) : d > INT16_MAX ? int16_t(INT16_MAX) : int16_t(d); }
 };
-static_assert(sizeof(Event) == 72, "Event is sized for the merge's memory budget");
+static_assert(sizeof(Event) == 64, "Event is sized for the merge's memory budget");
 
 // The rarer fields of an Event (see Event::extra).
 struct EventExtra {
@@ -172,6 +207,17 @@ struct TraceFile {
   std::vector<EventExtra> extras;  // rarer fields, indexed by Event::extra; shared by equal events
   IngestStats stats;
   ExtraInterner extra_interner;    // importers' dedup table for `extras`
+  ThreadTable threads;             // Event::thread -> (process, thread)
+
+  int64_t ProcessOf(const Event& e) const { return threads[e.thread].process_id; }
+  int64_t ThreadIdOf(const Event& e) const { return threads[e.thread].thread_id; }
+  // Sets e's (process, thread); e may still be outside `events`.
+  void SetThread(Event& e, int64_t process_id, int64_t thread_id) { e.thread = threads.Index(process_id, thread_id); }
+  void SetProcess(Event& e, int64_t process_id) { SetThread(e, process_id, ThreadIdOf(e)); }
+  // Puts `threads` in (process, thread) order and renumbers the events to match. Every importer
+  // calls it last; cheap when already in order. Returns the map old index -> new index for
+  // other holders of thread indices (empty when nothing moved).
+  std::vector<uint32_t> SortThreads();
 
   // The extra fields of `e` (defaults when it has none).
   const EventExtra& Extra(const Event& e) const {

@@ -25,11 +25,10 @@ namespace truffld::merge {
 struct HostRange {
   TimeNs start = 0;
   TimeNs end = 0;
-  int64_t process_id = kNone;
-  int64_t thread_id = kNone;
+  uint32_t thread = 0; // index into TraceFile::threads (the opening event's)
   uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
   // Index of the closing POP/END event; kNoCloseEvent for a complete range (Kineto, nsys) or an
-  // implicit step, kUnclosed for one never closed (closed at the file's end). 40 bytes a range.
+  // implicit step, kUnclosed for one never closed (closed at the file's end). 32 bytes a range.
   uint32_t close_event = kNoCloseEvent;
 
   static constexpr uint32_t kNoCloseEvent = 0xFFFFFFFFu;
@@ -50,8 +49,8 @@ struct RangeCounters {
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* counters,
                                        IngestStats* issues);
 
-// Sorts `order` (event indices in increasing file order) by (process, thread, start), ties in
-// file order. Linear time when each thread's events are already in time order in the file (as
+// Sorts `order` (event indices in increasing file order) by (Event::thread, start), ties in
+// file order: (process, thread, start) order once TraceFile::SortThreads has run. Linear time when each thread's events are already in time order in the file (as
 // every importer writes them): a stable counting sort by thread, then only the threads out of
 // order are comparison-sorted. Thread-safety: pure function.
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order);

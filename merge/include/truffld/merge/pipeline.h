@@ -204,7 +204,7 @@ struct MergeResult {
   // sync nodes.
   int64_t ThreadOf(const Node& n) const {
     if (n.event == kNoEvent || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) return kNone;
-    return files[n.file].events[n.event].thread_id;
+    return files[n.file].ThreadIdOf(files[n.file].events[n.event]);
   }
   std::string_view Str(uint32_t file, StrId id) const { return files[file].strings.Get(id); }
   // Calls f(child_index) for each child of node i in order.
