@@ -50,9 +50,10 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* cou
                                        IngestStats* issues);
 
 // Sorts `order` (event indices in increasing file order) by (Event::thread, start), ties in
-// file order: (process, thread, start) order once TraceFile::SortThreads has run. Linear time when each thread's events are already in time order in the file (as
-// every importer writes them): a stable counting sort by thread, then only the threads out of
-// order are comparison-sorted. Thread-safety: pure function.
+// file order: (process, thread, start) order once TraceFile::SortThreads has run. Linear time
+// when each thread's events are already in time order in the file (as every importer writes
+// them): a stable counting sort on the thread index, then only the threads out of order are
+// comparison-sorted. Thread-safety: pure function.
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order);
 
 // For each range whose closing event carries a payload, makes the opening event's payload the
