@@ -26,10 +26,12 @@ void CheckFile(const TraceFile& tf) {
   for (const Event& e : tf.events) {
     Check(e.end >= e.start);
     Check(e.name != kNoStr);
-    if (IsDeviceKind(e.kind)) Check(e.thread_id == kNone);
-    if (IsDeviceKind(e.kind) && tf.meta.process_id != kNone) Check(e.process_id != kNone);
+    Check(e.thread < tf.threads.size());
+    if (IsDeviceKind(e.kind)) Check(tf.ThreadIdOf(e) == kNone);
+    if (IsDeviceKind(e.kind) && tf.meta.process_id != kNone) Check(tf.ProcessOf(e) != kNone);
   }
   Check(tf.stats.Get("kineto.trace_events") >= tf.events.size());
+  Check(tf.threads.sorted());  // importers sort the thread table last
 }
 
 }  // namespace
