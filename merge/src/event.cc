@@ -57,34 +57,27 @@ uint64_t HashExtra(const EventExtra& x) {
   put(&x.range_id, 8); put(&x.graph_id, 8); put(&x.graph_node_id, 8);
   put(&x.original_graph_node_id, 8); put(&x.bytes, 8); put(x.grid, 12); put(x.block, 12);
   put(&x.copy_kind, 4); put(&x.payload, 4); put(&x.return_code, 4);
-  return HashBytes(std::string_view(buf, size_t(p - buf)), 0x9e3779b97f4a7c15ull);
+  return HashBytes(std::string_view(buf, size_t(p - buf)), ProcessHashSeed());
+}
+
+uint64_t HashThread(const HostThread& t) {
+  char buf[16];
+  std::memcpy(buf, &t.process_id, 8);
+  std::memcpy(buf + 8, &t.thread_id, 8);
+  return HashBytes(std::string_view(buf, sizeof buf), ProcessHashSeed());
 }
 
 }  // namespace
 
 uint32_t ThreadTable::Lookup(const HostThread& t) {
-  auto hash = [](const HostThread& h) {
-    return (uint64_t(h.process_id) * 0x9E3779B97F4A7C15ull ^ uint64_t(h.thread_id)) * 0xBF58476D1CE4E5B9ull >> 20;
-  };
-  if (list_.size() * 2 >= slots_.size()) {  // (re)build: first use, growth, after Sort
-    size_t want = 64;
-    while (want <= list_.size() * 2) want *= 2;
-    slots_.assign(want, 0);
-    const size_t mask = slots_.size() - 1;
-    for (uint32_t i = 0; i < list_.size(); ++i) {
-      size_t k = hash(list_[i]) & mask;
-      while (slots_[k] != 0) k = (k + 1) & mask;
-      slots_[k] = i + 1;
-    }
+  const uint32_t n = static_cast<uint32_t>(list_.size());
+  const uint32_t i = index_.FindOrInsert(
+      HashThread(t), n, [&](uint32_t k) { return list_[k] == t; },
+      [&](uint32_t k) { return HashThread(list_[k]); });
+  if (i == n) {
+    if (sorted_ && !(list_.back() < t)) sorted_ = false;
+    list_.push_back(t);
   }
-  const size_t mask = slots_.size() - 1;
-  size_t k = hash(t) & mask;
-  for (; slots_[k] != 0; k = (k + 1) & mask)
-    if (list_[slots_[k] - 1] == t) return slots_[k] - 1;
-  const uint32_t i = static_cast<uint32_t>(list_.size());
-  if (sorted_ && !(list_.back() < t)) sorted_ = false;
-  list_.push_back(t);
-  slots_[k] = i + 1;
   return i;
 }
 
@@ -100,7 +93,7 @@ std::vector<uint32_t> ThreadTable::Sort() {
     sorted[r] = list_[order[r]];
   }
   list_ = std::move(sorted);
-  slots_.clear();  // rebuilt by the next Lookup
+  index_.Reset(0);  // every index moved: rebuilt by the next Lookup
   last_ = 0;
   sorted_ = true;
   return remap;
@@ -114,31 +107,12 @@ std::vector<uint32_t> TraceFile::SortThreads() {
 }
 
 uint32_t ExtraInterner::Intern(const EventExtra& x, std::vector<EventExtra>* extras) {
-  if ((used_ + 1) * 2 > slots_.size()) Grow(*extras);
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = HashExtra(x) & mask;; i = (i + 1) & mask) {
-    const uint32_t s = slots_[i];
-    if (s == 0) {
-      slots_[i] = static_cast<uint32_t>(extras->size()) + 1;
-      ++used_;
-      extras->push_back(x);
-      return slots_[i] - 1;
-    }
-    if ((*extras)[s - 1] == x) return s - 1;
-  }
-}
-
-void ExtraInterner::Grow(const std::vector<EventExtra>& extras) {
-  std::vector<uint32_t> old;
-  old.swap(slots_);
-  slots_.assign(old.empty() ? 64 : old.size() * 2, 0);
-  const size_t mask = slots_.size() - 1;
-  for (uint32_t s : old) {
-    if (s == 0) continue;
-    size_t i = HashExtra(extras[s - 1]) & mask;
-    while (slots_[i] != 0) i = (i + 1) & mask;
-    slots_[i] = s;
-  }
+  const uint32_t n = static_cast<uint32_t>(extras->size());
+  const uint32_t i = index_.FindOrInsert(
+      HashExtra(x), n, [&](uint32_t k) { return (*extras)[k] == x; },
+      [&](uint32_t k) { return HashExtra((*extras)[k]); });
+  if (i == n) extras->push_back(x);
+  return i;
 }
 
 }  // namespace truffld::merge

@@ -184,7 +184,7 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   std::vector<ClockMap> maps(nf);
   for (size_t i = 0; i < nf; ++i) {
     maps[i] = AlignClock(res.files[i].meta, &res.summary.files[i]);
-    res.files[i].extra_interner.Release();  // the import is done: no more sharing to find
+    res.files[i].extra_interner.Release(res.files[i].extras);  // the import is done: no more sharing to find
     res.files[i].SortThreads();             // (importers did; files built by hand may not have)
   }
   std::atomic<size_t> next{0};

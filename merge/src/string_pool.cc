@@ -25,14 +25,12 @@ inline uint64_t Fold(uint64_t a, uint64_t b) {
   return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
 }
 constexpr uint64_t kP0 = 0xa0761d6478bd642full, kP1 = 0xe7037ed1a0b428dbull, kP2 = 0x8ebc6af09c88c6e3ull;
+}  // namespace
 
-// Per-process seed from the address-space layout: no two runs hash alike, the output never
-// depends on it (ids are given in first-seen order).
-uint64_t ProcessSeed() {
+uint64_t ProcessHashSeed() noexcept {
   static const uint64_t seed = Fold(reinterpret_cast<uintptr_t>(&kFirstChunk) ^ kP2, kP1);
   return seed;
 }
-}  // namespace
 
 uint64_t HashBytes(std::string_view s, uint64_t seed) noexcept {
   const char* p = s.data();
@@ -52,7 +50,7 @@ uint64_t HashBytes(std::string_view s, uint64_t seed) noexcept {
   return Fold(Fold(a ^ kP0 ^ h, b ^ kP1) ^ s.size(), kP2);
 }
 
-StringPool::StringPool() : slots_(kFirstSlots, 0), seed_(ProcessSeed()) { views_.emplace_back(); }
+StringPool::StringPool() : slots_(kFirstSlots, 0), seed_(ProcessHashSeed()) { views_.emplace_back(); }
 
 char* StringPool::Store(std::string_view s) {
   if (s.size() > kChunk / 4) {  // big strings get a chunk of their own

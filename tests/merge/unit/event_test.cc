@@ -65,7 +65,7 @@ TEST(ExtraInterner, SharesEqualRecordsAndSeparatesEveryField) {
   Event none;
   f.SetExtra(none, EventExtra{});
   EXPECT_EQ(none.extra, kNoExtra);  // all defaults: no record
-  f.extra_interner.Release();
+  f.extra_interner.Release(f.extras);
   Event again;
   f.SetExtra(again, variants[3]);
   EXPECT_EQ(f.Extra(again), variants[3]);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "truffld/merge/index_table.h"
 #include "truffld/merge/string_pool.h"
 #include "truffld/time.h"
 
@@ -88,7 +89,7 @@ class ThreadTable {
  private:
   uint32_t Lookup(const HostThread& t);
   std::vector<HostThread> list_;
-  std::vector<uint32_t> slots_;  // open addressing: 0 empty, else index + 1
+  IndexTable index_;  // into list_
   uint32_t last_ = 0;
   bool sorted_ = true;
 };
@@ -181,23 +182,18 @@ struct IngestStats {
 
 // Shares equal EventExtra records among events: a dump repeats the same few kernel geometries
 // and copy sizes millions of times, and one 80-byte record per kernel was the second largest
-// array of an import (after the events). An open-addressing table of indices into the extras,
-// probed linearly, at most half full; dropped (Release) once the import is done.
+// array of an import (after the events). An IndexTable into the extras, dropped (Release) once
+// the import is done.
 // Thread-safety: not thread-safe; one per TraceFile, used by the importer's thread.
 class ExtraInterner {
  public:
   // The index in *extras of a record equal to x, appended if there is none.
   uint32_t Intern(const EventExtra& x, std::vector<EventExtra>* extras);
-  // Frees the table; later Intern calls start a new one (equal records may then repeat).
-  void Release() {
-    std::vector<uint32_t>().swap(slots_);
-    used_ = 0;
-  }
+  // Frees the table; records in `extras` so far are no longer shared with later ones.
+  void Release(const std::vector<EventExtra>& extras) { index_.Reset(static_cast<uint32_t>(extras.size())); }
 
  private:
-  void Grow(const std::vector<EventExtra>& extras);
-  std::vector<uint32_t> slots_;  // 0 empty, else extras index + 1
-  size_t used_ = 0;
+  IndexTable index_;
 };
 
 struct TraceFile {
