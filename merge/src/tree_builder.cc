@@ -2,6 +2,7 @@
 #include "tree_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -79,14 +80,25 @@ class Builder {
   // never repeat cost ~80 bytes per range at the merge's memory peak.
   const RangeClass& ClassOf(const Event& e) {
     Triple key{e.name, e.domain, e.category};
+    // A small direct-mapped front for the map: every range is classified twice (Classify,
+    // EmitNodes) and a dump repeats a few hundred names, so most lookups end here.
+    ClassSlot& slot = class_front_[TripleHash()(key) % kFrontSlots];
+    if (slot.rc && slot.key == key) return *slot.rc;
     auto it = class_cache_.find(key);
-    if (it != class_cache_.end()) return it->second;
+    if (it != class_cache_.end()) {
+      slot = {key, &it->second};  // map nodes never move: the pointer stays valid
+      return it->second;
+    }
     RangeClass rc;
     std::string_view name = file_.strings.Get(e.name);
     rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(e.category));
     rc.family = file_.strings.Intern(NormaliseFamily(rc.layer, name));
     rc.requests = opt_.rules.ParseRequests(name);
-    if (class_cache_.size() < kMaxCachedClasses) return class_cache_.emplace(key, std::move(rc)).first->second;
+    if (class_cache_.size() < kMaxCachedClasses) {
+      const RangeClass& cached = class_cache_.emplace(key, std::move(rc)).first->second;
+      slot = {key, &cached};
+      return cached;
+    }
     scratch_class_ = std::move(rc);
     return scratch_class_;
   }
@@ -96,14 +108,20 @@ class Builder {
     uint64_t key = (uint64_t(layer) << 32) | e.name;
     const StrId copy_kind = layer == Layer::kMemcpy ? file_.Extra(e).copy_kind : kNoStr;
     if (copy_kind != kNoStr) key |= uint64_t(copy_kind) << 40;
+    FamilySlot& slot = family_front_[(key * 0x9E3779B97F4A7C15ull >> 40) % kFrontSlots];
+    if (slot.id != kNoStr && slot.key == key) return slot.id;
     auto it = family_cache_.find(key);
-    if (it != family_cache_.end()) return it->second;
+    if (it != family_cache_.end()) {
+      slot = {key, it->second};
+      return it->second;
+    }
     std::string_view name = file_.strings.Get(e.name);
     std::string fam = NormaliseFamily(layer, name);
     if (layer == Layer::kMemcpy && name == "Memcpy" && copy_kind != kNoStr)
       fam += " " + std::string(file_.strings.Get(copy_kind));
     StrId id = file_.strings.Intern(fam);
     family_cache_.emplace(key, id);
+    slot = {key, id};
     return id;
   }
 
@@ -234,8 +252,14 @@ class Builder {
     std::vector<uint32_t> stack;
     uint32_t ct = UINT32_MAX;  // thread of the stack
     auto before = [&](uint32_t r, uint32_t t) { return ranges_[r].thread < t; };  // range's thread sorts first
-    for (uint32_t a : api) {
+    // Correlation index: (correlation, start) -> API event, sorted for binary search below.
+    corr_.reserve(api.size());
+    constexpr size_t kAhead = 16;  // calls lie scattered among other events: load ahead
+    for (size_t ai = 0; ai < api.size(); ++ai) {
+      if (ai + kAhead < api.size()) PrefetchLine(&ev_[api[ai + kAhead]]);
+      const uint32_t a = api[ai];
       const Event& e = ev_[a];
+      corr_.push_back({e.correlation_id, e.start, a});
       if (e.thread != ct) { stack.clear(); ct = e.thread; }
       while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], ct))) ++ri;
       while (ri < sorted_.size()) {
@@ -271,9 +295,6 @@ class Builder {
       }
       api_owner_[a] = owner;
     }
-    // Correlation index: (correlation, start) -> API event, sorted for binary search.
-    corr_.reserve(api.size());
-    for (uint32_t a : api) corr_.push_back({ev_[a].correlation_id, ev_[a].start, a});
     SortRuns(&corr_, std::less<CorrEntry>());
     // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
     // launches) the runtime call's correlation id: such a nested call is normal, not a
@@ -445,8 +466,15 @@ class Builder {
     std::vector<uint8_t> in_comm(ranges_.size(), 0);
     // Two passes: step roots first, because a range adopted from another thread can sort
     // before its step (sorted_ orders by thread first).
+    constexpr size_t kAhead = 16;  // ranges and their events lie scattered: load ahead
     for (int pass = 0; pass < 2; ++pass)
-    for (uint32_t r : sorted_) {
+    for (size_t si = 0; si < sorted_.size(); ++si) {
+      if (si + kAhead < sorted_.size()) PrefetchLine(&ranges_[sorted_[si + kAhead]]);
+      if (si + kAhead / 2 < sorted_.size()) {
+        const HostRange& ahead = ranges_[sorted_[si + kAhead / 2]];  // prefetched 8 rounds ago
+        if (ahead.event < ev_.size()) PrefetchLine(&ev_[ahead.event]);
+      }
+      const uint32_t r = sorted_[si];
       if (IsImplicit(r) || step_of_[r] == kNoIdx) continue;
       if ((step_of_[r] == r) != (pass == 0)) continue;
       const HostRange& h = ranges_[r];
@@ -498,7 +526,9 @@ class Builder {
       api_owner_[a] = n;  // from here on: the call's node
       link(node_of[owner], n);
     }
-    for (auto [api, d] : device_of_) {
+    for (size_t di = 0; di < device_of_.size(); ++di) {
+      if (di + kAhead < device_of_.size()) PrefetchLine(&ev_[device_of_[di + kAhead].second]);
+      const auto [api, d] = device_of_[di];
       const Event& e = ev_[d];
       Layer l = DeviceLayer(e.kind);
       uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end));
@@ -573,6 +603,11 @@ class Builder {
   std::unordered_map<Triple, RangeClass, TripleHash> class_cache_;
   RangeClass scratch_class_;
   std::unordered_map<uint64_t, StrId> family_cache_;
+  static constexpr size_t kFrontSlots = 1024;
+  struct ClassSlot { Triple key{kNoStr, kNoStr, kNoStr}; const RangeClass* rc = nullptr; };
+  struct FamilySlot { uint64_t key = 0; StrId id = kNoStr; };
+  std::array<ClassSlot, kFrontSlots> class_front_{};
+  std::array<FamilySlot, kFrontSlots> family_front_{};
   // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
   std::vector<uint32_t> api_owner_;
   std::vector<uint32_t> capture_range_;  // per API event: innermost containing range, steps or not

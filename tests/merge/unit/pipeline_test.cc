@@ -284,6 +284,41 @@ TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
   EXPECT_FALSE(Merge(std::move(files), strict).ok());
 }
 
+// Classes and families are memoised by (name, domain, category) behind a small direct-mapped
+// front: 3000 names (more than its slots, so entries collide and evict) in two domains that
+// the rules classify differently must each keep their own layer and family.
+TEST(Merge, ClassCacheKeysOnNameAndDomainAcrossCollisions) {
+  auto rules = Rules::FromJson(R"({"rules":[{"layer":"comm","domain":"Coll"}]})", "inline");
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  MergeOptions opt;
+  opt.rules = *rules;
+  std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000000, 1);
+  for (int round = 0; round < 2; ++round)  // the second round reads the names back from the cache
+    for (int i = 0; i < 6000; ++i) {  // each name twice in a row: once per domain
+      const long long t = 10 + (round * 6000 + i) * 80;
+      const char* dom = (i + i / 2 + round) % 2 ? "Coll" : "Other";
+      d += "{\"type\":\"NVTX_PUSH\",\"name\":\"op" + std::to_string(i / 2) + ", seq = 1\",\"domain\":\"" + dom +
+           "\",\"timestamp\":" + std::to_string(t) + ",\"process_id\":1,\"thread_id\":1}\n";
+      d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(t + 50) + ",\"process_id\":1,\"thread_id\":1}\n";
+    }
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(d, "cache.jsonl"));
+  auto merged = Merge(std::move(files), opt);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  const MergeResult& r = *merged;
+  size_t checked = 0;
+  for (const Node& n : r.nodes) {
+    const Event* e = r.EventOf(n);
+    if (!e || e->kind != EventKind::kNvtxPush || n.layer == Layer::kStep) continue;
+    const bool coll = r.Str(n.file, e->domain) == "Coll";
+    EXPECT_EQ(n.layer, coll ? Layer::kComm : Layer::kOther) << r.Name(n);
+    std::string name(r.Name(n));
+    EXPECT_EQ(r.Family(n), name.substr(0, name.find(','))) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12000u);
+}
+
 }  // namespace
 }  // namespace truffld::merge
 
