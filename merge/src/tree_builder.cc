@@ -439,15 +439,9 @@ class Builder {
     std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
     step_slot_.assign(ranges_.size(), kNoIdx);
     std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
-    // Parent of each node created here (kNoNode: a root), 4 bytes a node. Reserved for one per
-    // event: capacity never touched costs no memory, while growing by doubling would briefly
-    // hold two copies at the merge's peak.
-    std::vector<uint32_t> parent_of;
-    parent_of.reserve(ev_.size() + ranges_.size() + 16);
-    auto link = [&](uint32_t parent, uint32_t child) {
-      parent_of.resize(out_.nodes.size(), kNoNode);
-      parent_of[child] = parent;
-    };
+    // Until the sibling lists are built at the end, a node's next_sibling holds its parent
+    // (kNoNode: a root): no separate 4-bytes-a-node table at the merge's peak.
+    auto link = [&](uint32_t parent, uint32_t child) { out_.nodes[child].next_sibling = parent; };
     // Parents precede children in sorted_ order (implicit steps are created up front).
     for (uint32_t r : sorted_) {
       if (!IsImplicit(r)) continue;
@@ -516,6 +510,20 @@ class Builder {
     // peak memory is reached while nodes are emitted).
     std::vector<CorrEntry>().swap(corr_);
     std::vector<uint32_t>().swap(capture_range_);
+    // So are the range tables (node_of stays: calls link to their range's node). The API and
+    // device nodes created next are most of the nodes: freeing ~30 bytes per range first lowers
+    // the peak, and the pages freed are the ones those nodes then reuse (on a VM that hands
+    // freed memory back to the host, a fresh page costs far more than a reused one). The
+    // fallback for graphs captured outside steps still reads ranges_ and layer_.
+    std::vector<uint32_t>().swap(hroot);
+    std::vector<uint8_t>().swap(in_comm);
+    for (auto* v : {&parent_, &step_of_, &sorted_, &step_slot_}) std::vector<uint32_t>().swap(*v);
+    std::vector<StepSpan>().swap(step_spans_);
+    std::unordered_map<int64_t, uint32_t>().swap(implicit_of_);
+    if (capture_owner.empty()) {
+      std::vector<HostRange>().swap(ranges_);
+      std::vector<Layer>().swap(layer_);
+    }
     for (uint32_t a = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
       if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
@@ -526,14 +534,19 @@ class Builder {
       api_owner_[a] = n;  // from here on: the call's node
       link(node_of[owner], n);
     }
+    // Device ops link to their call's node: look those up now and free the per-event table
+    // (and node_of, unless graph attribution still needs it) before the device nodes grow.
+    for (auto& [api, d] : device_of_) api = api_owner_[api];
+    std::vector<uint32_t>().swap(api_owner_);
+    if (capture_owner.empty()) std::vector<uint32_t>().swap(node_of);
     for (size_t di = 0; di < device_of_.size(); ++di) {
       if (di + kAhead < device_of_.size()) PrefetchLine(&ev_[device_of_[di + kAhead].second]);
-      const auto [api, d] = device_of_[di];
+      const auto [api_node, d] = device_of_[di];
       const Event& e = ev_[d];
       Layer l = DeviceLayer(e.kind);
       uint32_t n = NewNode(d, l, e.start, std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(l, e);
-      link(api_owner_[api], n);
+      link(api_node, n);
       const int64_t graph_node_id = file_.Extra(e).graph_node_id;
       if (graph_node_id != kNone && !capture_owner.empty()) {
         // CUDA graph work: name the operator that was open when this node was captured.
@@ -555,22 +568,21 @@ class Builder {
       }
     }
     // Sibling lists in start order. Walking the nodes backwards and pushing each onto its
-    // parent's list leaves every list in creation order, with no memory beyond parent_of; a
-    // list whose order is not (start, node) is noted as it is built (a child starting after the
-    // sibling created after it), and only those few lists are sorted. No comparison sort over
-    // millions of links.
+    // parent's list leaves every list in creation order, with no memory beyond the nodes (a
+    // node's parent is read from its next_sibling before that is overwritten; the parent's
+    // first_child is another field); a list whose order is not (start, node) is noted as it is
+    // built (a child starting after the sibling created after it), and only those few lists
+    // are sorted. No comparison sort over millions of links.
     auto& nodes = out_.nodes;
-    parent_of.resize(nodes.size(), kNoNode);
     std::vector<uint32_t> unsorted;
     for (uint32_t c = static_cast<uint32_t>(nodes.size()); c-- > 0;) {
-      const uint32_t p = parent_of[c];
+      const uint32_t p = nodes[c].next_sibling;  // the parent, see link()
       if (p == kNoNode) continue;
       const uint32_t next = nodes[p].first_child;
       if (next != kNoNode && nodes[next].start < nodes[c].start) unsorted.push_back(p);
       nodes[c].next_sibling = next;
       nodes[p].first_child = c;
     }
-    std::vector<uint32_t>().swap(parent_of);
     std::sort(unsorted.begin(), unsorted.end());
     unsorted.erase(std::unique(unsorted.begin(), unsorted.end()), unsorted.end());
     auto before = [&](uint32_t a, uint32_t b) {
