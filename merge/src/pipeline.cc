@@ -57,6 +57,15 @@ void MergeCounters::Add(const MergeCounters& o) {
   trees += o.trees;
 }
 
+const ImplicitSpan& MergeResult::Implicit(const Node& n) const {
+  const uint32_t i = static_cast<uint32_t>(&n - nodes.data());
+  auto it = std::lower_bound(implicit_spans.begin(), implicit_spans.end(), i,
+                             [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
+  if (it != implicit_spans.end() && it->node == i) return *it;
+  static const ImplicitSpan kMissing{};  // an event-less node built by hand, with no span
+  return kMissing;
+}
+
 bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {
   if (set == kAllRequests || set >= request_sets.size()) return true;
   for (const auto& id : request_sets[set])
@@ -219,6 +228,10 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
     const uint32_t base = uint32_t(res.nodes.size());
     std::vector<uint32_t> remap;
     for (auto& s : b.request_sets) remap.push_back(intern_set(s));
+    for (ImplicitSpan sp : b.implicit) {  // files in order, each file's ascending: stays sorted
+      sp.node += base;
+      res.implicit_spans.push_back(sp);
+    }
     for (Node& n : b.nodes) {
       if (n.first_child != kNoNode) n.first_child += base;
       if (n.next_sibling != kNoNode) n.next_sibling += base;

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "release_pages.h"
 #include "sorted_runs.h"
 #include "truffld/merge/host_ranges.h"
 
@@ -45,6 +46,7 @@ class Builder {
     RangeCounters rc;
     ranges_ = BuildHostRanges(file_, &rc, &file_.stats);
     JoinClosingPayloads(ranges_, &file_);
+    DropClosingEvents();
     out_.counters.unmatched_pops = rc.unmatched_pops;
     out_.counters.unclosed_ranges = rc.unclosed_ranges;
     out_.counters.zero_length_ranges = rc.zero_length_ranges;
@@ -59,6 +61,38 @@ class Builder {
  private:
   bool IsImplicit(uint32_t r) const { return ranges_[r].event == kNoEvent; }
   int64_t ProcessOf(const HostRange& h) const { return file_.threads[h.thread].process_id; }
+
+  // Closing events (NVTX_POP, NVTX_END: a third of a dump) have done their work once the ranges
+  // are built and their payloads joined: nothing after reads them. They are removed in place
+  // (the order of the others is kept, and with it every tie broken by event index), the
+  // ranges' event indices are renumbered, and the freed tail of the vector is handed back, for
+  // the allocations that follow to reuse. A closed range's close_event no longer applies.
+  void DropClosingEvents() {
+    const size_t n = ev_.size();
+    auto closing = [](EventKind k) { return k == EventKind::kNvtxPop || k == EventKind::kNvtxEnd; };
+    // kept[w] bit b: event 64w + b stays; before[w]: events kept in words before w.
+    std::vector<uint64_t> kept((n + 63) / 64, 0);
+    std::vector<uint32_t> before(kept.size() + 1, 0);
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (closing(ev_[i].kind)) continue;
+      kept[i / 64] |= uint64_t{1} << (i % 64);
+      if (out != i) ev_[out] = ev_[i];
+      ++out;
+    }
+    if (out == n) return;
+    for (size_t w = 0; w < kept.size(); ++w) before[w + 1] = before[w] + uint32_t(__builtin_popcountll(kept[w]));
+    auto renumber = [&](uint32_t i) {
+      const uint64_t below = kept[i / 64] & ((uint64_t{1} << (i % 64)) - 1);
+      return before[i / 64] + uint32_t(__builtin_popcountll(below));
+    };
+    for (HostRange& h : ranges_) {
+      if (h.event != kNoEvent) h.event = renumber(h.event);
+      if (h.has_close_event()) h.close_event = HostRange::kNoCloseEvent;
+    }
+    ReleasePages(ev_.data() + out, ev_.data() + n);
+    ev_.resize(out);
+  }
 
   void CountRead() {
     uint64_t per_kind[16] = {};
@@ -416,16 +450,38 @@ class Builder {
     }
   }
 
+  // A node for `event` spanning [s, e] (file time; s is the event's start): the end is kept in
+  // the event (a range's opening event gets the range's end) and MapEvents puts both on the
+  // merged axis at the end. kNoEvent: an implicit step named implicit_name_, whose span is
+  // kept in out_.implicit.
   uint32_t NewNode(uint32_t event, Layer layer, TimeNs s, TimeNs e) {
     Node n;
-    n.start = off_.Map(s);
-    n.end = off_.Map(e);
     n.file = fi_;
     n.event = event;
     n.layer = layer;
-    if (event != kNoEvent) n.name = ev_[event].name;
+    const uint32_t index = static_cast<uint32_t>(out_.nodes.size());
+    if (event != kNoEvent) ev_[event].end = e;
+    else out_.implicit.push_back({index, off_.Map(s), off_.Map(e), implicit_name_});
     out_.nodes.push_back(n);
-    return static_cast<uint32_t>(out_.nodes.size() - 1);
+    return index;
+  }
+
+  // Every event's times onto the merged axis, in place, once all nodes exist (they read their
+  // times from their events from here on).
+  void MapEvents() {
+    if (off_.offset == 0 && off_.drift == 0) return;  // the file is on the axis already
+    for (Event& e : ev_) {
+      e.start = off_.Map(e.start);
+      e.end = off_.Map(e.end);
+    }
+  }
+
+  TimeNs NodeStart(uint32_t i) const {
+    const Node& n = out_.nodes[i];
+    if (n.event != kNoEvent) return ev_[n.event].start;
+    for (const ImplicitSpan& sp : out_.implicit)
+      if (sp.node == i) return sp.start;
+    return 0;
   }
 
   uint32_t RequestSet(const std::vector<std::string>& ids) {
@@ -447,11 +503,9 @@ class Builder {
       if (!IsImplicit(r)) continue;
       const HostRange& h = ranges_[r];
       uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
-      out_.nodes[v].name = implicit_name_;
       out_.nodes[v].family = file_.strings.Intern("step");
       node_of[r] = v;
       hroot[r] = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
-      out_.nodes[hroot[r]].name = implicit_name_;
       out_.nodes[hroot[r]].family = out_.nodes[v].family;
       step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
       out_.steps.push_back({v, hroot[r], off_.Map(h.start), ProcessOf(h), {"*"}, true, 0});
@@ -573,20 +627,22 @@ class Builder {
     // first_child is another field); a list whose order is not (start, node) is noted as it is
     // built (a child starting after the sibling created after it), and only those few lists
     // are sorted. No comparison sort over millions of links.
+    MapEvents();
     auto& nodes = out_.nodes;
     std::vector<uint32_t> unsorted;
     for (uint32_t c = static_cast<uint32_t>(nodes.size()); c-- > 0;) {
       const uint32_t p = nodes[c].next_sibling;  // the parent, see link()
       if (p == kNoNode) continue;
       const uint32_t next = nodes[p].first_child;
-      if (next != kNoNode && nodes[next].start < nodes[c].start) unsorted.push_back(p);
+      if (next != kNoNode && NodeStart(next) < NodeStart(c)) unsorted.push_back(p);
       nodes[c].next_sibling = next;
       nodes[p].first_child = c;
     }
     std::sort(unsorted.begin(), unsorted.end());
     unsorted.erase(std::unique(unsorted.begin(), unsorted.end()), unsorted.end());
     auto before = [&](uint32_t a, uint32_t b) {
-      return nodes[a].start != nodes[b].start ? nodes[a].start < nodes[b].start : a < b;
+      const TimeNs sa = NodeStart(a), sb = NodeStart(b);
+      return sa != sb ? sa < sb : a < b;
     };
     std::vector<uint32_t> kids;
     for (const uint32_t p : unsorted) {

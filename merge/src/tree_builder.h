@@ -31,6 +31,7 @@ struct StepRoot {
 
 struct FileTrees {
   std::vector<Node> nodes;
+  std::vector<ImplicitSpan> implicit;  // event-less nodes' times and names, by local node index
   std::vector<StepRoot> steps;
   // Request subsets named below steps, local; Node::requests indexes this until Merge remaps.
   std::vector<std::vector<std::string>> request_sets;

@@ -13,7 +13,6 @@
 #include <unordered_map>
 
 #include "interned_json.h"
-#include "sorted_runs.h"
 #include "truffld/merge/writers.h"
 
 namespace truffld::merge {
@@ -21,6 +20,61 @@ namespace {
 
 constexpr int64_t kGpuTidBase = 2000000000;
 constexpr int64_t kOverflowTidStep = 100000000;
+constexpr size_t kAhead = 16;  // nodes to load ahead (see MergeResult::PrefetchEvent)
+
+// A slice's times (ns, merged axis), read once from its node's event.
+struct SliceTimes {
+  TimeNs start, end;
+};
+
+// Fills times[k] for slices[k]. The events lie scattered: the walk loads ahead (the node of
+// slices[k + kAhead], then the event of slices[k + kAhead / 2]).
+void ReadTimes(const MergeResult& r, const std::vector<uint32_t>& slices, std::vector<SliceTimes>* times) {
+  times->resize(slices.size());
+  for (size_t k = 0; k < slices.size(); ++k) {
+    if (k + kAhead < slices.size()) PrefetchLine(&r.nodes[slices[k + kAhead]]);
+    if (k + kAhead / 2 < slices.size()) r.PrefetchEvent(slices[k + kAhead / 2]);
+    const Node& n = r.nodes[slices[k]];
+    (*times)[k] = {r.Start(n), r.End(n)};
+  }
+}
+
+// Calls f(node, start, end) for a track's slices in slice order: start, the longer first, node.
+// They come as a few sorted runs (a host thread's ranges, then its API calls): the runs are
+// merged as they are visited, with no reordered copy. Many runs (no common input makes them):
+// a sorted list of positions.
+template <class F>
+void ForEachInSliceOrder(const std::vector<uint32_t>& slices, const std::vector<SliceTimes>& times, F&& f) {
+  auto less = [&](size_t a, size_t b) {  // positions
+    const SliceTimes& x = times[a];
+    const SliceTimes& y = times[b];
+    if (x.start != y.start) return x.start < y.start;
+    return x.end != y.end ? x.end > y.end : slices[a] < slices[b];
+  };
+  std::vector<size_t> bounds{0};
+  for (size_t k = 1; k < slices.size(); ++k) {
+    if (!less(k, k - 1)) continue;
+    bounds.push_back(k);
+    if (bounds.size() > 64) {
+      std::vector<uint32_t> order(slices.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+      std::sort(order.begin(), order.end(), less);
+      for (uint32_t p : order) f(slices[p], times[p].start, times[p].end);
+      return;
+    }
+  }
+  bounds.push_back(slices.size());
+  std::vector<size_t> at(bounds.begin(), bounds.end() - 1);  // each run's cursor
+  const size_t runs = at.size();
+  for (;;) {
+    size_t best = runs;  // the run whose head comes first
+    for (size_t q = 0; q < runs; ++q)
+      if (at[q] != bounds[q + 1] && (best == runs || less(at[q], at[best]))) best = q;
+    if (best == runs) return;
+    const size_t p = at[best]++;
+    f(slices[p], times[p].start, times[p].end);
+  }
+}
 
 }  // namespace
 
@@ -70,7 +124,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   std::vector<Track> lane_tracks;
   Track last_track{INT64_MIN, INT64_MIN};
   uint32_t last_index = 0;
-  constexpr uint32_t kAhead = 16;  // nodes to prefetch ahead (see MergeResult::PrefetchEvent)
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
     r.PrefetchEvent(i + kAhead);
     if (skip[i]) continue;
@@ -104,28 +157,22 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     track_slices[last_index].push_back(i);
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
-  // where it does.
+  // where it does. `times` holds one track's slice times at a time (16 bytes a slice of the
+  // largest track: reading them from scattered events at every comparison cost more).
+  std::vector<SliceTimes> times;
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<uint32_t>& slices = track_slices[ti];
-    auto before = [&](uint32_t a, uint32_t b) {
-      const Node& x = r.nodes[a];
-      const Node& y = r.nodes[b];
-      return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end > y.end : a < b;
-    };
-    // A host thread's slices are its ranges then its API calls, each block in start order; a
-    // stream's are usually in order already.
-    SortRuns(&slices, before);
+    ReadTimes(r, slices, &times);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
-    for (const uint32_t node : slices) {
-      const Node& s = r.nodes[node];
+    ForEachInSliceOrder(slices, times, [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes.size()) lanes.emplace_back();
         auto& stack = lanes[lane];
-        while (!stack.empty() && stack.back() <= s.start) stack.pop_back();
-        if (stack.empty() || s.end <= stack.back()) { stack.push_back(s.end); break; }
+        while (!stack.empty() && stack.back() <= s_start) stack.pop_back();
+        if (stack.empty() || s_end <= stack.back()) { stack.push_back(s_end); break; }
       }
       Track t{track.first, track.second + int64_t(lane) * kOverflowTidStep};
       if (lane) {
@@ -138,9 +185,10 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
         lane_tracks.push_back(t);
       }
       track_of[node] = lane_id[lane];
-    }
+    });
     std::vector<uint32_t>().swap(slices);  // done with this track's slices
   }
+  std::vector<SliceTimes>().swap(times);
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };
@@ -182,9 +230,10 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     r.PrefetchEvent(i + kAhead);
     if (skip[i] & 1) continue;
     const Node& n = r.nodes[i];
+    const Event* e = r.EventOf(n);
     sep();
     out->Raw("{\"ph\":\"X\",\"name\":");
-    strings.Write(n.file, n.name);
+    strings.Write(n.file, e ? e->name : r.NameId(n));
     out->Raw(",\"cat\":\"");
     out->Raw(LayerName(n.layer));
     out->Raw("\",\"pid\":");
@@ -192,10 +241,10 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     out->Raw(",\"tid\":");
     out->Int(lane_tracks[track_of[i]].second);
     out->Raw(",\"ts\":");
-    out->Micros(n.start);
+    const TimeNs start = e ? e->start : r.Start(n), end = e ? e->end : r.End(n);
+    out->Micros(start);
     out->Raw(",\"dur\":");
-    out->Micros(n.end - n.start);
-    const Event* e = r.EventOf(n);
+    out->Micros(end - start);
     if (e && e->correlation_id != kNone) {
       out->Raw(",\"args\":{\"correlation\":");
       out->Int(e->correlation_id);

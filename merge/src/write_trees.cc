@@ -52,9 +52,9 @@ class TreeWriter {
     out_.Raw("\",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");
     out_.Raw(",\"start\":");
-    out_.Int(root.start);
+    out_.Int(r_.Start(root));
     out_.Raw(",\"end\":");
-    out_.Int(root.end);
+    out_.Int(r_.End(root));
     out_.Raw(",\"root\":");
     NodeJson(t.root, request);
     out_.Raw("}\n");
@@ -75,15 +75,15 @@ class TreeWriter {
     const Node& n = r_.nodes[i];
     const Event* e = r_.EventOf(n);
     out_.Raw("{\"name\":");
-    strings_.Write(n.file, n.name);
+    strings_.Write(n.file, e ? e->name : r_.NameId(n));
     out_.Raw(",\"layer\":\"");
     out_.Raw(LayerName(n.layer));
     out_.Raw("\",\"family\":");
     strings_.Write(n.file, n.family);
     out_.Raw(",\"start\":");
-    out_.Int(n.start);
+    out_.Int(e ? e->start : r_.Start(n));
     out_.Raw(",\"end\":");
-    out_.Int(n.end);
+    out_.Int(e ? e->end : r_.End(n));
     if (const int64_t thread = r_.ThreadOf(n); thread != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(thread); }
     if (e) EventFields(n, *e);
     if (n.requests != kAllRequests) {
@@ -94,7 +94,7 @@ class TreeWriter {
       const Node& a = r_.nodes[n.anchor];
       bool device = IsDeviceLayer(n.layer);
       out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
-      strings_.Write(a.file, a.name);
+      strings_.Write(a.file, r_.NameId(a));
       out_.Raw(",\"layer\":\"");
       out_.Raw(LayerName(a.layer));
       out_.Raw("\",\"family\":");

@@ -76,9 +76,9 @@ inline TreeFacts WalkTrees(const MergeResult& m) {
   auto note = [&](const Node& n, const Node& p, const char* what) {
     if (f.first_problem.size() > 2000) return;
     f.first_problem += std::string(what) + ": '" + std::string(m.Name(n)) + "' [" +
-                       std::to_string(n.start) + ", " + std::to_string(n.end) + "] under '" +
-                       std::string(m.Name(p)) + "' [" + std::to_string(p.start) + ", " +
-                       std::to_string(p.end) + "]\n";
+                       std::to_string(m.Start(n)) + ", " + std::to_string(m.End(n)) + "] under '" +
+                       std::string(m.Name(p)) + "' [" + std::to_string(m.Start(p)) + ", " +
+                       std::to_string(m.End(p)) + "]\n";
   };
   std::vector<uint32_t> stack;
   for (const Tree& t : m.trees) {
@@ -98,11 +98,11 @@ inline TreeFacts WalkTrees(const MergeResult& m) {
           if (p.layer != Layer::kRuntime && p.layer != Layer::kDriver) {
             ++f.device_not_under_api;
             note(n, p, "device node not under an API call");
-          } else if (n.start < p.start) {
+          } else if (m.Start(n) < m.Start(p)) {
             ++f.device_before_launch;
             note(n, p, "device node starts before its launch");
           }
-        } else if (n.start < p.start || n.end > p.end) {
+        } else if (m.Start(n) < m.Start(p) || m.End(n) > m.End(p)) {
           ++f.host_outside_parent;
           note(n, p, "host node outside its parent");
         }

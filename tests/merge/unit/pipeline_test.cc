@@ -126,8 +126,8 @@ TEST(Merge, EveryHostNodeInsideItsParentAndDeviceAfterLaunch) {
     r.ForEachChild(i, [&](uint32_t c) {
       const Node& n = r.node(c);
       bool device = n.layer == Layer::kKernel || n.layer == Layer::kMemset || n.layer == Layer::kMemcpy;
-      if (device) EXPECT_GE(n.start, p.start);
-      else { EXPECT_LE(p.start, n.start); EXPECT_LE(n.end, p.end); }
+      if (device) EXPECT_GE(r.Start(n), r.Start(p));
+      else { EXPECT_LE(r.Start(p), r.Start(n)); EXPECT_LE(r.End(n), r.End(p)); }
       walk(c);
     });
   };
@@ -162,7 +162,7 @@ TEST(Merge, StepIndexIsPerRankAcrossFilesOnTheAlignedAxis) {
     if (t.view != View::kVertical) continue;
     std::string q = r->request_sets[t.requests][0];
     index[q] = t.step_index;
-    start[q] = r->node(t.root).start;
+    start[q] = r->Start(r->node(t.root));
   }
   EXPECT_EQ(index["a"], 0u);
   EXPECT_EQ(index["b"], 1u);
@@ -182,8 +182,8 @@ TEST(Merge, ImplicitStepWhenFileHasNoStepRange) {
   EXPECT_TRUE(r.trees[0].implicit_step);
   EXPECT_EQ(r.Name(r.node(r.trees[0].root)), "<implicit step>");
   EXPECT_EQ(r.request_sets[r.trees[0].requests], (std::vector<std::string>{"*"}));
-  EXPECT_EQ(r.node(r.trees[0].root).start, 10);
-  EXPECT_EQ(r.node(r.trees[0].root).end, 70);
+  EXPECT_EQ(r.Start(r.node(r.trees[0].root)), 10);
+  EXPECT_EQ(r.End(r.node(r.trees[0].root)), 70);
   EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"aten::mm", "cudaMalloc"}));
   EXPECT_EQ(r.summary.total.implicit_steps, 1u);
   EXPECT_EQ(r.summary.total.device_ops_linked_unique, 1u);
@@ -231,7 +231,7 @@ TEST(Merge, SiblingsAreInStartOrderWhateverTheirKind) {
   const Node* memset_call = FindNode(r, r.trees[0].root, "cudaMemsetAsync");
   ASSERT_NE(memset_call, nullptr);
   std::vector<TimeNs> starts;
-  r.ForEachChild(static_cast<uint32_t>(memset_call - r.nodes.data()), [&](uint32_t c) { starts.push_back(r.node(c).start); });
+  r.ForEachChild(static_cast<uint32_t>(memset_call - r.nodes.data()), [&](uint32_t c) { starts.push_back(r.Start(r.node(c))); });
   EXPECT_EQ(starts, (std::vector<TimeNs>{125, 300}));
 }
 
@@ -317,6 +317,84 @@ TEST(Merge, ClassCacheKeysOnNameAndDomainAcrossCollisions) {
     ++checked;
   }
   EXPECT_EQ(checked, 12000u);
+}
+
+// Nodes read their times and names from their events (Merge maps every event onto the merged
+// axis and gives a range's opening event the range's end); implicit steps have no event and
+// read theirs from implicit_spans, whose node indices must follow each file's nodes when the
+// files are concatenated.
+TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
+  auto file = [](int rank, long long offset, long long base) {
+    std::string d = Meta(rank, "monotonic_raw", 1000 + offset, 1000, 5);
+    auto t = [&](long long v) { return std::to_string(base + v); };
+    d += "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":" + t(10) + ",\"process_id\":5,\"thread_id\":1}\n";
+    d += "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":" + t(20) + ",\"end\":" + t(30) +
+         ",\"correlation_id\":1,\"process_id\":5,\"thread_id\":1}\n";
+    d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + t(50) + ",\"process_id\":5,\"thread_id\":1}\n";
+    d += "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + t(40) + ",\"gpu_end\":" + t(35) +  // ends before it starts
+         ",\"correlation_id\":1,\"device\":0,\"stream\":1}\n";
+    return FileFromLines(d, "r" + std::to_string(rank) + ".jsonl");
+  };
+  std::vector<TraceFile> files;
+  files.push_back(file(0, 0, 0));
+  files.push_back(file(1, 7000, 100));
+  auto merged = Merge(std::move(files), MergeOptions{});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  const MergeResult& r = *merged;
+  ASSERT_EQ(r.implicit_spans.size(), 4u);  // two implicit steps, a vertical and a horizontal root each
+  int seen = 0;
+  for (const Tree& t : r.trees) {
+    if (t.view != View::kVertical) continue;
+    const long long shift = t.rank == 1 ? 7000 + 100 : 0;  // rank 1: clock offset 7000, times +100
+    const Node& root = r.node(t.root);
+    EXPECT_EQ(root.event, kNoEvent);
+    EXPECT_EQ(r.Name(root), "<implicit step>");
+    EXPECT_EQ(r.Start(root), shift + 10);
+    EXPECT_EQ(r.End(root), shift + 50);
+    const Node* mm = FindNode(r, t.root, "aten::mm");
+    ASSERT_NE(mm, nullptr);
+    EXPECT_EQ(r.Start(*mm), shift + 10);
+    EXPECT_EQ(r.End(*mm), shift + 50);  // the pop's time, kept in the push event
+    const Node* k = FindNode(r, t.root, "k");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(r.Start(*k), shift + 40);
+    EXPECT_EQ(r.End(*k), shift + 40);  // clamped to zero length
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2);
+}
+
+// Once ranges are built, closing events (pops, ends) are dropped from the file's events in
+// place; the rest keep their order, ranges are renumbered onto them, and the summary still
+// counts what was read.
+TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
+  std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
+  for (int i = 0; i < 100; ++i) {  // more than 64 events: the renumbering spans bitmap words
+    const std::string t = std::to_string(10 + i * 9);
+    d += "{\"type\":\"NVTX_PUSH\",\"name\":\"op" + std::to_string(i) + "\",\"timestamp\":" + t + ",\"process_id\":1,\"thread_id\":1}\n";
+    d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(10 + i * 9 + 5) + ",\"process_id\":1,\"thread_id\":1}\n";
+  }
+  d += "{\"type\":\"NVTX_START\",\"name\":\"crossing\",\"id\":7,\"timestamp\":20,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_END\",\"id\":7,\"timestamp\":30,\"process_id\":1,\"thread_id\":2}\n";
+  MergeResult r = MergeOne(d);
+  for (const Event& e : r.files[0].events) {
+    EXPECT_NE(e.kind, EventKind::kNvtxPop);
+    EXPECT_NE(e.kind, EventKind::kNvtxEnd);
+  }
+  EXPECT_EQ(r.files[0].events.size(), 102u);  // the step, 100 ops, the start/end range
+  for (int i = 0; i < 100; ++i) {
+    const Node* op = FindNode(r, r.trees[0].root, "op" + std::to_string(i));
+    ASSERT_NE(op, nullptr) << i;
+    EXPECT_EQ(r.Start(*op), 10 + i * 9);
+    EXPECT_EQ(r.End(*op), 10 + i * 9 + 5);
+  }
+  const Node* crossing = FindNode(r, r.trees[0].root, "crossing");
+  ASSERT_NE(crossing, nullptr);
+  EXPECT_EQ(r.End(*crossing), 30);
+  uint64_t pops = 0;
+  for (const auto& [kind, n] : r.summary.total.events_read)
+    if (kind == "NVTX_POP") pops = n;
+  EXPECT_EQ(pops, 101u);
 }
 
 }  // namespace

@@ -99,6 +99,10 @@ class ThreadTable {
 // geometry, CUDA-graph ids, NVTX start/end ids) live in TraceFile::extras, reached through
 // TraceFile::Extra; at millions of events per file this more than halves the memory the events
 // take (they were 152 bytes) and the fresh pages the merge touches.
+// Times are ns on the file's clock as imported. Merge() then changes TraceFile::events in
+// place: closing events (NVTX_POP, NVTX_END) are removed once the ranges are built (the others
+// keep their order), times are mapped onto the merged axis, and the end of an event that opens
+// a range (push, start) becomes the range's end; tree nodes read their times there (Node).
 struct alignas(64) Event {  // one cache line each: the merge reads events in scattered order
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
   TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node)

@@ -45,13 +45,14 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 constexpr uint32_t kNoEvent = UINT32_MAX;
 constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inherit / all"
 
-// One tree node. Times are ns on the merged axis. Name/family strings live in the StringPool
-// of MergeResult::files[file]; device fields in the Event at files[file].events[event].
+// One tree node. Its name and its times (ns on the merged axis) are its source event's: Merge
+// maps every event's start and end onto the merged axis and gives each event that opens a
+// range the range's end (MergeResult::Start/End/Name read them). An implicit step has no
+// event: its times and name are in MergeResult::implicit_spans. The family string lives in
+// the StringPool of MergeResult::files[file]; device fields in the source event.
+// 28 bytes a node: there are about as many nodes as input events.
 struct Node {
-  TimeNs start = 0;
-  TimeNs end = 0;
   uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
-  StrId name = kNoStr;
   StrId family = kNoStr;
   uint32_t first_child = kNoNode;     // children are a sibling list, in start order
   uint32_t next_sibling = kNoNode;
@@ -59,13 +60,20 @@ struct Node {
   uint32_t anchor = kNoNode;          // comm nodes: enclosing vertical range; CUDA-graph device
                                       // nodes: the range open when the node was captured
   // Index into MergeResult::files (Merge fails beyond kMaxFiles inputs) and layer share one
-  // word. The host thread is the source event's (MergeResult::ThreadOf): not stored. 48 bytes
-  // a node: there are about as many nodes as input events.
+  // word. The host thread is the source event's (MergeResult::ThreadOf): not stored.
   uint32_t file : 24 = 0;
   Layer layer : 8 = Layer::kOther;
   static constexpr size_t kMaxFiles = size_t{1} << 24;
 };
-static_assert(sizeof(Node) == 48, "Node is sized for the merge's memory budget");
+static_assert(sizeof(Node) == 28, "Node is sized for the merge's memory budget");
+
+// Times (merged axis) and name of a node that has no source event: an implicit step.
+struct ImplicitSpan {
+  uint32_t node = kNoNode;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StrId name = kNoStr;
+};
 
 // One (rank, step, view) tree; written once per request in `requests`.
 struct Tree {
@@ -182,8 +190,17 @@ struct MergeResult {
   std::vector<std::vector<std::string>> request_sets;
   MergeSummary summary;
 
+  std::vector<ImplicitSpan> implicit_spans;  // the event-less nodes' times and names, by node
+
   const Node& node(uint32_t i) const { return nodes[i]; }
-  std::string_view Name(const Node& n) const { return files[n.file].strings.Get(n.name); }
+  // Name and times (ns, merged axis) of a node, which must be an element of `nodes`.
+  // Thread-safe for concurrent readers.
+  TimeNs Start(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].start : Implicit(n).start; }
+  TimeNs End(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].end : Implicit(n).end; }
+  StrId NameId(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].name : Implicit(n).name; }
+  std::string_view Name(const Node& n) const { return files[n.file].strings.Get(NameId(n)); }
+  // The span of an event-less node (binary search; implicit steps are few).
+  const ImplicitSpan& Implicit(const Node& n) const;
   std::string_view Family(const Node& n) const { return files[n.file].strings.Get(n.family); }
   // The node's source event, or nullptr for an implicit step.
   const Event* EventOf(const Node& n) const {
@@ -197,8 +214,7 @@ struct MergeResult {
     const Node& n = nodes[i];
     if (n.event == kNoEvent) return;
     const Event* e = files[n.file].events.data() + n.event;
-    PrefetchLine(e);  // an Event spans two cache lines at most
-    PrefetchLine(reinterpret_cast<const char*>(e) + sizeof(Event) - 1);
+    PrefetchLine(e);  // an Event is one aligned cache line
   }
   // Host thread of a range or API node (its event's); kNone for implicit steps and device or
   // sync nodes.
