@@ -54,6 +54,9 @@ class Builder {
     Nest();
     AttachApiCalls();
     LinkDevice();
+    // The correlation index serves graph attribution too (CaptureOwners); without GRAPH_NODE
+    // records it is done with, before the nodes are emitted.
+    if (!graph_nodes_read_) std::vector<CorrEntry>().swap(corr_);
     EmitNodes();
     return std::move(out_);
   }
@@ -494,7 +497,6 @@ class Builder {
   void EmitNodes() {
     std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
     step_slot_.assign(ranges_.size(), kNoIdx);
-    std::vector<uint32_t> hroot(ranges_.size(), kNoNode);
     // Until the sibling lists are built at the end, a node's next_sibling holds its parent
     // (kNoNode: a root): no separate 4-bytes-a-node table at the merge's peak.
     auto link = [&](uint32_t parent, uint32_t child) { out_.nodes[child].next_sibling = parent; };
@@ -505,10 +507,10 @@ class Builder {
       uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
       out_.nodes[v].family = file_.strings.Intern("step");
       node_of[r] = v;
-      hroot[r] = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
-      out_.nodes[hroot[r]].family = out_.nodes[v].family;
+      const uint32_t hroot = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
+      out_.nodes[hroot].family = out_.nodes[v].family;
       step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-      out_.steps.push_back({v, hroot[r], off_.Map(h.start), ProcessOf(h), {"*"}, true, 0});
+      out_.steps.push_back({v, hroot, off_.Map(h.start), ProcessOf(h), {"*"}, true, 0});
       ++out_.counters.implicit_steps;
     }
     std::vector<uint8_t> in_comm(ranges_.size(), 0);
@@ -532,12 +534,12 @@ class Builder {
       node_of[r] = n;
       out_.nodes[n].family = layer_[r] == cls.layer ? cls.family : file_.strings.Intern(NormaliseFamily(layer_[r], file_.strings.Get(e.name)));
       if (layer_[r] == Layer::kStep && step_of_[r] == r) {
-        hroot[r] = NewNode(h.event, Layer::kStep, h.start, h.end);
-        out_.nodes[hroot[r]].family = out_.nodes[n].family;
+        const uint32_t hroot = NewNode(h.event, Layer::kStep, h.start, h.end);
+        out_.nodes[hroot].family = out_.nodes[n].family;
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
         step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-        out_.steps.push_back({n, hroot[r], off_.Map(h.start), ProcessOf(h), std::move(ids), false, e.line});
+        out_.steps.push_back({n, hroot, off_.Map(h.start), ProcessOf(h), std::move(ids), false, e.line});
         continue;
       }
       uint32_t p = parent_[r];
@@ -553,7 +555,7 @@ class Builder {
         // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
         in_comm[r] = 1;
         out_.nodes[n].anchor = node_of[p];
-        link(hroot[step], n);
+        link(out_.steps[step_slot_[step]].horizontal, n);  // the step's horizontal root
       } else {
         in_comm[r] = in_comm[p];
         link(node_of[p], n);
@@ -569,7 +571,6 @@ class Builder {
     // the peak, and the pages freed are the ones those nodes then reuse (on a VM that hands
     // freed memory back to the host, a fresh page costs far more than a reused one). The
     // fallback for graphs captured outside steps still reads ranges_ and layer_.
-    std::vector<uint32_t>().swap(hroot);
     std::vector<uint8_t>().swap(in_comm);
     for (auto* v : {&parent_, &step_of_, &sorted_, &step_slot_}) std::vector<uint32_t>().swap(*v);
     std::vector<StepSpan>().swap(step_spans_);
