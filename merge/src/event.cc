@@ -51,12 +51,13 @@ namespace {
 
 // Hash of every field of x (not its padding bytes).
 uint64_t HashExtra(const EventExtra& x) {
-  char buf[76];
+  char buf[90];
   char* p = buf;
   auto put = [&p](const void* v, size_t n) { std::memcpy(p, v, n); p += n; };
   put(&x.range_id, 8); put(&x.graph_id, 8); put(&x.graph_node_id, 8);
   put(&x.original_graph_node_id, 8); put(&x.bytes, 8); put(x.grid, 12); put(x.block, 12);
   put(&x.copy_kind, 4); put(&x.payload, 4); put(&x.return_code, 4);
+  put(&x.stream, 4); put(&x.cbid, 4); put(&x.category, 4); put(&x.device, 2);
   return HashBytes(std::string_view(buf, size_t(p - buf)), ProcessHashSeed());
 }
 

@@ -217,11 +217,11 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
   e.kind = kind;
   e.start = *ts;
   e.name = pool->Intern(rec.name);
-  e.category = pool->Intern(rec.cat);
+  m.extra.category = pool->Intern(rec.cat);
   e.correlation_id = rec.correlation.value_or(kNone);
   if (device) {
-    e.SetDevice(rec.device.value_or(rec.pid));
-    e.stream = static_cast<int32_t>(rec.stream.value_or(rec.tid));
+    m.extra.SetDevice(rec.device.value_or(rec.pid));
+    m.extra.stream = static_cast<int32_t>(rec.stream.value_or(rec.tid));
     m.extra.bytes = rec.bytes.value_or(kNone);
     for (int i = 0; i < 3; ++i) m.extra.grid[i] = rec.grid[i], m.extra.block[i] = rec.block[i];
     if (kind == EventKind::kMemcpy) {
@@ -231,7 +231,7 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
   } else {
     m.host = {rec.pid, rec.tid};
     if (IsApiKind(kind)) {
-      e.cbid = static_cast<int32_t>(rec.cbid.value_or(-1));
+      m.extra.cbid = static_cast<int32_t>(rec.cbid.value_or(-1));
       m.extra.bytes = rec.bytes.value_or(kNone);  // memcpy/memset APIs (HIP traces carry it)
     }
   }

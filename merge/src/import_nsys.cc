@@ -133,9 +133,9 @@ class Reader {
         e.name = Str(s.Int(4));
         if (e.name == kNoStr) e.name = Str(s.Int(5));
         if (e.name == kNoStr) e.name = tf_->strings.Intern(DefaultName(kind));
-        e.SetDevice(s.IntOr(6, -1));
-        e.stream = static_cast<int32_t>(s.IntOr(7, -1));
         EventExtra x;
+        x.SetDevice(s.IntOr(6, -1));
+        x.stream = static_cast<int32_t>(s.IntOr(7, -1));
         x.bytes = s.IntOr(8, kNone);
         if (auto ck = s.Int(9); ck && !nsys::CopyKindName(*ck).empty())
           x.copy_kind = tf_->strings.Intern(nsys::CopyKindName(*ck));
@@ -203,7 +203,8 @@ class Reader {
         auto it = domains.find(domain_key(nsys::PidOf(*gid), *dom));
         e.domain = it != domains.end() ? it->second : tf_->strings.Intern(std::to_string(*dom));
       }
-      if (auto cat = s.Int(8)) e.category = tf_->strings.Intern(std::to_string(*cat));
+      StrId category = kNoStr;
+      if (auto cat = s.Int(8)) category = tf_->strings.Intern(std::to_string(*cat));
       if (what == nsys::NvtxRow::kMark) {
         e.kind = EventKind::kNvtxMark;
       } else if (end) {
@@ -216,6 +217,7 @@ class Reader {
       }
       EventExtra x;
       x.range_id = range_id;
+      x.category = category;
       tf_->SetExtra(e, x);
       tf_->events.push_back(e);
     }

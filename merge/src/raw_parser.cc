@@ -274,7 +274,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   };
   if (!f.domain.empty()) e.domain = sp.Intern(f.domain);
   xstr(f.payload, &x.payload);
-  if (!f.category.empty()) e.category = sp.Intern(f.category);
+  xstr(f.category, &x.category);
   const std::string_view t = f.type;
   if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
     if (!instant()) return;
@@ -303,17 +303,17 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!need(kCorr, "correlation_id")) return;
     e.correlation_id = f.v[kCorr];
     e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
-    opt(kCbid, &e.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
-    opt(kStream, &e.stream);
-    if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
+    xopt(kCbid, &x.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
+    xopt(kStream, &x.stream);
+    if (f.has[kDevice]) { x.SetDevice(f.v[kDevice]); extra = true; }
     xstr(f.copy_kind, &x.copy_kind);
     e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &pid);
     opt(kCorr, &e.correlation_id);
-    if (f.has[kDevice]) e.SetDevice(f.v[kDevice]);
-    opt(kStream, &e.stream); xopt(kBytes, &x.bytes);
+    if (f.has[kDevice]) x.SetDevice(f.v[kDevice]);
+    xopt(kStream, &x.stream); xopt(kBytes, &x.bytes);
     xstr(f.copy_kind, &x.copy_kind);
     xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
     std::memcpy(x.grid, f.grid, sizeof x.grid);
@@ -331,7 +331,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "SYNC") {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
-    opt(kCorr, &e.correlation_id); opt(kStream, &e.stream);
+    opt(kCorr, &e.correlation_id); xopt(kStream, &x.stream);
     e.name = sp.Intern(f.category.empty() ? std::string_view("sync") : f.category);
     e.kind = EventKind::kSync;
   } else if (t == "GRAPH_NODE") {

@@ -116,7 +116,8 @@ class Builder {
   // differently ("aten::mm, seq = 1234, op_id = 56789"), and caching millions of names that
   // never repeat cost ~80 bytes per range at the merge's memory peak.
   const RangeClass& ClassOf(const Event& e) {
-    Triple key{e.name, e.domain, e.category};
+    const StrId category = file_.Extra(e).category;
+    Triple key{e.name, e.domain, category};
     // A small direct-mapped front for the map: every range is classified twice (Classify,
     // EmitNodes) and a dump repeats a few hundred names, so most lookups end here.
     ClassSlot& slot = class_front_[TripleHash()(key) % kFrontSlots];
@@ -128,7 +129,7 @@ class Builder {
     }
     RangeClass rc;
     std::string_view name = file_.strings.Get(e.name);
-    rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(e.category));
+    rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(category));
     rc.family = file_.strings.Intern(NormaliseFamily(rc.layer, name));
     rc.requests = opt_.rules.ParseRequests(name);
     if (class_cache_.size() < kMaxCachedClasses) {

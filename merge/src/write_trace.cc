@@ -132,8 +132,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     int64_t pid = pid_for(n);
     int64_t tid;
     enum { kGpu, kThread, kSteps } kind;
-    if (IsDeviceLayer(n.layer) && e) {
-      tid = kGpuTidBase + int64_t(std::max<int>(e->device, 0)) * 100000 + std::max(e->stream, 0);
+    const EventExtra* x = IsDeviceLayer(n.layer) && e ? &r.files[n.file].Extra(*e) : nullptr;
+    if (x) {
+      tid = kGpuTidBase + int64_t(std::max<int>(x->device, 0)) * 100000 + std::max(x->stream, 0);
       kind = kGpu;
     } else if (const int64_t thread = r.ThreadOf(n); thread != kNone) {
       tid = thread;
@@ -148,7 +149,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       if (fresh) {
         track_keys.push_back(t);
         track_slices.emplace_back();
-        track_name.emplace(t, kind == kGpu ? "GPU " + std::to_string(e->device) + " stream " + std::to_string(e->stream)
+        track_name.emplace(t, kind == kGpu ? "GPU " + std::to_string(x->device) + " stream " + std::to_string(x->stream)
                               : kind == kThread ? "thread " + std::to_string(tid) : std::string("steps"));
       }
       last_track = t;

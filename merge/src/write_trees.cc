@@ -125,12 +125,12 @@ class TreeWriter {
     const EventExtra& x = r_.files[n.file].Extra(e);
     if (api || device || n.layer == Layer::kSync) opt(",\"correlation_id\":", e.correlation_id);
     if (api) {
-      if (e.cbid >= 0) opt(",\"cbid\":", e.cbid);
+      if (x.cbid >= 0) opt(",\"cbid\":", x.cbid);
       if (x.return_code) opt(",\"return_code\":", x.return_code);
     }
-    if (device || (api && e.stream >= 0)) {
-      if (e.stream >= 0) opt(",\"stream\":", e.stream);
-      if (e.device >= 0) opt(",\"device\":", e.device);
+    if (device || (api && x.stream >= 0)) {
+      if (x.stream >= 0) opt(",\"stream\":", x.stream);
+      if (x.device >= 0) opt(",\"device\":", x.device);
     }
     if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
     if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); strings_.Write(n.file, x.copy_kind); }

@@ -17,7 +17,7 @@ namespace {
 // what can be shared: indices already given stay valid).
 TEST(ExtraInterner, SharesEqualRecordsAndSeparatesEveryField) {
   std::vector<EventExtra> variants;
-  for (int k = 0; k < 14; ++k) {
+  for (int k = 0; k < 18; ++k) {
     EventExtra x;
     x.bytes = 4096;
     x.grid[0] = 128;
@@ -36,6 +36,10 @@ TEST(ExtraInterner, SharesEqualRecordsAndSeparatesEveryField) {
       case 11: x.payload = 3; break;
       case 12: x.return_code = 700; break;
       case 13: x.grid[0] = 129; break;
+      case 14: x.stream = 7; break;
+      case 15: x.cbid = 211; break;
+      case 16: x.category = 3; break;
+      case 17: x.SetDevice(1); break;
     }
     variants.push_back(x);
   }

@@ -70,7 +70,7 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   const Event* mm = Find(tf, "aten::mm");
   ASSERT_NE(mm, nullptr);
   EXPECT_EQ(mm->kind, EventKind::kRange);
-  EXPECT_EQ(tf.strings.Get(mm->category), "cpu_op");
+  EXPECT_EQ(tf.strings.Get(tf.Extra(*mm).category), "cpu_op");
   // baseTimeNanoseconds (given after traceEvents) + exact decimal microseconds.
   EXPECT_EQ(mm->start, 1700000000000000000 + 1001250);
   EXPECT_EQ(mm->end, 1700000000000000000 + 1001250 + 10001);
@@ -81,7 +81,7 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   const Event* rt = Find(tf, "cudaLaunchKernel");
   ASSERT_NE(rt, nullptr);
   EXPECT_EQ(rt->kind, EventKind::kRuntime);
-  EXPECT_EQ(rt->cbid, 211);
+  EXPECT_EQ(tf.Extra(*rt).cbid, 211);
   EXPECT_EQ(rt->correlation_id, 55);
   const Event* drv = Find(tf, "cuLaunchKernel");
   ASSERT_NE(drv, nullptr);
@@ -92,8 +92,8 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   EXPECT_EQ(k->kind, EventKind::kKernel);
   EXPECT_EQ(tf.ProcessOf(*k), 100);  // the host process of the launch, not Kineto's pid = device
   EXPECT_EQ(tf.ThreadIdOf(*k), kNone);
-  EXPECT_EQ(k->device, 1);
-  EXPECT_EQ(k->stream, 7);
+  EXPECT_EQ(tf.Extra(*k).device, 1);
+  EXPECT_EQ(tf.Extra(*k).stream, 7);
   EXPECT_EQ(k->correlation_id, 55);
   EXPECT_EQ(tf.Extra(*k).grid[0], 4);
   EXPECT_EQ(tf.Extra(*k).grid[1], 2);
@@ -140,9 +140,9 @@ TEST(ImportKineto, HipApiNamesAndCidWork) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 2u);
   EXPECT_EQ(r->events[0].kind, EventKind::kRuntime);
-  EXPECT_EQ(r->events[0].cbid, 60);
+  EXPECT_EQ(r->Extra(r->events[0]).cbid, 60);
   EXPECT_EQ(r->ProcessOf(r->events[1]), 851);
-  EXPECT_EQ(r->events[1].device, 2);
+  EXPECT_EQ(r->Extra(r->events[1]).device, 2);
 }
 
 TEST(ImportKineto, FieldOrderAndEscapesDoNotMatter) {

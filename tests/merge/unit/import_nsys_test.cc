@@ -136,14 +136,14 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(tf.ProcessOf(*k), 100);
   EXPECT_EQ(tf.ThreadIdOf(*k), kNone);
-  EXPECT_EQ(k->stream, 7);
+  EXPECT_EQ(tf.Extra(*k).stream, 7);
   EXPECT_EQ(tf.Extra(*k).grid[0], 4);
   EXPECT_EQ(tf.Extra(*k).block[0], 256);
   // No globalPid and no demangled name: process of the launch (200), short name.
   const Event* k2 = Find(tf, "gemm", EventKind::kKernel);
   ASSERT_NE(k2, nullptr);
   EXPECT_EQ(tf.ProcessOf(*k2), 200);
-  EXPECT_EQ(k2->device, 1);
+  EXPECT_EQ(tf.Extra(*k2).device, 1);
 
   const Event* cp = Find(tf, "Memcpy", EventKind::kMemcpy);
   ASSERT_NE(cp, nullptr);
@@ -159,7 +159,7 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   const Event* se = Find(tf, "async", EventKind::kRange);
   ASSERT_NE(se, nullptr);
   EXPECT_EQ(tf.Extra(*se).range_id, 77);
-  EXPECT_EQ(tf.strings.Get(se->category), "4");
+  EXPECT_EQ(tf.strings.Get(tf.Extra(*se).category), "4");
   EXPECT_NE(Find(tf, "here", EventKind::kNvtxMark), nullptr);
   EXPECT_NE(Find(tf, "never popped", EventKind::kNvtxPush), nullptr);
   const Event* ne = Find(tf, "never ended", EventKind::kNvtxStart);

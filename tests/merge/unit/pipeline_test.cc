@@ -67,7 +67,7 @@ TEST(Merge, AppendixExampleVerticalTree) {
   ASSERT_NE(k, kNoNode);
   EXPECT_EQ(r.node(k).layer, Layer::kKernel);
   EXPECT_EQ(r.Family(r.node(k)), "at::native::indexSelectLargeIndex");
-  EXPECT_EQ(r.EventOf(r.node(k))->stream, 7);
+  EXPECT_EQ(r.files[r.node(k).file].Extra(*r.EventOf(r.node(k))).stream, 7);
   uint32_t memset_call = r.node(launch).next_sibling;
   uint32_t ms = r.node(memset_call).first_child;
   ASSERT_NE(ms, kNoNode);

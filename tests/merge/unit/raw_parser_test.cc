@@ -50,14 +50,14 @@ TEST(RawParser, HostAndDeviceRecords) {
   EXPECT_EQ(f.strings.Get(f.Extra(push).payload), R"({"bytes":64})");
   const Event& api = f.events[1];
   EXPECT_EQ(api.kind, EventKind::kRuntime);
-  EXPECT_EQ(api.cbid, 211);
+  EXPECT_EQ(f.Extra(api).cbid, 211);
   EXPECT_EQ(api.correlation_id, 5);
   EXPECT_EQ(api.end, 120);
   const Event& k = f.events[2];
   EXPECT_EQ(k.kind, EventKind::kKernel);
   EXPECT_EQ(k.start, 130);
   EXPECT_EQ(k.end, 150);
-  EXPECT_EQ(k.stream, 7);
+  EXPECT_EQ(f.Extra(k).stream, 7);
   EXPECT_EQ(f.Extra(k).grid[0], 2);
   EXPECT_EQ(f.Extra(k).block[0], 128);
   EXPECT_EQ(f.events[3].kind, EventKind::kMemset);

@@ -214,7 +214,8 @@ struct MergeResult {
     const Node& n = nodes[i];
     if (n.event == kNoEvent) return;
     const Event* e = files[n.file].events.data() + n.event;
-    PrefetchLine(e);  // an Event is one aligned cache line
+    PrefetchLine(e);  // an Event spans two cache lines at most
+    PrefetchLine(reinterpret_cast<const char*>(e) + sizeof(Event) - 1);
   }
   // Host thread of a range or API node (its event's); kNone for implicit steps and device or
   // sync nodes.
