@@ -22,57 +22,70 @@ constexpr int64_t kGpuTidBase = 2000000000;
 constexpr int64_t kOverflowTidStep = 100000000;
 constexpr size_t kAhead = 16;  // nodes to load ahead (see MergeResult::PrefetchEvent)
 
-// A slice's times (ns, merged axis), read once from its node's event.
+// A slice's times (ns, merged axis), read from its node's event.
 struct SliceTimes {
   TimeNs start, end;
 };
 
-// Fills times[k] for slices[k]. The events lie scattered: the walk loads ahead (the node of
-// slices[k + kAhead], then the event of slices[k + kAhead / 2]).
-void ReadTimes(const MergeResult& r, const std::vector<uint32_t>& slices, std::vector<SliceTimes>* times) {
-  times->resize(slices.size());
-  for (size_t k = 0; k < slices.size(); ++k) {
-    if (k + kAhead < slices.size()) PrefetchLine(&r.nodes[slices[k + kAhead]]);
-    if (k + kAhead / 2 < slices.size()) r.PrefetchEvent(slices[k + kAhead / 2]);
-    const Node& n = r.nodes[slices[k]];
-    (*times)[k] = {r.Start(n), r.End(n)};
+// Reads slices' times from their nodes' events, which lie scattered: each walk over a run of
+// slices loads ahead (the node of slice k + kAhead, then the event of slice k + kAhead / 2).
+class SliceReader {
+ public:
+  SliceReader(const MergeResult& r, const std::vector<uint32_t>& slices) : r_(r), s_(slices) {}
+  SliceTimes At(size_t k, size_t end) const {
+    if (k + kAhead < end) PrefetchLine(&r_.nodes[s_[k + kAhead]]);
+    if (k + kAhead / 2 < end) r_.PrefetchEvent(s_[k + kAhead / 2]);
+    const Node& n = r_.nodes[s_[k]];
+    return {r_.Start(n), r_.End(n)};
   }
-}
-
-// Calls f(node, start, end) for a track's slices in slice order: start, the longer first, node.
-// They come as a few sorted runs (a host thread's ranges, then its API calls): the runs are
-// merged as they are visited, with no reordered copy. Many runs (no common input makes them):
-// a sorted list of positions.
-template <class F>
-void ForEachInSliceOrder(const std::vector<uint32_t>& slices, const std::vector<SliceTimes>& times, F&& f) {
-  auto less = [&](size_t a, size_t b) {  // positions
-    const SliceTimes& x = times[a];
-    const SliceTimes& y = times[b];
+  // Slice order: start, the longer first, node.
+  bool Less(const SliceTimes& x, size_t a, const SliceTimes& y, size_t b) const {
     if (x.start != y.start) return x.start < y.start;
-    return x.end != y.end ? x.end > y.end : slices[a] < slices[b];
-  };
+    return x.end != y.end ? x.end > y.end : s_[a] < s_[b];
+  }
+
+ private:
+  const MergeResult& r_;
+  const std::vector<uint32_t>& s_;
+};
+
+// Calls f(node, start, end) for a track's slices in slice order. They come as a few sorted runs
+// (a host thread's ranges, then its API calls): one walk finds the runs, a second merges them
+// as they are visited, each run's head times kept at hand, so no copy of the times or of the
+// reordered slices is made (16 bytes a slice of the largest track was the peak of trace.json
+// writing). Many runs (no common input makes them): times and a sorted list of positions.
+template <class F>
+void ForEachInSliceOrder(const MergeResult& r, const std::vector<uint32_t>& slices, F&& f) {
+  const SliceReader rd(r, slices);
+  const size_t n = slices.size();
+  if (n == 0) return;
   std::vector<size_t> bounds{0};
-  for (size_t k = 1; k < slices.size(); ++k) {
-    if (!less(k, k - 1)) continue;
-    bounds.push_back(k);
+  SliceTimes prev = rd.At(0, n);
+  for (size_t k = 1; k < n; ++k) {
+    const SliceTimes cur = rd.At(k, n);
+    if (rd.Less(cur, k, prev, k - 1)) bounds.push_back(k);
+    prev = cur;
     if (bounds.size() > 64) {
-      std::vector<uint32_t> order(slices.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
-      std::sort(order.begin(), order.end(), less);
+      std::vector<SliceTimes> times(n);
+      for (size_t i = 0; i < n; ++i) times[i] = rd.At(i, n);
+      std::vector<uint32_t> order(n);
+      for (size_t i = 0; i < n; ++i) order[i] = uint32_t(i);
+      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rd.Less(times[a], a, times[b], b); });
       for (uint32_t p : order) f(slices[p], times[p].start, times[p].end);
       return;
     }
   }
-  bounds.push_back(slices.size());
-  std::vector<size_t> at(bounds.begin(), bounds.end() - 1);  // each run's cursor
-  const size_t runs = at.size();
+  bounds.push_back(n);
+  struct Run { size_t at, end; SliceTimes head; };
+  std::vector<Run> runs;
+  for (size_t q = 0; q + 1 < bounds.size(); ++q) runs.push_back({bounds[q], bounds[q + 1], rd.At(bounds[q], bounds[q + 1])});
   for (;;) {
-    size_t best = runs;  // the run whose head comes first
-    for (size_t q = 0; q < runs; ++q)
-      if (at[q] != bounds[q + 1] && (best == runs || less(at[q], at[best]))) best = q;
-    if (best == runs) return;
-    const size_t p = at[best]++;
-    f(slices[p], times[p].start, times[p].end);
+    Run* best = nullptr;  // the run whose head comes first
+    for (Run& run : runs)
+      if (run.at != run.end && (!best || rd.Less(run.head, run.at, best->head, best->at))) best = &run;
+    if (!best) return;
+    f(slices[best->at], best->head.start, best->head.end);
+    if (++best->at != best->end) best->head = rd.At(best->at, best->end);
   }
 }
 
@@ -158,16 +171,13 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     track_slices[last_index].push_back(i);
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
-  // where it does. `times` holds one track's slice times at a time (16 bytes a slice of the
-  // largest track: reading them from scattered events at every comparison cost more).
-  std::vector<SliceTimes> times;
+  // where it does.
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<uint32_t>& slices = track_slices[ti];
-    ReadTimes(r, slices, &times);
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
-    ForEachInSliceOrder(slices, times, [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
+    ForEachInSliceOrder(r, slices, [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes.size()) lanes.emplace_back();
@@ -189,7 +199,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     });
     std::vector<uint32_t>().swap(slices);  // done with this track's slices
   }
-  std::vector<SliceTimes>().swap(times);
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };

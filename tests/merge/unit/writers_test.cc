@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -317,6 +319,68 @@ TEST(Summary, CarriesCountersPerFileAndTotal) {
   std::string text = FormatTextSummary(r, run);
   EXPECT_NE(text.find("no_launch_api 1"), std::string::npos) << text;
   EXPECT_NE(text.find("not merged: not found"), std::string::npos) << text;
+}
+
+// A track's slices are put in (start, longer first) order before lanes are assigned: kernels
+// listed in a few sorted runs (merged as visited) or in over 64 (the fallback sort) must get the
+// lanes a plain sort then greedy assignment gives. Each start time has a short kernel listed
+// first and a longer one listed later, which must come first.
+TEST(ChromeTrace, LanesFollowStartOrderWhateverTheFileOrder) {
+  for (int runs : {1, 4, 100}) {  // 4 blocks: four sorted runs, merged; 1 or 100: over 64 runs, sorted
+    std::string d = "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":1,\"rank\":0,"
+                    "\"clock\":\"realtime\",\"clock_sync\":{\"realtime_ns\":0,\"monotonic_ns\":0}}\n"
+                    "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:a]\",\"timestamp\":0,\"process_id\":1,\"thread_id\":1}\n"
+                    "{\"type\":\"NVTX_POP\",\"timestamp\":1000000,\"process_id\":1,\"thread_id\":1}\n";
+    const int n = 200;
+    std::vector<std::pair<long long, long long>> spans;  // kernel k's (start, end), file order
+    for (int k = 0; k < n; ++k) {
+      d += "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":" + std::to_string(100 + k) + ",\"end\":" +
+           std::to_string(100 + k) + ",\"correlation_id\":" + std::to_string(k + 1) + ",\"process_id\":1,\"thread_id\":1}\n";
+      // Kernel k starts at slot p(k): the file lists `runs` blocks, each ascending, whose slots
+      // interleave; 15 or 25 ns long on a 10 ns grid, two per start time.
+      const int p = (k % (n / runs)) * runs + k / (n / runs);
+      const long long start = 1000 + (p / 2) * 10, end = start + 15 + (p % 2) * 10;  // the later-listed one is longer
+      spans.push_back({start, end});
+    }
+    for (int k = 0; k < n; ++k)
+      d += "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + std::to_string(spans[k].first) + ",\"gpu_end\":" +
+           std::to_string(spans[k].second) + ",\"correlation_id\":" + std::to_string(k + 1) + ",\"device\":0,\"stream\":1}\n";
+    MergeResult r = MergeText(d);
+    JsonOut out;
+    TraceStats st = WriteChromeTrace(r, &out);
+    // The reference: sort by (start, longer first, file order), then first lane that nests.
+    std::vector<int> order(n);
+    for (int k = 0; k < n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      if (spans[a].first != spans[b].first) return spans[a].first < spans[b].first;
+      return spans[a].second != spans[b].second ? spans[a].second > spans[b].second : a < b;
+    });
+    std::vector<std::vector<long long>> lanes;
+    std::map<std::pair<long long, long long>, std::multiset<size_t>> want;  // span -> lanes
+    uint64_t moved = 0;
+    for (int k : order) {
+      size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes.size()) lanes.emplace_back();
+        auto& stack = lanes[lane];
+        while (!stack.empty() && stack.back() <= spans[k].first) stack.pop_back();
+        if (stack.empty() || spans[k].second <= stack.back()) { stack.push_back(spans[k].second); break; }
+      }
+      moved += lane > 0;
+      want[spans[k]].insert(lane);
+    }
+    EXPECT_EQ(st.moved_to_overflow_track, moved) << runs << " runs";
+    EXPECT_GT(moved, 0u);
+    std::map<std::pair<long long, long long>, std::multiset<size_t>> got;
+    const json trace = json::parse(out.text());
+    for (const json& e : trace["traceEvents"]) {
+      if (e.value("ph", "") != "X" || e.value("cat", "") != "kernel") continue;
+      const long long s = std::llround(e["ts"].get<double>() * 1000), du = std::llround(e["dur"].get<double>() * 1000);
+      const int64_t tid = e["tid"].get<int64_t>();
+      got[{s, s + du}].insert(size_t(tid / 100000000 - 20));  // tid = 2e9 + device*1e5 + stream + lane*1e8
+    }
+    EXPECT_EQ(got, want) << runs << " runs";
+  }
 }
 
 }  // namespace
