@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <thread>
@@ -58,11 +59,13 @@ void MergeCounters::Add(const MergeCounters& o) {
 }
 
 const ImplicitSpan& MergeResult::Implicit(const Node& n) const {
+  static const ImplicitSpan kMissing{};  // an event-less node built by hand, with no span
+  const std::less<const Node*> before;
+  if (before(&n, nodes.data()) || !before(&n, nodes.data() + nodes.size())) return kMissing;  // a copy
   const uint32_t i = static_cast<uint32_t>(&n - nodes.data());
   auto it = std::lower_bound(implicit_spans.begin(), implicit_spans.end(), i,
                              [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
   if (it != implicit_spans.end() && it->node == i) return *it;
-  static const ImplicitSpan kMissing{};  // an event-less node built by hand, with no span
   return kMissing;
 }
 

@@ -23,7 +23,7 @@ struct Triple {
 };
 struct TripleHash {
   size_t operator()(const Triple& t) const noexcept {
-    return (size_t(t.a) * 0x9E3779B97F4A7C15ull) ^ (size_t(t.b) << 21) ^ (size_t(t.c) << 42) ^ t.c;
+    return (size_t(t.a) * 0x9E3779B97F4A7C15ull) ^ (size_t(t.b) * 0xC2B2AE3D27D4EB4Full) ^ (size_t(t.c) << 42) ^ t.c;
   }
 };
 
@@ -146,9 +146,13 @@ class Builder {
     uint64_t key = (uint64_t(layer) << 32) | e.name;
     const StrId copy_kind = layer == Layer::kMemcpy ? file_.Extra(e).copy_kind : kNoStr;
     if (copy_kind != kNoStr) key |= uint64_t(copy_kind) << 40;
-    FamilySlot& slot = family_front_[(key * 0x9E3779B97F4A7C15ull >> 40) % kFrontSlots];
-    if (slot.id != kNoStr && slot.key == key) return slot.id;
-    auto it = family_cache_.find(key);
+    // The key holds a copy kind id of up to 24 bits; a larger one (a file of over 16 M distinct
+    // strings) is not cached rather than confused with another.
+    const bool cacheable = copy_kind < (StrId{1} << 24);
+    FamilySlot scratch;
+    FamilySlot& slot = cacheable ? family_front_[(key * 0x9E3779B97F4A7C15ull >> 40) % kFrontSlots] : scratch;
+    if (cacheable && slot.id != kNoStr && slot.key == key) return slot.id;
+    auto it = cacheable ? family_cache_.find(key) : family_cache_.end();
     if (it != family_cache_.end()) {
       slot = {key, it->second};
       return it->second;
@@ -158,6 +162,7 @@ class Builder {
     if (layer == Layer::kMemcpy && name == "Memcpy" && copy_kind != kNoStr)
       fam += " " + std::string(file_.strings.Get(copy_kind));
     StrId id = file_.strings.Intern(fam);
+    if (!cacheable) return id;
     family_cache_.emplace(key, id);
     slot = {key, id};
     return id;
@@ -483,9 +488,10 @@ class Builder {
   TimeNs NodeStart(uint32_t i) const {
     const Node& n = out_.nodes[i];
     if (n.event != kNoEvent) return ev_[n.event].start;
-    for (const ImplicitSpan& sp : out_.implicit)
-      if (sp.node == i) return sp.start;
-    return 0;
+    // out_.implicit is in node order (appended as the nodes are created).
+    auto it = std::lower_bound(out_.implicit.begin(), out_.implicit.end(), i,
+                               [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
+    return it != out_.implicit.end() && it->node == i ? it->start : 0;
   }
 
   uint32_t RequestSet(const std::vector<std::string>& ids) {

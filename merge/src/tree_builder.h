@@ -5,8 +5,11 @@
 // range and device activity to its launching API call, and emits Node records whose indices
 // are local to this file (Merge() concatenates and shifts them). Counters go to a
 // MergeCounters; messages with file:line to the file's IngestStats.
+// The builder changes the file's events in place (see Event): closing events are dropped once
+// the ranges are built, times are mapped onto the merged axis and a range's opening event gets
+// the range's end; it also interns family strings and may add implicit-step thread entries.
 // Thread-safety: one builder per file; builders for different files may run concurrently
-// (each owns its outputs; the TraceFile is mutated only to intern family strings).
+// (each owns its outputs and its TraceFile).
 #pragma once
 
 #include <map>

@@ -127,8 +127,8 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // or one of a few), names built once per track.
   std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
   std::vector<Track> track_keys;
-  // Each track's nodes (4 bytes each; times are read from the nodes when sorting: a copy of
-  // (start, end, node) per slice made this the merge's peak on many-file dumps).
+  // Each track's nodes (4 bytes each; times are read from their events when ordering: a copy of
+  // (start, end, node) per slice made this the merge's peak).
   std::vector<std::vector<uint32_t>> track_slices;
   std::map<Track, std::string> track_name;
   // Each node's final track (its track, or an overflow lane of it) as an index into

@@ -349,6 +349,9 @@ TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
     const Node& root = r.node(t.root);
     EXPECT_EQ(root.event, kNoEvent);
     EXPECT_EQ(r.Name(root), "<implicit step>");
+    const Node copy = root;  // not an element of r.nodes: no span to find, defaults rather than a wild read
+    EXPECT_EQ(r.Name(copy), "");
+    EXPECT_EQ(r.Start(copy), 0);
     EXPECT_EQ(r.Start(root), shift + 10);
     EXPECT_EQ(r.End(root), shift + 50);
     const Node* mm = FindNode(r, t.root, "aten::mm");

@@ -106,7 +106,7 @@ class ThreadTable {
 // a range (push, start) becomes the range's end; tree nodes read their times there (Node).
 struct Event {
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
-  TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node)
+  TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node); Merge changes it (above)
   int64_t correlation_id = kNone; // API calls, device activity, graph nodes
   uint32_t thread = 0;            // index into TraceFile::threads (TraceFile::SetThread)
   StrId name = kNoStr;            // range/API/kernel name

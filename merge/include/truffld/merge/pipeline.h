@@ -49,7 +49,7 @@ constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inh
 // maps every event's start and end onto the merged axis and gives each event that opens a
 // range the range's end (MergeResult::Start/End/Name read them). An implicit step has no
 // event: its times and name are in MergeResult::implicit_spans. The family string lives in
-// the StringPool of MergeResult::files[file]; device fields in the source event.
+// the StringPool of MergeResult::files[file]; device fields in the source event's extras.
 // 28 bytes a node: there are about as many nodes as input events.
 struct Node {
   uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
@@ -200,7 +200,7 @@ struct MergeResult {
   StrId NameId(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].name : Implicit(n).name; }
   std::string_view Name(const Node& n) const { return files[n.file].strings.Get(NameId(n)); }
   // The span of an event-less node (binary search; implicit steps are few).
-  const ImplicitSpan& Implicit(const Node& n) const;
+  const ImplicitSpan& Implicit(const Node& n) const;  // defaults for a node not in `nodes`
   std::string_view Family(const Node& n) const { return files[n.file].strings.Get(n.family); }
   // The node's source event, or nullptr for an implicit step.
   const Event* EventOf(const Node& n) const {
