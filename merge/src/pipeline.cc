@@ -58,15 +58,18 @@ void MergeCounters::Add(const MergeCounters& o) {
   trees += o.trees;
 }
 
+const ImplicitSpan* FindImplicitSpan(const std::vector<ImplicitSpan>& spans, uint32_t node) {
+  auto it = std::lower_bound(spans.begin(), spans.end(), node,
+                             [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
+  return it != spans.end() && it->node == node ? &*it : nullptr;
+}
+
 const ImplicitSpan& MergeResult::Implicit(const Node& n) const {
   static const ImplicitSpan kMissing{};  // an event-less node built by hand, with no span
   const std::less<const Node*> before;
   if (before(&n, nodes.data()) || !before(&n, nodes.data() + nodes.size())) return kMissing;  // a copy
-  const uint32_t i = static_cast<uint32_t>(&n - nodes.data());
-  auto it = std::lower_bound(implicit_spans.begin(), implicit_spans.end(), i,
-                             [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
-  if (it != implicit_spans.end() && it->node == i) return *it;
-  return kMissing;
+  const ImplicitSpan* sp = FindImplicitSpan(implicit_spans, static_cast<uint32_t>(&n - nodes.data()));
+  return sp ? *sp : kMissing;
 }
 
 bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {

@@ -1,9 +1,10 @@
 // SortRuns: sorting for vectors that are usually a few sorted blocks appended one after
 // another.
 //
-// The merge builds many of its vectors that way: a host thread's trace.json track holds its
-// ranges (in start order) followed by its API calls (in start order); a file's host ranges are
-// its complete ranges, then its push/pop ranges, then its start/end ranges. A comparison sort
+// The merge builds many of its vectors that way: a file's host ranges are its complete ranges,
+// then its push/pop ranges, then its start/end ranges; a thread's events and the correlation
+// index are mostly in order already. (trace.json tracks are merged run by run as they are
+// visited, without reordering a copy: write_trace.cc.) A comparison sort
 // over millions of such elements costs n log n; merging r sorted runs costs n log r, and an
 // already sorted vector one pass. Falls back to std::sort when the runs are many.
 // `less` must be a strict total order (ties broken by an index): the result is then exactly

@@ -148,24 +148,22 @@ class Builder {
     if (copy_kind != kNoStr) key |= uint64_t(copy_kind) << 40;
     // The key holds a copy kind id of up to 24 bits; a larger one (a file of over 16 M distinct
     // strings) is not cached rather than confused with another.
-    const bool cacheable = copy_kind < (StrId{1} << 24);
-    FamilySlot scratch;
-    FamilySlot& slot = cacheable ? family_front_[(key * 0x9E3779B97F4A7C15ull >> 40) % kFrontSlots] : scratch;
-    if (cacheable && slot.id != kNoStr && slot.key == key) return slot.id;
-    auto it = cacheable ? family_cache_.find(key) : family_cache_.end();
-    if (it != family_cache_.end()) {
-      slot = {key, it->second};
-      return it->second;
-    }
-    std::string_view name = file_.strings.Get(e.name);
+    if (copy_kind >= (StrId{1} << 24)) return FamilyUncached(layer, e.name, copy_kind);
+    FamilySlot& slot = family_front_[(key * 0x9E3779B97F4A7C15ull >> 40) % kFrontSlots];
+    if (slot.id != kNoStr && slot.key == key) return slot.id;
+    auto it = family_cache_.find(key);
+    const StrId id = it != family_cache_.end() ? it->second : FamilyUncached(layer, e.name, copy_kind);
+    if (it == family_cache_.end()) family_cache_.emplace(key, id);
+    slot = {key, id};
+    return id;
+  }
+
+  StrId FamilyUncached(Layer layer, StrId name_id, StrId copy_kind) {
+    std::string_view name = file_.strings.Get(name_id);
     std::string fam = NormaliseFamily(layer, name);
     if (layer == Layer::kMemcpy && name == "Memcpy" && copy_kind != kNoStr)
       fam += " " + std::string(file_.strings.Get(copy_kind));
-    StrId id = file_.strings.Intern(fam);
-    if (!cacheable) return id;
-    family_cache_.emplace(key, id);
-    slot = {key, id};
-    return id;
+    return file_.strings.Intern(fam);
   }
 
   void Classify() {
@@ -488,10 +486,8 @@ class Builder {
   TimeNs NodeStart(uint32_t i) const {
     const Node& n = out_.nodes[i];
     if (n.event != kNoEvent) return ev_[n.event].start;
-    // out_.implicit is in node order (appended as the nodes are created).
-    auto it = std::lower_bound(out_.implicit.begin(), out_.implicit.end(), i,
-                               [](const ImplicitSpan& s, uint32_t v) { return s.node < v; });
-    return it != out_.implicit.end() && it->node == i ? it->start : 0;
+    const ImplicitSpan* sp = FindImplicitSpan(out_.implicit, i);  // in node order: appended as created
+    return sp ? sp->start : 0;
   }
 
   uint32_t RequestSet(const std::vector<std::string>& ids) {

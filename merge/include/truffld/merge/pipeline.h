@@ -75,6 +75,10 @@ struct ImplicitSpan {
   StrId name = kNoStr;
 };
 
+// The span of node `node` in `spans` (sorted by node), or nullptr. Binary search: implicit
+// steps are few. Pure function.
+const ImplicitSpan* FindImplicitSpan(const std::vector<ImplicitSpan>& spans, uint32_t node);
+
 // One (rank, step, view) tree; written once per request in `requests`.
 struct Tree {
   uint32_t root = kNoNode;
