@@ -130,14 +130,14 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 bool JsonNeedsNoEscape(std::string_view s) { return JsonPlainPrefix(s.data(), s.size()) == s.size(); }
 
-JsonOut::JsonOut(std::FILE* f, std::string name) : f_(f), name_(std::move(name)) {
+JsonOut::JsonOut(std::FILE* f, std::string name, WriteBehind* wb) : f_(f), name_(std::move(name)), wb_(wb) {
   buf_.reset(new char[kBlock]);
   p_ = buf_.get();
   end_ = p_ + kBlock;
 }
 
 char* JsonOut::Grow(size_t n) {
-  if (f_ && p_ != buf_.get()) (void)Flush();  // a failure is kept in failed_ and reported by Flush
+  if (f_ && p_ != buf_.get()) (void)Flush();  // a failure is kept in error_ and reported by Flush
   const size_t used = size_t(p_ - buf_.get());
   const size_t cap = size_t(end_ - buf_.get());
   if (cap - used >= n) return p_;
@@ -180,10 +180,14 @@ void JsonOut::Micros(int64_t ns) {
 Status JsonOut::Flush() {
   const size_t used = size_t(p_ - buf_.get());
   if (!f_) return Status::Ok();
-  if (!failed_ && used && std::fwrite(buf_.get(), 1, used, f_) != used) failed_ = true;
+  if (error_.ok() && used) {
+    if (std::fwrite(buf_.get(), 1, used, f_) != used)
+      error_ = IoError(name_ + ": write failed: " + std::strerror(errno));
+    else if (wb_)
+      error_ = wb_->Wrote(used);
+  }
   p_ = buf_.get();
-  if (failed_) return IoError(name_ + ": write failed: " + std::strerror(errno));
-  return Status::Ok();
+  return error_;
 }
 
 }  // namespace truffld::merge

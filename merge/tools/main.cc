@@ -50,10 +50,14 @@ class Progress {
   bool tty_;
 };
 
-Status WriteFile(const std::filesystem::path& path, const std::function<void(JsonOut*)>& body) {
+// Outputs leave the page cache as they are written (see truffld/merge/write_behind.h) unless
+// --keep-page-cache.
+Status WriteFile(const std::filesystem::path& path, bool keep_page_cache,
+                 const std::function<void(JsonOut*)>& body) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return IoError(path.string() + ": cannot create: " + std::strerror(errno));
-  JsonOut out(f, path.string());
+  WriteBehind wb(keep_page_cache ? nullptr : f, path.string());
+  JsonOut out(f, path.string(), &wb);
   body(&out);
   Status st = out.Flush();
   if (std::fclose(f) != 0 && st.ok()) st = IoError(path.string() + ": close failed: " + std::strerror(errno));
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;
   bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
+  bool keep_cache = false;
   int threads = 2;
   app.add_option("inputs", inputs, "Input files or directories (format detected from content)")->required();
   app.add_option("-o,--out", outdir, "Output directory (created if missing)")->required();
@@ -86,6 +91,10 @@ int main(int argc, char** argv) {
                "Write one trees.jsonl line per (rank, step, request, view) even when requests share "
                "an identical tree (default: one line per group of requests, listed in request_group; "
                "a step batching N requests then costs one line, not N)");
+  app.add_flag("--keep-page-cache", keep_cache,
+               "Leave the written outputs in the page cache (default: every 32 MiB written is sent to "
+               "disk and dropped from the cache, so a multi-GB output neither fills memory nor evicts "
+               "what the host keeps cached; costs less CPU; a later reader reads the file from disk)");
   app.add_flag("-q,--quiet", quiet, "No stdout summary");
   CLI11_PARSE(app, argc, argv);
 
@@ -136,10 +145,10 @@ int main(int argc, char** argv) {
   Status trace_st = Status::Ok();
   std::thread trace_writer;
   auto write_trace = [&] {
-    trace_st = WriteFile(fs::path(outdir) / "trace.json", [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
+    trace_st = WriteFile(fs::path(outdir) / "trace.json", keep_cache, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
   };
   if (!no_trace && threads > 1) trace_writer = std::thread(write_trace);
-  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
+  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", keep_cache, [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
   if (!no_trace) {
     if (trace_writer.joinable()) trace_writer.join();
     else if (st.ok()) write_trace();
@@ -147,7 +156,7 @@ int main(int argc, char** argv) {
     run.trace_written = true;
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (st.ok()) st = WriteFile(fs::path(outdir) / "summary.json", [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
+  if (st.ok()) st = WriteFile(fs::path(outdir) / "summary.json", keep_cache, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
   progress.Done();
   if (!st.ok()) { std::cerr << "truffld-merge: " << st.ToString() << "\n"; return 1; }
   if (!quiet) std::cout << FormatTextSummary(r, run);

@@ -5,7 +5,8 @@
 // into one plain byte buffer through a write pointer (each append checks the room left once and
 // copies; no std::string bookkeeping per piece: the writers append ~20 pieces per slice, for
 // millions of slices) and reaches the FILE* in blocks of about kBlock bytes, or stays in memory
-// when no FILE* is given (how the unit tests read it back).
+// when no FILE* is given (how the unit tests read it back). Given a WriteBehind for the same
+// FILE*, every block written is reported to it (large outputs leave the page cache as they go).
 // Thread-safety: one JsonOut per thread.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "truffld/merge/write_behind.h"
 #include "truffld/status.h"
 
 namespace truffld::merge {
@@ -24,7 +26,8 @@ class JsonOut {
  public:
   static constexpr size_t kBlock = size_t{1} << 20;
 
-  explicit JsonOut(std::FILE* f = nullptr, std::string name = "<memory>");
+  // `wb`, when given, must outlive this JsonOut and belong to the same FILE*.
+  explicit JsonOut(std::FILE* f = nullptr, std::string name = "<memory>", WriteBehind* wb = nullptr);
   JsonOut(const JsonOut&) = delete;
   JsonOut& operator=(const JsonOut&) = delete;
 
@@ -46,7 +49,8 @@ class JsonOut {
   }
   void Int(int64_t v);
   void Micros(int64_t ns);            // ns as decimal microseconds with 3 decimals ("12.345")
-  // Writes pending text; fails with IoError naming the output on a short write.
+  // Writes pending text; fails with IoError naming the output on a short write or a disk error
+  // the WriteBehind saw (the first error is kept and returned by every later Flush).
   Status Flush();
   // Memory mode: everything written so far.
   std::string text() const { return std::string(buf_.get(), size_t(p_ - buf_.get())); }
@@ -61,7 +65,8 @@ class JsonOut {
   std::unique_ptr<char[]> buf_;
   char* p_ = nullptr;
   char* end_ = nullptr;
-  bool failed_ = false;
+  WriteBehind* wb_;
+  Status error_;
 };
 
 // Appends `s` as a JSON string literal (with quotes) to *out.

@@ -1,0 +1,142 @@
+// WriteBehind: output written through it is complete and in order, the written part leaves the
+// page cache window by window (checked with mincore), and it stays out of the way where it
+// cannot work (pipes, character devices).
+#include "truffld/merge/write_behind.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "truffld/merge/json_out.h"
+
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#endif
+
+namespace truffld::merge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch file in the working directory (ctest runs in the build tree, on disk; /tmp may be
+// a tmpfs, whose pages are never "written back").
+class WriteBehindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = fs::current_path() / ("write_behind_test_" + std::to_string(::getpid()) + ".out");
+  }
+  void TearDown() override { fs::remove(path_); }
+
+  std::string ReadBack() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  fs::path path_;
+};
+
+// Text of `n` bytes that differs at every position modulo a prime, so a lost, repeated or
+// reordered block shows.
+std::string Pattern(size_t n) {
+  std::string s(n, ' ');
+  for (size_t i = 0; i < n; ++i) s[i] = char('a' + (i * 7 + i / 4093) % 26);
+  return s;
+}
+
+TEST_F(WriteBehindTest, OutputIsCompleteAndWrittenPartIsDropped) {
+  constexpr uint64_t kWindow = 256 << 10;
+  const std::string text = Pattern((4 << 20) + 12345);
+  std::FILE* f = std::fopen(path_.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  WriteBehind wb(f, path_.string(), kWindow);
+  {
+    JsonOut out(f, path_.string(), &wb);
+    for (size_t i = 0; i < text.size(); i += 1000) out.Raw(std::string_view(text).substr(i, 1000));
+    ASSERT_TRUE(out.Flush().ok());
+  }
+  ASSERT_EQ(std::fclose(f), 0);
+#if defined(__linux__)
+  ASSERT_TRUE(wb.active());
+  // JsonOut hands over 1 MiB blocks: all but the last two windows' worth is dropped.
+  EXPECT_GE(wb.dropped_bytes(), text.size() - 2 * JsonOut::kBlock - 2 * kWindow);
+  EXPECT_LE(wb.dropped_bytes(), text.size());
+  struct statfs sfs;
+  ASSERT_EQ(statfs(path_.c_str(), &sfs), 0);
+  if (sfs.f_type == 0x01021994) {
+    EXPECT_EQ(ReadBack(), text);
+    GTEST_SKIP() << "tmpfs keeps file pages in memory by design";
+  }
+  const int fd = ::open(path_.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  void* map = mmap(nullptr, text.size(), PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((text.size() + page - 1) / page);
+  ASSERT_EQ(mincore(map, text.size(), resident.data()), 0);
+  size_t dropped_pages = wb.dropped_bytes() / page, still_cached = 0;
+  for (size_t i = 0; i < dropped_pages; ++i) still_cached += resident[i] & 1;
+  munmap(map, text.size());
+  ::close(fd);
+  // The kernel may keep a few pages (readahead by another reader, a busy page): most must go.
+  EXPECT_LT(still_cached, dropped_pages / 4) << still_cached << " of " << dropped_pages << " pages still cached";
+#endif
+  EXPECT_EQ(ReadBack(), text);  // last: reading brings the pages back
+}
+
+TEST_F(WriteBehindTest, OffsetsCountFromWhereTheStreamWas) {
+  // A stream that already holds text (and some of it still in stdio's buffer).
+  std::FILE* f = std::fopen(path_.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const std::string head = Pattern(5000), body = Pattern(3 << 20);
+  ASSERT_EQ(std::fwrite(head.data(), 1, head.size(), f), head.size());
+  WriteBehind wb(f, path_.string(), 64 << 10);
+  {
+    JsonOut out(f, path_.string(), &wb);
+    for (size_t i = 0; i < body.size(); i += 777) out.Raw(std::string_view(body).substr(i, 777));
+    ASSERT_TRUE(out.Flush().ok());
+  }
+  ASSERT_EQ(std::fclose(f), 0);
+  EXPECT_EQ(ReadBack(), head + body);
+#if defined(__linux__)
+  EXPECT_GT(wb.dropped_bytes(), 0u);
+  EXPECT_LE(wb.dropped_bytes(), body.size());  // never counts the text before it
+#endif
+}
+
+TEST_F(WriteBehindTest, InactiveWhereItCannotWork) {
+  WriteBehind none(nullptr, "<none>");
+  EXPECT_FALSE(none.active());
+  EXPECT_TRUE(none.Wrote(1 << 30).ok());
+#if defined(__linux__)
+  std::FILE* null = std::fopen("/dev/null", "wb");
+  ASSERT_NE(null, nullptr);
+  WriteBehind dev(null, "/dev/null", 4096);
+  EXPECT_FALSE(dev.active());  // a character device
+  JsonOut out(null, "/dev/null", &dev);
+  out.Raw(Pattern(3 << 20));
+  EXPECT_TRUE(out.Flush().ok());
+  EXPECT_EQ(dev.dropped_bytes(), 0u);
+  std::fclose(null);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::FILE* w = fdopen(fds[1], "wb");
+  ASSERT_NE(w, nullptr);
+  WriteBehind pipe_wb(w, "<pipe>", 4096);
+  EXPECT_FALSE(pipe_wb.active());
+  std::fclose(w);
+  ::close(fds[0]);
+#endif
+}
+
+}  // namespace
+}  // namespace truffld::merge
