@@ -6,6 +6,7 @@
 // accepting only a strict subset of JSON, so anything it accepts is valid JSON that the DOM
 // reader would read to the same Fields (a differential test and the raw-line fuzzer check this).
 // Whatever it does not accept goes to the DOM reader, which handles and reports the rest.
+#include <algorithm>
 #include <cstring>
 
 #include "json_bytes.h"
@@ -16,10 +17,15 @@ namespace {
 
 // Eight ASCII digits in one little-endian word (timestamps have 19): the check and the
 // three-multiply conversion are the usual SWAR ones.
-inline bool AllDigits(uint64_t w) {
-  return ((w & 0xF0F0F0F0F0F0F0F0ull) | (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ==
+// Each byte of the result is 0 where w holds a digit. A carry out of `+ 6` can only disturb
+// bytes after a non-digit, so the first non-zero byte (little-endian) is always exact.
+inline uint64_t NonDigits(uint64_t w) {
+  return ((w & 0xF0F0F0F0F0F0F0F0ull) | (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ^
          0x3333333333333333ull;
 }
+inline bool AllDigits(uint64_t w) { return NonDigits(w) == 0; }
+
+constexpr uint64_t kPow10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 
 inline uint64_t EightDigits(uint64_t w) {
   w -= 0x3030303030303030ull;
@@ -53,15 +59,43 @@ class Cursor {
     const bool neg = Eat('-');
     const char* s = p_;
     uint64_t v = 0;  // wraps beyond 19 digits, which are refused below
-    for (uint64_t w; end_ - p_ >= 8 && (std::memcpy(&w, p_, 8), AllDigits(w)); p_ += 8)
+    uint64_t w = 0;
+    for (; end_ - p_ >= 8 && (std::memcpy(&w, p_, 8), AllDigits(w)); p_ += 8)
       v = v * 100000000 + EightDigits(w);
-    while (p_ != end_ && unsigned(*p_ - '0') < 10) v = v * 10 + unsigned(*p_++ - '0');
+    if (end_ - p_ >= 8) {
+      // The 0-7 digits left, in one go: shifted to the top of the word behind '0' padding.
+      const unsigned n = unsigned(__builtin_ctzll(NonDigits(w))) / 8;  // not all digits: non-zero
+      if (n) {
+        v = v * kPow10[n] + EightDigits((w << (64 - 8 * n)) | (0x3030303030303030ull >> (8 * n)));
+        p_ += n;
+      }
+    } else {
+      while (p_ != end_ && unsigned(*p_ - '0') < 10) v = v * 10 + unsigned(*p_++ - '0');
+    }
     const size_t digits = size_t(p_ - s);
     if (digits == 0 || digits > 19 || (digits > 1 && *s == '0')) return false;
     const char c = Peek();
     if (c != ',' && c != '}' && c != ']') return false;
     if (v > uint64_t(INT64_MAX) + (neg ? 1 : 0)) return false;
     *out = neg ? int64_t(0 - v) : int64_t(v);
+    return true;
+  }
+
+  // The bytes at the cursor are k's text: consumed, true.
+  __attribute__((always_inline)) bool Match(const KeyMemo::Key& k) {
+    const size_t n = k.len;
+    if (size_t(end_ - p_) >= sizeof k.text) {
+      uint64_t diff = 0;
+      for (size_t i = 0; i < (n <= 16 ? 2 : 4); ++i) {
+        uint64_t w;
+        std::memcpy(&w, p_ + 8 * i, 8);
+        diff |= (w ^ k.text[i]) & k.mask[i];
+      }
+      if (diff) return false;
+    } else if (size_t(end_ - p_) < n || std::memcmp(p_, k.text, n) != 0) {
+      return false;
+    }
+    p_ += n;
     return true;
   }
 
@@ -169,15 +203,44 @@ bool StringOrNull(Kind k, std::string_view s, std::string_view* dst) {
 
 }  // namespace
 
-bool FastScan(std::string_view line, Fields* f) {
+// Remembers `key` (read at this position of a record of this type) for the next such record.
+void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
+  const size_t n = key.size() + 2;  // the key, '"' and ':'
+  if (n > sizeof slot->text) { slot->len = 0; return; }
+  char bytes[sizeof slot->text] = {};
+  std::memcpy(bytes, key.data(), n);
+  std::memcpy(slot->text, bytes, sizeof bytes);
+  for (size_t i = 0; i < 4; ++i) {
+    const size_t have = n > 8 * i ? std::min<size_t>(n - 8 * i, 8) : 0;
+    slot->mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
+  }
+  slot->len = uint8_t(n);
+  slot->id = int16_t(id);
+}
+
+// The memo slot of a record type (any spread will do: a clash costs speed only).
+inline int TypeSlot(std::string_view t) {
+  return t.empty() ? 0 : int((t.size() * 7 + uint8_t(t[0]) + 3u * uint8_t(t.back())) % KeyMemo::kTypes);
+}
+
+bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
   Cursor c(line);
   if (!c.Eat('{')) return false;
   if (c.Eat('}')) return c.AtEnd();
-  for (;;) {
+  KeyMemo::Key* remembered = nullptr;  // this record type's remembered keys, once the type is read
+  for (int index = 0;; ++index) {
     std::string_view key, s;
     int64_t n = 0;
-    if (!c.Eat('"') || !c.PlainString(&key) || !c.Eat(':')) return false;
-    const int id = KeyOf(key);
+    if (!c.Eat('"')) return false;
+    KeyMemo::Key* slot = remembered && index < KeyMemo::kKeys ? &remembered[index] : nullptr;
+    int id;
+    if (slot && slot->len && c.Match(*slot)) {
+      id = slot->id;
+    } else {
+      if (!c.PlainString(&key) || !c.Eat(':')) return false;
+      id = KeyOf(key);
+      if (slot) Remember(key, id, slot);
+    }
     if (id == kGridKey || id == kBlockKey) {
       int32_t* dst = id == kGridKey ? f->grid : f->block;
       if (c.Peek() == '[') {
@@ -197,6 +260,7 @@ bool FastScan(std::string_view line, Fields* f) {
           case kTypeKey:
             if (k != Kind::kString) return false;
             f->type = s;
+            if (memo && !remembered) remembered = memo->keys[TypeSlot(s)];
             break;
           case kNameKey:
             if (k == Kind::kNull) { f->has_name = f->name_null = true; }

@@ -59,12 +59,31 @@ inline int IntField(std::string_view k) {
   }
 }
 
+// The keys of the last plain record of each type, in order, remembered so the next record of
+// that type can recognise each key with one compare against `"key":` instead of scanning for
+// its closing quote and looking it up (a dump is millions of records with a handful of key
+// layouts). Only speed depends on it: a key that does not match its remembered text is read
+// the ordinary way. Record types share slots by a hash of the type name; a clash only misses.
+struct KeyMemo {
+  static constexpr int kTypes = 16, kKeys = 16, kMaxText = 32;
+  struct Key {
+    // The key, its closing quote and the colon, zero-padded; `mask` keeps the bytes that count,
+    // so a match is four masked word compares.
+    uint64_t text[kMaxText / 8] = {};
+    uint64_t mask[kMaxText / 8] = {};
+    uint8_t len = 0;  // bytes that count; 0 = nothing remembered
+    int16_t id = 0;   // what the key means to the scanner
+  };
+  Key keys[kTypes][kKeys];
+};
+
 // Reads `line` into *f when it is a plain record: one compact JSON object (no whitespace
 // between tokens) whose keys and string values are printable ASCII without escapes, whose
 // numbers are integers that fit int64, whose grid/block are arrays of three such integers, and
 // which holds no other arrays or objects. Returns false, with *f unspecified, for anything
 // else; the caller then reads the line with the full JSON parser, which reports problems.
-// Thread-safety: pure function.
-bool FastScan(std::string_view line, Fields* f);
+// `memo`, when given, speeds up the next records (it never changes what is read).
+// Thread-safety: pure function apart from *memo, which belongs to one caller.
+bool FastScan(std::string_view line, Fields* f, KeyMemo* memo = nullptr);
 
 }  // namespace truffld::merge::raw

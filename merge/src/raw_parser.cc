@@ -91,6 +91,7 @@ struct RawLineParser::Impl {
   std::vector<char> buf;
   std::string repaired;
   std::string payload, category, copy_kind, domain, schema;  // scratch for non-string values
+  raw::KeyMemo key_memo;  // the fast scanner's remembered key layouts
 };
 
 RawLineParser::RawLineParser(TraceFile* out, std::string source)
@@ -184,7 +185,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   size_t first = line.find_first_not_of(" \t\r");
   if (first == std::string_view::npos) return;  // blank
   Fields f;
-  if (!fast_path_ || !FastScan(line.substr(first), &f)) {
+  if (!fast_path_ || !FastScan(line.substr(first), &f, &impl_->key_memo)) {
     f = Fields{};
     if (!ReadWithDom(line, line_no, &f)) return;
   }

@@ -106,13 +106,25 @@ TEST(RawFastScan, TakesPlainRecordsOnly) {
   EXPECT_EQ(f.v[raw::kGpuEnd], -5);
   EXPECT_EQ(f.grid[0], 128);
   EXPECT_EQ(f.block[0], 256);
-  // Integers of every length (read 8 digits at a time, then one by one), both signs.
+  // Integers of every length, both signs: read 8 digits at a time, then the rest in one word
+  // when 8 bytes follow (a long tail of the record) or one by one near the end of the line.
   const std::string digits = "1234567890123456789";  // 19 digits, below INT64_MAX
   for (size_t n = 1; n <= digits.size(); ++n)
-    for (const std::string& text : {digits.substr(0, n), "-" + digits.substr(0, n), "1" + std::string(n - 1, '0')}) {
+    for (const std::string& text : {digits.substr(0, n), "-" + digits.substr(0, n), "1" + std::string(n - 1, '0')})
+      for (const std::string tail : {"}", ",\"end\":123456789}", "]}"}) {
+        raw::Fields g;
+        const bool ok = raw::FastScan("{\"type\":\"x\",\"start\":" + text + tail, &g);
+        if (tail == "]}") { EXPECT_FALSE(ok) << text; continue; }  // not an array: refused
+        ASSERT_TRUE(ok) << text << tail;
+        EXPECT_EQ(g.v[raw::kStart], std::stoll(text)) << text << tail;
+        if (tail != "}") { EXPECT_EQ(g.v[raw::kEnd], 123456789); }
+      }
+  // A number runs into a byte that is no digit and no delimiter: refused wherever it sits.
+  for (size_t n = 1; n <= 12; ++n)
+    for (const char stop : {':', '/', 'e', '.', ' ', '\xfa', '\xff', '\x00'}) {
       raw::Fields g;
-      ASSERT_TRUE(raw::FastScan("{\"type\":\"x\",\"start\":" + text + "}", &g)) << text;
-      EXPECT_EQ(g.v[raw::kStart], std::stoll(text)) << text;
+      const std::string l = "{\"type\":\"x\",\"start\":" + digits.substr(0, n) + stop + "1,\"end\":123456789}";
+      EXPECT_FALSE(raw::FastScan(l, &g)) << n << " " << int(stop);
     }
   for (const char* l : {R"({"type":"a\"b"})", "{\"type\":\"caf\xC3\xA9\"}", R"({"type":"x","t":1.5})",
                         R"({"type":"x", "t":1})", R"({"type":"x","p":{}})", R"({"type":"x","t":12345678901234567890})",
@@ -120,6 +132,48 @@ TEST(RawFastScan, TakesPlainRecordsOnly) {
     raw::Fields g;
     EXPECT_FALSE(raw::FastScan(l, &g)) << l;
   }
+}
+
+// Keys remembered from earlier records of a type speed up the next ones and never change what
+// is read: near misses (one byte off, longer, shorter, in another position, past the end of
+// the line, over the remembered length), types sharing a memo slot, and keys too long to
+// remember all read as the DOM parser reads them, record after record.
+TEST(RawFastScan, RememberedKeysNeverChangeWhatIsRead) {
+  const std::string tail = R"("process_id":4,"thread_id":5,"return_code":0})";
+  std::string text;
+  for (int round = 0; round < 3; ++round) {
+    for (const char* type : {"RUNTIME", "DRIVER", "KERNEL", "NVTX_PUSH", "MEMSET", "BOGUS", "X", "Y"}) {
+      const std::string t = std::string(R"({"type":")") + type + R"(",)";
+      for (const char* l : {
+               R"("name":"a","start":1,"end":2,"correlation_id":3,)",
+               R"("name":"b","start":10,"end":20,"correlation_id":30,)",
+               R"("name":"c","start":1,"end":2,"correlation_ix":3,)",
+               R"("name":"d","start":1,"end":2,"correlation_id2":3,)",
+               R"("name":"e","start":1,"end":2,"correlation_i":3,)",
+               R"("nam":"f","start":1,"end":2,"correlation_id":3,)",
+               R"("name":"g","end":2,"start":1,"correlation_id":3,)",
+               R"("name":"h","start":1,"end":2,"a_key_longer_than_the_thirty_two_bytes_remembered":3,)",
+               R"("name":"i","start":1,"end":2,"a_key_longer_than_the_thirty_two_bytes_rememberee":3,)",
+               R"("name":"j","start":1,"end":2,"original_graph_node_id":7,)",
+               R"("name":"k","start":1,"end":2,"original_graph_node_ix":7,)",
+               R"("name" :"l","start":1,"end":2,"correlation_id":3,)",
+           })
+        text += t + l + tail + "\n";
+      // Short records: the remembered key runs past the end of the line.
+      text += t + R"("name":"m","start":1})" + "\n";
+      text += t + R"("name":"n","start":1,"e":2})" + "\n";
+      text += t + R"("name":"o","start":1,"end":2,"correlation_id":3})" + "\n";
+    }
+  }
+  ExpectSameBothWays(text, "remembered keys");
+  // And directly: the near miss is not taken for the remembered key.
+  raw::KeyMemo memo;
+  raw::Fields a, b;
+  ASSERT_TRUE(raw::FastScan(R"({"type":"RUNTIME","name":"a","correlation_id":3,"thread_id":5})", &a, &memo));
+  ASSERT_TRUE(raw::FastScan(R"({"type":"RUNTIME","name":"a","correlation_ix":3,"thread_id":5})", &b, &memo));
+  EXPECT_TRUE(a.has[raw::kCorr]);
+  EXPECT_FALSE(b.has[raw::kCorr]);
+  EXPECT_EQ(b.v[raw::kThread], 5);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "appendix_example.h"
+#include "json_bytes.h"
 #include "merge_test_util.h"
 
 namespace truffld::merge {
@@ -203,6 +204,25 @@ TEST(JsonOut, IntegersMatchToString) {
 // The escaper checks 8 bytes at a time: every byte that needs care must be caught at every
 // position of a word, next to plain bytes on both sides, and the text must stay valid JSON
 // that decodes back (invalid UTF-8 as U+FFFD).
+// The block-at-a-time scan (16 bytes with SSE2, then 8, then 1) finds the first special byte
+// wherever it sits relative to the blocks, and only special bytes stop it.
+TEST(JsonBytes, PlainPrefixMatchesBytewiseAtEveryPosition) {
+  const unsigned char stops[] = {'"', '\\', 0x00, 0x0a, 0x1f, 0x80, 0xc3, 0xff};
+  const unsigned char passes[] = {0x20, 0x7f, 'a', '~', '!', '#', '[', 0x5d};
+  for (size_t n = 0; n <= 70; ++n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += char(passes[i % sizeof passes]);
+    ASSERT_EQ(JsonPlainPrefix(s.data(), n), n) << n;
+    for (size_t pos = 0; pos < n; ++pos)
+      for (unsigned char c : stops) {
+        std::string t = s;
+        t[pos] = char(c);
+        if (pos + 1 < n) t[n - 1] = '"';  // a later stop must not win
+        ASSERT_EQ(JsonPlainPrefix(t.data(), n), pos) << "n=" << n << " pos=" << pos << " byte=" << int(c);
+      }
+  }
+}
+
 TEST(JsonOut, WordAtATimeEscapingMatchesBytewise) {
   const std::string specials[] = {"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "\xC3\xA9",
                                   "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xff", "\xC3", "\xED\xA0\x80"};
