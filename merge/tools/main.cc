@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-page-cache", keep_cache,
                "Leave the written outputs in the page cache (default: every 32 MiB written is sent to "
                "disk and dropped from the cache, so a multi-GB output neither fills memory nor evicts "
-               "what the host keeps cached; costs less CPU; a later reader reads the file from disk)");
+               "what the host keeps cached, and costs less CPU; a later reader reads the files from "
+               "disk, and on storage slower than the writers the merge waits for it)");
   app.add_flag("-q,--quiet", quiet, "No stdout summary");
   CLI11_PARSE(app, argc, argv);
 
