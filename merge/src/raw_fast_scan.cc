@@ -201,8 +201,6 @@ bool StringOrNull(Kind k, std::string_view s, std::string_view* dst) {
   return k == Kind::kNull;
 }
 
-}  // namespace
-
 // Remembers `key` (read at this position of a record of this type) for the next such record.
 void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
   const size_t n = key.size() + 2;  // the key, '"' and ':'
@@ -222,6 +220,8 @@ void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
 inline int TypeSlot(std::string_view t) {
   return t.empty() ? 0 : int((t.size() * 7 + uint8_t(t[0]) + 3u * uint8_t(t.back())) % KeyMemo::kTypes);
 }
+
+}  // namespace
 
 bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
   Cursor c(line);

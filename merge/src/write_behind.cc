@@ -14,9 +14,18 @@
 
 namespace truffld::merge {
 
-WriteBehind::WriteBehind(std::FILE* f, std::string name, uint64_t window)
-    : f_(f), name_(std::move(name)), window_(window == 0 ? kDefaultWindow : window) {
 #if defined(__linux__)
+namespace {
+int SystemSyncFileRange(int fd, int64_t offset, int64_t bytes, unsigned flags) {
+  return sync_file_range(fd, off_t(offset), off_t(bytes), flags);
+}
+}  // namespace
+#endif
+
+WriteBehind::WriteBehind(std::FILE* f, std::string name, uint64_t window, SyncFileRange sync)
+    : f_(f), name_(std::move(name)), window_(window == 0 ? kDefaultWindow : window), sync_(sync) {
+#if defined(__linux__)
+  if (!sync_) sync_ = SystemSyncFileRange;
   if (!f_) return;
   fd_ = fileno(f_);
   struct stat st;
@@ -47,12 +56,11 @@ Status WriteBehind::Advance() {
     active_ = false;
     return Status::Ok();
   };
-  if (sync_file_range(fd_, off_t(started_), off_t(written_ - started_), SYNC_FILE_RANGE_WRITE) != 0)
+  if (sync_(fd_, int64_t(started_), int64_t(written_ - started_), SYNC_FILE_RANGE_WRITE) != 0)
     return give_up(errno);
   if (started_ > dropped_) {
     const off_t off = off_t(dropped_), len = off_t(started_ - dropped_);
-    if (sync_file_range(fd_, off, len,
-                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+    if (sync_(fd_, off, len, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
       return give_up(errno);
     // Clean pages of a file no one maps: dropped. Failure only leaves them cached.
     (void)posix_fadvise(fd_, off, len, POSIX_FADV_DONTNEED);

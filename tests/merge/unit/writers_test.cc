@@ -201,9 +201,6 @@ TEST(JsonOut, IntegersMatchToString) {
   EXPECT_EQ(m.text(), "1763700000000000.123");
 }
 
-// The escaper checks 8 bytes at a time: every byte that needs care must be caught at every
-// position of a word, next to plain bytes on both sides, and the text must stay valid JSON
-// that decodes back (invalid UTF-8 as U+FFFD).
 // The block-at-a-time scan (16 bytes with SSE2, then 8, then 1) finds the first special byte
 // wherever it sits relative to the blocks, and only special bytes stop it.
 TEST(JsonBytes, PlainPrefixMatchesBytewiseAtEveryPosition) {
@@ -223,6 +220,9 @@ TEST(JsonBytes, PlainPrefixMatchesBytewiseAtEveryPosition) {
   }
 }
 
+// The escaper checks 8 bytes at a time: every byte that needs care must be caught at every
+// position of a word, next to plain bytes on both sides, and the text must stay valid JSON
+// that decodes back (invalid UTF-8 as U+FFFD).
 TEST(JsonOut, WordAtATimeEscapingMatchesBytewise) {
   const std::string specials[] = {"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "\xC3\xA9",
                                   "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xff", "\xC3", "\xED\xA0\x80"};

@@ -36,24 +36,33 @@ class WriteBehind {
  public:
   static constexpr uint64_t kDefaultWindow = uint64_t{32} << 20;  // 32 MiB
 
+  // The system call that starts and waits for writeback (Linux's sync_file_range); tests pass
+  // one that fails, to reach the error paths.
+  using SyncFileRange = int (*)(int fd, int64_t offset, int64_t bytes, unsigned flags);
+
   // `f` is the stream the caller writes; its descriptor is flushed and hinted, never closed.
-  // `name` names the file in errors.
-  WriteBehind(std::FILE* f, std::string name, uint64_t window = kDefaultWindow);
+  // `name` names the file in errors. `sync` null: the system's.
+  WriteBehind(std::FILE* f, std::string name, uint64_t window = kDefaultWindow,
+              SyncFileRange sync = nullptr);
 
   // Call after `bytes` more bytes were handed to the stream (fwrite returned). May flush the
   // stream, start writeback and wait for an earlier window. Returns IoError on a disk error.
   Status Wrote(uint64_t bytes);
 
-  bool active() const { return active_; }          // false: a no-op (see above)
-  uint64_t dropped_bytes() const { return dropped_ - base_; }  // dropped from the cache so far
+  bool active() const { return active_; }  // false: a no-op (see above)
+  // Bytes written through this WriteBehind and dropped from the cache so far, and the file
+  // offset they end at (the file's bytes before the WriteBehind was made are never touched).
+  uint64_t dropped_bytes() const { return dropped_ - base_; }
+  uint64_t dropped_until() const { return dropped_; }
 
  private:
   Status Advance();
 
-  std::FILE* f_;
+  [[maybe_unused]] std::FILE* f_;  // unused where the platform has no write-behind
   std::string name_;
   uint64_t window_;
-  int fd_ = -1;
+  [[maybe_unused]] SyncFileRange sync_;
+  [[maybe_unused]] int fd_ = -1;
   bool active_ = false;
   uint64_t base_ = 0;     // file offset when constructed
   uint64_t written_ = 0;  // offset just past the bytes handed to the stream
