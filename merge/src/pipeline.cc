@@ -7,8 +7,8 @@
 #endif
 
 #include <algorithm>
-#include <functional>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <thread>
 #include <tuple>

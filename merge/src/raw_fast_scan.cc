@@ -8,6 +8,7 @@
 // Whatever it does not accept goes to the DOM reader, which handles and reports the rest.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "json_bytes.h"
 #include "raw_fields.h"
@@ -205,10 +206,9 @@ bool StringOrNull(Kind k, std::string_view s, std::string_view* dst) {
 void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
   const size_t n = key.size() + 2;  // the key, '"' and ':'
   if (n > sizeof slot->text) { slot->len = 0; return; }
-  char bytes[sizeof slot->text] = {};
-  std::memcpy(bytes, key.data(), n);
-  std::memcpy(slot->text, bytes, sizeof bytes);
-  for (size_t i = 0; i < 4; ++i) {
+  std::memset(slot->text, 0, sizeof slot->text);
+  std::memcpy(slot->text, key.data(), n);
+  for (size_t i = 0; i < std::size(slot->mask); ++i) {
     const size_t have = n > 8 * i ? std::min<size_t>(n - 8 * i, 8) : 0;
     slot->mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
   }

@@ -333,7 +333,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
     opt(kCorr, &e.correlation_id); xopt(kStream, &x.stream);
-    e.name = sp.Intern(f.category.empty() ? std::string_view("sync") : f.category);
+    e.name = x.category != kNoStr ? x.category : sp.Intern("sync");  // the category, interned above
     e.kind = EventKind::kSync;
   } else if (t == "GRAPH_NODE") {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;

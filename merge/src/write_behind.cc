@@ -59,11 +59,11 @@ Status WriteBehind::Advance() {
   if (sync_(fd_, int64_t(started_), int64_t(written_ - started_), SYNC_FILE_RANGE_WRITE) != 0)
     return give_up(errno);
   if (started_ > dropped_) {
-    const off_t off = off_t(dropped_), len = off_t(started_ - dropped_);
+    const int64_t off = int64_t(dropped_), len = int64_t(started_ - dropped_);
     if (sync_(fd_, off, len, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
       return give_up(errno);
     // Clean pages of a file no one maps: dropped. Failure only leaves them cached.
-    (void)posix_fadvise(fd_, off, len, POSIX_FADV_DONTNEED);
+    (void)posix_fadvise(fd_, off_t(off), off_t(len), POSIX_FADV_DONTNEED);
     dropped_ = started_;
   }
   started_ = written_;
