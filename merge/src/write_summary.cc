@@ -70,7 +70,8 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   j["trees_layout"] = TreeLayoutName(run.tree_layout);
   if (run.trace_written) {
     j["trace"] = {{"slices", run.trace.slices}, {"flows", run.trace.flows},
-                  {"moved_to_overflow_track", run.trace.moved_to_overflow_track}};
+                  {"moved_to_overflow_track", run.trace.moved_to_overflow_track},
+                  {"time_origin_ns", std::to_string(run.trace.time_origin_ns)}};
   }
   j["total"] = Counters(r.summary.total);
   ordered_json ranks = ordered_json::array();

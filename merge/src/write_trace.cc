@@ -7,6 +7,11 @@
 // slices themselves (flow events v2, as Perfetto reads them).
 // A slice that partially overlaps an open slice on its track cannot nest, so it moves to an
 // overflow track ("<track> (overlap k)") and is counted; no track holds crossing slices.
+// Times: "ts" is microseconds since otherData.time_origin_ns (the whole second at or before the
+// earliest slice, on the merged axis of trees.jsonl). Viewers read "ts" as a double: absolute
+// epoch microseconds (~1.8e15) keep only a quarter of a microsecond, which moves slice edges by
+// up to 125 ns and can make nested slices cross; offsets from the origin keep every nanosecond
+// for traces spanning up to about 100 days.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -91,6 +96,16 @@ void ForEachInSliceOrder(const MergeResult& r, const std::vector<uint32_t>& slic
 
 }  // namespace
 
+TimeNs TraceTimeOrigin(TimeNs earliest) {
+  constexpr TimeNs kSecond = 1000000000;
+  TimeNs q = earliest / kSecond;
+  if (earliest % kSecond < 0) {
+    if (q == INT64_MIN / kSecond) return earliest;  // the second below does not fit in int64
+    --q;
+  }
+  return q * kSecond;
+}
+
 TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   TraceStats st;
   // pid per (file rank | file process); horizontal roots duplicate their step and are skipped.
@@ -171,13 +186,15 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     track_slices[last_index].push_back(i);
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
-  // where it does.
+  // where it does. The earliest start seen sets the time origin.
+  TimeNs earliest = INT64_MAX;
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
     std::vector<uint32_t>& slices = track_slices[ti];
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
     ForEachInSliceOrder(r, slices, [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
+      earliest = std::min(earliest, s_start);
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes.size()) lanes.emplace_back();
@@ -199,7 +216,16 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     });
     std::vector<uint32_t>().swap(slices);  // done with this track's slices
   }
-  out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\"},\"traceEvents\":[\n");
+  const TimeNs origin = earliest == INT64_MAX ? 0 : TraceTimeOrigin(earliest);
+  st.time_origin_ns = origin;
+  // start - origin >= 0; it exceeds int64 only for inputs spanning more than 292 years.
+  auto since_origin = [origin](TimeNs t) {
+    const uint64_t d = uint64_t(t) - uint64_t(origin);
+    return d > uint64_t(INT64_MAX) ? INT64_MAX : TimeNs(d);
+  };
+  out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\",\"time_origin_ns\":\"");
+  out->Int(origin);
+  out->Raw("\"},\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] { out->Raw(first ? "" : ",\n"); first = false; };
   for (const auto& [pid, name] : pid_name) {
@@ -252,7 +278,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     out->Int(lane_tracks[track_of[i]].second);
     out->Raw(",\"ts\":");
     const TimeNs start = e ? e->start : r.Start(n), end = e ? e->end : r.End(n);
-    out->Micros(start);
+    out->Micros(since_origin(start));
     out->Raw(",\"dur\":");
     out->Micros(end - start);
     if (e && e->correlation_id != kNone) {

@@ -341,6 +341,67 @@ TEST(Summary, CarriesCountersPerFileAndTotal) {
   EXPECT_NE(text.find("not merged: not found"), std::string::npos) << text;
 }
 
+TEST(ChromeTrace, TimeOriginIsTheWholeSecondAtOrBefore) {
+  EXPECT_EQ(TraceTimeOrigin(1763700000123456789), 1763700000000000000);
+  EXPECT_EQ(TraceTimeOrigin(1763700000000000000), 1763700000000000000);
+  EXPECT_EQ(TraceTimeOrigin(999999999), 0);
+  EXPECT_EQ(TraceTimeOrigin(0), 0);
+  EXPECT_EQ(TraceTimeOrigin(-1), -1000000000);
+  EXPECT_EQ(TraceTimeOrigin(-1000000000), -1000000000);
+  EXPECT_EQ(TraceTimeOrigin(-1000000001), -2000000000);
+  EXPECT_EQ(TraceTimeOrigin(INT64_MAX), INT64_MAX / 1000000000 * 1000000000);
+  EXPECT_EQ(TraceTimeOrigin(INT64_MIN), INT64_MIN);  // the second below does not fit
+  EXPECT_EQ(TraceTimeOrigin(INT64_MIN + 1000000000), -9223372036000000000);
+}
+
+// Viewers read "ts" as a double. At epoch times (~1.8e15 us) a double holds a quarter of a
+// microsecond, so edges 1 ns apart would merge or cross; since the origin every nanosecond must
+// come back, and nested slices must stay nested, when read the way Perfetto reads them.
+TEST(ChromeTrace, TimesKeepEveryNanosecondThroughADoubleReader) {
+  const long long t0 = 1763700000123456789LL;
+  auto at = [&](long long d) { return std::to_string(t0 + d); };
+  std::string d = "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":1,\"rank\":0,"
+                  "\"clock\":\"realtime\",\"clock_sync\":{\"realtime_ns\":0,\"monotonic_ns\":0}}\n"
+                  "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:a]\",\"timestamp\":" + at(0) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_PUSH\",\"name\":\"outer\",\"timestamp\":" + at(100) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_PUSH\",\"name\":\"inner\",\"timestamp\":" + at(101) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":" + at(102) + ",\"end\":" + at(103) +
+                  ",\"correlation_id\":1,\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":" + at(104) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":" + at(105) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_PUSH\",\"name\":\"next\",\"timestamp\":" + at(105) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":" + at(106) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"NVTX_POP\",\"timestamp\":" + at(2000000000) + ",\"process_id\":1,\"thread_id\":1}\n"
+                  "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + at(1999999997) + ",\"gpu_end\":" + at(1999999999) +
+                  ",\"correlation_id\":1,\"device\":0,\"stream\":1}\n";
+  MergeResult r = MergeText(d);
+  JsonOut out;
+  const TraceStats st = WriteChromeTrace(r, &out);
+  EXPECT_EQ(st.time_origin_ns, 1763700000000000000);
+  const json trace = json::parse(out.text());
+  ASSERT_EQ(trace["otherData"]["time_origin_ns"], "1763700000000000000");
+  const long long origin = std::stoll(trace["otherData"]["time_origin_ns"].get<std::string>());
+  std::map<std::string, std::pair<long long, long long>> got;
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<long long, long long>>> tracks;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const long long s = origin + std::llround(e["ts"].get<double>() * 1000.0);  // as Perfetto does
+    const long long en = s + std::llround(e["dur"].get<double>() * 1000.0);
+    got[e["name"].get<std::string>()] = {s, en};
+    tracks[{e["pid"], e["tid"]}].push_back({s, en});
+  }
+  const std::map<std::string, std::pair<long long, long long>> want = {
+      {"step_execute_model[request_ids:a]", {t0, t0 + 2000000000}}, {"outer", {t0 + 100, t0 + 105}},
+      {"inner", {t0 + 101, t0 + 104}}, {"cudaLaunchKernel", {t0 + 102, t0 + 103}},
+      {"next", {t0 + 105, t0 + 106}}, {"k", {t0 + 1999999997, t0 + 1999999999}}};
+  EXPECT_EQ(got, want);
+  for (auto& [track, v] : tracks)  // read back as doubles, slices on a track nest or are disjoint
+    for (auto& a : v)
+      for (auto& b : v)
+        EXPECT_FALSE(a.first < b.first && b.first < a.second && a.second < b.second)
+            << track.second << ": [" << a.first << "," << a.second << ") crosses [" << b.first << "," << b.second << ")";
+}
+
 // A track's slices are put in (start, longer first) order before lanes are assigned: kernels
 // listed in a few sorted runs (merged as visited) or in over 64 (the fallback sort) must get the
 // lanes a plain sort then greedy assignment gives. Each start time has a short kernel listed

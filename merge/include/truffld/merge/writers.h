@@ -35,10 +35,18 @@ struct TraceStats {
   uint64_t slices = 0;
   uint64_t flows = 0;
   uint64_t moved_to_overflow_track = 0;  // slices that partially overlapped another on its track
+  TimeNs time_origin_ns = 0;  // merged-axis ns that "ts" 0 stands for (otherData.time_origin_ns)
 };
 // Chrome trace JSON: a process per rank, host threads and GPU streams as tracks, flow arrows
-// from launch calls to the device work they caused.
+// from launch calls to the device work they caused. "ts" is in microseconds since
+// TraceStats::time_origin_ns, so that viewers, which read it as a double, keep nanoseconds.
+// Single-threaded; reads `result` only.
 TraceStats WriteChromeTrace(const MergeResult& result, JsonOut* out);
+
+// The time origin of a trace whose earliest slice starts at `earliest` (ns): the whole second at
+// or before it (floor, also for negative times; `earliest` itself when that second does not fit
+// in int64). Pure function.
+TimeNs TraceTimeOrigin(TimeNs earliest);
 
 // What the command line did, for summary.json.
 struct RunInfo {
