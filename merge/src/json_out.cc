@@ -159,7 +159,21 @@ void JsonOut::String(std::string_view s) {
   p_ = d;
 }
 
-void JsonOut::Int(int64_t v) { p_ = WriteI64(Room(24), v); }
+void JsonOut::Int(int64_t v) {
+  constexpr uint64_t k8 = 100000000;
+  char* d = Room(24);
+  if (v < int64_t(k8)) {
+    p_ = WriteI64(d, v);
+    return;
+  }
+  const uint64_t u = uint64_t(v), high = u / k8;  // high < 10^11
+  if (high != high_) {
+    high_ = high;
+    high_len_ = size_t(WriteU64(high_text_, high) - high_text_);
+  }
+  std::memcpy(d, high_text_, sizeof high_text_);  // 16 of the 24 bytes; the digits end at high_len_
+  p_ = Write8(d + high_len_, uint32_t(u - high * k8));
+}
 
 void JsonOut::Micros(int64_t ns) {
   char* d = Room(32);

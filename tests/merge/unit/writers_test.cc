@@ -179,6 +179,14 @@ TEST(JsonOut, IntegersMatchToString) {
     }
     if (p > INT64_MAX / 10) break;
   }
+  // Every 4-digit value in either half of an 8-digit block (the block writer splits them
+  // arithmetically), the other half varying, in the low and the middle block of a timestamp.
+  for (int64_t h = 0; h < 10000; ++h) {
+    const int64_t other = (h * 7919) % 10000;
+    values.push_back(1763700000LL * 100000000 + h * 10000 + other);
+    values.push_back(1763700000LL * 100000000 + other * 10000 + h);
+    values.push_back(17LL * 10000000000000000 + (h * 10000 + other) * 100000000 + 12345678);
+  }
   uint64_t x = 88172645463325252ull;  // xorshift: arbitrary values of every size
   for (int i = 0; i < 20000; ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;

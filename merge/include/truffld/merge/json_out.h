@@ -47,6 +47,8 @@ class JsonOut {
     *p++ = '"';
     p_ = p;
   }
+  // Integers of 9 or more digits (timestamps in ns) reuse the text of the digits above the last
+  // eight when they equal the previous such integer's: the writers print times in near order.
   void Int(int64_t v);
   void Micros(int64_t ns);            // ns as decimal microseconds with 3 decimals ("12.345")
   // Writes pending text; fails with IoError naming the output on a short write or a disk error
@@ -67,6 +69,10 @@ class JsonOut {
   char* end_ = nullptr;
   WriteBehind* wb_;
   Status error_;
+  // The last integer >= 10^8 printed by Int: its value / 10^8 and that quotient's digits.
+  uint64_t high_ = UINT64_MAX;
+  char high_text_[16] = {};
+  size_t high_len_ = 0;
 };
 
 // Appends `s` as a JSON string literal (with quotes) to *out.
