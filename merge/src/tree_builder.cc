@@ -111,33 +111,51 @@ class Builder {
     graph_nodes_read_ = per_kind[int(EventKind::kGraphNode)];
   }
 
-  // The range's class. Valid until the next call (an uncached answer lives in scratch_class_).
-  // The cache holds at most kMaxCachedClasses names: profilers name each operator call
-  // differently ("aten::mm, seq = 1234, op_id = 56789"), and caching millions of names that
-  // never repeat cost ~80 bytes per range at the merge's memory peak.
-  const RangeClass& ClassOf(const Event& e) {
-    const StrId category = file_.Extra(e).category;
-    Triple key{e.name, e.domain, category};
-    // A small direct-mapped front for the map: every range is classified twice (Classify,
-    // EmitNodes) and a dump repeats a few hundred names, so most lookups end here.
+  // Classes are cached per (name, domain, category), but for at most kMaxCachedClasses of
+  // them: profilers name each operator call differently ("aten::mm, seq = 1234, op_id =
+  // 56789"), and caching millions of names that never repeat cost ~80 bytes per range at the
+  // merge's memory peak. Every range is looked at twice (Classify wants its layer, EmitNodes its
+  // family and request ids): a name past the cache is matched against the rules once, in
+  // Classify, and EmitNodes derives the rest from the layer found then.
+
+  // The cached class of e's key, or nullptr. A small direct-mapped front serves most lookups
+  // (a dump repeats a few hundred names).
+  const RangeClass* CachedClass(const Event& e) {
+    const Triple key{e.name, e.domain, file_.Extra(e).category};
     ClassSlot& slot = class_front_[TripleHash()(key) % kFrontSlots];
-    if (slot.rc && slot.key == key) return *slot.rc;
+    if (slot.rc && slot.key == key) return slot.rc;
     auto it = class_cache_.find(key);
-    if (it != class_cache_.end()) {
-      slot = {key, &it->second};  // map nodes never move: the pointer stays valid
-      return it->second;
-    }
-    RangeClass rc;
-    std::string_view name = file_.strings.Get(e.name);
-    rc.layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(category));
-    rc.family = file_.strings.Intern(NormaliseFamily(rc.layer, name));
-    rc.requests = opt_.rules.ParseRequests(name);
+    if (it == class_cache_.end()) return nullptr;
+    slot = {key, &it->second};  // map nodes never move: the pointer stays valid
+    return &it->second;
+  }
+
+  // The layer the rules give e; the whole class is computed and cached while there is room.
+  Layer LayerOf(const Event& e) {
+    if (const RangeClass* c = CachedClass(e)) return c->layer;
+    const StrId category = file_.Extra(e).category;
+    const std::string_view name = file_.strings.Get(e.name);
+    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(category));
     if (class_cache_.size() < kMaxCachedClasses) {
-      const RangeClass& cached = class_cache_.emplace(key, std::move(rc)).first->second;
-      slot = {key, &cached};
-      return cached;
+      RangeClass rc;
+      rc.layer = layer;
+      rc.family = file_.strings.Intern(NormaliseFamily(layer, name));
+      rc.requests = opt_.rules.ParseRequests(name);
+      class_cache_.emplace(Triple{e.name, e.domain, category}, std::move(rc));
     }
-    scratch_class_ = std::move(rc);
+    return layer;
+  }
+
+  // Family (for `layer`, the range's final layer) and request ids of e's name. Valid until the
+  // next call (an uncached answer lives in scratch_class_). Equal to normalising the name for
+  // `layer` and parsing its request ids, which is what a cached class holds for its own layer.
+  const RangeClass& ClassFor(const Event& e, Layer layer) {
+    const RangeClass* c = CachedClass(e);
+    if (c && c->layer == layer) return *c;
+    scratch_class_.layer = layer;
+    scratch_class_.family = file_.strings.Intern(NormaliseFamily(layer, file_.strings.Get(e.name)));
+    if (c) scratch_class_.requests = c->requests;
+    else scratch_class_.requests = opt_.rules.ParseRequests(file_.strings.Get(e.name));
     return scratch_class_;
   }
   static constexpr size_t kMaxCachedClasses = 1 << 16;
@@ -170,7 +188,7 @@ class Builder {
     layer_.resize(ranges_.size());
     bool any_step = false;
     for (size_t r = 0; r < ranges_.size(); ++r) {
-      layer_[r] = ClassOf(ev_[ranges_[r].event]).layer;
+      layer_[r] = LayerOf(ev_[ranges_[r].event]);
       any_step |= layer_[r] == Layer::kStep;
     }
     if (any_step || !opt_.implicit_steps) return;
@@ -532,10 +550,10 @@ class Builder {
       if ((step_of_[r] == r) != (pass == 0)) continue;
       const HostRange& h = ranges_[r];
       const Event& e = ev_[h.event];
-      const RangeClass& cls = ClassOf(e);
+      const RangeClass& cls = ClassFor(e, layer_[r]);
       uint32_t n = NewNode(h.event, layer_[r], h.start, h.end);
       node_of[r] = n;
-      out_.nodes[n].family = layer_[r] == cls.layer ? cls.family : file_.strings.Intern(NormaliseFamily(layer_[r], file_.strings.Get(e.name)));
+      out_.nodes[n].family = cls.family;
       if (layer_[r] == Layer::kStep && step_of_[r] == r) {
         const uint32_t hroot = NewNode(h.event, Layer::kStep, h.start, h.end);
         out_.nodes[hroot].family = out_.nodes[n].family;
@@ -644,18 +662,18 @@ class Builder {
     }
     std::sort(unsorted.begin(), unsorted.end());
     unsorted.erase(std::unique(unsorted.begin(), unsorted.end()), unsorted.end());
-    auto before = [&](uint32_t a, uint32_t b) {
-      const TimeNs sa = NodeStart(a), sb = NodeStart(b);
-      return sa != sb ? sa < sb : a < b;
-    };
-    std::vector<uint32_t> kids;
+    // A list is a few runs in start order (a range's child ranges, then its API calls, then
+    // device work, each created in order): merged as runs, on (start, node) pairs read once,
+    // since a comparison that looks a start up through the node's event is a cache miss (a
+    // comparison sort that did so was a fifth of a realistic merge's instructions).
+    std::vector<std::pair<TimeNs, uint32_t>> kids;
     for (const uint32_t p : unsorted) {
       kids.clear();
-      for (uint32_t x = nodes[p].first_child; x != kNoNode; x = nodes[x].next_sibling) kids.push_back(x);
-      std::sort(kids.begin(), kids.end(), before);
-      for (size_t k = 0; k + 1 < kids.size(); ++k) nodes[kids[k]].next_sibling = kids[k + 1];
-      nodes[kids.back()].next_sibling = kNoNode;
-      nodes[p].first_child = kids.front();
+      for (uint32_t x = nodes[p].first_child; x != kNoNode; x = nodes[x].next_sibling) kids.emplace_back(NodeStart(x), x);
+      SortRuns(kids.begin(), kids.end(), std::less<>());
+      for (size_t k = 0; k + 1 < kids.size(); ++k) nodes[kids[k].second].next_sibling = kids[k + 1].second;
+      nodes[kids.back().second].next_sibling = kNoNode;
+      nodes[p].first_child = kids.front().second;
     }
     out_.counters.steps = out_.steps.size();
   }
