@@ -64,9 +64,10 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kFrontend, "^torch\\.nn\\.functional\\.", "", "", false},
     {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
     {Layer::kFrontend, "^torch\\.", "", "", false},
-    {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false},
+    {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false,
+     ".forward|.backward|.step|._call_impl"},
     {Layer::kBackend, "", "", "cpu_op", false},
-    {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false},
+    {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false, "::"},
 };
 
 std::vector<std::string> SplitWords(std::string_view s) {

@@ -89,6 +89,10 @@ RegexPrefilter RegexPrefilter::Analyse(std::string_view re, bool icase, std::vec
   if (all_anchored && all_literal) {
     f.prefixes = lits;
     f.exact = all_pure;
+    for (const std::string& p : f.prefixes)
+      for (int c = 0; c < 256; ++c)  // every byte StartsWith accepts as p's first
+        if (icase ? std::tolower(c) == static_cast<unsigned char>(p[0]) : c == static_cast<unsigned char>(p[0]))
+          f.first_bytes[c / 64] |= uint64_t{1} << (c % 64);
   } else if (all_literal) {
     f.contains_any = lits;
   }
@@ -98,14 +102,29 @@ RegexPrefilter RegexPrefilter::Analyse(std::string_view re, bool icase, std::vec
 
 RegexPrefilter::Verdict RegexPrefilter::Check(std::string_view name) const {
   if (!prefixes.empty()) {
+    if (name.empty()) return Verdict::kNo;  // every prefix has a byte
+    const unsigned char c0 = static_cast<unsigned char>(name[0]);
+    if (!(first_bytes[c0 / 64] >> (c0 % 64) & 1)) return Verdict::kNo;
     const bool any = std::any_of(prefixes.begin(), prefixes.end(),
                                  [&](const std::string& p) { return StartsWith(name, p, icase); });
     if (!any) return Verdict::kNo;
     if (exact) return Verdict::kYes;
   }
   if (!contains_any.empty()) {
-    const std::string lowered = icase ? Lower(name) : std::string();
-    const std::string_view hay = icase ? std::string_view(lowered) : name;
+    // Case-insensitive: the lowered name, on the stack when it fits (callers cut names to 4 KiB).
+    char small[4096];
+    std::string big;
+    std::string_view hay = name;
+    if (icase) {
+      char* out = small;
+      if (name.size() > sizeof small) {
+        big.resize(name.size());
+        out = big.data();
+      }
+      for (size_t i = 0; i < name.size(); ++i)
+        out[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+      hay = std::string_view(out, name.size());
+    }
     const bool any = std::any_of(contains_any.begin(), contains_any.end(),
                                  [&](const std::string& p) { return hay.find(p) != std::string_view::npos; });
     if (!any) return Verdict::kNo;

@@ -75,7 +75,12 @@ std::vector<std::string> Names() {
       "cudaLaunchKernel", "", "a", "request_ids:", "foo[request_ids:7]", "request_ids:1\\_2_3",
       "parallel_linear", "all", "reduce", "allreduce_coalesced", "all_reduce_base_x", "c10d:",
       "gloo", "recv_tensor", "BARRIER", "Send", "\xff\xfe aten::x", "step_execute_model",
-      "\nnccl", "x\naten::mm", "step\n[A"};
+      "\nnccl", "x\naten::mm", "step\n[A",
+      // Around the literals the identifier rules need ("::", ".forward", ...): present but
+      // not after an identifier, after one, or only partly there.
+      "::op", "a::", "a::9", "a b::c", "_C::rotary_embedding, op_id = 269", "vllm::attn", "9a::b",
+      ".forward", "a-b.forward", "Linear.forwardx", "Linear.step_fn", "Model._call_impl(x)",
+      "Linear.forward(x)", "Linear.backwar", "Nccl_send", "NcclAllReduce", "Aten::mm"};
   // Every name also with prefixes and suffixes that may break anchors and word boundaries.
   const std::vector<std::string> base = names;
   for (const std::string& n : base)

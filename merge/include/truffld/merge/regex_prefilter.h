@@ -11,6 +11,7 @@
 // Pure value type; thread-safe to share once built.
 #pragma once
 
+#include <cstdint>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ struct RegexPrefilter {
   bool icase = false;
   std::vector<std::string> prefixes;      // anchored: the name starts with one of these
   std::vector<std::string> contains_any;  // the name contains one of these (lowercased if icase)
+  // Anchored: the bytes a name may start with (bit c of word c / 64), from the prefixes' first
+  // bytes, so most names are ruled out by one lookup.
+  uint64_t first_bytes[4] = {0, 0, 0, 0};
 
   // Derives what the ECMAScript text `re` lets us conclude cheaply. `needs_any`: extra literals
   // of which a match must contain one (for rules whose text is too complex to analyse; given
