@@ -131,7 +131,10 @@ class Builder {
   }
 
   // The layer the rules give e; the whole class is computed and cached while there is room.
-  Layer LayerOf(const Event& e) {
+  // *cached: whether e's class is in the cache now (when not, it never will be: the cache only
+  // grows here, and only while it has room).
+  Layer LayerOf(const Event& e, bool* cached) {
+    *cached = true;
     if (const RangeClass* c = CachedClass(e)) return c->layer;
     const StrId category = file_.Extra(e).category;
     const std::string_view name = file_.strings.Get(e.name);
@@ -142,6 +145,8 @@ class Builder {
       rc.family = file_.strings.Intern(NormaliseFamily(layer, name));
       rc.requests = opt_.rules.ParseRequests(name);
       class_cache_.emplace(Triple{e.name, e.domain, category}, std::move(rc));
+    } else {
+      *cached = false;
     }
     return layer;
   }
@@ -149,8 +154,9 @@ class Builder {
   // Family (for `layer`, the range's final layer) and request ids of e's name. Valid until the
   // next call (an uncached answer lives in scratch_class_). Equal to normalising the name for
   // `layer` and parsing its request ids, which is what a cached class holds for its own layer.
-  const RangeClass& ClassFor(const Event& e, Layer layer) {
-    const RangeClass* c = CachedClass(e);
+  // `cached`: what LayerOf said (false spares the lookup).
+  const RangeClass& ClassFor(const Event& e, Layer layer, bool cached) {
+    const RangeClass* c = cached ? CachedClass(e) : nullptr;
     if (c && c->layer == layer) return *c;
     scratch_class_.layer = layer;
     scratch_class_.family = file_.strings.Intern(NormaliseFamily(layer, file_.strings.Get(e.name)));
@@ -186,9 +192,12 @@ class Builder {
 
   void Classify() {
     layer_.resize(ranges_.size());
+    uncached_.assign(ranges_.size(), false);
     bool any_step = false;
     for (size_t r = 0; r < ranges_.size(); ++r) {
-      layer_[r] = LayerOf(ev_[ranges_[r].event]);
+      bool cached;
+      layer_[r] = LayerOf(ev_[ranges_[r].event], &cached);
+      uncached_[r] = !cached;
       any_step |= layer_[r] == Layer::kStep;
     }
     if (any_step || !opt_.implicit_steps) return;
@@ -550,7 +559,7 @@ class Builder {
       if ((step_of_[r] == r) != (pass == 0)) continue;
       const HostRange& h = ranges_[r];
       const Event& e = ev_[h.event];
-      const RangeClass& cls = ClassFor(e, layer_[r]);
+      const RangeClass& cls = ClassFor(e, layer_[r], !uncached_[r]);
       uint32_t n = NewNode(h.event, layer_[r], h.start, h.end);
       node_of[r] = n;
       out_.nodes[n].family = cls.family;
@@ -593,6 +602,7 @@ class Builder {
     // freed memory back to the host, a fresh page costs far more than a reused one). The
     // fallback for graphs captured outside steps still reads ranges_ and layer_.
     std::vector<uint8_t>().swap(in_comm);
+    std::vector<bool>().swap(uncached_);
     for (auto* v : {&parent_, &step_of_, &sorted_, &step_slot_}) std::vector<uint32_t>().swap(*v);
     std::vector<StepSpan>().swap(step_spans_);
     std::unordered_map<int64_t, uint32_t>().swap(implicit_of_);
@@ -687,6 +697,7 @@ class Builder {
   size_t api_calls_read_ = 0, graph_nodes_read_ = 0;
   std::vector<HostRange> ranges_;
   std::vector<Layer> layer_;
+  std::vector<bool> uncached_;  // per range from Classify: its class is not in class_cache_
   std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
   std::vector<StepSpan> step_spans_;
   std::unordered_map<int64_t, uint32_t> implicit_of_;

@@ -319,6 +319,49 @@ TEST(Merge, ClassCacheKeysOnNameAndDomainAcrossCollisions) {
   EXPECT_EQ(checked, 12000u);
 }
 
+// The class cache holds 65536 names; past it a range is matched against the rules once and its
+// family and request ids are derived when its node is made. 70000 distinct operator names (as
+// profilers number every call), with a range naming request 1 of the step every 500th, must
+// get the same layers, families and request subsets past the cache as before it.
+TEST(Merge, RangesPastTheClassCacheKeepLayerFamilyAndRequests) {
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:0_1_2]\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}\n";
+  const int n = 70000;
+  for (int i = 0; i < n; ++i) {
+    const long long t = 10 + i * 10LL;
+    const std::string name = i % 500 == 499 ? "sample" + std::to_string(i) + "[request_ids:1]"
+                                            : "aten::op" + std::to_string(i % 7) + ", seq = " + std::to_string(i);
+    d += "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(t) +
+         ",\"process_id\":1,\"thread_id\":1}\n{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(t + 5) +
+         ",\"process_id\":1,\"thread_id\":1}\n";
+  }
+  d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(20 + n * 10LL) + ",\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeOne(d);
+  size_t ops = 0, samplers = 0, late = 0;
+  for (const Node& node : r.nodes) {
+    const Event* e = r.EventOf(node);
+    if (!e || node.layer == Layer::kStep) continue;
+    const std::string name(r.Name(node));
+    const bool past = e->start > 10 + 66000 * 10LL;  // certainly past the first 65536 names
+    if (name.rfind("sample", 0) == 0) {
+      ++samplers;
+      EXPECT_EQ(node.layer, Layer::kOther) << name;
+      EXPECT_EQ(r.Family(node), NormaliseFamily(Layer::kOther, name)) << name;
+      EXPECT_TRUE(r.InRequestSet(node.requests, "1")) << name;
+      EXPECT_FALSE(r.InRequestSet(node.requests, "0")) << name;
+    } else {
+      ++ops;
+      EXPECT_EQ(node.layer, Layer::kBackend) << name;
+      EXPECT_EQ(r.Family(node), name.substr(0, name.find(','))) << name;  // "aten::op3"
+      EXPECT_EQ(node.requests, kAllRequests) << name;
+    }
+    late += past;
+  }
+  EXPECT_EQ(samplers, size_t(n / 500));
+  EXPECT_EQ(ops, size_t(n - n / 500));
+  EXPECT_GT(late, 3000u);
+}
+
 // Nodes read their times and names from their events (Merge maps every event onto the merged
 // axis and gives a range's opening event the range's end); implicit steps have no event and
 // read theirs from implicit_spans, whose node indices must follow each file's nodes when the
