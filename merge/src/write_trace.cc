@@ -11,7 +11,7 @@
 // earliest slice, on the merged axis of trees.jsonl). Viewers read "ts" as a double: absolute
 // epoch microseconds (~1.8e15) keep only a quarter of a microsecond, which moves slice edges by
 // up to 125 ns and can make nested slices cross; offsets from the origin keep every nanosecond
-// for traces spanning up to about 100 days.
+// for traces spanning up to about 50 days (2^42 us).
 #include <algorithm>
 #include <map>
 #include <tuple>
