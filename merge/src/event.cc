@@ -49,16 +49,24 @@ void IngestStats::Report(std::string where, std::string kind, std::string messag
 
 namespace {
 
-// Hash of every field of x (not its padding bytes).
+// 64x64 -> 128 multiply, halves folded (the mixing step of HashBytes).
+inline uint64_t Fold(uint64_t a, uint64_t b) {
+  const __uint128_t r = static_cast<__uint128_t>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+inline uint64_t Pack(int32_t lo, int32_t hi) { return uint64_t(uint32_t(lo)) | uint64_t(uint32_t(hi)) << 32; }
+
+// Hash of every field of x (not its padding bytes), mixed field by field: serialising the record
+// for HashBytes cost more than the table lookup itself.
 uint64_t HashExtra(const EventExtra& x) {
-  char buf[90];
-  char* p = buf;
-  auto put = [&p](const void* v, size_t n) { std::memcpy(p, v, n); p += n; };
-  put(&x.range_id, 8); put(&x.graph_id, 8); put(&x.graph_node_id, 8);
-  put(&x.original_graph_node_id, 8); put(&x.bytes, 8); put(x.grid, 12); put(x.block, 12);
-  put(&x.copy_kind, 4); put(&x.payload, 4); put(&x.return_code, 4);
-  put(&x.stream, 4); put(&x.cbid, 4); put(&x.category, 4); put(&x.device, 2);
-  return HashBytes(std::string_view(buf, size_t(p - buf)), ProcessHashSeed());
+  constexpr uint64_t kP0 = 0xa0761d6478bd642full, kP1 = 0xe7037ed1a0b428dbull, kP2 = 0x8ebc6af09c88c6e3ull;
+  uint64_t h = Fold(uint64_t(x.range_id) ^ kP0 ^ ProcessHashSeed(), uint64_t(x.graph_id) ^ kP1);
+  h = Fold(h ^ uint64_t(x.graph_node_id) ^ kP0, uint64_t(x.original_graph_node_id) ^ kP1);
+  h = Fold(h ^ uint64_t(x.bytes) ^ kP0, Pack(x.grid[0], x.grid[1]) ^ kP1);
+  h = Fold(h ^ Pack(x.grid[2], x.block[0]) ^ kP0, Pack(x.block[1], x.block[2]) ^ kP1);
+  h = Fold(h ^ Pack(int32_t(x.copy_kind), int32_t(x.payload)) ^ kP0, Pack(x.return_code, x.stream) ^ kP1);
+  h = Fold(h ^ Pack(x.cbid, int32_t(x.category)) ^ kP0, uint64_t(uint16_t(x.device)) ^ kP1);
+  return Fold(h, kP2);
 }
 
 uint64_t HashThread(const HostThread& t) {
@@ -95,7 +103,7 @@ std::vector<uint32_t> ThreadTable::Sort() {
   }
   list_ = std::move(sorted);
   index_.Reset(0);  // every index moved: rebuilt by the next Lookup
-  last_ = 0;
+  last_ = before_last_ = 0;
   sorted_ = true;
   return remap;
 }
@@ -109,10 +117,13 @@ std::vector<uint32_t> TraceFile::SortThreads() {
 
 uint32_t ExtraInterner::Intern(const EventExtra& x, std::vector<EventExtra>* extras) {
   const uint32_t n = static_cast<uint32_t>(extras->size());
+  for (uint32_t r : recent_)
+    if (r < n && (*extras)[r] == x) return r;
   const uint32_t i = index_.FindOrInsert(
       HashExtra(x), n, [&](uint32_t k) { return (*extras)[k] == x; },
       [&](uint32_t k) { return HashExtra((*extras)[k]); });
   if (i == n) extras->push_back(x);
+  recent_[next_recent_++ % std::size(recent_)] = i;
   return i;
 }
 

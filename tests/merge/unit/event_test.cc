@@ -76,6 +76,39 @@ TEST(ExtraInterner, SharesEqualRecordsAndSeparatesEveryField) {
   EXPECT_EQ(f.extras.size(), variants.size() + 100001);  // a new record after Release
 }
 
+// Records met in turns (a thread's API calls and the kernels they launch), as the importers
+// meet them: the same record always gets the same index, whether found among the last answers
+// or in the table, and Release ends sharing with what came before it.
+TEST(ExtraInterner, RecordsInTurnsKeepTheirIndices) {
+  std::vector<EventExtra> records(10);
+  for (int k = 0; k < 10; ++k) {
+    records[k].cbid = k < 5 ? 211 : -1;
+    records[k].return_code = k < 5 ? k : 0;
+    records[k].stream = 7;
+    records[k].grid[0] = k < 5 ? 0 : 100 + k;
+    records[k].bytes = k % 5 == 4 ? 1 << k : kNone;
+  }
+  TraceFile f;
+  std::vector<uint32_t> index(records.size(), kNoExtra);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 20000; ++i) {
+    const size_t k = i % 3 == 2 ? rng() % records.size() : (i % 2 ? 5 + i % 3 : i % 4);  // turns, then jumps
+    Event e;
+    f.SetExtra(e, records[k]);
+    if (index[k] == kNoExtra) index[k] = e.extra;
+    ASSERT_EQ(e.extra, index[k]) << "step " << i << " record " << k;
+    ASSERT_EQ(f.Extra(e), records[k]);
+  }
+  EXPECT_EQ(f.extras.size(), records.size());
+  Event last;
+  f.SetExtra(last, records[2]);  // among the last answers
+  f.extra_interner.Release(f.extras);
+  Event after;
+  f.SetExtra(after, records[2]);
+  EXPECT_NE(after.extra, last.extra);  // not shared across Release
+  EXPECT_EQ(f.extras.size(), records.size() + 1);
+}
+
 TEST(ThreadTable, IndexIsStableAndZeroIsNoThread) {
   ThreadTable t;
   EXPECT_EQ(t.Index(kNone, kNone), 0u);
@@ -83,6 +116,13 @@ TEST(ThreadTable, IndexIsStableAndZeroIsNoThread) {
   EXPECT_EQ(a, 1u); EXPECT_EQ(b, 2u); EXPECT_EQ(c, 3u);
   EXPECT_EQ(t.Index(7, 70), a);  // not the last one asked: found through the table
   EXPECT_EQ(t.Index(8, kNone), c);
+  for (int i = 0; i < 9; ++i) {  // in turns (the last two answers), then a third
+    EXPECT_EQ(t.Index(7, 70), a);
+    EXPECT_EQ(t.Index(8, kNone), c);
+    if (i % 3 == 2) {
+      EXPECT_EQ(t.Index(7, 71), b);
+    }
+  }
   EXPECT_EQ(t[b].process_id, 7); EXPECT_EQ(t[b].thread_id, 71);
   EXPECT_EQ(t.size(), 4u);
   EXPECT_TRUE(t.sorted());  // first seen in (process, thread) order

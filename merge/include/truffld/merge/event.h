@@ -10,8 +10,10 @@
 // Thread-safety: plain data; a TraceFile is built by one thread and then read-only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,9 +76,13 @@ class ThreadTable {
  public:
   ThreadTable() : list_{HostThread{}} {}
   // The index of (process_id, thread_id), appended if new (the table is then unsorted).
+  // Records of one thread come in runs, and a thread's API calls interleave with the device
+  // activity they launch (thread_id kNone): the last two answers are checked before the table.
   uint32_t Index(int64_t process_id, int64_t thread_id) {
     const HostThread t{process_id, thread_id};
-    if (list_[last_] == t) return last_;  // records of one thread come in runs
+    if (list_[last_] == t) return last_;
+    std::swap(last_, before_last_);
+    if (list_[last_] == t) return last_;
     return last_ = Lookup(t);
   }
   const HostThread& operator[](uint32_t i) const { return list_[i]; }
@@ -90,7 +96,7 @@ class ThreadTable {
   uint32_t Lookup(const HostThread& t);
   std::vector<HostThread> list_;
   IndexTable index_;  // into list_
-  uint32_t last_ = 0;
+  uint32_t last_ = 0, before_last_ = 0;  // the last two answers of Index
   bool sorted_ = true;
 };
 
@@ -194,10 +200,17 @@ class ExtraInterner {
   // The index in *extras of a record equal to x, appended if there is none.
   uint32_t Intern(const EventExtra& x, std::vector<EventExtra>* extras);
   // Frees the table; records in `extras` so far are no longer shared with later ones.
-  void Release(const std::vector<EventExtra>& extras) { index_.Reset(static_cast<uint32_t>(extras.size())); }
+  void Release(const std::vector<EventExtra>& extras) {
+    index_.Reset(static_cast<uint32_t>(extras.size()));
+    std::fill(std::begin(recent_), std::end(recent_), kNoExtra);
+  }
 
  private:
   IndexTable index_;
+  // The last four answers, compared before hashing: a thread's API calls and the kernels they
+  // launch alternate between records.
+  uint32_t recent_[4] = {kNoExtra, kNoExtra, kNoExtra, kNoExtra};
+  uint32_t next_recent_ = 0;
 };
 
 struct TraceFile {
