@@ -78,6 +78,19 @@ inline char* Write8(char* p, uint32_t v) {  // exactly 8 digits, v < 10^8
   return p + 8;
 }
 
+// v < 10^8 as exactly eight digits with a '.' before the last three ("12345.678"): the low
+// eight digits of a time in ns, printed in us by Micros.
+inline char* Write8Dot(char* p, uint32_t v) {
+  const uint32_t hi = v / 10000, lo = v % 10000, frac = lo % 1000;
+  std::memcpy(p, kPairs + 2 * (hi / 100), 2);
+  std::memcpy(p + 2, kPairs + 2 * (hi % 100), 2);
+  p[4] = char('0' + lo / 1000);
+  p[5] = '.';
+  p[6] = char('0' + frac / 100);
+  std::memcpy(p + 7, kPairs + 2 * (frac % 100), 2);
+  return p + 9;
+}
+
 inline char* WriteSmall(char* p, uint32_t v) {  // v < 10^8, no leading zeros
   if (v < 10) {  // most ids, streams, devices: one or two digits
     *p = char('0' + v);
@@ -159,6 +172,15 @@ void JsonOut::String(std::string_view s) {
   p_ = d;
 }
 
+char* JsonOut::HighDigits::Write(char* d, uint64_t high) {
+  if (high != value) {
+    value = high;
+    len = size_t(WriteU64(text, high) - text);
+  }
+  std::memcpy(d, text, sizeof text);
+  return d + len;
+}
+
 void JsonOut::Int(int64_t v) {
   constexpr uint64_t k8 = 100000000;
   char* d = Room(24);
@@ -167,20 +189,23 @@ void JsonOut::Int(int64_t v) {
     return;
   }
   const uint64_t u = uint64_t(v), high = u / k8;  // high < 10^11
-  if (high != high_) {
-    high_ = high;
-    high_len_ = size_t(WriteU64(high_text_, high) - high_text_);
-  }
-  std::memcpy(d, high_text_, sizeof high_text_);  // 16 of the 24 bytes; the digits end at high_len_
-  p_ = Write8(d + high_len_, uint32_t(u - high * k8));
+  d = int_high_.Write(d, high);  // 16 of the 24 bytes
+  p_ = Write8(d, uint32_t(u - high * k8));
 }
 
 void JsonOut::Micros(int64_t ns) {
+  constexpr uint64_t k8 = 100000000;
   char* d = Room(32);
   if (ns < 0) {
     *d++ = '-';
     // -INT64_MIN overflows; clamp (no real timestamp is that far off).
     ns = ns == INT64_MIN ? INT64_MAX : -ns;
+  }
+  if (uint64_t(ns) >= k8) {  // the digits of ns / 1000 are those of ns / 10^8, then five more
+    const uint64_t u = uint64_t(ns), high = u / k8;
+    d = micros_high_.Write(d, high);  // 16 bytes, then 9 (26 of the 32 with the sign)
+    p_ = Write8Dot(d, uint32_t(u - high * k8));
+    return;
   }
   d = WriteU64(d, uint64_t(ns / 1000));
   const int64_t f = ns % 1000;

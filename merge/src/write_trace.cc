@@ -14,6 +14,8 @@
 // for traces spanning up to about 50 days (2^42 us).
 #include <algorithm>
 #include <map>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -94,6 +96,35 @@ void ForEachInSliceOrder(const MergeResult& r, const std::vector<uint32_t>& slic
   }
 }
 
+using Track = std::pair<int64_t, int64_t>;  // pid, tid
+
+// The text between a slice's name and its "ts" value, `,"cat":"L","pid":P,"tid":T,"ts":`, for
+// each (track, layer), rendered when first needed: writing pid and tid digit by digit for every
+// slice was a tenth of this writer.
+class SliceHeads {
+ public:
+  static constexpr uint32_t kLayers = uint32_t(Layer::kSync) + 1;
+  explicit SliceHeads(const std::vector<Track>& tracks)
+      : tracks_(tracks), at_(tracks.size() * kLayers, {UINT32_MAX, 0}) {}
+  std::string_view Get(uint32_t track, Layer layer) {
+    auto& [off, len] = at_[size_t(track) * kLayers + uint32_t(layer)];
+    if (off == UINT32_MAX) {
+      const std::string head = std::string(",\"cat\":\"") + LayerName(layer) + "\",\"pid\":" +
+                               std::to_string(tracks_[track].first) + ",\"tid\":" +
+                               std::to_string(tracks_[track].second) + ",\"ts\":";
+      off = uint32_t(text_.size());
+      len = uint32_t(head.size());
+      text_ += head;
+    }
+    return std::string_view(text_).substr(off, len);
+  }
+
+ private:
+  const std::vector<Track>& tracks_;
+  std::vector<std::pair<uint32_t, uint32_t>> at_;  // (offset in text_, length); UINT32_MAX: not yet
+  std::string text_;
+};
+
 }  // namespace
 
 TimeNs TraceTimeOrigin(TimeNs earliest) {
@@ -137,7 +168,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     last_pid = PidFor(m, proc);
     return last_pid;
   };
-  using Track = std::pair<int64_t, int64_t>;  // pid, tid
   // Tracks by index: one hash lookup per node (a node's track is usually the previous node's
   // or one of a few), names built once per track.
   std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
@@ -248,6 +278,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   }
   // Names repeat (interned per file): whether one needs escaping is decided once per string.
   InternedJson strings(r, out);
+  SliceHeads heads(lane_tracks);
   // Launch -> device flows ride on the slices themselves (flow events v2): the launch slice
   // carries "bind_id" and "flow_out", each of its kernels, copies and memsets "bind_id" and
   // "flow_in", so one launch (a CUDA-graph launch has many) fans out to all its device work
@@ -270,13 +301,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     sep();
     out->Raw("{\"ph\":\"X\",\"name\":");
     strings.Write(n.file, e ? e->name : r.NameId(n));
-    out->Raw(",\"cat\":\"");
-    out->Raw(LayerName(n.layer));
-    out->Raw("\",\"pid\":");
-    out->Int(lane_tracks[track_of[i]].first);
-    out->Raw(",\"tid\":");
-    out->Int(lane_tracks[track_of[i]].second);
-    out->Raw(",\"ts\":");
+    out->Raw(heads.Get(track_of[i], n.layer));
     const TimeNs start = e ? e->start : r.Start(n), end = e ? e->end : r.End(n);
     out->Micros(since_origin(start));
     out->Raw(",\"dur\":");

@@ -6,8 +6,11 @@
 // 64 requests costs one line instead of 64 identical ones. Requests that see different trees
 // (a descendant range names a stricter subset) still get lines of their own, so expanding
 // request_group restores the per-request layout exactly.
+#include <iterator>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "interned_json.h"
 #include "truffld/merge/classify.h"
@@ -18,7 +21,11 @@ namespace {
 
 class TreeWriter {
  public:
-  TreeWriter(const MergeResult& r, JsonOut* out) : r_(r), out_(*out), strings_(r, out) {}
+  TreeWriter(const MergeResult& r, JsonOut* out)
+      : r_(r), out_(*out), strings_(r, out), extra_text_(r.files.size()) {
+    for (uint32_t l = 0; l < std::size(layer_keys_); ++l)
+      layer_keys_[l] = std::string(",\"layer\":\"") + LayerName(Layer(l)) + "\",\"family\":";
+  }
 
   // `group`: the requests this line stands for (nullptr or one element: none written).
   void Tree(const merge::Tree& t, const std::string& request, const std::vector<std::string>* group) {
@@ -76,9 +83,7 @@ class TreeWriter {
     const Event* e = r_.EventOf(n);
     out_.Raw("{\"name\":");
     strings_.Write(n.file, e ? e->name : r_.NameId(n));
-    out_.Raw(",\"layer\":\"");
-    out_.Raw(LayerName(n.layer));
-    out_.Raw("\",\"family\":");
+    out_.Raw(layer_keys_[uint32_t(n.layer)]);
     strings_.Write(n.file, n.family);
     out_.Raw(",\"start\":");
     out_.Int(e ? e->start : r_.Start(n));
@@ -113,38 +118,14 @@ class TreeWriter {
   }
 
   void EventFields(const Node& n, const Event& e) {
-    auto opt = [&](const char* key, int64_t v) {
-      if (v == kNone) return;
-      out_.Raw(key);
-      out_.Int(v);
-    };
     const StringPool& sp = r_.files[n.file].strings;
     if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, e.domain); }
-    bool api = IsApiLayer(n.layer);
-    bool device = IsDeviceLayer(n.layer);
+    if ((IsApiLayer(n.layer) || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) && e.correlation_id != kNone) {
+      out_.Raw(",\"correlation_id\":");
+      out_.Int(e.correlation_id);
+    }
+    if (e.extra != kNoExtra) out_.Raw(ExtraText(n, e));  // all defaults write nothing
     const EventExtra& x = r_.files[n.file].Extra(e);
-    if (api || device || n.layer == Layer::kSync) opt(",\"correlation_id\":", e.correlation_id);
-    if (api) {
-      if (x.cbid >= 0) opt(",\"cbid\":", x.cbid);
-      if (x.return_code) opt(",\"return_code\":", x.return_code);
-    }
-    if (device || (api && x.stream >= 0)) {
-      if (x.stream >= 0) opt(",\"stream\":", x.stream);
-      if (x.device >= 0) opt(",\"device\":", x.device);
-    }
-    if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
-    if (x.copy_kind != kNoStr) { out_.Raw(",\"copy_kind\":"); strings_.Write(n.file, x.copy_kind); }
-    if (device) {
-      opt(",\"graph_id\":", x.graph_id);
-      opt(",\"graph_node_id\":", x.graph_node_id);
-      if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
-        out_.Raw(",\"grid\":[");
-        out_.Int(x.grid[0]); out_.Char(','); out_.Int(x.grid[1]); out_.Char(','); out_.Int(x.grid[2]);
-        out_.Raw("],\"block\":[");
-        out_.Int(x.block[0]); out_.Char(','); out_.Int(x.block[1]); out_.Char(','); out_.Int(x.block[2]);
-        out_.Char(']');
-      }
-    }
     if (x.payload != kNoStr) {
       std::string_view p = sp.Get(x.payload);
       if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }
@@ -154,9 +135,74 @@ class TreeWriter {
     }
   }
 
+  // The fields an event's extra record gives it (cbid ... block), as text. Events share extra
+  // records (a dump repeats a few kernel geometries millions of times), so the text is rendered
+  // once per (file, extra record) and copied after: printing the eight integers of a kernel's
+  // stream, device, grid and block was a seventh of this writer. The text also depends on the
+  // node's layer and on whether it is a kernel: a record met with another layer is rendered
+  // again (and kept for the latest).
+  std::string_view ExtraText(const Node& n, const Event& e) {
+    std::vector<Cached>& cache = extra_text_[n.file];
+    if (cache.empty()) cache.resize(r_.files[n.file].extras.size());
+    Cached& c = cache[e.extra];
+    const bool kernel = e.kind == EventKind::kKernel;
+    if (c.len == Cached::kNotYet || c.layer != n.layer || c.kernel != kernel) {
+      scratch_.Clear();
+      RenderExtra(n, r_.files[n.file].extras[e.extra], kernel, &scratch_);
+      const std::string_view t = scratch_.view();
+      if (t.size() >= Cached::kNotYet || text_.size() + t.size() > UINT32_MAX) return t;  // not kept
+      c = Cached{uint32_t(text_.size()), uint16_t(t.size()), n.layer, kernel};
+      text_ += t;
+    }
+    return std::string_view(text_).substr(c.offset, c.len);
+  }
+
+  void RenderExtra(const Node& n, const EventExtra& x, bool kernel, JsonOut* out) {
+    auto opt = [&](const char* key, int64_t v) {
+      if (v == kNone) return;
+      out->Raw(key);
+      out->Int(v);
+    };
+    const bool api = IsApiLayer(n.layer);
+    const bool device = IsDeviceLayer(n.layer);
+    if (api) {
+      if (x.cbid >= 0) opt(",\"cbid\":", x.cbid);
+      if (x.return_code) opt(",\"return_code\":", x.return_code);
+    }
+    if (device || (api && x.stream >= 0)) {
+      if (x.stream >= 0) opt(",\"stream\":", x.stream);
+      if (x.device >= 0) opt(",\"device\":", x.device);
+    }
+    if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
+    if (x.copy_kind != kNoStr) { out->Raw(",\"copy_kind\":"); out->String(r_.files[n.file].strings.Get(x.copy_kind)); }
+    if (device) {
+      opt(",\"graph_id\":", x.graph_id);
+      opt(",\"graph_node_id\":", x.graph_node_id);
+      if (kernel && (x.grid[0] || x.block[0])) {
+        out->Raw(",\"grid\":[");
+        out->Int(x.grid[0]); out->Char(','); out->Int(x.grid[1]); out->Char(','); out->Int(x.grid[2]);
+        out->Raw("],\"block\":[");
+        out->Int(x.block[0]); out->Char(','); out->Int(x.block[1]); out->Char(','); out->Int(x.block[2]);
+        out->Char(']');
+      }
+    }
+  }
+
+  struct Cached {
+    static constexpr uint16_t kNotYet = UINT16_MAX;
+    uint32_t offset = 0;  // in text_
+    uint16_t len = kNotYet;
+    Layer layer = Layer::kOther;
+    bool kernel = false;
+  };
+
   const MergeResult& r_;
   JsonOut& out_;
   InternedJson strings_;
+  std::vector<std::vector<Cached>> extra_text_;  // per file, per extra record
+  std::string text_;
+  JsonOut scratch_;  // memory mode
+  std::string layer_keys_[uint32_t(Layer::kSync) + 1];  // `,"layer":"L","family":` per layer
 };
 
 // Nodes of the tree under `root` that name a stricter request subset (their subtrees are

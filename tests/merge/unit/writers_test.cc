@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -77,6 +78,48 @@ TEST(TreesJsonl, OneLinePerRequestAndViewWithSchemaFields) {
   const json& h = by[{"2", "horizontal"}];
   ASSERT_EQ(h["root"]["children"].size(), 1u);
   EXPECT_EQ(h["root"]["children"][0]["anchor"]["layer"], "step");
+}
+
+// Device records share one extra record when their fields agree; the writer renders that
+// record's fields once and reuses the text, but what it writes depends on the node: a kernel
+// prints its geometry, a copy with the same (odd) geometry fields does not.
+TEST(TreesJsonl, SharedExtraRecordsPrintWhatEachNodeOwns) {
+  std::string d =
+      R"({"type":"META","schema":"truffld.events/1","host":"h","process_id":1,"rank":0,"clock":"realtime"})" "\n"
+      R"({"type":"NVTX_PUSH","name":"step_execute_model[request_ids:0]","timestamp":100,"process_id":1,"thread_id":2,"domain":"truffld"})" "\n";
+  const char* device[] = {"KERNEL", "MEMCPY", "KERNEL", "MEMCPY"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string t0 = std::to_string(200 + 100 * i), t1 = std::to_string(250 + 100 * i);
+    d += R"({"type":"RUNTIME","name":"launch","start":)" + t0 + R"(,"end":)" + t1 +
+         R"(,"correlation_id":)" + std::to_string(i + 1) + R"(,"process_id":1,"thread_id":2,"stream":7,"bytes":64})" "\n";
+    d += std::string(R"({"type":")") + device[i] + R"(","name":"op)" + std::to_string(i) + R"(","gpu_start":)" + t1 +
+         R"(,"gpu_end":)" + std::to_string(260 + 100 * i) + R"(,"correlation_id":)" + std::to_string(i + 1) +
+         R"(,"stream":7,"bytes":64,"grid":[2,1,1],"block":[64,1,1]})" "\n";
+  }
+  d += R"({"type":"NVTX_POP","timestamp":900,"process_id":1,"thread_id":2})" "\n";
+  MergeResult r = MergeText(d);
+  JsonOut out;
+  ASSERT_EQ(WriteTreesJsonl(r, &out), 2u);
+  const json vertical = Lines(out.text())[0];
+  ASSERT_EQ(vertical["view"], "vertical");
+  const json& calls = vertical["root"]["children"];
+  ASSERT_EQ(calls.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const json& call = calls[i];
+    EXPECT_EQ(call["layer"], "runtime_call");
+    EXPECT_EQ(call["stream"], 7);
+    EXPECT_EQ(call["bytes"], 64);
+    ASSERT_EQ(call["children"].size(), 1u);
+    const json& op = call["children"][0];
+    EXPECT_EQ(op["layer"], i % 2 ? "memcpy" : "kernel") << i;
+    EXPECT_EQ(op["stream"], 7);
+    EXPECT_EQ(op["bytes"], 64);
+    EXPECT_EQ(op.contains("grid"), i % 2 == 0) << i;
+    EXPECT_EQ(op.contains("block"), i % 2 == 0) << i;
+    if (i % 2 == 0) {
+      EXPECT_EQ(op["grid"], json::array({2, 1, 1}));
+    }
+  }
 }
 
 TEST(TreesJsonl, GroupedLayoutWritesIdenticalTreesOnceAndExpandsExactly) {
@@ -207,6 +250,56 @@ TEST(JsonOut, IntegersMatchToString) {
   JsonOut m;
   m.Micros(1763700000000000123);
   EXPECT_EQ(m.text(), "1763700000000000.123");
+}
+
+// Micros prints ns as us with three decimals; from 10^8 ns on, the low eight digits are split
+// around the '.' arithmetically and the digits above them are reused while they repeat. Every
+// value must read as the plain quotient and remainder would print it.
+TEST(JsonOut, MicrosMatchQuotientAndRemainder) {
+  auto reference = [](int64_t ns) {
+    std::string sign;
+    uint64_t u = uint64_t(ns);
+    if (ns < 0) {
+      sign = "-";
+      u = ns == INT64_MIN ? uint64_t(INT64_MAX) : uint64_t(-ns);  // clamped as documented
+    }
+    char frac[8];
+    std::snprintf(frac, sizeof frac, ".%03u", unsigned(u % 1000));
+    return sign + std::to_string(u / 1000) + frac;
+  };
+  std::vector<int64_t> values = {0, 1, 999, 1000, 1001, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for (int64_t p = 1;; p *= 10) {  // every digit count, both sides of 10^8
+    for (int64_t v : {p - 1, p, p + 1, p * 2 - 1}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+    if (p > INT64_MAX / 10) break;
+  }
+  // Every 4-digit value in either half of the low block, near and far from the origin, with
+  // the digits above the block kept and changed between neighbours.
+  for (int64_t h = 0; h < 10000; ++h) {
+    const int64_t other = (h * 7919) % 10000;
+    values.push_back(8LL * 100000000 + h * 10000 + other);
+    values.push_back(8LL * 100000000 + other * 10000 + h);
+    values.push_back((1763700000LL + h % 3) * 100000000 + h * 10000 + other);
+  }
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(int64_t(x >> (i % 64)));
+    values.push_back(-int64_t(x >> (i % 63 + 1)));
+  }
+  JsonOut o;
+  for (int64_t v : values) {
+    o.Micros(v);
+    o.Char('\n');
+  }
+  std::istringstream got(o.text());
+  std::string line;
+  for (int64_t v : values) {
+    ASSERT_TRUE(std::getline(got, line));
+    ASSERT_EQ(line, reference(v)) << v;
+  }
 }
 
 // The block-at-a-time scan (16 bytes with SSE2, then 8, then 1) finds the first special byte

@@ -56,6 +56,9 @@ class JsonOut {
   Status Flush();
   // Memory mode: everything written so far.
   std::string text() const { return std::string(buf_.get(), size_t(p_ - buf_.get())); }
+  // Memory mode: the text written so far, valid until the next write or Clear; Clear forgets it.
+  std::string_view view() const { return std::string_view(buf_.get(), size_t(p_ - buf_.get())); }
+  void Clear() { p_ = buf_.get(); }
 
  private:
   // A pointer with at least n writable bytes behind it (flushes or grows the buffer).
@@ -69,10 +72,17 @@ class JsonOut {
   char* end_ = nullptr;
   WriteBehind* wb_;
   Status error_;
-  // The last integer >= 10^8 printed by Int: its value / 10^8 and that quotient's digits.
-  uint64_t high_ = UINT64_MAX;
-  char high_text_[16] = {};
-  size_t high_len_ = 0;
+  // The digits of a number's part above its last eight, kept while it repeats: the writers print
+  // times in near order, so that part changes rarely. One for Int (ns), one for Micros (ns of
+  // "ts" values, printed as us).
+  struct HighDigits {
+    uint64_t value = UINT64_MAX;
+    char text[16] = {};
+    size_t len = 0;
+    // Writes the digits of `high` (< 10^11) at d (16 bytes of room); returns the end.
+    char* Write(char* d, uint64_t high);
+  };
+  HighDigits int_high_, micros_high_;
 };
 
 // Appends `s` as a JSON string literal (with quotes) to *out.
