@@ -73,6 +73,18 @@ std::vector<std::string> Variants() {
            "{\"type\":\"STATS\",\"records_written\":3}", "{\"type\":\"CLOCK\"}",
        })
     out.push_back(l);
+  // Integers that end the line, of every length (the scanner reads the last bytes of a line as
+  // one word shifted into place), after other integers and alone in lines shorter than a word.
+  std::string digits;
+  for (int d = 1; d <= 21; ++d) {
+    digits += char('0' + (d * 7) % 10);
+    for (const std::string& v : {digits, "-" + digits, "0" + digits, digits + "x", digits + " "}) {
+      out.push_back("{\"type\":\"NVTX_POP\",\"process_id\":1,\"timestamp\":" + v + "}");
+      out.push_back("{\"type\":\"KERNEL\",\"gpu_start\":1,\"gpu_end\":2,\"correlation_id\":" + v);
+      out.push_back("{\"a\":" + v + "}");
+      out.push_back("{\"id\":" + v + "}");
+    }
+  }
   return out;
 }
 
