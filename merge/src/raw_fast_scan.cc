@@ -204,10 +204,10 @@ bool StringOrNull(Kind k, std::string_view s, std::string_view* dst) {
 
 // Remembers `key` (read at this position of a record of this type) for the next such record.
 void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
-  const size_t n = key.size() + 2;  // the key, '"' and ':'
+  const size_t n = key.size() + 3;  // '"', the key, '"' and ':' (as they stand in the line)
   if (n > sizeof slot->text) { slot->len = 0; return; }
   std::memset(slot->text, 0, sizeof slot->text);
-  std::memcpy(slot->text, key.data(), n);
+  std::memcpy(slot->text, key.data() - 1, n);
   for (size_t i = 0; i < std::size(slot->mask); ++i) {
     const size_t have = n > 8 * i ? std::min<size_t>(n - 8 * i, 8) : 0;
     slot->mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
@@ -231,17 +231,24 @@ bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
   for (int index = 0;; ++index) {
     std::string_view key, s;
     int64_t n = 0;
-    if (!c.Eat('"')) return false;
     KeyMemo::Key* slot = remembered && index < KeyMemo::kKeys ? &remembered[index] : nullptr;
     int id;
     if (slot && slot->len && c.Match(*slot)) {
       id = slot->id;
     } else {
-      if (!c.PlainString(&key) || !c.Eat(':')) return false;
+      if (!c.Eat('"') || !c.PlainString(&key) || !c.Eat(':')) return false;
       id = KeyOf(key);
       if (slot) Remember(key, id, slot);
     }
-    if (id == kGridKey || id == kBlockKey) {
+    if (unsigned(id) < unsigned(kCount)) {  // an integer field (the most common): integer or null
+      if (c.Peek() == 'n') {
+        if (!c.Literal("null")) return false;
+      } else {
+        if (!c.Integer(&n)) return false;
+        f->has[id] = true;
+        f->v[id] = n;
+      }
+    } else if (id == kGridKey || id == kBlockKey) {
       int32_t* dst = id == kGridKey ? f->grid : f->block;
       if (c.Peek() == '[') {
         if (!IntArray(c, dst)) return false;
@@ -252,36 +259,31 @@ bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
     } else {
       const Kind k = Value(c, &s, &n);
       if (k == Kind::kBad || k == Kind::kArray || k == Kind::kObject) return false;
-      if (id >= 0 && id < kCount) {
-        if (k == Kind::kInt) { f->has[id] = true; f->v[id] = n; }
-        else if (k != Kind::kNull) return false;
-      } else {
-        switch (id) {
-          case kTypeKey:
-            if (k != Kind::kString) return false;
-            f->type = s;
-            if (memo && !remembered) remembered = memo->keys[TypeSlot(s)];
-            break;
-          case kNameKey:
-            if (k == Kind::kNull) { f->has_name = f->name_null = true; }
-            else if (k == Kind::kString) { f->has_name = true; f->name = s; }
-            else return false;
-            break;
-          case kDomainKey: if (!StringOrNull(k, s, &f->domain)) return false; break;
-          case kCategoryKey: if (!StringOrNull(k, s, &f->category)) return false; break;
-          case kCopyKindKey: if (!StringOrNull(k, s, &f->copy_kind)) return false; break;
-          case kHostKey: if (!StringOrNull(k, s, &f->host)) return false; break;
-          case kClockKey: if (!StringOrNull(k, s, &f->clock)) return false; break;
-          case kSchemaKey: if (!StringOrNull(k, s, &f->schema)) return false; break;
-          case kPayloadKey: break;  // only an object payload is read (by the DOM reader)
-          case kSlowKey: return false;  // META/STATS details: the DOM reader's job
-          case kRankKey:
-            if (k == Kind::kNull) f->rank_null = true;
-            else if (k == Kind::kInt) { f->has[kRank] = true; f->v[kRank] = n; }
-            else return false;
-            break;
-          default: break;  // other keys: any scalar is skipped
-        }
+      switch (id) {
+        case kTypeKey:
+          if (k != Kind::kString) return false;
+          f->type = s;
+          if (memo && !remembered) remembered = memo->keys[TypeSlot(s)];
+          break;
+        case kNameKey:
+          if (k == Kind::kNull) { f->has_name = f->name_null = true; }
+          else if (k == Kind::kString) { f->has_name = true; f->name = s; }
+          else return false;
+          break;
+        case kDomainKey: if (!StringOrNull(k, s, &f->domain)) return false; break;
+        case kCategoryKey: if (!StringOrNull(k, s, &f->category)) return false; break;
+        case kCopyKindKey: if (!StringOrNull(k, s, &f->copy_kind)) return false; break;
+        case kHostKey: if (!StringOrNull(k, s, &f->host)) return false; break;
+        case kClockKey: if (!StringOrNull(k, s, &f->clock)) return false; break;
+        case kSchemaKey: if (!StringOrNull(k, s, &f->schema)) return false; break;
+        case kPayloadKey: break;  // only an object payload is read (by the DOM reader)
+        case kSlowKey: return false;  // META/STATS details: the DOM reader's job
+        case kRankKey:
+          if (k == Kind::kNull) f->rank_null = true;
+          else if (k == Kind::kInt) { f->has[kRank] = true; f->v[kRank] = n; }
+          else return false;
+          break;
+        default: break;  // other keys: any scalar is skipped
       }
     }
     if (c.Eat('}')) return c.AtEnd();

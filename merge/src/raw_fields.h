@@ -67,7 +67,7 @@ inline int IntField(std::string_view k) {
 struct KeyMemo {
   static constexpr int kTypes = 16, kKeys = 16, kMaxText = 32;
   struct Key {
-    // The key, its closing quote and the colon, zero-padded; `mask` keeps the bytes that count,
+    // The key between its quotes and the colon, zero-padded; `mask` keeps the bytes that count,
     // so a match is four masked word compares.
     uint64_t text[kMaxText / 8] = {};
     uint64_t mask[kMaxText / 8] = {};
