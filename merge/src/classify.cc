@@ -26,9 +26,40 @@ constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))"
 
 // `needs`: for a regex too complex for RegexPrefilter to analyse, '|'-separated lowercase words
 // of which any match must contain one.
+// Hand-written equivalents of the two identifier-class built-in regexes: realistic operator
+// names ("_C::rms_norm, op_id = 269", numbered, so never in the class cache) reach the last rule,
+// where libstdc++'s std::regex took about 6 000 instructions a name. The differential test
+// (regex_prefilter_test) checks them against the regexes.
+inline bool IdentStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+inline bool IdentChar(char c) { return IdentStart(c) || (c >= '0' && c <= '9'); }
+// The end of the identifier at the start of `s` (0: none). The regexes' [A-Za-z0-9_]* is greedy
+// and the byte after it (':' or '.') is not an identifier byte, so the longest run is the only
+// one that can match.
+inline size_t IdentEnd(std::string_view s) {
+  if (s.empty() || !IdentStart(s[0])) return 0;
+  size_t i = 1;
+  while (i < s.size() && IdentChar(s[i])) ++i;
+  return i;
+}
+// ^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]
+bool ScopedIdentifier(std::string_view s) {
+  const size_t i = IdentEnd(s);
+  return i && i + 2 < s.size() && s[i] == ':' && s[i + 1] == ':' && IdentStart(s[i + 2]);
+}
+// ^[A-Za-z_][A-Za-z0-9_]*\.(forward|backward|step|_call_impl)\b
+bool ModuleMethod(std::string_view s) {
+  const size_t i = IdentEnd(s);
+  if (!i || i >= s.size() || s[i] != '.') return false;
+  const std::string_view rest = s.substr(i + 1);
+  for (std::string_view w : {"forward", "backward", "step", "_call_impl"})
+    if (rest.substr(0, w.size()) == w) return rest.size() == w.size() || !IdentChar(rest[w.size()]);
+  return false;
+}
+
 struct DefaultRule {
   Layer layer; const char* re; const char* domain; const char* category; bool icase;
   const char* needs = "";
+  bool (*matcher)(std::string_view) = nullptr;  // decides the regex by hand (see above)
 };
 // Order matters: the first match wins.
 constexpr DefaultRule kDefaults[] = {
@@ -65,9 +96,9 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kFrontend, "^torch\\.nn\\.modules\\.|^torch\\.optim\\.|^nn\\.Module:", "", "", false},
     {Layer::kFrontend, "^torch\\.", "", "", false},
     {Layer::kFrontend, "^[A-Za-z_][A-Za-z0-9_]*\\.(forward|backward|step|_call_impl)\\b", "", "", false,
-     ".forward|.backward|.step|._call_impl"},
+     ".forward|.backward|.step|._call_impl", ModuleMethod},
     {Layer::kBackend, "", "", "cpu_op", false},
-    {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false, "::"},
+    {Layer::kBackend, "^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]", "", "", false, "::", ScopedIdentifier},
 };
 
 std::vector<std::string> SplitWords(std::string_view s) {
@@ -165,6 +196,7 @@ Rules Rules::Defaults() {
     rule.name_regex = d.re;
     rule.domain = d.domain;
     rule.category = d.category;
+    rule.matcher = d.matcher;
     (void)CompileRule(&rule, d.icase, "built-in rules", d.needs);
     r.rules_.push_back(std::move(rule));
   }
@@ -235,8 +267,9 @@ Layer Rules::Classify(std::string_view name, std::string_view domain, std::strin
     if (!r.domain.empty() && r.domain != domain) continue;
     if (!r.category.empty() && r.category != category) continue;
     if (r.name_regex.empty()) return r.layer;
-    const bool match = prefilter_ ? r.prefilter.Search(name, r.compiled)
-                                  : std::regex_search(name.begin(), name.end(), r.compiled);
+    const bool match = !prefilter_ ? std::regex_search(name.begin(), name.end(), r.compiled)
+                       : r.matcher ? r.matcher(name)
+                                   : r.prefilter.Search(name, r.compiled);
     if (!match) continue;
     return r.layer;
   }

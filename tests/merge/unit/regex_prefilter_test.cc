@@ -80,7 +80,13 @@ std::vector<std::string> Names() {
       // not after an identifier, after one, or only partly there.
       "::op", "a::", "a::9", "a b::c", "_C::rotary_embedding, op_id = 269", "vllm::attn", "9a::b",
       ".forward", "a-b.forward", "Linear.forwardx", "Linear.step_fn", "Model._call_impl(x)",
-      "Linear.forward(x)", "Linear.backwar", "Nccl_send", "NcclAllReduce", "Aten::mm"};
+      "Linear.forward(x)", "Linear.backwar", "Nccl_send", "NcclAllReduce", "Aten::mm",
+      // Edges of the hand-written identifier matchers: identifier bytes, where "::" and the
+      // method stand, what follows them (word bytes, non-ASCII, nothing).
+      "_::_", "Z9::z", "a:::b", "a::_x", "a::\xc3\xa9", "a: :b", "a:", "\xc3\xa9::x", "a\xc3\xa9::x", "a-b::c",
+      "A.step", "A.steps", "A.step_", "A.step9", "A.step.", "A.step\xc3\xa9", "_._call_impl", "a.._call_impl",
+      "a. forward", "a.backward ", "a.backward", "a.Forward", "a.forwar", "a", "a.", "a9_Z.forward",
+      "9.forward", "a.b.forward", "a:b::c", "ab::c.forward", "a.forward::b"};
   // Every name also with prefixes and suffixes that may break anchors and word boundaries.
   const std::vector<std::string> base = names;
   for (const std::string& n : base)

@@ -41,6 +41,9 @@ struct Rule {
   std::string category;        // exact category (Kineto 'cat'); empty = any
   std::regex compiled;         // built by Rules::Compile
   RegexPrefilter prefilter;    // decides most names without running `compiled`
+  // Built-in rules only: a hand-written test equal to `compiled` (used instead of it and of the
+  // prefilter while prefiltering is on).
+  bool (*matcher)(std::string_view) = nullptr;
 };
 
 class Rules {
