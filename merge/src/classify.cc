@@ -24,8 +24,6 @@ constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "com
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
 constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";
 
-// `needs`: for a regex too complex for RegexPrefilter to analyse, '|'-separated lowercase words
-// of which any match must contain one.
 // Hand-written equivalents of the two identifier-class built-in regexes: realistic operator
 // names ("_C::rms_norm, op_id = 269", numbered, so never in the class cache) reach the last rule,
 // where libstdc++'s std::regex took about 6 000 instructions a name. The differential test
@@ -56,6 +54,8 @@ bool ModuleMethod(std::string_view s) {
   return false;
 }
 
+// `needs`: for a regex too complex for RegexPrefilter to analyse, '|'-separated lowercase words
+// of which any match must contain one.
 struct DefaultRule {
   Layer layer; const char* re; const char* domain; const char* category; bool icase;
   const char* needs = "";

@@ -49,31 +49,22 @@ void IngestStats::Report(std::string where, std::string kind, std::string messag
 
 namespace {
 
-// 64x64 -> 128 multiply, halves folded (the mixing step of HashBytes).
-inline uint64_t Fold(uint64_t a, uint64_t b) {
-  const __uint128_t r = static_cast<__uint128_t>(a) * b;
-  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
-}
 inline uint64_t Pack(int32_t lo, int32_t hi) { return uint64_t(uint32_t(lo)) | uint64_t(uint32_t(hi)) << 32; }
 
-// Hash of every field of x (not its padding bytes), mixed field by field: serialising the record
-// for HashBytes cost more than the table lookup itself.
+// Hash of every field of x (not its padding bytes), field by field: serialising the record for
+// HashBytes cost more than the table lookup itself.
 uint64_t HashExtra(const EventExtra& x) {
-  constexpr uint64_t kP0 = 0xa0761d6478bd642full, kP1 = 0xe7037ed1a0b428dbull, kP2 = 0x8ebc6af09c88c6e3ull;
-  uint64_t h = Fold(uint64_t(x.range_id) ^ kP0 ^ ProcessHashSeed(), uint64_t(x.graph_id) ^ kP1);
-  h = Fold(h ^ uint64_t(x.graph_node_id) ^ kP0, uint64_t(x.original_graph_node_id) ^ kP1);
-  h = Fold(h ^ uint64_t(x.bytes) ^ kP0, Pack(x.grid[0], x.grid[1]) ^ kP1);
-  h = Fold(h ^ Pack(x.grid[2], x.block[0]) ^ kP0, Pack(x.block[1], x.block[2]) ^ kP1);
-  h = Fold(h ^ Pack(int32_t(x.copy_kind), int32_t(x.payload)) ^ kP0, Pack(x.return_code, x.stream) ^ kP1);
-  h = Fold(h ^ Pack(x.cbid, int32_t(x.category)) ^ kP0, uint64_t(uint16_t(x.device)) ^ kP1);
-  return Fold(h, kP2);
+  const uint64_t w[] = {uint64_t(x.range_id), uint64_t(x.graph_id), uint64_t(x.graph_node_id),
+                        uint64_t(x.original_graph_node_id), uint64_t(x.bytes),
+                        Pack(x.grid[0], x.grid[1]), Pack(x.grid[2], x.block[0]), Pack(x.block[1], x.block[2]),
+                        Pack(int32_t(x.copy_kind), int32_t(x.payload)), Pack(x.return_code, x.stream),
+                        Pack(x.cbid, int32_t(x.category)), uint64_t(uint16_t(x.device))};
+  return HashWords(w, std::size(w), ProcessHashSeed());
 }
 
 uint64_t HashThread(const HostThread& t) {
-  char buf[16];
-  std::memcpy(buf, &t.process_id, 8);
-  std::memcpy(buf + 8, &t.thread_id, 8);
-  return HashBytes(std::string_view(buf, sizeof buf), ProcessHashSeed());
+  const uint64_t w[] = {uint64_t(t.process_id), uint64_t(t.thread_id)};
+  return HashWords(w, std::size(w), ProcessHashSeed());
 }
 
 }  // namespace

@@ -50,6 +50,13 @@ uint64_t HashBytes(std::string_view s, uint64_t seed) noexcept {
   return Fold(Fold(a ^ kP0 ^ h, b ^ kP1) ^ s.size(), kP2);
 }
 
+uint64_t HashWords(const uint64_t* w, size_t n, uint64_t seed) noexcept {
+  uint64_t h = seed ^ Fold(n ^ kP0, kP1);
+  for (; n >= 2; n -= 2, w += 2) h = Fold(w[0] ^ kP0 ^ h, w[1] ^ kP1);
+  if (n) h = Fold(w[0] ^ kP0 ^ h, kP1);
+  return Fold(h, kP2);
+}
+
 StringPool::StringPool() : slots_(kFirstSlots, 0), seed_(ProcessHashSeed()) { views_.emplace_back(); }
 
 char* StringPool::Store(std::string_view s) {

@@ -211,17 +211,50 @@ TEST(JsonOut, EscapesControlAndInvalidUtf8) {
   EXPECT_EQ(o.text(), "1234.567 -0.005");
 }
 
+// Values for the number writers: both signs around every power of ten (10^0 .. 10^18: every
+// digit count and 8-digit chunk boundary).
+void AddDigitCountEdges(std::vector<int64_t>* values) {
+  for (int64_t p = 1;; p *= 10) {
+    for (int64_t v : {p - 1, p, p + 1, p * 2 - 1}) {
+      values->push_back(v);
+      values->push_back(-v);
+    }
+    if (p > INT64_MAX / 10) break;
+  }
+}
+
+// Arbitrary values of every size, both signs (xorshift).
+void AddArbitrary(std::vector<int64_t>* values) {
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values->push_back(int64_t(x >> (i % 64)));
+    values->push_back(-int64_t(x >> (i % 63 + 1)));  // shifts 1..63: fits, negation safe
+  }
+}
+
+// Writes every value with `write` through one JsonOut, a line each (a fresh 1 MiB buffer per
+// value is slow under ASan), and expects line k to be reference(values[k]).
+template <class Write, class Reference>
+void ExpectLines(const std::vector<int64_t>& values, Write write, Reference reference) {
+  JsonOut o;
+  for (int64_t v : values) {
+    write(o, v);
+    o.Char('\n');
+  }
+  std::istringstream got(o.text());
+  std::string line;
+  for (int64_t v : values) {
+    ASSERT_TRUE(std::getline(got, line));
+    ASSERT_EQ(line, reference(v)) << v;
+  }
+}
+
 // Integers are printed in 8-digit chunks: every digit count and chunk boundary must match
 // std::to_string, as must the int64 extremes.
 TEST(JsonOut, IntegersMatchToString) {
   std::vector<int64_t> values = {0, 1, 9, 10, 99, 100, INT64_MAX, INT64_MIN, INT64_MIN + 1, -1};
-  for (int64_t p = 1;; p *= 10) {  // 10^0 .. 10^18
-    for (int64_t v : {p - 1, p, p + 1, p * 2 - 1}) {
-      values.push_back(v);
-      values.push_back(-v);
-    }
-    if (p > INT64_MAX / 10) break;
-  }
+  AddDigitCountEdges(&values);
   // Every 4-digit value in either half of an 8-digit block (the block writer splits them
   // arithmetically), the other half varying, in the low and the middle block of a timestamp.
   for (int64_t h = 0; h < 10000; ++h) {
@@ -230,23 +263,8 @@ TEST(JsonOut, IntegersMatchToString) {
     values.push_back(1763700000LL * 100000000 + other * 10000 + h);
     values.push_back(17LL * 10000000000000000 + (h * 10000 + other) * 100000000 + 12345678);
   }
-  uint64_t x = 88172645463325252ull;  // xorshift: arbitrary values of every size
-  for (int i = 0; i < 20000; ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    values.push_back(int64_t(x >> (i % 64)));
-    values.push_back(-int64_t(x >> (i % 63 + 1)));  // shifts 1..63: fits, negation safe
-  }
-  JsonOut o;  // one writer for all (a fresh 1 MiB buffer per value is slow under ASan)
-  for (int64_t v : values) {
-    o.Int(v);
-    o.Char('\n');
-  }
-  std::istringstream got(o.text());
-  std::string line;
-  for (int64_t v : values) {
-    ASSERT_TRUE(std::getline(got, line));
-    ASSERT_EQ(line, std::to_string(v)) << v;
-  }
+  AddArbitrary(&values);
+  ExpectLines(values, [](JsonOut& o, int64_t v) { o.Int(v); }, [](int64_t v) { return std::to_string(v); });
   JsonOut m;
   m.Micros(1763700000000000123);
   EXPECT_EQ(m.text(), "1763700000000000.123");
@@ -268,13 +286,7 @@ TEST(JsonOut, MicrosMatchQuotientAndRemainder) {
     return sign + std::to_string(u / 1000) + frac;
   };
   std::vector<int64_t> values = {0, 1, 999, 1000, 1001, INT64_MAX, INT64_MIN, INT64_MIN + 1};
-  for (int64_t p = 1;; p *= 10) {  // every digit count, both sides of 10^8
-    for (int64_t v : {p - 1, p, p + 1, p * 2 - 1}) {
-      values.push_back(v);
-      values.push_back(-v);
-    }
-    if (p > INT64_MAX / 10) break;
-  }
+  AddDigitCountEdges(&values);  // both sides of 10^8 among them
   // Every 4-digit value in either half of the low block, near and far from the origin, with
   // the digits above the block kept and changed between neighbours.
   for (int64_t h = 0; h < 10000; ++h) {
@@ -283,23 +295,8 @@ TEST(JsonOut, MicrosMatchQuotientAndRemainder) {
     values.push_back(8LL * 100000000 + other * 10000 + h);
     values.push_back((1763700000LL + h % 3) * 100000000 + h * 10000 + other);
   }
-  uint64_t x = 88172645463325252ull;
-  for (int i = 0; i < 20000; ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    values.push_back(int64_t(x >> (i % 64)));
-    values.push_back(-int64_t(x >> (i % 63 + 1)));
-  }
-  JsonOut o;
-  for (int64_t v : values) {
-    o.Micros(v);
-    o.Char('\n');
-  }
-  std::istringstream got(o.text());
-  std::string line;
-  for (int64_t v : values) {
-    ASSERT_TRUE(std::getline(got, line));
-    ASSERT_EQ(line, reference(v)) << v;
-  }
+  AddArbitrary(&values);
+  ExpectLines(values, [](JsonOut& o, int64_t v) { o.Micros(v); }, reference);
 }
 
 // The block-at-a-time scan (16 bytes with SSE2, then 8, then 1) finds the first special byte

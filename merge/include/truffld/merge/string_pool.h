@@ -24,6 +24,9 @@ constexpr StrId kNoStr = 0;
 // 64-bit hash of a byte string (multiply-fold mixing, 16 bytes a round), for hash tables whose
 // keys come from untrusted input: `seed` varies per process.
 uint64_t HashBytes(std::string_view s, uint64_t seed) noexcept;
+// The same mixing over n 64-bit words (records hashed field by field, without copying them into
+// bytes first).
+uint64_t HashWords(const uint64_t* w, size_t n, uint64_t seed) noexcept;
 // The seed for such tables: from the address-space layout, so no two runs hash alike. Outputs
 // never depend on it (the tables give indices in first-seen order).
 uint64_t ProcessHashSeed() noexcept;
