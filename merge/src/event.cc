@@ -49,16 +49,11 @@ void IngestStats::Report(std::string where, std::string kind, std::string messag
 
 namespace {
 
-inline uint64_t Pack(int32_t lo, int32_t hi) { return uint64_t(uint32_t(lo)) | uint64_t(uint32_t(hi)) << 32; }
-
-// Hash of every field of x (not its padding bytes), field by field: serialising the record for
-// HashBytes cost more than the table lookup itself.
+// Hash of every field of x, read as the record's twelve words (HashBytes over its bytes cost
+// more than the table lookup itself).
 uint64_t HashExtra(const EventExtra& x) {
-  const uint64_t w[] = {uint64_t(x.range_id), uint64_t(x.graph_id), uint64_t(x.graph_node_id),
-                        uint64_t(x.original_graph_node_id), uint64_t(x.bytes),
-                        Pack(x.grid[0], x.grid[1]), Pack(x.grid[2], x.block[0]), Pack(x.block[1], x.block[2]),
-                        Pack(int32_t(x.copy_kind), int32_t(x.payload)), Pack(x.return_code, x.stream),
-                        Pack(x.cbid, int32_t(x.category)), uint64_t(uint16_t(x.device))};
+  uint64_t w[sizeof(EventExtra) / 8];  // the record has no padding (event.h): its words are its fields
+  std::memcpy(w, &x, sizeof w);
   return HashWords(w, std::size(w), ProcessHashSeed());
 }
 
@@ -71,9 +66,14 @@ uint64_t HashThread(const HostThread& t) {
 
 uint32_t ThreadTable::Lookup(const HostThread& t) {
   const uint32_t n = static_cast<uint32_t>(list_.size());
-  const uint32_t i = index_.FindOrInsert(
-      HashThread(t), n, [&](uint32_t k) { return list_[k] == t; },
-      [&](uint32_t k) { return HashThread(list_[k]); });
+  auto eq = [&](uint32_t k) { return list_[k] == t; };
+  auto hash_of = [&](uint32_t k) { return HashThread(list_[k]); };
+  if (n >= capacity_) {  // full: known pairs are still found, new ones are counted
+    const uint32_t i = index_.Find(HashThread(t), n, eq, hash_of);
+    if (i == n) ++overflowed_;
+    return i == n ? 0 : i;
+  }
+  const uint32_t i = index_.FindOrInsert(HashThread(t), n, eq, hash_of);
   if (i == n) {
     if (sorted_ && !(list_.back() < t)) sorted_ = false;
     list_.push_back(t);

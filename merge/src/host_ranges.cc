@@ -22,7 +22,7 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   uint32_t threads = 0;  // 1 + the largest thread index
   bool one = true;
   for (uint32_t i : *order) {
-    threads = std::max(threads, ev[i].thread + 1);
+    threads = std::max<uint32_t>(threads, ev[i].thread + 1);
     one &= ev[i].thread == ev[order->front()].thread;
   }
   if (one) {  // one thread (a common dump): nothing to group

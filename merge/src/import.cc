@@ -81,15 +81,32 @@ Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions&) {
 }
 #endif
 
+Status ThreadCapacityStatus(const TraceFile& f) {
+  if (!f.threads.overflowed()) return Status::Ok();
+  return Unsupported(f.meta.path + ": more than " + std::to_string(f.threads.capacity() - 1) +
+                     " distinct (process_id, thread_id) pairs (" + std::to_string(f.threads.overflowed()) +
+                     " records name further ones); truffld keeps 24-bit thread indices per file");
+}
+
+namespace {
+
+Result<TraceFile> CheckThreadCount(Result<TraceFile> r) {
+  if (!r.ok()) return r;
+  if (Status s = ThreadCapacityStatus(*r); !s.ok()) return s;
+  return r;
+}
+
+}  // namespace
+
 Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options) {
   auto fmt = SniffFormat(path);
   if (!fmt.ok()) return fmt.status();
   switch (*fmt) {
-    case InputFormat::kNsys: return ImportNsys(path, options);
-    case InputFormat::kKineto: return ImportKineto(path, options);
+    case InputFormat::kNsys: return CheckThreadCount(ImportNsys(path, options));
+    case InputFormat::kKineto: return CheckThreadCount(ImportKineto(path, options));
     case InputFormat::kRawJsonl: break;
   }
-  return ImportRawJsonl(path, options);
+  return CheckThreadCount(ImportRawJsonl(path, options));
 }
 
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {

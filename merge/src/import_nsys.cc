@@ -199,9 +199,10 @@ class Reader {
       tf_->SetThread(e, nsys::PidOf(*gid), nsys::TidOf(*gid));
       e.name = TextOf(s, 4, 5);
       int64_t range_id = s.IntOr(3, kNone);
+      StrId domain = kNoStr;
       if (auto dom = s.Int(7); dom && *dom != 0) {
         auto it = domains.find(domain_key(nsys::PidOf(*gid), *dom));
-        e.domain = it != domains.end() ? it->second : tf_->strings.Intern(std::to_string(*dom));
+        domain = it != domains.end() ? it->second : tf_->strings.Intern(std::to_string(*dom));
       }
       StrId category = kNoStr;
       if (auto cat = s.Int(8)) category = tf_->strings.Intern(std::to_string(*cat));
@@ -218,6 +219,7 @@ class Reader {
       EventExtra x;
       x.range_id = range_id;
       x.category = category;
+      x.domain = domain;
       tf_->SetExtra(e, x);
       tf_->events.push_back(e);
     }

@@ -92,6 +92,10 @@ struct RawLineParser::Impl {
   std::string repaired;
   std::string payload, category, copy_kind, domain, schema;  // scratch for non-string values
   raw::KeyMemo key_memo;  // the fast scanner's remembered key layouts
+  // The shared extras record of the last domain seen on a record with no other rare field
+  // (most NVTX records): found here without building and hashing a whole EventExtra.
+  StrId domain_only = kNoStr;
+  uint32_t domain_only_extra = kNoExtra;
 };
 
 RawLineParser::RawLineParser(TraceFile* out, std::string source)
@@ -273,7 +277,6 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     *dst = sp.Intern(v);
     extra = true;
   };
-  if (!f.domain.empty()) e.domain = sp.Intern(f.domain);
   xstr(f.payload, &x.payload);
   xstr(f.category, &x.category);
   const std::string_view t = f.type;
@@ -347,6 +350,18 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     RepairUtf8(&shown);
     Problem(line_no, "unknown_type", "unknown record type '" + shown + "' skipped");
     return;
+  }
+  if (!f.domain.empty()) {
+    x.domain = sp.Intern(f.domain);
+    if (!extra) {  // the domain is the only rare field
+      Impl& m = *impl_;
+      if (x.domain != m.domain_only) {
+        out.SetExtra(e, x);
+        m.domain_only = x.domain;
+        m.domain_only_extra = e.extra;
+      }
+      e.extra = m.domain_only_extra;
+    }
   }
   if (extra) out.SetExtra(e, x);
   out.SetThread(e, pid, tid);

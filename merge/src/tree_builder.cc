@@ -121,7 +121,8 @@ class Builder {
   // The cached class of e's key, or nullptr. A small direct-mapped front serves most lookups
   // (a dump repeats a few hundred names).
   const RangeClass* CachedClass(const Event& e) {
-    const Triple key{e.name, e.domain, file_.Extra(e).category};
+    const EventExtra& x = file_.Extra(e);
+    const Triple key{e.name, x.domain, x.category};
     ClassSlot& slot = class_front_[TripleHash()(key) % kFrontSlots];
     if (slot.rc && slot.key == key) return slot.rc;
     auto it = class_cache_.find(key);
@@ -136,15 +137,15 @@ class Builder {
   Layer LayerOf(const Event& e, bool* cached) {
     *cached = true;
     if (const RangeClass* c = CachedClass(e)) return c->layer;
-    const StrId category = file_.Extra(e).category;
+    const StrId category = file_.Extra(e).category, domain = file_.Extra(e).domain;
     const std::string_view name = file_.strings.Get(e.name);
-    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(e.domain), file_.strings.Get(category));
+    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(domain), file_.strings.Get(category));
     if (class_cache_.size() < kMaxCachedClasses) {
       RangeClass rc;
       rc.layer = layer;
       rc.family = file_.strings.Intern(NormaliseFamily(layer, name));
       rc.requests = opt_.rules.ParseRequests(name);
-      class_cache_.emplace(Triple{e.name, e.domain, category}, std::move(rc));
+      class_cache_.emplace(Triple{e.name, domain, category}, std::move(rc));
     } else {
       *cached = false;
     }

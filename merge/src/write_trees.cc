@@ -119,13 +119,13 @@ class TreeWriter {
 
   void EventFields(const Node& n, const Event& e) {
     const StringPool& sp = r_.files[n.file].strings;
-    if (e.domain != kNoStr && !sp.Get(e.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, e.domain); }
+    const EventExtra& x = r_.files[n.file].Extra(e);
+    if (x.domain != kNoStr && !sp.Get(x.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, x.domain); }
     if ((IsApiLayer(n.layer) || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) && e.correlation_id != kNone) {
       out_.Raw(",\"correlation_id\":");
       out_.Int(e.correlation_id);
     }
     if (e.extra != kNoExtra) out_.Raw(ExtraText(n, e));  // all defaults write nothing
-    const EventExtra& x = r_.files[n.file].Extra(e);
     if (x.payload != kNoStr) {
       std::string_view p = sp.Get(x.payload);
       if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }

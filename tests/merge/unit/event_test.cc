@@ -1,6 +1,7 @@
 // The event model's side tables: shared extras records (ExtraInterner) and the per-file thread
 // table that Event::thread indexes (ThreadTable, TraceFile::SortThreads).
 #include "truffld/merge/event.h"
+#include "truffld/merge/import.h"
 
 #include <gtest/gtest.h>
 
@@ -166,6 +167,45 @@ TEST(ThreadTable, SortOrdersByProcessThenThreadAndRenumbersEvents) {
   f.SetProcess(e, 12345);  // keeps the thread id, changes the process
   EXPECT_EQ(f.ProcessOf(e), 12345);
   EXPECT_EQ(f.ThreadIdOf(e), pairs[0].thread_id);
+}
+
+
+// Event keeps the thread index in 24 bits beside the kind: the largest index must survive
+// next to every kind, and a table that is full must neither grow nor lose the pairs it holds.
+TEST(ThreadTable, LargestIndexFitsBesideTheKind) {
+  Event e;
+  e.thread = Event::kMaxThreads - 1;
+  e.kind = EventKind::kGraphNode;
+  EXPECT_EQ(e.thread, Event::kMaxThreads - 1);
+  EXPECT_EQ(e.kind, EventKind::kGraphNode);
+  e.kind = EventKind::kNvtxPush;  // 0: must not clear the thread's bits either
+  EXPECT_EQ(e.thread, Event::kMaxThreads - 1);
+}
+
+TEST(ThreadTable, PairsBeyondTheCapacityAreCountedAndFailTheImport) {
+  TraceFile f;
+  f.meta.path = "many_threads.jsonl";
+  f.threads = ThreadTable(8);  // (kNone, kNone) and seven more
+  std::vector<uint32_t> index;
+  for (int t = 0; t < 7; ++t) index.push_back(f.threads.Index(1, 100 - t));  // unsorted on purpose
+  EXPECT_EQ(f.threads.size(), 8u);
+  EXPECT_EQ(f.threads.overflowed(), 0u);
+  EXPECT_TRUE(ThreadCapacityStatus(f).ok());
+  EXPECT_EQ(f.threads.Index(2, 1), 0u);  // full: a new pair is not added
+  EXPECT_EQ(f.threads.Index(2, 2), 0u);
+  EXPECT_EQ(f.threads.size(), 8u);
+  EXPECT_EQ(f.threads.overflowed(), 2u);
+  for (int t = 0; t < 7; ++t) EXPECT_EQ(f.threads.Index(1, 100 - t), index[t]);  // still found
+  EXPECT_FALSE(f.threads.Sort().empty());  // the index is rebuilt at the next lookup
+  for (int t = 0; t < 7; ++t) EXPECT_EQ(f.threads[f.threads.Index(1, 100 - t)].thread_id, 100 - t);
+  EXPECT_EQ(f.threads.Index(3, 3), 0u);
+  EXPECT_EQ(f.threads.overflowed(), 3u);
+  const Status s = ThreadCapacityStatus(f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("many_threads.jsonl"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("more than 7 distinct (process_id, thread_id) pairs (3 records"), std::string::npos)
+      << s.message();
 }
 
 }  // namespace

@@ -155,7 +155,7 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(step->end, kBase + 45);
   const Event* ar = Find(tf, "allreduce", EventKind::kRange);
   ASSERT_NE(ar, nullptr);
-  EXPECT_EQ(tf.strings.Get(ar->domain), "NCCL");
+  EXPECT_EQ(tf.strings.Get(tf.Extra(*ar).domain), "NCCL");
   const Event* se = Find(tf, "async", EventKind::kRange);
   ASSERT_NE(se, nullptr);
   EXPECT_EQ(tf.Extra(*se).range_id, 77);

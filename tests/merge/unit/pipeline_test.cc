@@ -310,7 +310,7 @@ TEST(Merge, ClassCacheKeysOnNameAndDomainAcrossCollisions) {
   for (const Node& n : r.nodes) {
     const Event* e = r.EventOf(n);
     if (!e || e->kind != EventKind::kNvtxPush || n.layer == Layer::kStep) continue;
-    const bool coll = r.Str(n.file, e->domain) == "Coll";
+    const bool coll = r.Str(n.file, r.files[n.file].Extra(*e).domain) == "Coll";
     EXPECT_EQ(n.layer, coll ? Layer::kComm : Layer::kOther) << r.Name(n);
     std::string name(r.Name(n));
     EXPECT_EQ(r.Family(n), name.substr(0, name.find(','))) << name;

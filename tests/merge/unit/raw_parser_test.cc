@@ -46,7 +46,7 @@ TEST(RawParser, HostAndDeviceRecords) {
   const Event& push = f.events[0];
   EXPECT_EQ(push.kind, EventKind::kNvtxPush);
   EXPECT_EQ(f.strings.Get(push.name), "aten::mm, seq = 0");
-  EXPECT_EQ(f.strings.Get(push.domain), "PyTorch");
+  EXPECT_EQ(f.strings.Get(f.Extra(push).domain), "PyTorch");
   EXPECT_EQ(f.strings.Get(f.Extra(push).payload), R"({"bytes":64})");
   const Event& api = f.events[1];
   EXPECT_EQ(api.kind, EventKind::kRuntime);

@@ -22,7 +22,7 @@ inline std::string TraceFileText(const TraceFile& f) {
   for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
   for (const Event& e : f.events) {
     o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << f.ProcessOf(e) << " t"
-      << f.ThreadIdOf(e) << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(e.domain);
+      << f.ThreadIdOf(e) << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(f.Extra(e).domain);
     const EventExtra& x = f.Extra(e);
     o << " cat=" << str(x.category) << " line=" << e.line << " dev=" << x.device << " s=" << x.stream
       << " cbid=" << x.cbid;

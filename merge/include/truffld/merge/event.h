@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -74,10 +76,15 @@ struct HostThread {
 // indices. Thread-safety: not thread-safe; one per TraceFile, filled by the importer's thread.
 class ThreadTable {
  public:
-  ThreadTable() : list_{HostThread{}} {}
+  // `capacity`: the most pairs the table holds, (kNone, kNone) included; Event::kMaxThreads
+  // unless a test wants to reach it.
+  explicit ThreadTable(uint32_t capacity = kDefaultCapacity) : list_{HostThread{}}, capacity_(capacity) {}
+  static constexpr uint32_t kDefaultCapacity = uint32_t{1} << 24;  // = Event::kMaxThreads
   // The index of (process_id, thread_id), appended if new (the table is then unsorted).
   // Records of one thread come in runs, and a thread's API calls interleave with the device
   // activity they launch (thread_id kNone): the last two answers are checked before the table.
+  // A pair beyond the capacity gets index 0 and is counted (overflowed()): the importer then
+  // fails the file, whose events no longer tell those threads apart.
   uint32_t Index(int64_t process_id, int64_t thread_id) {
     const HostThread t{process_id, thread_id};
     if (list_[last_] == t) return last_;
@@ -87,6 +94,8 @@ class ThreadTable {
   }
   const HostThread& operator[](uint32_t i) const { return list_[i]; }
   size_t size() const { return list_.size(); }
+  uint64_t overflowed() const { return overflowed_; }  // lookups of pairs beyond the capacity
+  uint32_t capacity() const { return capacity_; }
   bool sorted() const { return sorted_; }
   // Renumbers the table into (process, thread) order. Returns the map old index -> new index
   // (empty when nothing moved); the caller applies it to its events.
@@ -97,31 +106,36 @@ class ThreadTable {
   std::vector<HostThread> list_;
   IndexTable index_;  // into list_
   uint32_t last_ = 0, before_last_ = 0;  // the last two answers of Index
+  uint32_t capacity_;
+  uint64_t overflowed_ = 0;
   bool sorted_ = true;
 };
 
-// One input record, 48 bytes: the fields most records have. Fields only some records have
-// (bytes and copy kind of copies and memsets, NVTX payloads, error return codes, kernel
-// geometry, stream and device, CUPTI callback ids, Kineto categories, CUDA-graph ids, NVTX
-// start/end ids) live in TraceFile::extras, reached through TraceFile::Extra; equal records
-// are shared, so at millions of events per file this takes the events from 152 bytes each to
-// 48, and as many fewer fresh pages for the merge to touch.
+// One input record, 40 bytes: the fields most records have. Fields only some records have
+// (NVTX domains and payloads, bytes and copy kind of copies and memsets, error return codes,
+// kernel geometry, stream and device, CUPTI callback ids, Kineto categories, CUDA-graph ids,
+// NVTX start/end ids) live in TraceFile::extras, reached through TraceFile::Extra; equal
+// records are shared (a dump has a handful of domains), so at millions of events per file this
+// takes the events from 152 bytes each to 40, and as many fewer fresh pages for the merge to
+// touch. The thread index and the kind share one word: a file holds at most kMaxThreads
+// distinct (process, thread) pairs (ThreadTable; importing fails beyond).
 // Times are ns on the file's clock as imported. Merge() then changes TraceFile::events in
 // place: closing events (NVTX_POP, NVTX_END) are removed once the ranges are built (the others
 // keep their order), times are mapped onto the merged axis, and the end of an event that opens
 // a range (push, start) becomes the range's end; tree nodes read their times there (Node).
 struct Event {
+  static constexpr uint32_t kMaxThreads = uint32_t{1} << 24;  // thread indices per file
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
   TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node); Merge changes it (above)
   int64_t correlation_id = kNone; // API calls, device activity, graph nodes
-  uint32_t thread = 0;            // index into TraceFile::threads (TraceFile::SetThread)
+  uint32_t thread : 24 = 0;       // index into TraceFile::threads (TraceFile::SetThread)
+  EventKind kind : 8 = EventKind::kNvtxMark;
   StrId name = kNoStr;            // range/API/kernel name
-  StrId domain = kNoStr;          // NVTX domain
   uint32_t extra = kNoExtra;      // index into TraceFile::extras, or kNoExtra
   uint32_t line = 0;              // 1-based source line (or record index) for messages
-  EventKind kind = EventKind::kNvtxMark;
 };
-static_assert(sizeof(Event) == 48, "Event is sized for the merge's memory budget");
+static_assert(sizeof(Event) == 40, "Event is sized for the merge's memory budget");
+static_assert(ThreadTable::kDefaultCapacity == Event::kMaxThreads, "every thread index fits Event::thread");
 
 // The rarer fields of an Event (see Event::extra).
 struct EventExtra {
@@ -138,18 +152,26 @@ struct EventExtra {
   int32_t stream = -1;            // device activity, and API calls that name one
   int32_t cbid = -1;              // API calls: CUPTI callback id
   StrId category = kNoStr;        // Kineto 'cat' or NVTX category, as text (classification)
+  StrId domain = kNoStr;          // NVTX domain
   int16_t device = -1;            // set through SetDevice (clamped to int16)
   // Device ordinal: negative -> -1 (absent); beyond int16 (no real GPU index) -> INT16_MAX.
   void SetDevice(int64_t d) { device = d < 0 ? int16_t(-1) : d > INT16_MAX ? int16_t(INT16_MAX) : int16_t(d); }
+  int16_t spare = 0;               // always 0: the record has no padding (below)
   // True when every field holds its default: such an event needs no entry in TraceFile::extras.
   bool IsDefault() const {
     return range_id == kNone && graph_id == kNone && graph_node_id == kNone &&
            original_graph_node_id == kNone && bytes == kNone && !grid[0] && !grid[1] && !grid[2] &&
            !block[0] && !block[1] && !block[2] && copy_kind == kNoStr && payload == kNoStr &&
-           return_code == 0 && stream == -1 && cbid == -1 && category == kNoStr && device == -1;
+           return_code == 0 && stream == -1 && cbid == -1 && category == kNoStr && domain == kNoStr &&
+           device == -1;
   }
+  // Field by field, stopping at the first difference: cheaper than comparing all 96 bytes.
   bool operator==(const EventExtra&) const = default;
 };
+// No padding bytes: HashExtra reads the record as twelve words.
+static_assert(sizeof(EventExtra) == 96 && std::has_unique_object_representations_v<EventExtra>,
+              "EventExtra must stay free of padding: HashExtra reads its bytes");
+inline constexpr EventExtra kDefaultExtra{};
 
 // Line numbers are kept in 32 bits; a larger one (a dump of over 4 billion lines) saturates.
 inline uint32_t LineNumber(uint64_t line) {
@@ -234,8 +256,7 @@ struct TraceFile {
 
   // The extra fields of `e` (defaults when it has none).
   const EventExtra& Extra(const Event& e) const {
-    static const EventExtra kDefaults;
-    return e.extra == kNoExtra ? kDefaults : extras[e.extra];
+    return e.extra == kNoExtra ? kDefaultExtra : extras[e.extra];
   }
   // Gives `e` the extra fields `x` (none when all are defaults), shared with every other event
   // whose fields are equal (e may still be outside `events`). Also the way to change an

@@ -34,6 +34,11 @@ Result<InputFormat> SniffFormat(const std::string& path);
 // Same decision from a content prefix already in memory (pure; used by tests).
 InputFormat SniffFormatFromPrefix(std::string_view prefix);
 
+// A file naming more (process, thread) pairs than its ThreadTable holds (Event::kMaxThreads)
+// cannot be merged: the pairs past the limit share one index, so their ranges would nest
+// across threads. ImportFile returns this error for such a file. Pure.
+Status ThreadCapacityStatus(const TraceFile& f);
+
 // Imports one file of any supported format.
 Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options);
 

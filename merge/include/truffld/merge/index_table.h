@@ -30,6 +30,16 @@ class IndexTable {
     slots_[k] = n + 1;
     return n;
   }
+  // The index i of the key equal to the one looked up, or n when there is none (nothing is
+  // inserted). Same arguments as FindOrInsert.
+  template <class Eq, class HashOf>
+  uint32_t Find(uint64_t hash, uint32_t n, Eq&& eq, HashOf&& hash_of) {
+    if (slots_.empty() || size_t(n - first_) * 2 > slots_.size()) Rebuild(n, hash_of);
+    const size_t mask = slots_.size() - 1;
+    for (size_t k = hash & mask; slots_[k] != 0; k = (k + 1) & mask)
+      if (eq(slots_[k] - 1)) return slots_[k] - 1;
+    return n;
+  }
   // Frees the table. From here on it holds the keys from index `first` on, rebuilt from the
   // caller's keys at the next lookup (keys before `first` are no longer found).
   void Reset(uint32_t first) {
