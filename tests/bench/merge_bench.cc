@@ -1,7 +1,8 @@
 // merge_bench: end-to-end speed and memory of the merge stage on a generated truffld dump.
 //
 //   merge_bench gen  --events N --out FILE [--ranks R]   write a realistic raw dump (one file)
-//   merge_bench run  FILE... [--no-trace]                 import + merge + write, timed per phase
+//   merge_bench run  FILE... [--no-trace] [--passes N]    import + merge + write, timed per phase
+//   merge_bench touch [--mb N]                            what first touches of memory cost here
 //
 // The generated mix follows what the injector writes for a vLLM-like engine: steps named
 // step_execute_model[request_ids:...], frontend ranges around backend (aten::) ranges, one
@@ -10,7 +11,9 @@
 // (VmHWM), so numbers here do not depend on /usr/bin/time being installed.
 // Not a unit test: ctest label `bench`, excluded from CI.
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -172,6 +175,43 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   return 0;
 }
 
+// Seconds to write one byte into every 4 KiB of a fresh anonymous mapping of `bytes` (huge
+// pages asked for, as the merge's allocations get them), or -1 when the mapping fails.
+double FirstTouchSeconds(size_t bytes) {
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return -1;
+#ifdef MADV_HUGEPAGE
+  (void)madvise(m, bytes, MADV_HUGEPAGE);
+#endif
+  volatile char* p = static_cast<volatile char*>(m);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  munmap(m, bytes);
+  return s;
+}
+
+// The kernel's share of the merge's time is mostly first touches of fresh memory. On bare metal
+// that is clearing pages (~0.1 s per GB); a virtual machine whose host backs guest memory lazily,
+// and takes freed memory back (free page reporting), adds the host's work to every touch of
+// memory the guest has not used lately. This measures both cases: memory the OS has not handed
+// out lately (first and after an idle pause), and memory just freed by this process.
+int Touch(size_t mb) {
+  const size_t bytes = mb << 20;
+  const double gb = double(bytes) / 1e9;
+  auto show = [&](const char* what, double s) {
+    if (s < 0) std::printf("%-44s mmap failed\n", what);
+    else std::printf("%-44s %.3f s  (%.2f s per GB)\n", what, s, s / gb);
+  };
+  std::printf("first touch of %zu MB, huge pages asked for:\n", mb);
+  show("  fresh (start of the run)", FirstTouchSeconds(bytes));
+  show("  again at once (memory just freed)", FirstTouchSeconds(bytes));
+  show("  again at once", FirstTouchSeconds(bytes));
+  sleep(5);
+  show("  again after 5 s idle", FirstTouchSeconds(bytes));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,7 +219,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: merge_bench gen --events N --out FILE [--ranks R]\n"
-                "       merge_bench run FILE... [--no-trace]\n");
+                "       merge_bench run FILE... [--no-trace] [--passes N]\n"
+                "       merge_bench touch [--mb N]   (default 1024)\n");
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "gen") {
@@ -196,12 +237,26 @@ int main(int argc, char** argv) {
   if (args[0] == "run") {
     std::vector<std::string> paths;
     bool trace = true;
+    int passes = 1;
     for (size_t i = 1; i < args.size(); ++i) {
       if (args[i] == "--no-trace") trace = false;
+      else if (args[i] == "--passes" && i + 1 < args.size()) passes = std::atoi(args[++i].c_str());
       else paths.push_back(args[i]);
     }
-    return Run(paths, trace);
+    if (passes < 1 || passes > 100) { std::fprintf(stderr, "--passes: 1 to 100\n"); return 2; }
+    for (int p = 1; p <= passes; ++p) {
+      if (passes > 1) std::printf("--- pass %d of %d%s\n", p, passes, p > 1 ? " (memory freed by the last pass is reused)" : "");
+      if (int rc = Run(paths, trace)) return rc;
+    }
+    return 0;
   }
-  std::fprintf(stderr, "unknown mode '%s' (gen or run)\n", args[0].c_str());
+  if (args[0] == "touch") {
+    long long mb = 1024;
+    for (size_t i = 1; i + 1 < args.size(); i += 2)
+      if (args[i] == "--mb") mb = std::atoll(args[i + 1].c_str());
+    if (mb < 1 || mb > (1 << 20)) { std::fprintf(stderr, "--mb: 1 to 1048576\n"); return 2; }
+    return Touch(size_t(mb));
+  }
+  std::fprintf(stderr, "unknown mode '%s' (gen, run or touch)\n", args[0].c_str());
   return 2;
 }
