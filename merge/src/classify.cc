@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -20,6 +21,7 @@ constexpr size_t kMaxMatchedNameBytes = 4096;
 constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "comm", "other",
                                        "runtime_call", "driver_call", "kernel", "memcpy",
                                        "memset", "sync"};
+static_assert(std::size(kLayerNames) == kLayerCount, "one name per layer");
 
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
 constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";

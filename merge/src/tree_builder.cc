@@ -137,15 +137,15 @@ class Builder {
   Layer LayerOf(const Event& e, bool* cached) {
     *cached = true;
     if (const RangeClass* c = CachedClass(e)) return c->layer;
-    const StrId category = file_.Extra(e).category, domain = file_.Extra(e).domain;
+    const EventExtra& x = file_.Extra(e);
     const std::string_view name = file_.strings.Get(e.name);
-    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(domain), file_.strings.Get(category));
+    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(x.domain), file_.strings.Get(x.category));
     if (class_cache_.size() < kMaxCachedClasses) {
       RangeClass rc;
       rc.layer = layer;
       rc.family = file_.strings.Intern(NormaliseFamily(layer, name));
       rc.requests = opt_.rules.ParseRequests(name);
-      class_cache_.emplace(Triple{e.name, domain, category}, std::move(rc));
+      class_cache_.emplace(Triple{e.name, x.domain, x.category}, std::move(rc));
     } else {
       *cached = false;
     }

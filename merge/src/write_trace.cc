@@ -103,11 +103,10 @@ using Track = std::pair<int64_t, int64_t>;  // pid, tid
 // slice was a tenth of this writer.
 class SliceHeads {
  public:
-  static constexpr uint32_t kLayers = uint32_t(Layer::kSync) + 1;
   explicit SliceHeads(const std::vector<Track>& tracks)
-      : tracks_(tracks), at_(tracks.size() * kLayers, {UINT32_MAX, 0}) {}
+      : tracks_(tracks), at_(tracks.size() * kLayerCount, {UINT32_MAX, 0}) {}
   std::string_view Get(uint32_t track, Layer layer) {
-    auto& [off, len] = at_[size_t(track) * kLayers + uint32_t(layer)];
+    auto& [off, len] = at_[size_t(track) * kLayerCount + uint32_t(layer)];
     if (off == UINT32_MAX) {
       const std::string head = std::string(",\"cat\":\"") + LayerName(layer) + "\",\"pid\":" +
                                std::to_string(tracks_[track].first) + ",\"tid\":" +

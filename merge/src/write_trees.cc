@@ -202,7 +202,7 @@ class TreeWriter {
   std::vector<std::vector<Cached>> extra_text_;  // per file, per extra record
   std::string text_;
   JsonOut scratch_;  // memory mode
-  std::string layer_keys_[uint32_t(Layer::kSync) + 1];  // `,"layer":"L","family":` per layer
+  std::string layer_keys_[kLayerCount];  // `,"layer":"L","family":` per layer
 };
 
 // Nodes of the tree under `root` that name a stricter request subset (their subtrees are

@@ -26,6 +26,7 @@ enum class Layer : uint8_t {
   kStep, kFrontend, kBackend, kComm, kOther,
   kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync,
 };
+constexpr uint32_t kLayerCount = uint32_t(Layer::kSync) + 1;  // for tables indexed by layer
 const char* LayerName(Layer l) noexcept;  // "step", "frontend_op", ..., "memset", "sync"
 // Device work (kernels, copies, memsets) and API calls (runtime, driver), as layers.
 inline bool IsDeviceLayer(Layer l) {

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <iterator>
 #include <optional>
@@ -154,9 +153,9 @@ struct EventExtra {
   StrId category = kNoStr;        // Kineto 'cat' or NVTX category, as text (classification)
   StrId domain = kNoStr;          // NVTX domain
   int16_t device = -1;            // set through SetDevice (clamped to int16)
+  int16_t spare = 0;              // always 0: the record has no padding (below)
   // Device ordinal: negative -> -1 (absent); beyond int16 (no real GPU index) -> INT16_MAX.
   void SetDevice(int64_t d) { device = d < 0 ? int16_t(-1) : d > INT16_MAX ? int16_t(INT16_MAX) : int16_t(d); }
-  int16_t spare = 0;               // always 0: the record has no padding (below)
   // True when every field holds its default: such an event needs no entry in TraceFile::extras.
   bool IsDefault() const {
     return range_id == kNone && graph_id == kNone && graph_node_id == kNone &&

@@ -22,7 +22,7 @@ class IndexTable {
   // index n. `hash` is the looked-up key's hash, hash_of(i) key i's (for rebuilding).
   template <class Eq, class HashOf>
   uint32_t FindOrInsert(uint64_t hash, uint32_t n, Eq&& eq, HashOf&& hash_of) {
-    if ((size_t(n - first_) + 1) * 2 > slots_.size()) Rebuild(n, hash_of);
+    Fit(n, hash_of);
     const size_t mask = slots_.size() - 1;
     size_t k = hash & mask;
     for (; slots_[k] != 0; k = (k + 1) & mask)
@@ -34,7 +34,7 @@ class IndexTable {
   // inserted). Same arguments as FindOrInsert.
   template <class Eq, class HashOf>
   uint32_t Find(uint64_t hash, uint32_t n, Eq&& eq, HashOf&& hash_of) {
-    if (slots_.empty() || size_t(n - first_) * 2 > slots_.size()) Rebuild(n, hash_of);
+    Fit(n, hash_of);
     const size_t mask = slots_.size() - 1;
     for (size_t k = hash & mask; slots_[k] != 0; k = (k + 1) & mask)
       if (eq(slots_[k] - 1)) return slots_[k] - 1;
@@ -48,6 +48,11 @@ class IndexTable {
   }
 
  private:
+  // Keeps the table at most half full with room for one more key (so every probe ends).
+  template <class HashOf>
+  void Fit(uint32_t n, HashOf& hash_of) {
+    if ((size_t(n - first_) + 1) * 2 > slots_.size()) Rebuild(n, hash_of);
+  }
   template <class HashOf>
   void Rebuild(uint32_t n, HashOf& hash_of) {
     size_t want = 64;
