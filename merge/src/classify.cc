@@ -278,6 +278,12 @@ Layer Rules::Classify(std::string_view name, std::string_view domain, std::strin
   return Layer::kOther;
 }
 
+bool Rules::NumberBlind() const {
+  for (const Rule& r : rules_)
+    if (!RegexNumberBlind(r.name_regex)) return false;
+  return RegexNumberBlind(request_regex_);
+}
+
 std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const {
   std::vector<std::string> ids;
   if (!request_re_) return ids;

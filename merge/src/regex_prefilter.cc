@@ -142,4 +142,64 @@ bool RegexPrefilter::Search(std::string_view name, const std::regex& re) const {
   return std::regex_search(name.begin(), name.end(), re, flags);
 }
 
+namespace {
+
+bool Digit(char c) { return c >= '0' && c <= '9'; }
+
+// "^" and plain characters to the end, none of them ',' (a literal such as "^c10d::").
+bool AnchoredLiteralWithoutComma(std::string_view alt) {
+  if (alt.empty() || alt[0] != '^') return false;
+  for (char c : alt.substr(1))
+    if (c == ',' || std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) return false;
+  return true;
+}
+
+// No digit outside {m,n} quantifiers and whole "0-9" bracket ranges; no \digit escape.
+bool TreatsDigitsAlike(std::string_view re) {
+  const size_t n = re.size();
+  bool in_class = false;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = re[i];
+    if (c == '\\') {  // the escaped character is skipped; \1 (a backreference) or \0 is not alike
+      if (i + 1 < n && Digit(re[i + 1])) return false;
+      ++i;              // \x31, \u0031: the digits after the letter fail below
+      continue;
+    }
+    if (in_class) {
+      if (c == ']') { in_class = false; continue; }
+      if (!Digit(c)) continue;
+      // Only a whole "0-9", not the end of a range ("+-0") nor the start of one ("9-A").
+      if (re.substr(i, 3) != "0-9" || re[i - 1] == '-' || (i + 3 < n && re[i + 3] == '-')) return false;
+      i += 2;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      if (i + 1 < n && re[i + 1] == '^') ++i;
+      if (i + 1 < n && re[i + 1] == ']') return false;  // "[]", "[^]": not assumed to be read alike
+      continue;
+    }
+    if (c == '{') {  // a quantifier {m}, {m,} or {m,n}: its digits count repeats, not text
+      size_t j = i + 1;
+      while (j < n && Digit(re[j])) ++j;
+      const bool m = j > i + 1;
+      if (m && j < n && re[j] == ',') for (++j; j < n && Digit(re[j]);) ++j;
+      if (m && j < n && re[j] == '}') { i = j; continue; }
+    }
+    if (Digit(c)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RegexNumberBlind(std::string_view re) {
+  // Per top-level alternative: one that treats digits alike, or an anchored literal without a
+  // comma, which can only match text before the name's first ", " (its digits are never the
+  // ones that differ).
+  for (std::string_view alt : Alternatives(re))
+    if (!AnchoredLiteralWithoutComma(alt) && !TreatsDigitsAlike(alt)) return false;
+  return true;
+}
+
 }  // namespace truffld::merge

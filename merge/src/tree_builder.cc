@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "range_classes.h"
 #include "release_pages.h"
 #include "sorted_runs.h"
 #include "truffld/merge/host_ranges.h"
@@ -16,22 +17,6 @@ namespace truffld::merge {
 namespace {
 
 constexpr uint32_t kNoIdx = UINT32_MAX;
-
-struct Triple {
-  StrId a, b, c;
-  bool operator==(const Triple& o) const { return a == o.a && b == o.b && c == o.c; }
-};
-struct TripleHash {
-  size_t operator()(const Triple& t) const noexcept {
-    return (size_t(t.a) * 0x9E3779B97F4A7C15ull) ^ (size_t(t.b) * 0xC2B2AE3D27D4EB4Full) ^ (size_t(t.c) << 42) ^ t.c;
-  }
-};
-
-struct RangeClass {
-  Layer layer = Layer::kOther;
-  StrId family = kNoStr;
-  std::vector<std::string> requests;  // ids this range's name names (empty: none)
-};
 
 class Builder {
  public:
@@ -111,61 +96,10 @@ class Builder {
     graph_nodes_read_ = per_kind[int(EventKind::kGraphNode)];
   }
 
-  // Classes are cached per (name, domain, category), but for at most kMaxCachedClasses of
-  // them: profilers name each operator call differently ("aten::mm, seq = 1234, op_id =
-  // 56789"), and caching millions of names that never repeat cost ~80 bytes per range at the
-  // merge's memory peak. Every range is looked at twice (Classify wants its layer, EmitNodes its
-  // family and request ids): a name past the cache is matched against the rules once, in
-  // Classify, and EmitNodes derives the rest from the layer found then.
-
-  // The cached class of e's key, or nullptr. A small direct-mapped front serves most lookups
-  // (a dump repeats a few hundred names).
-  const RangeClass* CachedClass(const Event& e) {
+  ClassKey KeyOf(const Event& e) const {
     const EventExtra& x = file_.Extra(e);
-    const Triple key{e.name, x.domain, x.category};
-    ClassSlot& slot = class_front_[TripleHash()(key) % kFrontSlots];
-    if (slot.rc && slot.key == key) return slot.rc;
-    auto it = class_cache_.find(key);
-    if (it == class_cache_.end()) return nullptr;
-    slot = {key, &it->second};  // map nodes never move: the pointer stays valid
-    return &it->second;
+    return {e.name, x.domain, x.category};
   }
-
-  // The layer the rules give e; the whole class is computed and cached while there is room.
-  // *cached: whether e's class is in the cache now (when not, it never will be: the cache only
-  // grows here, and only while it has room).
-  Layer LayerOf(const Event& e, bool* cached) {
-    *cached = true;
-    if (const RangeClass* c = CachedClass(e)) return c->layer;
-    const EventExtra& x = file_.Extra(e);
-    const std::string_view name = file_.strings.Get(e.name);
-    const Layer layer = opt_.rules.Classify(name, file_.strings.Get(x.domain), file_.strings.Get(x.category));
-    if (class_cache_.size() < kMaxCachedClasses) {
-      RangeClass rc;
-      rc.layer = layer;
-      rc.family = file_.strings.Intern(NormaliseFamily(layer, name));
-      rc.requests = opt_.rules.ParseRequests(name);
-      class_cache_.emplace(Triple{e.name, x.domain, x.category}, std::move(rc));
-    } else {
-      *cached = false;
-    }
-    return layer;
-  }
-
-  // Family (for `layer`, the range's final layer) and request ids of e's name. Valid until the
-  // next call (an uncached answer lives in scratch_class_). Equal to normalising the name for
-  // `layer` and parsing its request ids, which is what a cached class holds for its own layer.
-  // `cached`: what LayerOf said (false spares the lookup).
-  const RangeClass& ClassFor(const Event& e, Layer layer, bool cached) {
-    const RangeClass* c = cached ? CachedClass(e) : nullptr;
-    if (c && c->layer == layer) return *c;
-    scratch_class_.layer = layer;
-    scratch_class_.family = file_.strings.Intern(NormaliseFamily(layer, file_.strings.Get(e.name)));
-    if (c) scratch_class_.requests = c->requests;
-    else scratch_class_.requests = opt_.rules.ParseRequests(file_.strings.Get(e.name));
-    return scratch_class_;
-  }
-  static constexpr size_t kMaxCachedClasses = 1 << 16;
 
   StrId FamilyOf(Layer layer, const Event& e) {
     uint64_t key = (uint64_t(layer) << 32) | e.name;
@@ -193,12 +127,10 @@ class Builder {
 
   void Classify() {
     layer_.resize(ranges_.size());
-    uncached_.assign(ranges_.size(), false);
+    class_src_.resize(ranges_.size());
     bool any_step = false;
     for (size_t r = 0; r < ranges_.size(); ++r) {
-      bool cached;
-      layer_[r] = LayerOf(ev_[ranges_[r].event], &cached);
-      uncached_[r] = !cached;
+      layer_[r] = classes_.LayerOf(KeyOf(ev_[ranges_[r].event]), &class_src_[r]);
       any_step |= layer_[r] == Layer::kStep;
     }
     if (any_step || !opt_.implicit_steps) return;
@@ -560,7 +492,7 @@ class Builder {
       if ((step_of_[r] == r) != (pass == 0)) continue;
       const HostRange& h = ranges_[r];
       const Event& e = ev_[h.event];
-      const RangeClass& cls = ClassFor(e, layer_[r], !uncached_[r]);
+      const RangeClass& cls = classes_.ClassFor(KeyOf(e), layer_[r], class_src_[r]);
       uint32_t n = NewNode(h.event, layer_[r], h.start, h.end);
       node_of[r] = n;
       out_.nodes[n].family = cls.family;
@@ -603,7 +535,7 @@ class Builder {
     // freed memory back to the host, a fresh page costs far more than a reused one). The
     // fallback for graphs captured outside steps still reads ranges_ and layer_.
     std::vector<uint8_t>().swap(in_comm);
-    std::vector<bool>().swap(uncached_);
+    std::vector<RangeClasses::Source>().swap(class_src_);
     for (auto* v : {&parent_, &step_of_, &sorted_, &step_slot_}) std::vector<uint32_t>().swap(*v);
     std::vector<StepSpan>().swap(step_spans_);
     std::unordered_map<int64_t, uint32_t>().swap(implicit_of_);
@@ -698,17 +630,14 @@ class Builder {
   size_t api_calls_read_ = 0, graph_nodes_read_ = 0;
   std::vector<HostRange> ranges_;
   std::vector<Layer> layer_;
-  std::vector<bool> uncached_;  // per range from Classify: its class is not in class_cache_
+  std::vector<RangeClasses::Source> class_src_;  // per range: where Classify found its class
   std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
   std::vector<StepSpan> step_spans_;
   std::unordered_map<int64_t, uint32_t> implicit_of_;
-  std::unordered_map<Triple, RangeClass, TripleHash> class_cache_;
-  RangeClass scratch_class_;
+  RangeClasses classes_{opt_.rules, file_.strings};
   std::unordered_map<uint64_t, StrId> family_cache_;
   static constexpr size_t kFrontSlots = 1024;
-  struct ClassSlot { Triple key{kNoStr, kNoStr, kNoStr}; const RangeClass* rc = nullptr; };
   struct FamilySlot { uint64_t key = 0; StrId id = kNoStr; };
-  std::array<ClassSlot, kFrontSlots> class_front_{};
   std::array<FamilySlot, kFrontSlots> family_front_{};
   // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
   std::vector<uint32_t> api_owner_;

@@ -64,6 +64,11 @@ class Rules {
   // name names none. The regex's first capture group holds ids separated by '_'.
   std::vector<std::string> ParseRequests(std::string_view step_name) const;
 
+  // True when neither a rule's regex nor the request regex can tell numbered names apart (see
+  // RegexNumberBlind): then names that differ only in the digits after their first ", " get
+  // one layer and match the request regex alike, and callers may share one answer among them.
+  bool NumberBlind() const;
+
   const std::vector<Rule>& rules() const { return rules_; }
   const std::string& request_regex() const { return request_regex_; }
   // Replaces the request regex (must have one capture group).

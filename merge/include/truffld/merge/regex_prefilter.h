@@ -43,4 +43,13 @@ struct RegexPrefilter {
   bool Search(std::string_view name, const std::regex& re) const;
 };
 
+// Whether an ECMAScript regex surely cannot tell apart two names that are equal up to their
+// first ", " and differ after it only in which digits stand where (the numbered operator calls
+// "aten::mm, seq = 1, op_id = 7" and "aten::mm, seq = 2, op_id = 9"): same verdict, matches at
+// the same places. True when every top-level alternative either holds no digit outside {m,n}
+// quantifiers and whole "0-9" bracket ranges and no \digit escape, or is '^' and a literal
+// without a comma ("^c10d::"). Conservative: false may be said of a regex that is blind after
+// all (only speed depends on it), true never of one that is not. Pure.
+bool RegexNumberBlind(std::string_view re);
+
 }  // namespace truffld::merge
