@@ -23,26 +23,30 @@ const RangeClass* RangeClasses::ByName(const ClassKey& k) {
   return &it->second;
 }
 
-bool RangeClasses::ShapeKey(const ClassKey& k) {
-  if (!number_blind_) return false;
+size_t RangeClasses::ShapeKey(const ClassKey& k) {
+  if (!number_blind_) return 0;
   const std::string_view name = strings_.Get(k.name);
-  if (name.size() > kMaxShapedName) return false;
+  if (name.size() > kMaxShapedName) return 0;
   const size_t cut = name.find(", ");
-  if (cut == std::string_view::npos) return false;
+  if (cut == std::string_view::npos) return 0;
   shape_key_.assign(name);
   bool digits = false;
   for (size_t i = cut + 2; i < shape_key_.size(); ++i)
     if (unsigned(shape_key_[i] - '0') < 10) { shape_key_[i] = '0'; digits = true; }
-  if (!digits) return false;  // nothing numbered: the by-name cache serves it
+  if (!digits) return 0;  // nothing numbered: the by-name cache serves it
   // The domain and category ids, after a byte no name of this length can hold at that place.
   shape_key_.push_back('\0');
   shape_key_.append(reinterpret_cast<const char*>(&k.domain), sizeof k.domain);
   shape_key_.append(reinterpret_cast<const char*>(&k.category), sizeof k.category);
-  return true;
+  return cut + 2;
 }
 
-const RangeClasses::ShapeSlot* RangeClasses::ShapeFront(const ClassKey& k) const {
-  const ShapeSlot& slot = shape_front_[KeyHash()(k) % kFrontSlots];
+RangeClasses::ShapeSlot& RangeClasses::ShapeSlotOf(const ClassKey& k) {
+  return shape_front_[KeyHash()(k) % kFrontSlots];
+}
+
+const RangeClasses::ShapeSlot* RangeClasses::ShapeFront(const ClassKey& k) {
+  const ShapeSlot& slot = ShapeSlotOf(k);
   return slot.cls.family != kNoStr && slot.key == k ? &slot : nullptr;
 }
 
@@ -70,28 +74,28 @@ Layer RangeClasses::LayerOf(const ClassKey& k, Source* src) {
     *src = Source::kByShape;
     return s->cls.layer;
   }
-  const bool shaped = ShapeKey(k);
-  if (shaped) {
+  const size_t shared = ShapeKey(k);  // 0: no shape
+  if (shared) {
     if (const ShapeClass* s = ByShape()) {
       ++by_shape_hits_;
       *src = Source::kByShape;
-      shape_front_[KeyHash()(k) % kFrontSlots] = {k, *s};
+      ShapeSlotOf(k) = {k, *s};
       return s->layer;
     }
   }
   const std::string_view name = strings_.Get(k.name);
   const Layer layer = rules_.Classify(name, strings_.Get(k.domain), strings_.Get(k.category));
   *src = Source::kNone;
-  const bool may_shape = shaped && IsRuleLayer(layer) && by_shape_.size() < max_cached_;
+  const bool may_shape = shared && IsRuleLayer(layer) && by_shape_.size() < max_cached_;
   if (!may_shape && by_name_.size() >= max_cached_) return layer;  // ClassFor works it out
   RangeClass rc{layer, strings_.Intern(NormaliseFamily(layer, name)), rules_.ParseRequests(name)};
   // The family must lie in the part of the name every name of this shape shares (it always
   // does for rule layers; checked, not assumed).
   const std::string_view family = strings_.Get(rc.family);
   if (may_shape && rc.requests.empty() &&
-      family.size() <= name.find(", ") + 2 && name.substr(0, family.size()) == family) {
+      family.size() <= shared && name.substr(0, family.size()) == family) {
     by_shape_.emplace(shape_key_, ShapeClass{layer, rc.family});
-    shape_front_[KeyHash()(k) % kFrontSlots] = {k, {layer, rc.family}};
+    ShapeSlotOf(k) = {k, {layer, rc.family}};
     *src = Source::kByShape;
     return layer;
   }

@@ -81,10 +81,12 @@ class RangeClasses {
   struct ShapeSlot { ClassKey key; ShapeClass cls; };
 
   const RangeClass* ByName(const ClassKey& k);
-  // Builds k's shape key into shape_key_; false when the name has no shape (see above).
-  bool ShapeKey(const ClassKey& k);
+  // Builds k's shape key into shape_key_ and returns the length of the name's part that every
+  // name of its shape shares (through the first ", "); 0 when the name has no shape (above).
+  size_t ShapeKey(const ClassKey& k);
   const ShapeClass* ByShape();
-  const ShapeSlot* ShapeFront(const ClassKey& k) const;
+  ShapeSlot& ShapeSlotOf(const ClassKey& k);         // k's slot in shape_front_
+  const ShapeSlot* ShapeFront(const ClassKey& k);    // the slot when it holds k's class
   // Keeps rc by k's name while the cache has room (then *src = kByName).
   void KeepByName(const ClassKey& k, RangeClass rc, Source* src);
 

@@ -146,12 +146,12 @@ namespace {
 
 bool Digit(char c) { return c >= '0' && c <= '9'; }
 
-// "^" and plain characters to the end, none of them ',' (a literal such as "^c10d::").
+// '^' and a literal to the end (LeadingLiteral: all of it), holding no ',' ("^c10d::").
 bool AnchoredLiteralWithoutComma(std::string_view alt) {
   if (alt.empty() || alt[0] != '^') return false;
-  for (char c : alt.substr(1))
-    if (c == ',' || std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) return false;
-  return true;
+  bool pure;
+  const std::string lit = LeadingLiteral(alt, 1, &pure);
+  return pure && lit.find(',') == std::string::npos;
 }
 
 // No digit outside {m,n} quantifiers and whole "0-9" bracket ranges; no \digit escape.
