@@ -145,22 +145,52 @@ bool JsonNeedsNoEscape(std::string_view s) { return JsonPlainPrefix(s.data(), s.
 
 JsonOut::JsonOut(std::FILE* f, std::string name, WriteBehind* wb) : f_(f), name_(std::move(name)), wb_(wb) {
   buf_.reset(new char[kBlock]);
-  p_ = buf_.get();
+  buf_cap_ = kBlock;
+  base_ = p_ = buf_.get();
   end_ = p_ + kBlock;
 }
 
+JsonOut::JsonOut(DirectWriter* dw, std::string name) : name_(std::move(name)), dw_(dw) {
+  UseBlock(dw_->current());
+}
+
+void JsonOut::UseBlock(DirectWriter::Block b) {
+  base_ = b.data;
+  p_ = b.data + b.size;
+  end_ = b.data + b.capacity;
+  spilled_ = false;
+}
+
 char* JsonOut::Grow(size_t n) {
-  if (f_ && p_ != buf_.get()) (void)Flush();  // a failure is kept in error_ and reported by Flush
-  const size_t used = size_t(p_ - buf_.get());
-  const size_t cap = size_t(end_ - buf_.get());
+  if (dw_) return GrowDirect(n);
+  if (f_ && p_ != base_) (void)Flush();  // a failure is kept in error_ and reported by Flush
+  const size_t used = size_t(p_ - base_);
+  const size_t cap = size_t(end_ - base_);
   if (cap - used >= n) return p_;
   size_t want = cap;
   while (want - used < n) want *= 2;
   std::unique_ptr<char[]> bigger(new char[want]);
-  std::memcpy(bigger.get(), buf_.get(), used);
+  std::memcpy(bigger.get(), base_, used);
   buf_ = std::move(bigger);
-  p_ = buf_.get() + used;
-  end_ = buf_.get() + want;
+  buf_cap_ = want;
+  base_ = buf_.get();
+  p_ = base_ + used;
+  end_ = base_ + want;
+  return p_;
+}
+
+// With a DirectWriter: hand the block over and continue in the next one; a piece that does not
+// fit in what a block has left after its carried-over bytes goes into buf_, copied in later.
+char* JsonOut::GrowDirect(size_t n) {
+  (void)Flush();
+  if (size_t(end_ - p_) >= n) return p_;
+  if (buf_cap_ < n) {
+    buf_.reset(new char[n]);
+    buf_cap_ = n;
+  }
+  base_ = p_ = buf_.get();
+  end_ = base_ + buf_cap_;
+  spilled_ = true;
   return p_;
 }
 
@@ -217,16 +247,30 @@ void JsonOut::Micros(int64_t ns) {
 }
 
 Status JsonOut::Flush() {
-  const size_t used = size_t(p_ - buf_.get());
+  const size_t used = size_t(p_ - base_);
+  if (dw_) {
+    if (spilled_) UseBlock(dw_->Append(base_, used));
+    else if (used > dw_->current().size) UseBlock(dw_->Commit(used));
+    return error_;  // the writer's errors come with Close
+  }
   if (!f_) return Status::Ok();
   if (error_.ok() && used) {
-    if (std::fwrite(buf_.get(), 1, used, f_) != used)
+    if (std::fwrite(base_, 1, used, f_) != used)
       error_ = IoError(name_ + ": write failed: " + std::strerror(errno));
     else if (wb_)
       error_ = wb_->Wrote(used);
   }
-  p_ = buf_.get();
+  p_ = base_;
   return error_;
+}
+
+Status JsonOut::Close() {
+  if (!dw_) return Flush();
+  if (spilled_) UseBlock(dw_->Append(base_, size_t(p_ - base_)));
+  Status st = dw_->Finish(size_t(p_ - base_));
+  base_ = p_ = end_ = nullptr;  // nothing may be written after Close
+  dw_ = nullptr;
+  return st;
 }
 
 }  // namespace truffld::merge

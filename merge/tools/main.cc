@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "truffld/hugepages.h"
+#include "truffld/merge/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -50,16 +51,29 @@ class Progress {
   bool tty_;
 };
 
-// Outputs leave the page cache as they are written (see truffld/merge/write_behind.h) unless
-// --keep-page-cache.
-Status WriteFile(const std::filesystem::path& path, bool keep_page_cache,
+// How the outputs reach the disk. kDirect: direct I/O from the writers' own buffers
+// (truffld/merge/direct_writer.h), or kWriteBehind where the file system refuses it; kWriteBehind:
+// through the page cache, leaving it as written (truffld/merge/write_behind.h); kCached: the
+// page cache, as any program writes.
+enum class WriteMode { kDirect, kWriteBehind, kCached };
+
+Status WriteFile(const std::filesystem::path& path, WriteMode mode,
                  const std::function<void(JsonOut*)>& body) {
+  if (mode == WriteMode::kDirect) {
+    auto dw = DirectWriter::Open(path.string());
+    if (!dw.ok()) return dw.status();
+    if (*dw) {
+      JsonOut out(dw->get(), path.string());
+      body(&out);
+      return out.Close();
+    }
+  }
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return IoError(path.string() + ": cannot create: " + std::strerror(errno));
-  WriteBehind wb(keep_page_cache ? nullptr : f, path.string());
+  WriteBehind wb(mode == WriteMode::kCached ? nullptr : f, path.string());
   JsonOut out(f, path.string(), &wb);
   body(&out);
-  Status st = out.Flush();
+  Status st = out.Close();
   if (std::fclose(f) != 0 && st.ok()) st = IoError(path.string() + ": close failed: " + std::strerror(errno));
   return st;
 }
@@ -72,7 +86,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;
   bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
-  bool keep_cache = false;
+  bool keep_cache = false, no_direct = false;
   int threads = 2;
   app.add_option("inputs", inputs, "Input files or directories (format detected from content)")->required();
   app.add_option("-o,--out", outdir, "Output directory (created if missing)")->required();
@@ -92,14 +106,22 @@ int main(int argc, char** argv) {
                "an identical tree (default: one line per group of requests, listed in request_group; "
                "a step batching N requests then costs one line, not N)");
   app.add_flag("--keep-page-cache", keep_cache,
-               "Leave the written outputs in the page cache (default: every 32 MiB written is sent to "
-               "disk and dropped from the cache, so a multi-GB output neither fills memory nor evicts "
-               "what the host keeps cached, and costs less CPU; a later reader reads the files from "
-               "disk, and on storage slower than the writers the merge waits for it)");
+               "Write the outputs through the page cache and leave them there, as most programs do "
+               "(default: direct I/O, see --no-direct-io; a later reader reads the files from disk)");
+  app.add_flag("--no-direct-io", no_direct,
+               "Write the outputs through the page cache, sending every 32 MiB to disk and dropping "
+               "it from the cache as it goes, instead of with direct I/O (the default, which skips "
+               "the cache entirely and costs the least CPU; used anyway where the file system "
+               "refuses direct I/O, such as tmpfs). Either way a multi-GB output neither fills "
+               "memory nor evicts what the host keeps cached; on storage slower than the writers "
+               "the merge waits for it");
   app.add_flag("-q,--quiet", quiet, "No stdout summary");
   CLI11_PARSE(app, argc, argv);
 
   auto t0 = std::chrono::steady_clock::now();
+  const WriteMode write_mode = keep_cache ? WriteMode::kCached
+                               : no_direct ? WriteMode::kWriteBehind
+                                           : WriteMode::kDirect;
   MergeOptions opt;
   opt.strict = strict;
   opt.threads = threads;
@@ -146,10 +168,10 @@ int main(int argc, char** argv) {
   Status trace_st = Status::Ok();
   std::thread trace_writer;
   auto write_trace = [&] {
-    trace_st = WriteFile(fs::path(outdir) / "trace.json", keep_cache, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
+    trace_st = WriteFile(fs::path(outdir) / "trace.json", write_mode, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
   };
   if (!no_trace && threads > 1) trace_writer = std::thread(write_trace);
-  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", keep_cache, [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
+  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", write_mode, [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
   if (!no_trace) {
     if (trace_writer.joinable()) trace_writer.join();
     else if (st.ok()) write_trace();
@@ -157,7 +179,7 @@ int main(int argc, char** argv) {
     run.trace_written = true;
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (st.ok()) st = WriteFile(fs::path(outdir) / "summary.json", keep_cache, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
+  if (st.ok()) st = WriteFile(fs::path(outdir) / "summary.json", write_mode, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
   progress.Done();
   if (!st.ok()) { std::cerr << "truffld-merge: " << st.ToString() << "\n"; return 1; }
   if (!quiet) std::cout << FormatTextSummary(r, run);

@@ -7,6 +7,9 @@
 // millions of slices) and reaches the FILE* in blocks of about kBlock bytes, or stays in memory
 // when no FILE* is given (how the unit tests read it back). Given a WriteBehind for the same
 // FILE*, every block written is reported to it (large outputs leave the page cache as they go).
+// Given a DirectWriter instead, the text is written straight into the writer's aligned blocks,
+// which go to the disk without a copy (direct_writer.h); a piece too large for one block is
+// written into a heap buffer and copied in after it.
 // Thread-safety: one JsonOut per thread.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "truffld/merge/direct_writer.h"
 #include "truffld/merge/write_behind.h"
 #include "truffld/status.h"
 
@@ -28,6 +32,8 @@ class JsonOut {
 
   // `wb`, when given, must outlive this JsonOut and belong to the same FILE*.
   explicit JsonOut(std::FILE* f = nullptr, std::string name = "<memory>", WriteBehind* wb = nullptr);
+  // Writes into `dw`'s blocks; Close must be called to end the file. `dw` must outlive this.
+  JsonOut(DirectWriter* dw, std::string name);
   JsonOut(const JsonOut&) = delete;
   JsonOut& operator=(const JsonOut&) = delete;
 
@@ -52,25 +58,36 @@ class JsonOut {
   void Int(int64_t v);
   void Micros(int64_t ns);            // ns as decimal microseconds with 3 decimals ("12.345")
   // Writes pending text; fails with IoError naming the output on a short write or a disk error
-  // the WriteBehind saw (the first error is kept and returned by every later Flush).
+  // the WriteBehind saw (the first error is kept and returned by every later Flush). With a
+  // DirectWriter, hands over what fills whole blocks (the rest goes at Close).
   Status Flush();
+  // Ends the output: Flush, and with a DirectWriter, writes the last bytes and closes the file
+  // (its first error is returned). Nothing may be written after. (A FILE* is the caller's to
+  // close.)
+  Status Close();
   // Memory mode: everything written so far.
-  std::string text() const { return std::string(buf_.get(), size_t(p_ - buf_.get())); }
+  std::string text() const { return std::string(base_, size_t(p_ - base_)); }
   // Memory mode: the text written so far, valid until the next write or Clear; Clear forgets it.
-  std::string_view view() const { return std::string_view(buf_.get(), size_t(p_ - buf_.get())); }
-  void Clear() { p_ = buf_.get(); }
+  std::string_view view() const { return std::string_view(base_, size_t(p_ - base_)); }
+  void Clear() { p_ = base_; }
 
  private:
   // A pointer with at least n writable bytes behind it (flushes or grows the buffer).
   char* Room(size_t n) { return size_t(end_ - p_) >= n ? p_ : Grow(n); }
   char* Grow(size_t n);
+  char* GrowDirect(size_t n);
+  void UseBlock(DirectWriter::Block b);
 
-  std::FILE* f_;
+  std::FILE* f_ = nullptr;
   std::string name_;
-  std::unique_ptr<char[]> buf_;
+  std::unique_ptr<char[]> buf_;  // the buffer, but with a DirectWriter: for oversized pieces
+  size_t buf_cap_ = 0;
+  char* base_ = nullptr;         // start of the buffer written now (buf_ or a direct block)
   char* p_ = nullptr;
   char* end_ = nullptr;
-  WriteBehind* wb_;
+  WriteBehind* wb_ = nullptr;
+  DirectWriter* dw_ = nullptr;
+  bool spilled_ = false;  // with dw_: writing into buf_, to be appended after the block's text
   Status error_;
   // The digits of a number's part above its last eight, kept while it repeats: the writers print
   // times in near order, so that part changes rarely. One for Int (ns), one for Micros (ns of
