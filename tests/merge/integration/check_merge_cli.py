@@ -114,13 +114,15 @@ def golden(merge, src):
         grouped_dir = os.path.join(out, "grouped")
         run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", grouped_dir, "--no-trace-json"], cwd=gdir)
         check_grouped(trees, load_trees(os.path.join(grouped_dir, "trees.jsonl")), "golden")
-        # --keep-page-cache changes how the files reach the disk, never what they hold.
-        kept_dir = os.path.join(out, "kept")
-        run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", kept_dir, "--per-request-trees", "--keep-page-cache"], cwd=gdir)
-        for name in ("trees.jsonl", "trace.json"):
-            with open(os.path.join(out, name), "rb") as a, open(os.path.join(kept_dir, name), "rb") as b:
-                if a.read() != b.read():
-                    sys.exit(f"golden: {name} differs with --keep-page-cache")
+        # --keep-page-cache and --no-direct-io change how the files reach the disk (the default
+        # is direct I/O), never what they hold.
+        for flag in ("--keep-page-cache", "--no-direct-io"):
+            kept_dir = os.path.join(out, "kept" + flag)
+            run(merge, ["rank0.jsonl", "rank1.jsonl", "-o", kept_dir, "--per-request-trees", flag], cwd=gdir)
+            for name in ("trees.jsonl", "trace.json"):
+                with open(os.path.join(out, name), "rb") as a, open(os.path.join(kept_dir, name), "rb") as b:
+                    if a.read() != b.read():
+                        sys.exit(f"golden: {name} differs with {flag}")
         check_trees(trees, validator(src), "golden")
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
