@@ -81,11 +81,7 @@ DirectWriter::Block DirectWriter::Commit(size_t size) {
   }
   const size_t whole = size & ~(kAlign - 1), tail = size - whole;
   if (whole == 0) return cur_;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Job{cur_.data, whole, offset_, cur_index_});
-  }
-  cv_.notify_all();
+  Enqueue(whole);
   offset_ += whole;
   // The thread reads [0, whole) of the old block meanwhile; its tail is only read here. If the
   // thread is done with it already and hands the same block back, the ranges do not overlap.
@@ -95,6 +91,14 @@ DirectWriter::Block DirectWriter::Commit(size_t size) {
   cur_index_ = next;
   cur_ = Block{data, tail, opt_.block};
   return cur_;
+}
+
+void DirectWriter::Enqueue(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(Job{cur_.data, bytes, offset_, cur_index_});
+  }
+  cv_.notify_all();
 }
 
 DirectWriter::Block DirectWriter::Append(const char* p, size_t n) {
@@ -144,10 +148,7 @@ Status DirectWriter::WriteAll(const char* p, size_t n, uint64_t offset) {
     if (r < 0 && errno == EINVAL && direct_) {
       // The device wants another alignment (or a short write left an unaligned rest): the rest
       // of the file goes through the page cache.
-      const int fl = ::fcntl(fd_, F_GETFL);
-      if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0)
-        return IoError(name_ + ": cannot turn direct I/O off: " + std::strerror(errno));
-      direct_ = false;
+      TRUFFLD_RETURN_IF_ERROR(DirectOff());
       fell_back_ = true;
       continue;
     }
@@ -168,6 +169,17 @@ Status DirectWriter::WriteAll(const char* p, size_t n, uint64_t offset) {
 #endif
 }
 
+Status DirectWriter::DirectOff() {
+#if defined(__linux__)
+  if (!direct_) return Status::Ok();
+  const int fl = ::fcntl(fd_, F_GETFL);
+  if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0)
+    return IoError(name_ + ": cannot turn direct I/O off: " + std::strerror(errno));
+#endif
+  direct_ = false;
+  return Status::Ok();
+}
+
 void DirectWriter::Stop() {
   if (!thread_.joinable()) return;
   {
@@ -184,23 +196,14 @@ Status DirectWriter::Finish(size_t size) {
   finished_ = true;
   cur_.size = size;
   const size_t whole = failed_ ? 0 : size & ~(kAlign - 1);
-  if (whole > 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Job{cur_.data, whole, offset_, cur_index_});
-  }
-  cv_.notify_all();
+  if (whole > 0) Enqueue(whole);
   Stop();  // drains the queue: from here on everything is this thread's
   Status st = error_;
   offset_ += whole;
   const size_t tail = size - whole;
   if (st.ok() && tail > 0) {
-#if defined(__linux__)
     // The last bytes are less than one aligned unit: written through the page cache.
-    const int fl = ::fcntl(fd_, F_GETFL);
-    if (direct_ && (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0))
-      st = IoError(name_ + ": cannot turn direct I/O off: " + std::strerror(errno));
-    direct_ = false;
-#endif
+    st = DirectOff();
     if (st.ok()) st = WriteAll(cur_.data + whole, tail, offset_);
     if (st.ok()) offset_ += tail;
   }

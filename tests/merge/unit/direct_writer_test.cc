@@ -9,26 +9,20 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "truffld/merge/json_out.h"
+#include "scratch_file.h"
 
 #if defined(__linux__)
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #endif
 
 namespace truffld::merge {
 namespace {
-
-namespace fs = std::filesystem;
 
 #if defined(__linux__)
 
@@ -63,22 +57,13 @@ void ResetFake(int fail_at = -1, int err = 0) {
   g_fail_errno = err;
 }
 
-// A scratch file in the working directory (ctest runs in the build tree, on disk; /tmp may be
-// a tmpfs, which refuses direct I/O).
-class DirectWriterTest : public ::testing::Test {
+class DirectWriterTest : public testing::ScratchFileTest {
  protected:
   void SetUp() override {
-    path_ = fs::current_path() / ("direct_writer_test_" + std::to_string(::getpid()) + ".out");
+    ScratchFileTest::SetUp();
     ResetFake();
   }
-  void TearDown() override { fs::remove(path_); }
 
-  std::string ReadBack() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   // The fake on a file opened the usual way: the ring, the carrying and the calls are the same
   // as with O_DIRECT, on any file system.
   std::unique_ptr<DirectWriter> OpenFake(size_t block, int blocks) {
@@ -91,8 +76,6 @@ class DirectWriterTest : public ::testing::Test {
     EXPECT_TRUE(dw.ok()) << dw.status().ToString();
     return dw.ok() ? std::move(*dw) : nullptr;
   }
-
-  fs::path path_;
 };
 
 // Writes a reproducible mix of pieces, small and large, escaped and plain, through `out`.
@@ -225,18 +208,10 @@ TEST_F(DirectWriterTest, RealDirectIoBypassesThePageCache) {
   if (dw->fell_back()) GTEST_SKIP() << "the device refused 4096-byte alignment";
   const uint64_t aligned = want.size() / DirectWriter::kAlign * DirectWriter::kAlign;
   EXPECT_EQ(dw->direct_bytes(), aligned);
-  const int fd = ::open(path_.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  void* map = mmap(nullptr, want.size(), PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(map, MAP_FAILED);
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> resident((want.size() + page - 1) / page);
-  ASSERT_EQ(mincore(map, want.size(), resident.data()), 0);
-  size_t cached = 0;
-  for (size_t i = 0; i < aligned / page; ++i) cached += resident[i] & 1;
-  munmap(map, want.size());
-  ::close(fd);
-  EXPECT_LT(cached, aligned / page / 4) << cached << " of " << aligned / page << " pages cached";
+  const long cached = testing::CachedPages(path_, want.size(), aligned);
+  ASSERT_GE(cached, 0);
+  EXPECT_LT(size_t(cached), aligned / page / 4) << cached << " of " << aligned / page << " pages cached";
   EXPECT_TRUE(ReadBack() == want);  // last: reading brings the pages in
 }
 

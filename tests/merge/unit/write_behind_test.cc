@@ -8,17 +8,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "truffld/merge/json_out.h"
+#include "scratch_file.h"
 
 #if defined(__linux__)
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 #endif
@@ -26,26 +22,7 @@
 namespace truffld::merge {
 namespace {
 
-namespace fs = std::filesystem;
-
-// A scratch file in the working directory (ctest runs in the build tree, on disk; /tmp may be
-// a tmpfs, whose pages are never "written back").
-class WriteBehindTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = fs::current_path() / ("write_behind_test_" + std::to_string(::getpid()) + ".out");
-  }
-  void TearDown() override { fs::remove(path_); }
-
-  std::string ReadBack() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
-  fs::path path_;
-};
+using WriteBehindTest = testing::ScratchFileTest;
 
 // Text of `n` bytes that differs at every position modulo a prime, so a lost, repeated or
 // reordered block shows.
@@ -78,19 +55,11 @@ TEST_F(WriteBehindTest, OutputIsCompleteAndWrittenPartIsDropped) {
     EXPECT_EQ(ReadBack(), text);
     GTEST_SKIP() << "an in-memory file system keeps file pages by design";
   }
-  const int fd = ::open(path_.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  void* map = mmap(nullptr, text.size(), PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> resident((text.size() + page - 1) / page);
-  ASSERT_EQ(mincore(map, text.size(), resident.data()), 0);
-  size_t dropped_pages = wb.dropped_bytes() / page, still_cached = 0;
-  for (size_t i = 0; i < dropped_pages; ++i) still_cached += resident[i] & 1;
-  munmap(map, text.size());
-  ::close(fd);
+  const long still_cached = testing::CachedPages(path_, text.size(), wb.dropped_bytes());
+  ASSERT_GE(still_cached, 0);
+  const size_t dropped_pages = wb.dropped_bytes() / size_t(sysconf(_SC_PAGESIZE));
   // The kernel may keep a few pages (readahead by another reader, a busy page): most must go.
-  EXPECT_LT(still_cached, dropped_pages / 4) << still_cached << " of " << dropped_pages << " pages still cached";
+  EXPECT_LT(size_t(still_cached), dropped_pages / 4) << still_cached << " of " << dropped_pages << " pages still cached";
 #endif
   EXPECT_EQ(ReadBack(), text);  // last: reading brings the pages back
 }

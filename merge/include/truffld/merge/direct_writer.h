@@ -92,6 +92,8 @@ class DirectWriter {
   DirectWriter(int fd, std::string name, Options opt);
   char* BlockData(int i);
   int TakeFreeBlock();  // waits for one; owner thread
+  void Enqueue(size_t bytes);  // the current block's first `bytes`, at offset_, to the thread
+  Status DirectOff();   // clears O_DIRECT on the file (the rest goes through the page cache)
   void Run();           // the background thread
   // Writes n bytes at offset, retrying interrupted and short writes; turns O_DIRECT off when
   // a write is refused for its alignment.
