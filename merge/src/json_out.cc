@@ -265,9 +265,9 @@ Status JsonOut::Flush() {
 }
 
 Status JsonOut::Close() {
-  if (!dw_) return Flush();
-  if (spilled_) UseBlock(dw_->Append(base_, size_t(p_ - base_)));
-  Status st = dw_->Finish(size_t(p_ - base_));
+  Status st = Flush();  // with a DirectWriter: the current block now holds what is left
+  if (!dw_) return st;
+  st = dw_->Finish(size_t(p_ - base_));
   base_ = p_ = end_ = nullptr;  // nothing may be written after Close
   dw_ = nullptr;
   return st;
