@@ -20,6 +20,7 @@ const char* EventKindName(EventKind k) noexcept {
     case EventKind::kMemset: return "MEMSET";
     case EventKind::kSync: return "SYNC";
     case EventKind::kGraphNode: return "GRAPH_NODE";
+    case EventKind::kNvtxRange: return "NVTX_RANGE";  // internal: a folded NVTX_PUSH + NVTX_POP
   }
   return "?";
 }

@@ -61,7 +61,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
     if (!any || e.end > last) last = e.end;
     any = true;
     switch (e.kind) {
-      case EventKind::kNvtxPush: case EventKind::kNvtxPop:
+      case EventKind::kNvtxPush: case EventKind::kNvtxPop: case EventKind::kNvtxRange:
       case EventKind::kNvtxStart: case EventKind::kNvtxEnd:
         order.push_back(i);
         break;
@@ -100,7 +100,11 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       flush_stack();
       cur = e.thread;
     }
-    if (e.kind == EventKind::kNvtxPush) {
+    if (e.kind == EventKind::kNvtxRange) {
+      // A push whose pop the importer folded in (RawLineParser): the matched pair, closed and
+      // in the slot the push takes here, so the ranges come out as if both had been scanned.
+      out.push_back({e.start, std::max(e.start, e.end), e.thread, i, HostRange::kNoCloseEvent});
+    } else if (e.kind == EventKind::kNvtxPush) {
       stack.push_back(static_cast<uint32_t>(out.size()));
       out.push_back({e.start, e.start, e.thread, i, HostRange::kUnclosed});
     } else if (stack.empty()) {

@@ -109,7 +109,11 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
   return CheckThreadCount(ImportRawJsonl(path, options));
 }
 
-Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {
+namespace {
+
+// One read of a raw dump; `fold`: RawLineParser::set_fold_push_pop. Sets *conflict (and returns
+// a TraceFile to be discarded) when folding met a thread out of time order.
+Result<TraceFile> ReadRawJsonl(const std::string& path, const ImportOptions& options, bool fold, bool* conflict) {
   auto reader = LineReader::Open(path);
   if (!reader.ok()) return reader.status();
   LineReader& r = **reader;
@@ -129,10 +133,15 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
     }
   }
   RawLineParser parser(&file, path);
+  parser.set_fold_push_pop(fold);
   std::string_view line;
   while (r.Next(&line)) {
     parser.ParseLine(line, static_cast<uint64_t>(r.line_number()));
     if (options.strict && parser.problems()) return ParseError(parser.first_problem());
+    if (parser.fold_conflict()) {
+      *conflict = true;
+      return file;
+    }
   }
   for (const LineWarning& w : r.warnings()) {
     file.stats.Report(path + ":" + std::to_string(w.line), "read_warning", w.message);
@@ -156,6 +165,21 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
                                                 : file.stats.issues[0].where + ": " + file.stats.issues[0].message);
   file.SortThreads();
   return file;
+}
+
+}  // namespace
+
+Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {
+  bool conflict = false;
+  if (options.fold_push_pop) {
+    Result<TraceFile> folded = ReadRawJsonl(path, options, true, &conflict);
+    if (!conflict) return folded;
+  }
+  // A thread stepped back in time after pops had been folded (RawLineParser): read again
+  // without folding, which is what the folded read stands for whenever it succeeds.
+  Result<TraceFile> plain = ReadRawJsonl(path, options, false, &conflict);
+  if (plain.ok() && options.fold_push_pop) plain->stats.Add("fold_retried");
+  return plain;
 }
 
 // Inside directories only trace-like names are taken (files named explicitly always are).

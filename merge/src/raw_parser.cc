@@ -96,6 +96,14 @@ struct RawLineParser::Impl {
   // (most NVTX records): found here without building and hashing a whole EventExtra.
   StrId domain_only = kNoStr;
   uint32_t domain_only_extra = kNoExtra;
+  // Folding state per thread index (set_fold_push_pop).
+  struct FoldThread {
+    TimeNs last = INT64_MIN;        // time of the thread's latest push or pop
+    std::vector<uint32_t> open;     // indices of its open pushes, innermost last
+    bool ordered = true;            // every push/pop so far came in time order
+    bool folded = false;            // some pop was folded
+  };
+  std::vector<FoldThread> fold;
 };
 
 RawLineParser::RawLineParser(TraceFile* out, std::string source)
@@ -365,7 +373,40 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   }
   if (extra) out.SetExtra(e, x);
   out.SetThread(e, pid, tid);
+  if (fold_ && (e.kind == EventKind::kNvtxPush || e.kind == EventKind::kNvtxPop) && Fold(e, x.payload)) return;
   out.events.push_back(e);
+}
+
+// Mirrors the stack scan of BuildHostRanges on one thread while the thread's records arrive in
+// time order (ties in file order, as that scan breaks them): a pop closes the innermost open
+// push there too, and dropping a matched pair leaves every other match unchanged. True when
+// `e` (a pop) was folded into its push and must not be stored.
+bool RawLineParser::Fold(Event& e, StrId payload) {
+  auto& threads = impl_->fold;
+  if (e.thread >= threads.size()) threads.resize(size_t(e.thread) + 1);
+  Impl::FoldThread& t = threads[e.thread];
+  if (!t.ordered) return false;
+  if (e.start < t.last) {  // from here on file order is not time order: stop folding
+    t.ordered = false;
+    std::vector<uint32_t>().swap(t.open);
+    if (t.folded) fold_conflict_ = true;
+    return false;
+  }
+  t.last = e.start;
+  std::vector<Event>& ev = out_->events;
+  if (e.kind == EventKind::kNvtxPush) {
+    t.open.push_back(static_cast<uint32_t>(ev.size()));  // its index once stored
+    return false;
+  }
+  if (t.open.empty()) return false;  // an unmatched pop: range reconstruction reports it
+  Event& push = ev[t.open.back()];
+  t.open.pop_back();
+  if (payload != kNoStr) return false;  // stored: range reconstruction pairs it and joins the payload
+  push.kind = EventKind::kNvtxRange;
+  push.end = e.start;
+  t.folded = true;
+  ++out_->folded_pops;
+  return true;
 }
 
 size_t RepairUtf8(std::string* s) {

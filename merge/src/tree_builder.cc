@@ -24,9 +24,6 @@ class Builder {
       : fi_(fi), file_(f), ev_(f.events), off_(off), opt_(o) {}
 
   FileTrees Run() {
-    // At most one node per event plus implicit steps: reserving once avoids regrowth copies
-    // (untouched capacity costs address space only).
-    out_.nodes.reserve(ev_.size() + 16);
     CountRead();
     RangeCounters rc;
     ranges_ = BuildHostRanges(file_, &rc, &file_.stats);
@@ -85,7 +82,11 @@ class Builder {
   void CountRead() {
     uint64_t per_kind[16] = {};
     for (const Event& e : ev_) ++per_kind[static_cast<int>(e.kind)];
-    for (int k = 0; k < 13; ++k)
+    // A folded range was read as an NVTX_PUSH and an NVTX_POP (RawLineParser).
+    const uint64_t folded = per_kind[int(EventKind::kNvtxRange)];
+    per_kind[int(EventKind::kNvtxPush)] += folded;
+    per_kind[int(EventKind::kNvtxPop)] += folded;
+    for (int k = 0; k < int(EventKind::kNvtxRange); ++k)
       if (per_kind[k]) out_.counters.events_read.emplace_back(EventKindName(EventKind(k)), per_kind[k]);
     auto& c = out_.counters;
     c.kernels_read = per_kind[int(EventKind::kKernel)];
@@ -458,6 +459,10 @@ class Builder {
   }
 
   void EmitNodes() {
+    // At most one node per (remaining) event, plus a second root per step and two per implicit
+    // step: reserved once, since a regrowth would copy the nodes and briefly hold them twice
+    // (untouched capacity costs address space only).
+    out_.nodes.reserve(ev_.size() + 2 * step_spans_.size() + 16);
     std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
     step_slot_.assign(ranges_.size(), kNoIdx);
     // Until the sibling lists are built at the end, a node's next_sibling holds its parent
@@ -543,6 +548,7 @@ class Builder {
       std::vector<HostRange>().swap(ranges_);
       std::vector<Layer>().swap(layer_);
     }
+    ReleaseFreeHeap();  // glibc keeps blocks under its mmap threshold in its heap otherwise
     for (uint32_t a = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
       if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
@@ -558,6 +564,7 @@ class Builder {
     for (auto& [api, d] : device_of_) api = api_owner_[api];
     std::vector<uint32_t>().swap(api_owner_);
     if (capture_owner.empty()) std::vector<uint32_t>().swap(node_of);
+    ReleaseFreeHeap();
     for (size_t di = 0; di < device_of_.size(); ++di) {
       if (di + kAhead < device_of_.size()) PrefetchLine(&ev_[device_of_[di + kAhead].second]);
       const auto [api_node, d] = device_of_[di];

@@ -124,7 +124,7 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   uint64_t bytes = 0, events = 0;
   for (size_t i = 0; i < imported.size(); ++i) {
     if (!imported[i].ok()) { std::fprintf(stderr, "%s\n", imported[i].status().ToString().c_str()); return 1; }
-    events += imported[i]->events.size();
+    events += imported[i]->events.size() + imported[i]->folded_pops;
     std::ifstream in(paths[i], std::ios::binary | std::ios::ate);
     bytes += uint64_t(in.tellg());
     files.push_back(std::move(imported[i].value()));

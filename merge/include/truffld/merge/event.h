@@ -41,6 +41,10 @@ enum class EventKind : uint8_t {
   kMemset,
   kSync,       // synchronisation activity [start, end]
   kGraphNode,  // CUDA graph node created/cloned by API call `correlation_id` at `start`
+  // A push/pop range whose NVTX_POP the raw importer folded into the NVTX_PUSH while reading
+  // (RawLineParser::set_fold_push_pop): `end` is the pop's time. Range reconstruction treats it
+  // as the push and its matched pop; it is counted as one NVTX_PUSH and one NVTX_POP read.
+  kNvtxRange,
 };
 const char* EventKindName(EventKind k) noexcept;  // contract spelling: "NVTX_PUSH", "KERNEL", ...
 inline bool IsDeviceKind(EventKind k) {
@@ -242,6 +246,9 @@ struct TraceFile {
   IngestStats stats;
   ExtraInterner extra_interner;    // importers' dedup table for `extras`
   ThreadTable threads;             // Event::thread -> (process, thread)
+  // NVTX_POP records folded into their push (EventKind::kNvtxRange) instead of stored: records
+  // read = events.size() + folded_pops.
+  uint64_t folded_pops = 0;
 
   int64_t ProcessOf(const Event& e) const { return threads[e.thread].process_id; }
   int64_t ThreadIdOf(const Event& e) const { return threads[e.thread].thread_id; }

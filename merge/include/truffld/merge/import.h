@@ -24,6 +24,9 @@ namespace truffld::merge {
 
 struct ImportOptions {
   bool strict = false;  // the first counted input problem becomes the returned error
+  // Raw dumps: fold each NVTX_POP into its push while reading (RawLineParser::set_fold_push_pop;
+  // the result merges identically, with a third fewer events held). Off: tests comparing both.
+  bool fold_push_pop = true;
 };
 
 enum class InputFormat { kRawJsonl, kKineto, kNsys };

@@ -10,6 +10,15 @@
 // Every problem is counted in TraceFile::stats with a "path:line: ..." message and never stops
 // the parse: malformed JSON, unknown types, missing required fields, negative durations
 // (clamped), invalid UTF-8 (bytes replaced by U+FFFD, record kept).
+// Folding (set_fold_push_pop, off by default; ImportRawJsonl turns it on): a dump is about a
+// third NVTX_POP records, which only close the push below them. While a thread's push/pop
+// records come in time order (the injector writes each thread in order), the parser keeps that
+// thread's open pushes on a stack, as range reconstruction would after sorting, and folds each
+// pop into its push (EventKind::kNvtxRange, end = the pop's time) instead of storing a 40-byte
+// event that the tree builder would drop again. A pop carrying a payload is stored as usual
+// (its payload is joined later). A thread whose records step back in time stops folding; if it
+// had folded some, fold_conflict() turns true and the file must be read again without folding
+// (ImportRawJsonl does), since folds made in file order may differ from those of time order.
 // Pure logic: no files, no threads. Thread-safety: one parser per thread / per TraceFile.
 #pragma once
 
@@ -37,6 +46,13 @@ class RawLineParser {
   // Tests: false reads every line with the DOM parser (the fast scanner is on by default).
   void set_fast_path(bool on) { fast_path_ = on; }
 
+  // Fold NVTX_POP records into their push while each thread stays in time order (above).
+  // Set before the first line.
+  void set_fold_push_pop(bool on) { fold_ = on; }
+  // True when a folding thread stepped back in time after folding: the TraceFile is not
+  // equivalent to an unfolded read and must be discarded.
+  bool fold_conflict() const { return fold_conflict_; }
+
   // Number of problems reported so far (any kind); lets --strict stop at the first.
   uint64_t problems() const { return problems_; }
   // "path:line: message" of the first problem, empty when none.
@@ -46,11 +62,14 @@ class RawLineParser {
   struct Impl;
   void Problem(uint64_t line_no, const char* kind, std::string message);
   bool ReadWithDom(std::string_view line, uint64_t line_no, raw::Fields* f);
+  bool Fold(Event& e, StrId payload);
   std::unique_ptr<Impl> impl_;
   TraceFile* out_;
   std::string source_;
   uint64_t problems_ = 0;
   bool fast_path_ = true;
+  bool fold_ = false;
+  bool fold_conflict_ = false;
   std::string first_problem_;
 };
 
