@@ -171,14 +171,18 @@ Result<TraceFile> ReadRawJsonl(const std::string& path, const ImportOptions& opt
 
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {
   bool conflict = false;
-  if (options.fold_push_pop) {
+  // Folding may need a second read: only a regular file can be read twice (not "-", a pipe or
+  // a process substitution, which would go on from where the first read stopped).
+  std::error_code ec;
+  const bool rereadable = std::filesystem::is_regular_file(path, ec);
+  if (options.fold_push_pop && rereadable) {
     Result<TraceFile> folded = ReadRawJsonl(path, options, true, &conflict);
     if (!conflict) return folded;
   }
   // A thread stepped back in time after pops had been folded (RawLineParser): read again
   // without folding, which is what the folded read stands for whenever it succeeds.
   Result<TraceFile> plain = ReadRawJsonl(path, options, false, &conflict);
-  if (plain.ok() && options.fold_push_pop) plain->stats.Add("fold_retried");
+  if (plain.ok() && conflict) plain->stats.Add("fold_retried");
   return plain;
 }
 

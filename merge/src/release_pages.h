@@ -17,9 +17,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 namespace truffld::merge {
 
@@ -34,18 +31,6 @@ inline void ReleasePages(const void* begin, const void* end) noexcept {
 #else
   (void)begin;
   (void)end;
-#endif
-}
-
-// Hands the free memory the allocator keeps back to the operating system. glibc serves a block
-// below its (adaptive, up to 32 MiB) mmap threshold from its heap, and freeing it there does
-// not lower the process's resident memory: a builder that frees tens of MB of tables before
-// its largest vector grows would still hold both at once. glibc only (malloc_trim, which
-// releases the free pages anywhere in the heap, not just at its top); elsewhere nothing.
-// Thread-safety: as malloc's.
-inline void ReleaseFreeHeap() noexcept {
-#if defined(__GLIBC__)
-  (void)malloc_trim(0);
 #endif
 }
 

@@ -548,7 +548,6 @@ class Builder {
       std::vector<HostRange>().swap(ranges_);
       std::vector<Layer>().swap(layer_);
     }
-    ReleaseFreeHeap();  // glibc keeps blocks under its mmap threshold in its heap otherwise
     for (uint32_t a = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
       if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
@@ -564,7 +563,6 @@ class Builder {
     for (auto& [api, d] : device_of_) api = api_owner_[api];
     std::vector<uint32_t>().swap(api_owner_);
     if (capture_owner.empty()) std::vector<uint32_t>().swap(node_of);
-    ReleaseFreeHeap();
     for (size_t di = 0; di < device_of_.size(); ++di) {
       if (di + kAhead < device_of_.size()) PrefetchLine(&ev_[device_of_[di + kAhead].second]);
       const auto [api_node, d] = device_of_[di];

@@ -3,7 +3,8 @@
 // bug; the input is arbitrary bytes split into lines. The parser reads each line twice, with its
 // fast scanner on and off: the two TraceFiles must be identical (abort otherwise). A third read
 // folds pops into their pushes (RawLineParser::set_fold_push_pop): unless it reports a fold
-// conflict, its merge must write the same trees and trace as the plain read's (abort otherwise).
+// conflict, its merge must write the same trees, trace and summary as the plain read's (abort
+// otherwise).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -59,6 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WriteTreesJsonl(*merged, &out);
     WriteTreesJsonl(*merged, &out, TreeLayout::kGrouped);
     WriteChromeTrace(*merged, &out);
+    WriteSummaryJson(*merged, RunInfo{}, &out);  // counters (events read, pops) and messages
     return out.text();
   };
   TraceFile folded = parse(true, true);

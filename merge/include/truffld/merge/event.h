@@ -129,7 +129,8 @@ class ThreadTable {
 struct Event {
   static constexpr uint32_t kMaxThreads = uint32_t{1} << 24;  // thread indices per file
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
-  TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node); Merge changes it (above)
+  TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node), the pop's time for a
+                     // folded kNvtxRange; Merge changes it (above)
   int64_t correlation_id = kNone; // API calls, device activity, graph nodes
   uint32_t thread : 24 = 0;       // index into TraceFile::threads (TraceFile::SetThread)
   EventKind kind : 8 = EventKind::kNvtxMark;
@@ -246,8 +247,9 @@ struct TraceFile {
   IngestStats stats;
   ExtraInterner extra_interner;    // importers' dedup table for `extras`
   ThreadTable threads;             // Event::thread -> (process, thread)
-  // NVTX_POP records folded into their push (EventKind::kNvtxRange) instead of stored: records
-  // read = events.size() + folded_pops.
+  // NVTX_POP records the raw importer folded into their push (EventKind::kNvtxRange) instead of
+  // storing them: until Merge drops the closing events, the records that became events are
+  // events.size() + folded_pops.
   uint64_t folded_pops = 0;
 
   int64_t ProcessOf(const Event& e) const { return threads[e.thread].process_id; }

@@ -25,7 +25,8 @@ namespace truffld::merge {
 struct ImportOptions {
   bool strict = false;  // the first counted input problem becomes the returned error
   // Raw dumps: fold each NVTX_POP into its push while reading (RawLineParser::set_fold_push_pop;
-  // the result merges identically, with a third fewer events held). Off: tests comparing both.
+  // the result merges identically, with a third fewer events held). Regular files only (a
+  // thread out of time order makes the importer read the file again). Off: tests comparing both.
   bool fold_push_pop = true;
 };
 
