@@ -2,61 +2,30 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "test_files.h"
 
 namespace truffld {
 namespace {
 
 namespace fs = std::filesystem;
 
-class LineReaderTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("truffld_lr_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+using testing::Gzip;
+using testing::Zstd;
 
-  std::string Write(const std::string& name, const std::string& bytes) {
-    std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-  static std::string Gzip(const std::string& data) {
-    z_stream zs{};
-    deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    zs.avail_in = static_cast<uInt>(data.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = static_cast<uInt>(out.size());
-    EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-    out.resize(zs.total_out);
-    deflateEnd(&zs);
-    return out;
-  }
-  static std::string Zstd(const std::string& data) {
-    std::string out(ZSTD_compressBound(data.size()), '\0');
-    size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3);
-    EXPECT_FALSE(ZSTD_isError(n));
-    out.resize(n);
-    return out;
-  }
+class LineReaderTest : public testing::TempDirTest {
+ protected:
   static std::vector<std::string> ReadAll(LineReader& r) {
     std::vector<std::string> lines;
     std::string_view v;
     while (r.Next(&v)) lines.emplace_back(v);
     return lines;
   }
-  fs::path dir_;
 };
 
 const std::string kBody = "{\"a\":1}\n{\"b\":2}\n\n{\"c\":3}\n";

@@ -4,16 +4,14 @@
 // step back in time (which makes the importer read the file again without folding).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../../common/test_files.h"
 #include "merge_test_util.h"
 #include "truffld/merge/host_ranges.h"
 #include "truffld/merge/import.h"
@@ -23,7 +21,6 @@
 namespace truffld::merge {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::string Push(const std::string& name, int64_t ts, int tid = 1) {
   return "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(ts) +
@@ -170,14 +167,8 @@ std::string RandomDump(uint32_t seed, bool disorder) {
   return out;
 }
 
-class FoldMergeTest : public ::testing::Test {
+class FoldMergeTest : public truffld::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("truffld_fold_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Trees, trace and the summary's counters of one merge of `path`.
   std::string MergeText(const std::string& path, bool fold, uint64_t* folded, uint64_t* retried) {
     ImportOptions io;
@@ -202,33 +193,15 @@ class FoldMergeTest : public ::testing::Test {
     for (auto& f : s["files"]) f["ingest"].erase("fold_retried");
     return trees.text() + "\n--\n" + trace.text() + "\n--\n" + s.dump(1);
   }
-  std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
   // Not EXPECT_EQ: the texts run to tens of kilobytes.
   static void ExpectSame(const std::string& plain, const std::string& folded, const std::string& what) {
     const size_t at = size_t(std::mismatch(plain.begin(), plain.end(), folded.begin(), folded.end()).first - plain.begin());
     EXPECT_TRUE(plain == folded) << what << ": first difference at byte " << at << " of " << plain.size() << ": ..."
                                  << plain.substr(at < 200 ? 0 : at - 200, 400);
   }
-  fs::path dir_;
 };
 
-std::string Gzip(const std::string& data) {
-  z_stream zs{};
-  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+using truffld::testing::Gzip;
 
 std::string Rec(const std::string& type, const std::string& fields) { return "{\"type\":\"" + type + "\"," + fields + "}\n"; }
 
@@ -298,8 +271,7 @@ TEST_F(FoldMergeTest, FoldedAndPlainReadsMergeIdentically) {
   uint64_t folded_total = 0;
   for (uint32_t seed = 1; seed <= 24; ++seed) {
     const bool disorder = seed % 2 == 0;
-    const std::string path = (dir_ / ("d" + std::to_string(seed) + ".jsonl")).string();
-    std::ofstream(path, std::ios::binary) << RandomDump(seed, disorder);
+    const std::string path = Write("d" + std::to_string(seed) + ".jsonl", RandomDump(seed, disorder));
     uint64_t f0 = 0, r0 = 0, f1 = 0, r1 = 0;
     const std::string plain = MergeText(path, false, &f0, &r0);
     const std::string folded = MergeText(path, true, &f1, &r1);

@@ -5,26 +5,15 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
+
+#include "../../common/test_files.h"
 
 namespace truffld::merge {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ImportTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("truffld_import_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Write(const std::string& name, const std::string& body) {
-    std::ofstream(dir_ / name, std::ios::binary) << body;
-    return (dir_ / name).string();
-  }
-  fs::path dir_;
-};
+using ImportTest = truffld::testing::TempDirTest;
 
 TEST(Sniff, ByContent) {
   EXPECT_EQ(SniffFormatFromPrefix(std::string("SQLite format 3\0xyz", 19)), InputFormat::kNsys);

@@ -28,8 +28,9 @@ struct HostRange {
   uint32_t thread = 0; // index into TraceFile::threads (the opening event's)
   uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
   // Index of the closing POP/END event; kNoCloseEvent for a complete range (Kineto, nsys), a
-  // push whose pop the raw importer folded in (EventKind::kNvtxRange) or an implicit step, kUnclosed for one never closed (closed at the file's end). The tree builder
-  // drops closing events once their payloads are joined and then sets it to kNoCloseEvent.
+  // push whose pop the raw importer folded in (EventKind::kNvtxRange) or an implicit step;
+  // kUnclosed for one never closed (closed at the file's end). The tree builder drops closing
+  // events once their payloads are joined and then sets it to kNoCloseEvent.
   // 32 bytes a range.
   uint32_t close_event = kNoCloseEvent;
 
