@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "event_rank.h"
 #include "range_classes.h"
 #include "release_pages.h"
 #include "sorted_runs.h"
@@ -93,7 +94,6 @@ class Builder {
     c.memcpys_read = per_kind[int(EventKind::kMemcpy)];
     c.memsets_read = per_kind[int(EventKind::kMemset)];
     c.device_ops_read = c.kernels_read + c.memcpys_read + c.memsets_read;
-    api_calls_read_ = per_kind[int(EventKind::kRuntime)] + per_kind[int(EventKind::kDriver)];
     graph_nodes_read_ = per_kind[int(EventKind::kGraphNode)];
   }
 
@@ -241,15 +241,16 @@ class Builder {
 
   // owner_[api event index] = innermost range containing the call's start on its thread.
   void AttachApiCalls() {
+    api_rank_.Build(ev_, [](const Event& e) { return IsApiKind(e.kind); });
     std::vector<uint32_t> api;
-    api.reserve(api_calls_read_);
+    api.reserve(api_rank_.size());
     for (uint32_t i = 0; i < ev_.size(); ++i)
-      if (IsApiKind(ev_[i].kind)) api.push_back(i);
+      if (api_rank_.Has(i)) api.push_back(i);
     OrderByThreadThenTime(ev_, &api);  // (process, thread, start), ties in file order
-    api_owner_.assign(ev_.size(), kNoIdx);
+    api_owner_.assign(api_rank_.size(), kNoIdx);
     // Capture ranges serve CUDA-graph attribution only (CaptureOwners): no GRAPH_NODE records,
-    // no 4 bytes per event.
-    if (graph_nodes_read_) capture_range_.assign(ev_.size(), kNoIdx);
+    // no 4 bytes per call.
+    if (graph_nodes_read_) capture_range_.assign(api_rank_.size(), kNoIdx);
     size_t ri = 0;
     std::vector<uint32_t> stack;
     uint32_t ct = UINT32_MAX;  // thread of the stack
@@ -261,7 +262,7 @@ class Builder {
       if (ai + kAhead < api.size()) PrefetchLine(&ev_[api[ai + kAhead]]);
       const uint32_t a = api[ai];
       const Event& e = ev_[a];
-      corr_.push_back({e.correlation_id, e.start, a});
+      corr_.push_back({e.correlation_id, a});
       if (e.thread != ct) { stack.clear(); ct = e.thread; }
       while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], ct))) ++ri;
       while (ri < sorted_.size()) {
@@ -284,7 +285,7 @@ class Builder {
         if (h.start <= e.start && call_end <= h.end) { owner = stack[k]; break; }
         if (k == 0) owner = kNoIdx;
       }
-      if (graph_nodes_read_) capture_range_[a] = owner;  // kept even outside steps: graphs are often captured there
+      if (graph_nodes_read_) capture_range_[api_rank_.Rank(a)] = owner;  // kept even outside steps: graphs are often captured there
       if (owner == kNoIdx)
         if (auto it = implicit_of_.find(file_.ProcessOf(e)); it != implicit_of_.end()) owner = it->second;
       if ((owner == kNoIdx || step_of_[owner] == kNoIdx) && !step_spans_.empty()) {
@@ -295,9 +296,9 @@ class Builder {
         ++out_.counters.api_calls_outside_step;
         owner = kNoIdx;
       }
-      api_owner_[a] = owner;
+      api_owner_[api_rank_.Rank(a)] = owner;
     }
-    SortRuns(&corr_, std::less<CorrEntry>());
+    SortRuns(&corr_, [this](const CorrEntry& x, const CorrEntry& y) { return CorrLess(x, y); });
     // CUPTI gives a driver call made inside a runtime call (cudaMalloc -> cuMemAlloc, cuBLAS's
     // launches) the runtime call's correlation id: such a nested call is normal, not a
     // duplicate. Only a call outside the group's current outermost call counts.
@@ -326,14 +327,23 @@ class Builder {
            outer.start <= inner.start && inner.end <= outer.end;
   }
 
-  struct CorrEntry {
+  // The correlation index: an API call's correlation id and event, 12 bytes (packed: an int64
+  // and a uint32 would take 16). Ordered by (correlation, call start, event); the start is read
+  // from the event, only when two calls share a correlation id.
+  struct __attribute__((packed)) CorrEntry {
     int64_t corr;
-    TimeNs start;
     uint32_t event;
-    bool operator<(const CorrEntry& o) const {
-      return corr != o.corr ? corr < o.corr : start != o.start ? start < o.start : event < o.event;
-    }
   };
+  static_assert(sizeof(CorrEntry) == 12);
+  bool CorrLess(const CorrEntry& x, const CorrEntry& y) const {
+    if (x.corr != y.corr) return x.corr < y.corr;
+    const TimeNs xs = ev_[x.event].start, ys = ev_[y.event].start;
+    return xs != ys ? xs < ys : x.event < y.event;
+  }
+  // The first entry of correlation id c.
+  std::vector<CorrEntry>::const_iterator FirstOf(int64_t c) const {
+    return std::lower_bound(corr_.begin(), corr_.end(), c, [](const CorrEntry& x, int64_t v) { return x.corr < v; });
+  }
 
   // Device activity (and SYNC records) -> launching API call.
   void LinkDevice() {
@@ -343,7 +353,7 @@ class Builder {
       const Event& d = ev_[i];
       bool device = IsDeviceKind(d.kind);
       if (!device && d.kind != EventKind::kSync) continue;
-      auto lo = std::lower_bound(corr_.begin(), corr_.end(), CorrEntry{d.correlation_id, INT64_MIN, 0});
+      auto lo = FirstOf(d.correlation_id);
       auto hi = lo;
       while (hi != corr_.end() && hi->corr == d.correlation_id) ++hi;
       uint32_t api = kNoIdx;
@@ -355,12 +365,12 @@ class Builder {
         const Event& a = ev_[it->event];
         if (dp != kNone && file_.ProcessOf(a) != kNone && dp != file_.ProcessOf(a)) continue;
         any = true;
-        if (it->start <= d.start && (api == kNoIdx || !NestedIn(a, ev_[api]))) api = it->event;
+        if (a.start <= d.start && (api == kNoIdx || !NestedIn(a, ev_[api]))) api = it->event;
       }
       const char* reason = nullptr;
       if (d.correlation_id == kNone || !any) reason = "no_launch_api";
       else if (api == kNoIdx) reason = "starts_before_launch";
-      else if (api_owner_[api] == kNoIdx) reason = "launch_outside_step";
+      else if (api_owner_[api_rank_.Rank(api)] == kNoIdx) reason = "launch_outside_step";
       if (reason) {
         if (device) {
           c.AddReason(reason);
@@ -398,11 +408,11 @@ class Builder {
         if (it == by_id.end()) break;
         g = it->second;
       }
-      auto lo = std::lower_bound(corr_.begin(), corr_.end(), CorrEntry{g->correlation_id, INT64_MIN, 0});
       uint32_t owner = kNoIdx;
-      for (auto c = lo; c != corr_.end() && c->corr == g->correlation_id; ++c) {
-        if (api_owner_[c->event] != kNoIdx) owner = api_owner_[c->event];
-        else if (capture_range_[c->event] != kNoIdx) owner = capture_range_[c->event];
+      for (auto c = FirstOf(g->correlation_id); c != corr_.end() && c->corr == g->correlation_id; ++c) {
+        const uint32_t k = api_rank_.Rank(c->event);
+        if (api_owner_[k] != kNoIdx) owner = api_owner_[k];
+        else if (capture_range_[k] != kNoIdx) owner = capture_range_[k];
       }
       if (owner != kNoIdx) out.emplace(id, owner);
     }
@@ -548,20 +558,23 @@ class Builder {
       std::vector<HostRange>().swap(ranges_);
       std::vector<Layer>().swap(layer_);
     }
-    for (uint32_t a = 0; a < ev_.size(); ++a) {
+    for (uint32_t a = 0, k = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
-      if (!IsApiKind(e.kind) || api_owner_[a] == kNoIdx) continue;
-      uint32_t owner = api_owner_[a];
+      if (!IsApiKind(e.kind)) continue;
+      uint32_t& owner_slot = api_owner_[k++];  // calls in event order: k is a's ordinal
+      if (owner_slot == kNoIdx) continue;
+      const uint32_t owner = owner_slot;
       uint32_t n = NewNode(a, e.kind == EventKind::kRuntime ? Layer::kRuntime : Layer::kDriver, e.start,
                            std::max(e.start, e.end));
       out_.nodes[n].family = FamilyOf(out_.nodes[n].layer, e);
-      api_owner_[a] = n;  // from here on: the call's node
+      owner_slot = n;  // from here on: the call's node
       link(node_of[owner], n);
     }
     // Device ops link to their call's node: look those up now and free the per-event table
     // (and node_of, unless graph attribution still needs it) before the device nodes grow.
-    for (auto& [api, d] : device_of_) api = api_owner_[api];
+    for (auto& [api, d] : device_of_) api = api_owner_[api_rank_.Rank(api)];
     std::vector<uint32_t>().swap(api_owner_);
+    api_rank_ = EventRank();
     if (capture_owner.empty()) std::vector<uint32_t>().swap(node_of);
     for (size_t di = 0; di < device_of_.size(); ++di) {
       if (di + kAhead < device_of_.size()) PrefetchLine(&ev_[device_of_[di + kAhead].second]);
@@ -632,7 +645,7 @@ class Builder {
   ClockMap off_;
   const MergeOptions& opt_;
   FileTrees out_;
-  size_t api_calls_read_ = 0, graph_nodes_read_ = 0;
+  size_t graph_nodes_read_ = 0;
   std::vector<HostRange> ranges_;
   std::vector<Layer> layer_;
   std::vector<RangeClasses::Source> class_src_;  // per range: where Classify found its class
@@ -644,9 +657,11 @@ class Builder {
   static constexpr size_t kFrontSlots = 1024;
   struct FamilySlot { uint64_t key = 0; StrId id = kNoStr; };
   std::array<FamilySlot, kFrontSlots> family_front_{};
-  // Per event: API calls' owning range (kNoIdx: outside any step), later their node index.
+  // Per API call (by ordinal, api_rank_): its owning range (kNoIdx: outside any step), later its
+  // node index.
+  EventRank api_rank_;
   std::vector<uint32_t> api_owner_;
-  std::vector<uint32_t> capture_range_;  // per API event: innermost containing range, steps or not
+  std::vector<uint32_t> capture_range_;  // per API call: innermost containing range, steps or not
   std::vector<CorrEntry> corr_;
   std::vector<std::pair<uint32_t, uint32_t>> device_of_;  // (api event, device event)
   StrId implicit_name_ = kNoStr;
