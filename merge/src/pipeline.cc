@@ -229,6 +229,10 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   std::vector<StepRef> steps;
   size_t total_nodes = 0;
   for (auto& b : built) total_nodes += b.nodes.size();
+  // Node indices are uint32 with kNoNode (and, in trace.json writing, kNoNode - 1) as markers.
+  if (total_nodes >= size_t(kNoNode) - 1)
+    return InvalidArgument("too many tree nodes (" + std::to_string(total_nodes) + "); at most " +
+                           std::to_string(kNoNode - 2) + " can be merged at once");
   for (size_t i = 0; i < nf; ++i) {
     FileTrees& b = built[i];
     const uint32_t base = uint32_t(res.nodes.size());

@@ -38,7 +38,7 @@ struct SliceTimes {
 // slices loads ahead (the node of slice k + kAhead, then the event of slice k + kAhead / 2).
 class SliceReader {
  public:
-  SliceReader(const MergeResult& r, const std::vector<uint32_t>& slices) : r_(r), s_(slices) {}
+  SliceReader(const MergeResult& r, const uint32_t* slices) : r_(r), s_(slices) {}
   SliceTimes At(size_t k, size_t end) const {
     if (k + kAhead < end) PrefetchLine(&r_.nodes[s_[k + kAhead]]);
     if (k + kAhead / 2 < end) r_.PrefetchEvent(s_[k + kAhead / 2]);
@@ -53,7 +53,7 @@ class SliceReader {
 
  private:
   const MergeResult& r_;
-  const std::vector<uint32_t>& s_;
+  const uint32_t* s_;
 };
 
 // Calls f(node, start, end) for a track's slices in slice order. They come as a few sorted runs
@@ -62,9 +62,8 @@ class SliceReader {
 // reordered slices is made (16 bytes a slice of the largest track was the peak of trace.json
 // writing). Many runs (no common input makes them): times and a sorted list of positions.
 template <class F>
-void ForEachInSliceOrder(const MergeResult& r, const std::vector<uint32_t>& slices, F&& f) {
+void ForEachInSliceOrder(const MergeResult& r, const uint32_t* slices, size_t n, F&& f) {
   const SliceReader rd(r, slices);
-  const size_t n = slices.size();
   if (n == 0) return;
   std::vector<size_t> bounds{0};
   SliceTimes prev = rd.At(0, n);
@@ -138,10 +137,15 @@ TimeNs TraceTimeOrigin(TimeNs earliest) {
 
 TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   TraceStats st;
-  // pid per (file rank | file process); horizontal roots duplicate their step and are skipped.
-  std::vector<uint8_t> skip(r.nodes.size(), 0);
+  const uint32_t n_nodes = uint32_t(r.nodes.size());  // below kNoNode - 1 (Merge checks)
+  // Each node's track: while tracks are gathered its track's index into track_keys, then its
+  // final track (its track, or an overflow lane of it) as an index into lane_tracks: 4 bytes a
+  // node instead of a 16-byte (pid, tid) pair. Horizontal roots duplicate their step: kNoTrack,
+  // never written.
+  constexpr uint32_t kNoTrack = UINT32_MAX;
+  std::vector<uint32_t> track_of(n_nodes, 0);
   for (const Tree& t : r.trees)
-    if (t.view == View::kHorizontal) skip[t.root] = 1;
+    if (t.view == View::kHorizontal) track_of[t.root] = kNoTrack;
   std::map<std::pair<int, int64_t>, int64_t> pid_of;  // (has_rank?0:1, rank|process) -> pid
   std::map<int64_t, std::string> pid_name;
   auto PidFor = [&](const FileMeta& m, int64_t proc) {
@@ -171,19 +175,14 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // or one of a few), names built once per track.
   std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
   std::vector<Track> track_keys;
-  // Each track's nodes (4 bytes each; times are read from their events when ordering: a copy of
-  // (start, end, node) per slice made this the merge's peak).
-  std::vector<std::vector<uint32_t>> track_slices;
+  std::vector<uint32_t> track_size;  // slices per track
   std::map<Track, std::string> track_name;
-  // Each node's final track (its track, or an overflow lane of it) as an index into
-  // lane_tracks: 4 bytes a node instead of a 16-byte (pid, tid) pair.
-  std::vector<uint32_t> track_of(r.nodes.size(), 0);
   std::vector<Track> lane_tracks;
   Track last_track{INT64_MIN, INT64_MIN};
   uint32_t last_index = 0;
-  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+  for (uint32_t i = 0; i < n_nodes; ++i) {
     r.PrefetchEvent(i + kAhead);
-    if (skip[i]) continue;
+    if (track_of[i] == kNoTrack) continue;
     const Node& n = r.nodes[i];
     const Event* e = r.EventOf(n);
     int64_t pid = pid_for(n);
@@ -205,24 +204,39 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       auto [it, fresh] = track_index.try_emplace(t, uint32_t(track_keys.size()));
       if (fresh) {
         track_keys.push_back(t);
-        track_slices.emplace_back();
+        track_size.push_back(0);
         track_name.emplace(t, kind == kGpu ? "GPU " + std::to_string(x->device) + " stream " + std::to_string(x->stream)
                               : kind == kThread ? "thread " + std::to_string(tid) : std::string("steps"));
       }
       last_track = t;
       last_index = it->second;
     }
-    track_slices[last_index].push_back(i);
+    track_of[i] = last_index;
+    ++track_size[last_index];
+  }
+  // Every track's nodes in one array, track after track, each in node order (a counting sort:
+  // one vector per track grew by doubling and touched up to twice its memory). Times are read
+  // from the events when ordering: a copy of (start, end, node) per slice was once the merge's
+  // peak. The array is reused for the launch links below (same size: no fresh pages).
+  std::vector<size_t> track_begin(track_keys.size() + 1, 0);
+  for (size_t ti = 0; ti < track_keys.size(); ++ti) track_begin[ti + 1] = track_begin[ti] + track_size[ti];
+  std::vector<uint32_t> grouped;
+  grouped.reserve(n_nodes);
+  grouped.resize(track_begin.back());
+  {
+    std::vector<size_t> fill(track_begin.begin(), track_begin.end() - 1);
+    for (uint32_t i = 0; i < n_nodes; ++i)
+      if (track_of[i] != kNoTrack) grouped[fill[track_of[i]]++] = i;
   }
   // Lane assignment: lane 0 is the track itself; a slice that cannot nest goes to the first lane
   // where it does. The earliest start seen sets the time origin.
   TimeNs earliest = INT64_MAX;
   for (uint32_t ti = 0; ti < track_keys.size(); ++ti) {
     const Track track = track_keys[ti];
-    std::vector<uint32_t>& slices = track_slices[ti];
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
-    ForEachInSliceOrder(r, slices, [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
+    ForEachInSliceOrder(r, grouped.data() + track_begin[ti], track_size[ti],
+                        [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
       earliest = std::min(earliest, s_start);
       size_t lane = 0;
       for (;; ++lane) {
@@ -243,7 +257,6 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       }
       track_of[node] = lane_id[lane];
     });
-    std::vector<uint32_t>().swap(slices);  // done with this track's slices
   }
   const TimeNs origin = earliest == INT64_MAX ? 0 : TraceTimeOrigin(earliest);
   st.time_origin_ns = origin;
@@ -282,19 +295,23 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // carries "bind_id" and "flow_out", each of its kernels, copies and memsets "bind_id" and
   // "flow_in", so one launch (a CUDA-graph launch has many) fans out to all its device work
   // without separate "s"/"f" records (they were 22 % of trace.json).
-  std::vector<uint32_t> launch_of(r.nodes.size(), kNoNode);
-  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+  // launch[i]: for device work, its launch node; kHasWork for a launch with device work (API
+  // nodes and device nodes are disjoint, so one table serves both); kNoNode otherwise.
+  constexpr uint32_t kHasWork = kNoNode - 1;
+  std::vector<uint32_t> launch = std::move(grouped);  // its capacity is n_nodes
+  launch.assign(n_nodes, kNoNode);
+  for (uint32_t i = 0; i < n_nodes; ++i) {
     const Node& n = r.nodes[i];
-    if (skip[i] || !IsApiLayer(n.layer)) continue;
+    if (!IsApiLayer(n.layer)) continue;
     for (uint32_t c = n.first_child; c != kNoNode; c = r.nodes[c].next_sibling) {
       if (!IsDeviceLayer(r.nodes[c].layer)) continue;
-      launch_of[c] = i;
-      skip[i] |= 2;  // bit 1: this launch has device work
+      launch[c] = i;
+      launch[i] = kHasWork;
     }
   }
-  for (uint32_t i = 0; i < r.nodes.size(); ++i) {
+  for (uint32_t i = 0; i < n_nodes; ++i) {
     r.PrefetchEvent(i + kAhead);
-    if (skip[i] & 1) continue;
+    if (track_of[i] == kNoTrack) continue;
     const Node& n = r.nodes[i];
     const Event* e = r.EventOf(n);
     sep();
@@ -310,13 +327,13 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       out->Int(e->correlation_id);
       out->Raw("}");
     }
-    if (skip[i] & 2) {
+    if (launch[i] == kHasWork) {
       out->Raw(",\"bind_id\":");
       out->Int(i);
       out->Raw(",\"flow_out\":true");
-    } else if (launch_of[i] != kNoNode) {
+    } else if (launch[i] != kNoNode) {
       out->Raw(",\"bind_id\":");
-      out->Int(launch_of[i]);
+      out->Int(launch[i]);
       out->Raw(",\"flow_in\":true");
       ++st.flows;
     }
