@@ -45,7 +45,8 @@ void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* 
   *order = std::move(sorted);
 }
 
-std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, IngestStats* issues) {
+std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, IngestStats* issues,
+                                       std::vector<RangeClose>* payload_closes) {
   const auto& ev = file.events;
   std::vector<HostRange> out;
   std::vector<uint32_t> order;
@@ -66,13 +67,18 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         order.push_back(i);
         break;
       case EventKind::kRange:
-        out.push_back({e.start, std::max(e.start, e.end), e.thread, i, HostRange::kNoCloseEvent});
+        out.push_back({e.start, std::max(e.start, e.end), e.thread, i});
         break;
       default: break;
     }
   }
   OrderByThreadThenTime(ev, &order);
   auto where = [&](const Event& e) { return file.meta.path + ":" + std::to_string(e.line); };
+  // A range `slot` closed by event `close`: noted when the close carries a payload.
+  auto closed_by = [&](uint32_t slot, uint32_t close) {
+    if (payload_closes && ev[close].extra != kNoExtra && file.Extra(ev[close]).payload != kNoStr)
+      payload_closes->push_back({slot, out[slot].event, close});
+  };
   // Open pushes of the current (process, thread), as indices into `out`: a push/pop range takes
   // its slot when pushed and gets its end when popped, so these ranges come out in (thread,
   // start) order, outer before inner, which is the order the tree builder nests them in (a
@@ -84,7 +90,6 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
       HostRange& r = out[slot];
       const Event& s = ev[r.event];
       r.end = std::max(s.start, last);
-      r.close_event = HostRange::kUnclosed;
       ++c->unclosed_ranges;
       issues->Report(where(s), "unclosed_range", "NVTX range '" + std::string(file.strings.Get(s.name)).substr(0, 200) +
                      "' pushed but never popped; closed at the end of the file");
@@ -103,17 +108,17 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
     if (e.kind == EventKind::kNvtxRange) {
       // A push whose pop the importer folded in (RawLineParser): the matched pair, closed and
       // in the slot the push takes here, so the ranges come out as if both had been scanned.
-      out.push_back({e.start, std::max(e.start, e.end), e.thread, i, HostRange::kNoCloseEvent});
+      out.push_back({e.start, std::max(e.start, e.end), e.thread, i});
     } else if (e.kind == EventKind::kNvtxPush) {
       stack.push_back(static_cast<uint32_t>(out.size()));
-      out.push_back({e.start, e.start, e.thread, i, HostRange::kUnclosed});
+      out.push_back({e.start, e.start, e.thread, i});
     } else if (stack.empty()) {
       ++c->unmatched_pops;
       issues->Report(where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
     } else {
       HostRange& r = out[stack.back()];
       r.end = e.start;
-      r.close_event = i;
+      closed_by(stack.back(), i);
       stack.pop_back();
     }
   }
@@ -131,7 +136,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         ++c->unclosed_ranges;
         issues->Report(where(e), "duplicate_range_id", "range id " + std::to_string(file.Extra(e).range_id) +
                        " started again while open; the earlier one is closed here");
-        out.push_back({s.start, e.start, s.thread, it->second, HostRange::kUnclosed});
+        out.push_back({s.start, e.start, s.thread, it->second});
         it->second = i;
       }
     } else {
@@ -143,7 +148,8 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
         continue;
       }
       const Event& s = ev[it->second];
-      out.push_back({s.start, e.start, s.thread, it->second, i});
+      out.push_back({s.start, e.start, s.thread, it->second});
+      closed_by(uint32_t(out.size() - 1), i);
       open.erase(it);
     }
   }
@@ -152,27 +158,29 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
   std::sort(left.begin(), left.end());
   for (uint32_t i : left) {
     const Event& s = ev[i];
-    out.push_back({s.start, std::max(s.start, last), s.thread, i, HostRange::kUnclosed});
+    out.push_back({s.start, std::max(s.start, last), s.thread, i});
     ++c->unclosed_ranges;
     issues->Report(where(s), "unclosed_range", "range id " + std::to_string(file.Extra(s).range_id) + " ('" +
                    std::string(file.strings.Get(s.name)).substr(0, 200) + "') never ended; closed at the end of the file");
   }
   for (const HostRange& r : out) c->zero_length_ranges += r.start == r.end;
+  if (payload_closes)
+    std::sort(payload_closes->begin(), payload_closes->end(),
+              [](const RangeClose& a, const RangeClose& b) { return a.range < b.range; });
   return out;
 }
 
-uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* file) {
+uint64_t JoinClosingPayloads(const std::vector<RangeClose>& closes, TraceFile* file) {
   uint64_t joined = 0;
   std::vector<Event>& ev = file->events;
-  for (const HostRange& r : ranges) {
-    if (!r.has_close_event()) continue;
+  for (const RangeClose& r : closes) {
     const StrId close_payload = file->Extra(ev[r.close_event]).payload;
     if (close_payload == kNoStr) continue;
     // A copy: the opening event's record may be shared with other events (TraceFile::SetExtra).
-    EventExtra open = file->Extra(ev[r.event]);
+    EventExtra open = file->Extra(ev[r.open_event]);
     if (open.payload == kNoStr) {
       open.payload = close_payload;
-      file->SetExtra(ev[r.event], open);
+      file->SetExtra(ev[r.open_event], open);
       ++joined;
       continue;
     }
@@ -190,7 +198,7 @@ uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* fi
       a["close_payload"] = b.is_discarded() ? nlohmann::json(close_text) : std::move(b);
     }
     open.payload = file->strings.Intern(a.dump());
-    file->SetExtra(ev[r.event], open);
+    file->SetExtra(ev[r.open_event], open);
     ++joined;
   }
   return joined;

@@ -27,8 +27,9 @@ class Builder {
   FileTrees Run() {
     CountRead();
     RangeCounters rc;
-    ranges_ = BuildHostRanges(file_, &rc, &file_.stats);
-    JoinClosingPayloads(ranges_, &file_);
+    std::vector<RangeClose> payload_closes;
+    ranges_ = BuildHostRanges(file_, &rc, &file_.stats, &payload_closes);
+    JoinClosingPayloads(payload_closes, &file_);
     DropClosingEvents();
     out_.counters.unmatched_pops = rc.unmatched_pops;
     out_.counters.unclosed_ranges = rc.unclosed_ranges;
@@ -52,30 +53,20 @@ class Builder {
   // are built and their payloads joined: nothing after reads them. They are removed in place
   // (the order of the others is kept, and with it every tie broken by event index), the
   // ranges' event indices are renumbered, and the freed tail of the vector is handed back, for
-  // the allocations that follow to reuse. A closed range's close_event no longer applies.
+  // the allocations that follow to reuse.
   void DropClosingEvents() {
     const size_t n = ev_.size();
-    auto closing = [](EventKind k) { return k == EventKind::kNvtxPop || k == EventKind::kNvtxEnd; };
-    // kept[w] bit b: event 64w + b stays; before[w]: events kept in words before w.
-    std::vector<uint64_t> kept((n + 63) / 64, 0);
-    std::vector<uint32_t> before(kept.size() + 1, 0);
+    EventRank kept;  // an event's index after the removal: its rank among the kept ones
+    kept.Build(ev_, [](const Event& e) { return e.kind != EventKind::kNvtxPop && e.kind != EventKind::kNvtxEnd; });
+    if (kept.size() == n) return;
     size_t out = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (closing(ev_[i].kind)) continue;
-      kept[i / 64] |= uint64_t{1} << (i % 64);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!kept.Has(i)) continue;
       if (out != i) ev_[out] = ev_[i];
       ++out;
     }
-    if (out == n) return;
-    for (size_t w = 0; w < kept.size(); ++w) before[w + 1] = before[w] + uint32_t(__builtin_popcountll(kept[w]));
-    auto renumber = [&](uint32_t i) {
-      const uint64_t below = kept[i / 64] & ((uint64_t{1} << (i % 64)) - 1);
-      return before[i / 64] + uint32_t(__builtin_popcountll(below));
-    };
-    for (HostRange& h : ranges_) {
-      if (h.event != kNoEvent) h.event = renumber(h.event);
-      if (h.has_close_event()) h.close_event = HostRange::kNoCloseEvent;
-    }
+    for (HostRange& h : ranges_)
+      if (h.event != kNoEvent) h.event = kept.Rank(h.event);
     ReleasePages(ev_.data() + out, ev_.data() + n);
     ev_.resize(out);
   }
@@ -155,7 +146,7 @@ class Builder {
       for (HostRange& h : ranges_) h.thread = remap[h.thread];  // the events were renumbered
     for (auto& [p, se] : span) {
       implicit_of_[p] = static_cast<uint32_t>(ranges_.size());
-      ranges_.push_back({se.first, se.second, file_.threads.Index(p, kNone), kNoEvent, HostRange::kNoCloseEvent});
+      ranges_.push_back({se.first, se.second, file_.threads.Index(p, kNone), kNoEvent});
       layer_.push_back(Layer::kStep);
     }
     implicit_name_ = name;

@@ -80,13 +80,16 @@ TEST(FoldPushPop, PayloadPopsUnmatchedPopsAndOpenPushesAreStored) {
   EXPECT_EQ(f.folded_pops, 1u);
   // Range reconstruction pairs what was stored as before, the payload joins its push.
   RangeCounters c;
-  auto r = BuildHostRanges(f, &c, &f.stats);
+  std::vector<RangeClose> closes;
+  auto r = BuildHostRanges(f, &c, &f.stats, &closes);
   EXPECT_EQ(c.unmatched_pops, 1u);
   EXPECT_EQ(c.unclosed_ranges, 1u);
   ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(r[1].close_event, 3u);
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].range, 1u);
+  EXPECT_EQ(closes[0].close_event, 3u);
   EXPECT_EQ(r[2].end, 16);
-  EXPECT_EQ(JoinClosingPayloads(r, &f), 1u);
+  EXPECT_EQ(JoinClosingPayloads(closes, &f), 1u);
 }
 
 TEST(FoldPushPop, AThreadSteppingBackStopsFoldingOrConflicts) {

@@ -50,10 +50,9 @@ TEST(HostRanges, UnmatchedPopAndUnclosedPushAreCounted) {
   EXPECT_EQ(c.unmatched_pops, 1u);
   EXPECT_EQ(c.unclosed_ranges, 1u);
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_TRUE(r[0].unclosed());
-  EXPECT_FALSE(r[1].unclosed());
-  EXPECT_TRUE(r[1].has_close_event());
+  EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "never closed");
   EXPECT_EQ(r[0].end, 99);  // closed at the file's last timestamp
+  EXPECT_EQ(r[1].end, 14);
   EXPECT_EQ(f.stats.Get("unmatched_pop"), 1u);
   EXPECT_EQ(f.stats.issues[0].where, "mem.jsonl:1");
 }
@@ -81,9 +80,17 @@ TEST(HostRanges, EqualTimestampsKeepFileOrder) {
   // Ranges come out in push order (outer first), each closed by its own pop.
   EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "a");
   EXPECT_EQ(f.strings.Get(f.events[r[1].event].name), "b");
-  EXPECT_EQ(r[0].close_event, 3u);  // a: the second pop
-  EXPECT_EQ(r[1].close_event, 2u);  // b: the first pop
   EXPECT_EQ(c.unmatched_pops, 0u);
+  // Which pop closes which push shows where the pops carry payloads: b gets the first pop's.
+  TraceFile g = FileFromLines(Push("a", 5) + Push("b", 5) +
+                              "{\"type\":\"NVTX_POP\",\"timestamp\":5,\"payload\":{\"first\":1},\"process_id\":1,\"thread_id\":1}\n"
+                              "{\"type\":\"NVTX_POP\",\"timestamp\":5,\"payload\":{\"second\":2},\"process_id\":1,\"thread_id\":1}\n");
+  std::vector<RangeClose> closes;
+  auto rg = BuildHostRanges(g, &c, &g.stats, &closes);
+  ASSERT_EQ(closes.size(), 2u);  // in range order: a (closed by the second pop), then b
+  EXPECT_EQ(closes[0].range, 0u); EXPECT_EQ(closes[0].open_event, 0u); EXPECT_EQ(closes[0].close_event, 3u);
+  EXPECT_EQ(closes[1].range, 1u); EXPECT_EQ(closes[1].open_event, 1u); EXPECT_EQ(closes[1].close_event, 2u);
+  EXPECT_EQ(rg[closes[0].range].event, closes[0].open_event);
 }
 
 TEST(HostRanges, ThreadChunksInAnyFileOrderGiveTheSameRanges) {
@@ -157,9 +164,11 @@ TEST(HostRanges, ClosingPayloadsJoinTheRange) {
       "{\"type\":\"NVTX_END\",\"id\":3,\"timestamp\":60,\"payload\":{\"value\":2,\"x\":3},\"process_id\":1,\"thread_id\":2}\n" +
       Push("plain", 70) + Pop(80));
   RangeCounters c;
-  auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
+  std::vector<RangeClose> closes;
+  auto r = Sorted(BuildHostRanges(f, &c, &f.stats, &closes));
   ASSERT_EQ(r.size(), 4u);
-  EXPECT_EQ(JoinClosingPayloads(r, &f), 3u);
+  EXPECT_EQ(closes.size(), 3u);  // the plain pop carries nothing
+  EXPECT_EQ(JoinClosingPayloads(closes, &f), 3u);
   auto payload = [&](size_t i) {
     const StrId p = f.Extra(f.events[r[i].event]).payload;
     return p == kNoStr ? std::string() : std::string(f.strings.Get(p));
@@ -183,9 +192,10 @@ TEST(HostRanges, JoiningAPayloadLeavesEventsSharingItAlone) {
   ASSERT_NE(f.events[0].extra, kNoExtra);
   EXPECT_EQ(f.events[0].extra, f.events[2].extra);  // shared
   RangeCounters c;
-  auto r = Sorted(BuildHostRanges(f, &c, &f.stats));
+  std::vector<RangeClose> closes;
+  auto r = Sorted(BuildHostRanges(f, &c, &f.stats, &closes));
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(JoinClosingPayloads(r, &f), 1u);
+  EXPECT_EQ(JoinClosingPayloads(closes, &f), 1u);
   auto payload = [&](size_t ev) { return nlohmann::json::parse(f.strings.Get(f.Extra(f.events[ev]).payload)); };
   EXPECT_EQ(payload(0), nlohmann::json::parse(R"({"comm":7,"rank":5})"));
   EXPECT_EQ(payload(2), nlohmann::json::parse(R"({"comm":7})"));

@@ -27,17 +27,18 @@ struct HostRange {
   TimeNs end = 0;
   uint32_t thread = 0; // index into TraceFile::threads (the opening event's)
   uint32_t event = 0;  // index of the opening (or complete) event in TraceFile::events
-  // Index of the closing POP/END event; kNoCloseEvent for a complete range (Kineto, nsys), a
-  // push whose pop the raw importer folded in (EventKind::kNvtxRange) or an implicit step;
-  // kUnclosed for one never closed (closed at the file's end). The tree builder drops closing
-  // events once their payloads are joined and then sets it to kNoCloseEvent.
-  // 32 bytes a range.
-  uint32_t close_event = kNoCloseEvent;
+  // 24 bytes a range: the closing event, needed only when it carries a payload, is named in a
+  // RangeClose instead.
+};
+static_assert(sizeof(HostRange) == 24, "HostRange is sized for the merge's memory budget");
 
-  static constexpr uint32_t kNoCloseEvent = 0xFFFFFFFFu;
-  static constexpr uint32_t kUnclosed = 0xFFFFFFFEu;
-  bool unclosed() const { return close_event == kUnclosed; }
-  bool has_close_event() const { return close_event < kUnclosed; }
+// A range closed by an event that carries a payload (NVTX_POP or NVTX_END with one): the
+// opening and closing events' indices in TraceFile::events, for JoinClosingPayloads. `range`
+// is the range's index in BuildHostRanges' result.
+struct RangeClose {
+  uint32_t range = 0;
+  uint32_t open_event = 0;
+  uint32_t close_event = 0;
 };
 
 struct RangeCounters {
@@ -48,9 +49,11 @@ struct RangeCounters {
 };
 
 // Rebuilds every host range of `file`, in no particular order. Problems are counted in
-// `counters` and reported (with file:line) into `issues`.
+// `counters` and reported (with file:line) into `issues`. When `payload_closes` is given, it
+// receives the ranges whose closing event carries a payload, in range order (a handful: most
+// closing events carry nothing).
 std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* counters,
-                                       IngestStats* issues);
+                                       IngestStats* issues, std::vector<RangeClose>* payload_closes = nullptr);
 
 // Sorts `order` (event indices in increasing file order) by (Event::thread, start), ties in
 // file order: (process, thread, start) order once TraceFile::SortThreads has run. Linear time
@@ -59,9 +62,10 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* cou
 // comparison-sorted. Thread-safety: pure function.
 void OrderByThreadThenTime(const std::vector<Event>& ev, std::vector<uint32_t>* order);
 
-// For each range whose closing event carries a payload, makes the opening event's payload the
-// union of both JSON objects (the opening event's value wins a key present in both; a payload
-// that is not a JSON object is kept as "close_payload"). Returns how many ranges changed.
-uint64_t JoinClosingPayloads(const std::vector<HostRange>& ranges, TraceFile* file);
+// For each range closed with a payload (BuildHostRanges' payload_closes), makes the opening
+// event's payload the union of both JSON objects (the opening event's value wins a key present
+// in both; a payload that is not a JSON object is kept as "close_payload"). Returns how many
+// ranges changed.
+uint64_t JoinClosingPayloads(const std::vector<RangeClose>& closes, TraceFile* file);
 
 }  // namespace truffld::merge
