@@ -72,6 +72,11 @@ const ImplicitSpan& MergeResult::Implicit(const Node& n) const {
   return sp ? *sp : kMissing;
 }
 
+uint32_t LookUpSide(const NodeSideTable& t, uint32_t i, uint32_t none) {
+  auto it = std::lower_bound(t.begin(), t.end(), i, [](const std::pair<uint32_t, uint32_t>& e, uint32_t v) { return e.first < v; });
+  return it != t.end() && it->first == i ? it->second : none;
+}
+
 bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {
   if (set == kAllRequests || set >= request_sets.size()) return true;
   for (const auto& id : request_sets[set])
@@ -245,9 +250,9 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
     for (Node& n : b.nodes) {
       if (n.first_child != kNoNode) n.first_child += base;
       if (n.next_sibling != kNoNode) n.next_sibling += base;
-      if (n.anchor != kNoNode) n.anchor += base;
-      if (n.requests != kAllRequests) n.requests = remap[n.requests];
     }
+    for (auto [node, set] : b.requests) res.node_requests.push_back({node + base, remap[set]});
+    for (auto [node, anchor] : b.anchors) res.node_anchors.push_back({node + base, anchor + base});
     if (i == 0) {
       // The first file's nodes are taken over, not copied (a single-file merge never holds
       // its nodes twice).

@@ -452,6 +452,12 @@ class Builder {
     return sp ? sp->start : 0;
   }
 
+  // Node n (the newest node, so the table stays ascending) is anchored to node a.
+  void SetAnchor(uint32_t n, uint32_t a) {
+    out_.nodes[n].has_anchor = true;
+    out_.anchors.push_back({n, a});
+  }
+
   uint32_t RequestSet(const std::vector<std::string>& ids) {
     for (size_t i = 0; i < out_.request_sets.size(); ++i)
       if (out_.request_sets[i] == ids) return static_cast<uint32_t>(i);
@@ -518,12 +524,15 @@ class Builder {
         std::vector<std::string> sub;
         for (const auto& id : cls.requests)
           if (std::find(step_ids.begin(), step_ids.end(), id) != step_ids.end() || step_ids[0] == "*") sub.push_back(id);
-        if (!sub.empty() && (step_ids[0] == "*" || sub.size() < step_ids.size())) out_.nodes[n].requests = RequestSet(sub);
+        if (!sub.empty() && (step_ids[0] == "*" || sub.size() < step_ids.size())) {
+          out_.nodes[n].has_requests = true;
+          out_.requests.push_back({n, RequestSet(sub)});  // n is the newest node: stays ascending
+        }
       }
       if (layer_[r] == Layer::kComm && !in_comm[p]) {
         // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
         in_comm[r] = 1;
-        out_.nodes[n].anchor = node_of[p];
+        SetAnchor(n, node_of[p]);
         link(out_.steps[step_slot_[step]].horizontal, n);  // the step's horizontal root
       } else {
         in_comm[r] = in_comm[p];
@@ -590,7 +599,7 @@ class Builder {
           ++out_.counters.capture_ranges_outside_steps;
         }
         if (it != capture_owner.end()) {
-          out_.nodes[n].anchor = node_of[it->second];
+          SetAnchor(n, node_of[it->second]);
           ++out_.counters.graph_ops_attributed;
         }
       }

@@ -36,8 +36,9 @@ struct FileTrees {
   std::vector<Node> nodes;
   std::vector<ImplicitSpan> implicit;  // event-less nodes' times and names, by local node index
   std::vector<StepRoot> steps;
-  // Request subsets named below steps, local; Node::requests indexes this until Merge remaps.
+  // Request subsets named below steps, local; `requests` indexes this until Merge remaps.
   std::vector<std::vector<std::string>> request_sets;
+  NodeSideTable requests, anchors;  // as MergeResult::node_requests and node_anchors, local
   MergeCounters counters;
 };
 

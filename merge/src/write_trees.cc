@@ -91,12 +91,12 @@ class TreeWriter {
     out_.Int(e ? e->end : r_.End(n));
     if (const int64_t thread = r_.ThreadOf(n); thread != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(thread); }
     if (e) EventFields(n, *e);
-    if (n.requests != kAllRequests) {
+    if (n.has_requests) {
       out_.Raw(",\"requests\":");
-      StringArray(r_.request_sets[n.requests]);
+      StringArray(r_.request_sets[r_.Requests(n)]);
     }
-    if (n.anchor != kNoNode) {
-      const Node& a = r_.nodes[n.anchor];
+    if (n.has_anchor) {
+      const Node& a = r_.nodes[r_.Anchor(n)];
       bool device = IsDeviceLayer(n.layer);
       out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
       strings_.Write(a.file, r_.NameId(a));
@@ -108,7 +108,7 @@ class TreeWriter {
     }
     bool first = true;
     for (uint32_t c = n.first_child; c != kNoNode; c = r_.nodes[c].next_sibling) {
-      if (!r_.InRequestSet(r_.nodes[c].requests, q)) continue;
+      if (!r_.InRequestSet(r_.Requests(r_.nodes[c]), q)) continue;
       out_.Raw(first ? ",\"children\":[" : ",");
       first = false;
       NodeJson(c, q);
@@ -214,7 +214,7 @@ void SubsetNodes(const MergeResult& r, uint32_t root, std::vector<uint32_t>* out
     uint32_t i = stack.back();
     stack.pop_back();
     for (uint32_t c = r.nodes[i].first_child; c != kNoNode; c = r.nodes[c].next_sibling) {
-      if (r.nodes[c].requests != kAllRequests) out->push_back(c);
+      if (r.nodes[c].has_requests) out->push_back(c);
       stack.push_back(c);
     }
   }
@@ -232,7 +232,7 @@ std::vector<std::vector<std::string>> RequestGroups(const MergeResult& r, const 
   for (const std::string& q : ids) {
     std::string sig(subsets.size(), '0');
     for (size_t k = 0; k < subsets.size(); ++k)
-      if (r.InRequestSet(r.nodes[subsets[k]].requests, q)) sig[k] = '1';
+      if (r.InRequestSet(r.Requests(r.nodes[subsets[k]]), q)) sig[k] = '1';
     auto [it, fresh] = by_signature.emplace(std::move(sig), groups.size());
     if (fresh) groups.emplace_back();
     groups[it->second].push_back(q);

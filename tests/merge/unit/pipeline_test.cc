@@ -85,8 +85,8 @@ TEST(Merge, AppendixExampleHorizontalTreeAnchorsComm) {
   ASSERT_EQ(ChildNames(r, h.root), (std::vector<std::string>{"ncclAllReduce"}));
   const Node& comm = r.node(r.node(h.root).first_child);
   EXPECT_EQ(comm.layer, Layer::kComm);
-  ASSERT_NE(comm.anchor, kNoNode);
-  EXPECT_EQ(r.node(comm.anchor).layer, Layer::kStep);
+  ASSERT_NE(r.Anchor(comm), kNoNode);
+  EXPECT_EQ(r.node(r.Anchor(comm)).layer, Layer::kStep);
   const Node& call = r.node(comm.first_child);
   EXPECT_EQ(r.Name(call), "cudaLaunchKernel");
   EXPECT_EQ(r.node(call.first_child).layer, Layer::kKernel);
@@ -115,8 +115,44 @@ TEST(Merge, AppendixExampleCountersAndRequests) {
   // The sampler range names request 1 only.
   const Node* sampler = FindNode(r, r.trees[0].root, "sampler[request_ids:1]");
   ASSERT_NE(sampler, nullptr);
-  EXPECT_TRUE(r.InRequestSet(sampler->requests, "1"));
-  EXPECT_FALSE(r.InRequestSet(sampler->requests, "0"));
+  EXPECT_TRUE(r.InRequestSet(r.Requests(*sampler), "1"));
+  EXPECT_FALSE(r.InRequestSet(r.Requests(*sampler), "0"));
+}
+
+// Request subsets and anchors live in side tables (few nodes have them): after two files'
+// nodes are concatenated, each entry must still name its own file's nodes and request set,
+// and nodes without an entry must read as having none.
+TEST(Merge, SideTablesFollowTheirNodesAcrossFiles) {
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(AppendixExampleDump(), "a.jsonl"));
+  files.push_back(FileFromLines(AppendixExampleDump(), "b.jsonl"));
+  auto merged = Merge(std::move(files), {});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  const MergeResult& r = *merged;
+  size_t anchored[2] = {0, 0}, subsets[2] = {0, 0};
+  for (const Node& n : r.nodes) {
+    ASSERT_LT(n.file, 2u);
+    if (n.has_anchor) {
+      const Node& a = r.node(r.Anchor(n));
+      EXPECT_EQ(a.file, n.file);
+      EXPECT_EQ(a.layer, Layer::kStep);
+      EXPECT_EQ(n.layer, Layer::kComm);
+      ++anchored[n.file];
+    } else {
+      EXPECT_EQ(r.Anchor(n), kNoNode);
+    }
+    if (n.has_requests) {
+      EXPECT_EQ(r.Name(n), "sampler[request_ids:1]");
+      EXPECT_EQ(r.request_sets[r.Requests(n)], (std::vector<std::string>{"1"}));
+      ++subsets[n.file];
+    } else {
+      EXPECT_EQ(r.Requests(n), kAllRequests);
+    }
+  }
+  EXPECT_EQ(anchored[0], 1u);
+  EXPECT_EQ(anchored[1], 1u);
+  EXPECT_EQ(subsets[0], 1u);
+  EXPECT_EQ(subsets[1], 1u);
 }
 
 TEST(Merge, EveryHostNodeInsideItsParentAndDeviceAfterLaunch) {
@@ -347,13 +383,13 @@ TEST(Merge, RangesPastTheClassCacheKeepLayerFamilyAndRequests) {
       ++samplers;
       EXPECT_EQ(node.layer, Layer::kOther) << name;
       EXPECT_EQ(r.Family(node), NormaliseFamily(Layer::kOther, name)) << name;
-      EXPECT_TRUE(r.InRequestSet(node.requests, "1")) << name;
-      EXPECT_FALSE(r.InRequestSet(node.requests, "0")) << name;
+      EXPECT_TRUE(r.InRequestSet(r.Requests(node), "1")) << name;
+      EXPECT_FALSE(r.InRequestSet(r.Requests(node), "0")) << name;
     } else {
       ++ops;
       EXPECT_EQ(node.layer, Layer::kBackend) << name;
       EXPECT_EQ(r.Family(node), name.substr(0, name.find(','))) << name;  // "aten::op3"
-      EXPECT_EQ(node.requests, kAllRequests) << name;
+      EXPECT_EQ(r.Requests(node), kAllRequests) << name;
     }
     late += past;
   }
@@ -473,8 +509,8 @@ TEST(Merge, GraphKernelsNameTheirCapturingOperator) {
   ASSERT_NE(launch->first_child, kNoNode);
   const Node& k = r.node(launch->first_child);
   EXPECT_EQ(r.Name(k), "gemm");
-  ASSERT_NE(k.anchor, kNoNode);
-  EXPECT_EQ(r.Name(r.node(k.anchor)), "aten::mm");
+  ASSERT_NE(r.Anchor(k), kNoNode);
+  EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "aten::mm");
   EXPECT_EQ(r.summary.total.graph_ops_attributed, 1u);
 }
 
@@ -519,9 +555,9 @@ TEST(Merge, GraphCapturedOutsideAnyStepStillNamesItsOperator) {
   ASSERT_NE(launch, nullptr);
   ASSERT_NE(launch->first_child, kNoNode);
   const Node& k = r.node(launch->first_child);
-  ASSERT_NE(k.anchor, kNoNode);
-  EXPECT_EQ(r.Name(r.node(k.anchor)), "ncclAllReduce");
-  EXPECT_EQ(r.node(k.anchor).layer, Layer::kComm);
+  ASSERT_NE(r.Anchor(k), kNoNode);
+  EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "ncclAllReduce");
+  EXPECT_EQ(r.node(r.Anchor(k)).layer, Layer::kComm);
   EXPECT_EQ(r.summary.total.graph_ops_attributed, 1u);
   EXPECT_EQ(r.summary.total.capture_ranges_outside_steps, 1u);
 }

@@ -50,22 +50,29 @@ constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inh
 // range the range's end (MergeResult::Start/End/Name read them). An implicit step has no
 // event: its times and name are in MergeResult::implicit_spans. The family string lives in
 // the StringPool of MergeResult::files[file]; device fields in the source event's extras.
-// 28 bytes a node: there are about as many nodes as input events.
+// 20 bytes a node: there are about as many nodes as input events. The two fields few nodes
+// have, a stricter request subset and an anchor, live in side tables (MergeResult::Requests,
+// MergeResult::Anchor), flagged here so that the many nodes without them never look.
 struct Node {
   uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
   StrId family = kNoStr;
   uint32_t first_child = kNoNode;     // children are a sibling list, in start order
   uint32_t next_sibling = kNoNode;
-  uint32_t requests = kAllRequests;   // index into MergeResult::request_sets (stricter subset)
-  uint32_t anchor = kNoNode;          // comm nodes: enclosing vertical range; CUDA-graph device
-                                      // nodes: the range open when the node was captured
-  // Index into MergeResult::files (Merge fails beyond kMaxFiles inputs) and layer share one
-  // word. The host thread is the source event's (MergeResult::ThreadOf): not stored.
-  uint32_t file : 24 = 0;
+  // Index into MergeResult::files (Merge fails beyond kMaxFiles inputs), layer and the two
+  // flags share one word. The host thread is the source event's (MergeResult::ThreadOf): not
+  // stored.
   Layer layer : 8 = Layer::kOther;
-  static constexpr size_t kMaxFiles = size_t{1} << 24;
+  bool has_requests : 1 = false;      // an entry in node_requests
+  bool has_anchor : 1 = false;        // an entry in node_anchors
+  uint32_t file : 22 = 0;
+  static constexpr size_t kMaxFiles = size_t{1} << 22;
 };
-static_assert(sizeof(Node) == 28, "Node is sized for the merge's memory budget");
+static_assert(sizeof(Node) == 20, "Node is sized for the merge's memory budget");
+
+// (node index, value) pairs of a side table, ascending by node.
+using NodeSideTable = std::vector<std::pair<uint32_t, uint32_t>>;
+// The value stored for node i, or `none`.
+uint32_t LookUpSide(const NodeSideTable& t, uint32_t i, uint32_t none);
 
 // Times (merged axis) and name of a node that has no source event: an implicit step.
 struct ImplicitSpan {
@@ -195,6 +202,10 @@ struct MergeResult {
   MergeSummary summary;
 
   std::vector<ImplicitSpan> implicit_spans;  // the event-less nodes' times and names, by node
+  // Request subsets named below steps (index into request_sets: the node and its subtree belong
+  // to those requests only), and anchors (comm nodes: the enclosing vertical range; CUDA-graph
+  // device nodes: the range open when the node was captured). Flagged in the Node.
+  NodeSideTable node_requests, node_anchors;
 
   const Node& node(uint32_t i) const { return nodes[i]; }
   // Name and times (ns, merged axis) of a node, which must be an element of `nodes`.
@@ -206,6 +217,15 @@ struct MergeResult {
   // The span of an event-less node (binary search; implicit steps are few).
   const ImplicitSpan& Implicit(const Node& n) const;  // defaults for a node not in `nodes`
   std::string_view Family(const Node& n) const { return files[n.file].strings.Get(n.family); }
+  // The node's request set (kAllRequests: its parent's) and anchor (kNoNode: none); `n` must
+  // be an element of `nodes`. Constant time for the nodes without one (a flag), a binary
+  // search for the others.
+  uint32_t Requests(const Node& n) const {
+    return n.has_requests ? LookUpSide(node_requests, uint32_t(&n - nodes.data()), kAllRequests) : kAllRequests;
+  }
+  uint32_t Anchor(const Node& n) const {
+    return n.has_anchor ? LookUpSide(node_anchors, uint32_t(&n - nodes.data()), kNoNode) : kNoNode;
+  }
   // The node's source event, or nullptr for an implicit step.
   const Event* EventOf(const Node& n) const {
     return n.event == kNoEvent ? nullptr : &files[n.file].events[n.event];
