@@ -25,7 +25,7 @@ class EventRank {
   void Build(const std::vector<Event>& ev, Pred is_member) {
     const size_t words = (ev.size() + 63) / 64;
     bits_.assign(words, 0);
-    before_.assign(words + 1, 0);
+    before_.assign(words, 0);
     uint32_t count = 0;
     for (size_t w = 0; w < words; ++w) {
       before_[w] = count;
@@ -36,7 +36,6 @@ class EventRank {
       bits_[w] = b;
       count += uint32_t(__builtin_popcountll(b));
     }
-    before_[words] = count;
     size_ = count;
   }
   uint32_t size() const { return size_; }  // members

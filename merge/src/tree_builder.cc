@@ -230,7 +230,7 @@ class Builder {
     return x.event < y.event;
   }
 
-  // owner_[api event index] = innermost range containing the call's start on its thread.
+  // api_owner_[call ordinal] = innermost range containing the call's start on its thread.
   void AttachApiCalls() {
     api_rank_.Build(ev_, [](const Event& e) { return IsApiKind(e.kind); });
     std::vector<uint32_t> api;
@@ -452,7 +452,12 @@ class Builder {
     return sp ? sp->start : 0;
   }
 
-  // Node n (the newest node, so the table stays ascending) is anchored to node a.
+  // Node n (the newest node, so the side tables stay ascending) belongs to request set `set`
+  // only, or is anchored to node a.
+  void SetRequests(uint32_t n, uint32_t set) {
+    out_.nodes[n].has_requests = true;
+    out_.requests.push_back({n, set});
+  }
   void SetAnchor(uint32_t n, uint32_t a) {
     out_.nodes[n].has_anchor = true;
     out_.anchors.push_back({n, a});
@@ -524,10 +529,7 @@ class Builder {
         std::vector<std::string> sub;
         for (const auto& id : cls.requests)
           if (std::find(step_ids.begin(), step_ids.end(), id) != step_ids.end() || step_ids[0] == "*") sub.push_back(id);
-        if (!sub.empty() && (step_ids[0] == "*" || sub.size() < step_ids.size())) {
-          out_.nodes[n].has_requests = true;
-          out_.requests.push_back({n, RequestSet(sub)});  // n is the newest node: stays ascending
-        }
+        if (!sub.empty() && (step_ids[0] == "*" || sub.size() < step_ids.size())) SetRequests(n, RequestSet(sub));
       }
       if (layer_[r] == Layer::kComm && !in_comm[p]) {
         // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
@@ -560,7 +562,7 @@ class Builder {
     }
     for (uint32_t a = 0, k = 0; a < ev_.size(); ++a) {
       const Event& e = ev_[a];
-      if (!IsApiKind(e.kind)) continue;
+      if (!api_rank_.Has(a)) continue;
       uint32_t& owner_slot = api_owner_[k++];  // calls in event order: k is a's ordinal
       if (owner_slot == kNoIdx) continue;
       const uint32_t owner = owner_slot;
@@ -570,7 +572,7 @@ class Builder {
       owner_slot = n;  // from here on: the call's node
       link(node_of[owner], n);
     }
-    // Device ops link to their call's node: look those up now and free the per-event table
+    // Device ops link to their call's node: look those up now and free the per-call table
     // (and node_of, unless graph attribution still needs it) before the device nodes grow.
     for (auto& [api, d] : device_of_) api = api_owner_[api_rank_.Rank(api)];
     std::vector<uint32_t>().swap(api_owner_);

@@ -175,7 +175,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
   // or one of a few), names built once per track.
   std::unordered_map<Track, uint32_t, Int64PairHash> track_index;
   std::vector<Track> track_keys;
-  std::vector<uint32_t> track_size;  // slices per track
+  // Where each track's slices begin in `grouped` below, track after track; while the nodes are
+  // read, track_begin[t + 1] counts track t's slices.
+  std::vector<size_t> track_begin{0};
   std::map<Track, std::string> track_name;
   std::vector<Track> lane_tracks;
   Track last_track{INT64_MIN, INT64_MIN};
@@ -204,7 +206,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       auto [it, fresh] = track_index.try_emplace(t, uint32_t(track_keys.size()));
       if (fresh) {
         track_keys.push_back(t);
-        track_size.push_back(0);
+        track_begin.push_back(0);
         track_name.emplace(t, kind == kGpu ? "GPU " + std::to_string(x->device) + " stream " + std::to_string(x->stream)
                               : kind == kThread ? "thread " + std::to_string(tid) : std::string("steps"));
       }
@@ -212,14 +214,13 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
       last_index = it->second;
     }
     track_of[i] = last_index;
-    ++track_size[last_index];
+    ++track_begin[last_index + 1];
   }
   // Every track's nodes in one array, track after track, each in node order (a counting sort:
   // one vector per track grew by doubling and touched up to twice its memory). Times are read
   // from the events when ordering: a copy of (start, end, node) per slice was once the merge's
   // peak. The array is reused for the launch links below (same size: no fresh pages).
-  std::vector<size_t> track_begin(track_keys.size() + 1, 0);
-  for (size_t ti = 0; ti < track_keys.size(); ++ti) track_begin[ti + 1] = track_begin[ti] + track_size[ti];
+  for (size_t ti = 0; ti < track_keys.size(); ++ti) track_begin[ti + 1] += track_begin[ti];
   std::vector<uint32_t> grouped;
   grouped.reserve(n_nodes);
   grouped.resize(track_begin.back());
@@ -235,7 +236,7 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     const Track track = track_keys[ti];
     std::vector<std::vector<TimeNs>> lanes;  // open slice ends per lane (a stack)
     std::vector<uint32_t> lane_id;           // lane -> index into lane_tracks
-    ForEachInSliceOrder(r, grouped.data() + track_begin[ti], track_size[ti],
+    ForEachInSliceOrder(r, grouped.data() + track_begin[ti], track_begin[ti + 1] - track_begin[ti],
                         [&](uint32_t node, TimeNs s_start, TimeNs s_end) {
       earliest = std::min(earliest, s_start);
       size_t lane = 0;
