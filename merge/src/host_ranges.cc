@@ -73,7 +73,7 @@ std::vector<HostRange> BuildHostRanges(const TraceFile& file, RangeCounters* c, 
     }
   }
   OrderByThreadThenTime(ev, &order);
-  auto where = [&](const Event& e) { return file.meta.path + ":" + std::to_string(e.line); };
+  auto where = [&](const Event& e) { return file.meta.path + ":" + std::to_string(file.LineOf(e)); };
   // A range `slot` closed by event `close`: noted when the close carries a payload.
   auto closed_by = [&](uint32_t slot, uint32_t close) {
     if (payload_closes && ev[close].extra != kNoExtra && file.Extra(ev[close]).payload != kNoStr)

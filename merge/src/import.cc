@@ -129,6 +129,7 @@ Result<TraceFile> ReadRawJsonl(const std::string& path, const ImportOptions& opt
       uintmax_t raw = r.compression() == Compression::kNone ? size : size * 8;
       const size_t cap = static_cast<size_t>(std::min<uintmax_t>(raw / 64 + 16, uintmax_t{1} << 31));
       file.events.reserve(cap);
+      file.lines.reserve(cap);
       file.extras.reserve(cap / 2);  // kernels (grid, block) and copies have extras
     }
   }

@@ -90,9 +90,9 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                              "event #" + std::to_string(w->index) + ": " + m.message);
         break;
       case Disposition::kEvent:
-        m.event.line = LineNumber(w->index);
+        w->out->SetCorrelation(m.event, rec.correlation.value_or(kNone));
         if ((IsApiKind(m.event.kind) || IsDeviceKind(m.event.kind)) &&
-            m.event.correlation_id == kNone)
+            rec.correlation.value_or(kNone) == kNone)
           w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.missing_correlation",
                                "event #" + std::to_string(w->index) + ": " +
                                    std::string(EventKindName(m.event.kind)) +
@@ -105,7 +105,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         ++w->kept[static_cast<int>(m.event.kind)];
         w->out->SetExtra(m.event, m.extra);
         w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
-        w->out->events.push_back(m.event);
+        w->out->AddEvent(m.event, w->index);
         break;
     }
   }
@@ -133,7 +133,7 @@ void AssignDeviceProcesses(TraceFile* tf) {
   for (const Event& e : tf->events) {
     if (!IsApiKind(e.kind)) continue;
     ++api_count[tf->ProcessOf(e)];
-    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, tf->ProcessOf(e));
+    if (const int64_t c = tf->Correlation(e); c != kNone) api_pid.emplace(c, tf->ProcessOf(e));
   }
   int64_t main_pid = kNone;
   uint64_t best = 0;
@@ -146,7 +146,8 @@ void AssignDeviceProcesses(TraceFile* tf) {
   tf->meta.process_id = main_pid;
   for (Event& e : tf->events) {
     if (!IsDeviceKind(e.kind)) continue;
-    auto it = e.correlation_id == kNone ? api_pid.end() : api_pid.find(e.correlation_id);
+    const int64_t c = tf->Correlation(e);
+    auto it = c == kNone ? api_pid.end() : api_pid.find(c);
     tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
   }
 }
@@ -235,7 +236,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
           __builtin_add_overflow(e.end, *base_ns, &e.end)) {
         tf.stats.Report(name, "kineto.bad_number",
                         "baseTimeNanoseconds + ts overflows int64 ns at event #" +
-                            std::to_string(e.line));
+                            std::to_string(tf.LineOf(e)));
       }
     }
   }

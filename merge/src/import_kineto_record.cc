@@ -218,7 +218,6 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
   e.start = *ts;
   e.name = pool->Intern(rec.name);
   m.extra.category = pool->Intern(rec.cat);
-  e.correlation_id = rec.correlation.value_or(kNone);
   if (device) {
     m.extra.SetDevice(rec.device.value_or(rec.pid));
     m.extra.stream = static_cast<int32_t>(rec.stream.value_or(rec.tid));

@@ -48,7 +48,7 @@ enum class Disposition {
 
 struct Mapped {
   Disposition what = Disposition::kSkip;
-  Event event;
+  Event event;             // without its correlation id: the caller stores rec.correlation (TraceFile::SetCorrelation)
   EventExtra extra;        // kernel geometry; the caller stores it (TraceFile::SetExtra)
   HostThread host;         // host events' (pid, tid); the caller stores it (TraceFile::SetThread)
   std::string_view key;  // stable stats key for kSkip/kProblem

@@ -119,8 +119,7 @@ class Reader {
       e.kind = kind;
       e.start = *start;
       e.end = *end;
-      e.line = LineNumber(row);
-      e.correlation_id = s.IntOr(3, kNone);
+      tf_->SetCorrelation(e, s.IntOr(3, kNone));
       if (api) {
         tf_->SetThread(e, nsys::PidOf(*gid), nsys::TidOf(*gid));
         e.name = s.Int(4) ? Str(s.Int(4)) : kNoStr;
@@ -146,7 +145,7 @@ class Reader {
         x.graph_node_id = s.IntOr(16, kNone);
         tf_->SetExtra(e, x);
       }
-      tf_->events.push_back(e);
+      tf_->AddEvent(e, row);
     }
     return s.rc() == SQLITE_DONE ? Status::Ok() : Error(table);
   }
@@ -195,7 +194,6 @@ class Reader {
       Event e;
       e.start = *start;
       e.end = *start;
-      e.line = LineNumber(row);
       tf_->SetThread(e, nsys::PidOf(*gid), nsys::TidOf(*gid));
       e.name = TextOf(s, 4, 5);
       int64_t range_id = s.IntOr(3, kNone);
@@ -221,7 +219,7 @@ class Reader {
       x.category = category;
       x.domain = domain;
       tf_->SetExtra(e, x);
-      tf_->events.push_back(e);
+      tf_->AddEvent(e, row);
     }
     return s.rc() == SQLITE_DONE ? Status::Ok() : Error("NVTX_EVENTS");
   }

@@ -60,10 +60,10 @@ std::optional<int64_t> MpiRankFromThreadName(std::string_view text) {
 size_t DropNestedApiAliases(TraceFile* tf) {
   std::vector<uint32_t> api;
   for (uint32_t i = 0; i < tf->events.size(); ++i)
-    if (IsApiKind(tf->events[i].kind) && tf->events[i].correlation_id != kNone) api.push_back(i);
+    if (IsApiKind(tf->events[i].kind) && tf->Correlation(tf->events[i]) != kNone) api.push_back(i);
   auto key = [&](uint32_t i) {
     const Event& e = tf->events[i];
-    return std::make_tuple(tf->threads[e.thread], e.correlation_id, e.start, -e.end, i);
+    return std::make_tuple(tf->threads[e.thread], tf->Correlation(e), e.start, -e.end, i);
   };
   std::sort(api.begin(), api.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   std::vector<bool> drop(tf->events.size(), false);
@@ -72,7 +72,7 @@ size_t DropNestedApiAliases(TraceFile* tf) {
     const Event& outer = tf->events[api[j - 1]];
     const Event& inner = tf->events[api[j]];
     if (inner.thread == outer.thread &&
-        inner.correlation_id == outer.correlation_id && inner.end <= outer.end) {
+        tf->Correlation(inner) == tf->Correlation(outer) && inner.end <= outer.end) {
       drop[api[j]] = true;
       ++dropped;
       std::swap(api[j], api[j - 1]);  // keep comparing against the outermost call
@@ -80,9 +80,14 @@ size_t DropNestedApiAliases(TraceFile* tf) {
   }
   if (dropped) {
     size_t w = 0;
-    for (size_t i = 0; i < tf->events.size(); ++i)
-      if (!drop[i]) tf->events[w++] = tf->events[i];
+    const bool lines = tf->lines.size() == tf->events.size();
+    for (size_t i = 0; i < tf->events.size(); ++i) {
+      if (drop[i]) continue;
+      if (lines) tf->lines[w] = tf->lines[i];
+      tf->events[w++] = tf->events[i];
+    }
     tf->events.resize(w);
+    if (lines) tf->lines.resize(w);
     tf->stats.Add("nsys.skipped.nested_api_alias", dropped);
   }
   return dropped;
@@ -106,7 +111,7 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
   for (const Event& e : tf->events) {
     if (!IsApiKind(e.kind)) continue;
     ++api_count[tf->ProcessOf(e)];
-    if (e.correlation_id != kNone) api_pid.emplace(e.correlation_id, tf->ProcessOf(e));
+    if (const int64_t c = tf->Correlation(e); c != kNone) api_pid.emplace(c, tf->ProcessOf(e));
   }
   int64_t main_pid = kNone;
   uint64_t best = 0;
@@ -121,7 +126,8 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
   for (Event& e : tf->events) {
     ++kept[static_cast<int>(e.kind) & 15];
     if (!IsDeviceKind(e.kind) || tf->ProcessOf(e) != kNone) continue;
-    auto it = e.correlation_id == kNone ? api_pid.end() : api_pid.find(e.correlation_id);
+    const int64_t c = tf->Correlation(e);
+    auto it = c == kNone ? api_pid.end() : api_pid.find(c);
     tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
   }
   for (int k = 0; k < 16; ++k)

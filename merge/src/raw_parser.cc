@@ -237,7 +237,6 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     return;
   }
   Event e;
-  e.line = LineNumber(line_no);
   auto need = [&](F a, const char* what) {
     if (f.has[a]) return true;
     Problem(line_no, "missing_field", std::string(f.type) + " record without \"" + what + "\"");
@@ -313,7 +312,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
     if (!need(kCorr, "correlation_id")) return;
-    e.correlation_id = f.v[kCorr];
+    out.SetCorrelation(e, f.v[kCorr]);
     e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
     xopt(kCbid, &x.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
     xopt(kStream, &x.stream);
@@ -323,7 +322,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &pid);
-    opt(kCorr, &e.correlation_id);
+    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
     if (f.has[kDevice]) x.SetDevice(f.v[kDevice]);
     xopt(kStream, &x.stream); xopt(kBytes, &x.bytes);
     xstr(f.copy_kind, &x.copy_kind);
@@ -343,13 +342,14 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "SYNC") {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
-    opt(kCorr, &e.correlation_id); xopt(kStream, &x.stream);
+    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
+    xopt(kStream, &x.stream);
     e.name = x.category != kNoStr ? x.category : sp.Intern("sync");  // the category, interned above
     e.kind = EventKind::kSync;
   } else if (t == "GRAPH_NODE") {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
-    opt(kCorr, &e.correlation_id);
+    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
     xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
     xopt(kOrigGraphNode, &x.original_graph_node_id);
     e.kind = EventKind::kGraphNode;
@@ -374,7 +374,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   if (extra) out.SetExtra(e, x);
   out.SetThread(e, pid, tid);
   if (fold_ && (e.kind == EventKind::kNvtxPush || e.kind == EventKind::kNvtxPop) && Fold(e, x.payload)) return;
-  out.events.push_back(e);
+  out.AddEvent(e, line_no);
 }
 
 // Mirrors the stack scan of BuildHostRanges on one thread while the thread's records arrive in

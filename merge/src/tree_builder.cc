@@ -59,11 +59,20 @@ class Builder {
     EventRank kept;  // an event's index after the removal: its rank among the kept ones
     kept.Build(ev_, [](const Event& e) { return e.kind != EventKind::kNvtxPop && e.kind != EventKind::kNvtxEnd; });
     if (kept.size() == n) return;
+    std::vector<uint32_t>& lines = file_.lines;
+    const bool with_lines = lines.size() == n;
     size_t out = 0;
     for (uint32_t i = 0; i < n; ++i) {
       if (!kept.Has(i)) continue;
-      if (out != i) ev_[out] = ev_[i];
+      if (out != i) {
+        ev_[out] = ev_[i];
+        if (with_lines) lines[out] = lines[i];
+      }
       ++out;
+    }
+    if (with_lines) {
+      ReleasePages(lines.data() + out, lines.data() + n);
+      lines.resize(out);
     }
     for (HostRange& h : ranges_)
       if (h.event != kNoEvent) h.event = kept.Rank(h.event);
@@ -253,7 +262,7 @@ class Builder {
       if (ai + kAhead < api.size()) PrefetchLine(&ev_[api[ai + kAhead]]);
       const uint32_t a = api[ai];
       const Event& e = ev_[a];
-      corr_.push_back({e.correlation_id, a});
+      corr_.push_back({file_.Correlation(e), a});
       if (e.thread != ct) { stack.clear(); ct = e.thread; }
       while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], ct))) ++ri;
       while (ri < sorted_.size()) {
@@ -304,9 +313,8 @@ class Builder {
       outer = i;
       if (corr_[i].corr != kNone && same_process) {
         ++out_.counters.duplicate_correlations;
-        const Event& e = ev_[corr_[i].event];
-        file_.stats.Report(file_.meta.path + ":" + std::to_string(e.line), "duplicate_correlation",
-                           "correlation id " + std::to_string(e.correlation_id) +
+        file_.stats.Report(file_.meta.path + ":" + std::to_string(file_.LineOf(corr_[i].event)), "duplicate_correlation",
+                           "correlation id " + std::to_string(corr_[i].corr) +
                            " used by more than one API call; device activity goes to the latest call before it");
       }
     }
@@ -344,9 +352,10 @@ class Builder {
       const Event& d = ev_[i];
       bool device = IsDeviceKind(d.kind);
       if (!device && d.kind != EventKind::kSync) continue;
-      auto lo = FirstOf(d.correlation_id);
+      const int64_t corr = file_.Correlation(d);
+      auto lo = FirstOf(corr);
       auto hi = lo;
-      while (hi != corr_.end() && hi->corr == d.correlation_id) ++hi;
+      while (hi != corr_.end() && hi->corr == corr) ++hi;
       uint32_t api = kNoIdx;
       bool any = false;
       const int64_t dp = file_.ProcessOf(d);
@@ -359,7 +368,7 @@ class Builder {
         if (a.start <= d.start && (api == kNoIdx || !NestedIn(a, ev_[api]))) api = it->event;
       }
       const char* reason = nullptr;
-      if (d.correlation_id == kNone || !any) reason = "no_launch_api";
+      if (corr == kNone || !any) reason = "no_launch_api";
       else if (api == kNoIdx) reason = "starts_before_launch";
       else if (api_owner_[api_rank_.Rank(api)] == kNoIdx) reason = "launch_outside_step";
       if (reason) {
@@ -368,9 +377,9 @@ class Builder {
           ++c.device_ops_unattributed;
           if (d.kind == EventKind::kKernel) ++c.kernels_unattributed;
           if (reason[0] != 'l')
-            file_.stats.Report(file_.meta.path + ":" + std::to_string(d.line), std::string("device_") + reason,
+            file_.stats.Report(file_.meta.path + ":" + std::to_string(file_.LineOf(i)), std::string("device_") + reason,
                                std::string(EventKindName(d.kind)) + " with correlation id " +
-                               std::to_string(d.correlation_id) +
+                               std::to_string(corr) +
                                (reason[0] == 'n' ? " has no launching API call in this file"
                                                  : " starts before its launching API call"));
         }
@@ -400,7 +409,8 @@ class Builder {
         g = it->second;
       }
       uint32_t owner = kNoIdx;
-      for (auto c = FirstOf(g->correlation_id); c != corr_.end() && c->corr == g->correlation_id; ++c) {
+      const int64_t corr = file_.Correlation(*g);
+      for (auto c = FirstOf(corr); c != corr_.end() && c->corr == corr; ++c) {
         const uint32_t k = api_rank_.Rank(c->event);
         if (api_owner_[k] != kNoIdx) owner = api_owner_[k];
         else if (capture_range_[k] != kNoIdx) owner = capture_range_[k];
@@ -471,6 +481,14 @@ class Builder {
   }
 
   void EmitNodes() {
+    // Of the source lines, only the step roots' are read from here on (StepRoot::line): keep
+    // those few and free the rest before the nodes grow, where the merge reaches its peak.
+    NodeSideTable step_lines;  // (event, line), ascending by event
+    for (uint32_t r = 0; r < ranges_.size(); ++r)
+      if (!IsImplicit(r) && step_of_[r] == r && layer_[r] == Layer::kStep)
+        step_lines.push_back({ranges_[r].event, file_.LineOf(ranges_[r].event)});
+    std::sort(step_lines.begin(), step_lines.end());
+    std::vector<uint32_t>().swap(file_.lines);
     // At most one node per (remaining) event, plus a second root per step and two per implicit
     // step: reserved once, since a regrowth would copy the nodes and briefly hold them twice
     // (untouched capacity costs address space only).
@@ -519,7 +537,8 @@ class Builder {
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
         step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
-        out_.steps.push_back({n, hroot, off_.Map(h.start), ProcessOf(h), std::move(ids), false, e.line});
+        out_.steps.push_back({n, hroot, off_.Map(h.start), ProcessOf(h), std::move(ids), false,
+                               LookUpSide(step_lines, h.event, 0)});
         continue;
       }
       uint32_t p = parent_[r];

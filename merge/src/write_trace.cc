@@ -323,9 +323,9 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
     out->Micros(since_origin(start));
     out->Raw(",\"dur\":");
     out->Micros(end - start);
-    if (e && e->correlation_id != kNone) {
+    if (const int64_t corr = e ? r.files[n.file].Correlation(*e) : kNone; corr != kNone) {
       out->Raw(",\"args\":{\"correlation\":");
-      out->Int(e->correlation_id);
+      out->Int(corr);
       out->Raw("}");
     }
     if (launch[i] == kHasWork) {

@@ -121,9 +121,11 @@ class TreeWriter {
     const StringPool& sp = r_.files[n.file].strings;
     const EventExtra& x = r_.files[n.file].Extra(e);
     if (x.domain != kNoStr && !sp.Get(x.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, x.domain); }
-    if ((IsApiLayer(n.layer) || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) && e.correlation_id != kNone) {
-      out_.Raw(",\"correlation_id\":");
-      out_.Int(e.correlation_id);
+    if (IsApiLayer(n.layer) || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) {
+      if (const int64_t corr = r_.files[n.file].Correlation(e); corr != kNone) {
+        out_.Raw(",\"correlation_id\":");
+        out_.Int(corr);
+      }
     }
     if (e.extra != kNoExtra) out_.Raw(ExtraText(n, e));  // all defaults write nothing
     if (x.payload != kNoStr) {

@@ -72,7 +72,7 @@ TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
   // Times: baseTimeNanoseconds applied (all files are from 2022 or later, UTC ns).
   for (const Event& e : tf.events) {
     ASSERT_GE(e.end, e.start);
-    ASSERT_GT(e.start, int64_t{1600000000} * 1000000000) << "event #" << e.line;
+    ASSERT_GT(e.start, int64_t{1600000000} * 1000000000) << "event #" << tf.LineOf(e);
   }
 
   MergeOptions mo;

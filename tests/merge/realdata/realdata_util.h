@@ -43,10 +43,10 @@ inline uint64_t DeviceOpsWithLaunch(const TraceFile& tf) {
     return (static_cast<uint64_t>(pid) << 40) ^ static_cast<uint64_t>(corr);
   };
   for (const Event& e : tf.events)
-    if (IsApiKind(e.kind) && e.correlation_id != kNone) keys.insert(key(tf.ProcessOf(e), e.correlation_id));
+    if (IsApiKind(e.kind) && tf.Correlation(e) != kNone) keys.insert(key(tf.ProcessOf(e), tf.Correlation(e)));
   uint64_t n = 0;
   for (const Event& e : tf.events)
-    if (IsDeviceKind(e.kind) && e.correlation_id != kNone && keys.count(key(tf.ProcessOf(e), e.correlation_id)))
+    if (IsDeviceKind(e.kind) && tf.Correlation(e) != kNone && keys.count(key(tf.ProcessOf(e), tf.Correlation(e))))
       ++n;
   return n;
 }

@@ -58,7 +58,7 @@ TEST(FoldPushPop, InOrderPopsFoldIntoTheirPushes) {
     EXPECT_EQ(f.events[i].kind, EventKind::kNvtxRange) << i;
     EXPECT_EQ(f.events[i].end, ends[i]) << i;
   }
-  EXPECT_EQ(f.events[1].line, 2u);  // the push's own line
+  EXPECT_EQ(f.LineOf(1), 2u);  // the push's own line
   // Off (the parser's default): every record is stored.
   TraceFile plain = Parse(Push("outer", 10) + Pop(50), false);
   ASSERT_EQ(plain.events.size(), 2u);

@@ -76,13 +76,13 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   EXPECT_EQ(mm->end, 1700000000000000000 + 1001250 + 10001);
   EXPECT_EQ(tf.ProcessOf(*mm), 100);
   EXPECT_EQ(tf.ThreadIdOf(*mm), 101);
-  EXPECT_EQ(mm->line, 2u);  // record index within traceEvents
+  EXPECT_EQ(tf.LineOf(*mm), 2u);  // record index within traceEvents
 
   const Event* rt = Find(tf, "cudaLaunchKernel");
   ASSERT_NE(rt, nullptr);
   EXPECT_EQ(rt->kind, EventKind::kRuntime);
   EXPECT_EQ(tf.Extra(*rt).cbid, 211);
-  EXPECT_EQ(rt->correlation_id, 55);
+  EXPECT_EQ(tf.Correlation(*rt), 55);
   const Event* drv = Find(tf, "cuLaunchKernel");
   ASSERT_NE(drv, nullptr);
   EXPECT_EQ(drv->kind, EventKind::kDriver);
@@ -94,7 +94,7 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   EXPECT_EQ(tf.ThreadIdOf(*k), kNone);
   EXPECT_EQ(tf.Extra(*k).device, 1);
   EXPECT_EQ(tf.Extra(*k).stream, 7);
-  EXPECT_EQ(k->correlation_id, 55);
+  EXPECT_EQ(tf.Correlation(*k), 55);
   EXPECT_EQ(tf.Extra(*k).grid[0], 4);
   EXPECT_EQ(tf.Extra(*k).grid[1], 2);
   EXPECT_EQ(tf.Extra(*k).block[0], 128);
@@ -151,7 +151,7 @@ TEST(ImportKineto, FieldOrderAndEscapesDoNotMatter) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 1u);
   EXPECT_EQ(r->strings.Get(r->events[0].name), "a\"b\xc3\xa9");
-  EXPECT_EQ(r->events[0].correlation_id, 9);
+  EXPECT_EQ(r->Correlation(r->events[0]), 9);
 }
 
 TEST(ImportKineto, BadRecordsAreCountedWithLocationAndTheRestKept) {

@@ -130,7 +130,7 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   EXPECT_EQ(rt->end, kBase + 20);
   EXPECT_EQ(tf.ProcessOf(*rt), 100);
   EXPECT_EQ(tf.ThreadIdOf(*rt), 101);
-  EXPECT_EQ(rt->correlation_id, 7);
+  EXPECT_EQ(tf.Correlation(*rt), 7);
 
   const Event* k = Find(tf, "gemm(float*)", EventKind::kKernel);
   ASSERT_NE(k, nullptr);

@@ -51,7 +51,7 @@ TEST(RawParser, HostAndDeviceRecords) {
   const Event& api = f.events[1];
   EXPECT_EQ(api.kind, EventKind::kRuntime);
   EXPECT_EQ(f.Extra(api).cbid, 211);
-  EXPECT_EQ(api.correlation_id, 5);
+  EXPECT_EQ(f.Correlation(api), 5);
   EXPECT_EQ(api.end, 120);
   const Event& k = f.events[2];
   EXPECT_EQ(k.kind, EventKind::kKernel);
@@ -63,7 +63,7 @@ TEST(RawParser, HostAndDeviceRecords) {
   EXPECT_EQ(f.events[3].kind, EventKind::kMemset);
   EXPECT_EQ(f.Extra(f.events[3]).bytes, 512);
   EXPECT_EQ(f.events[4].kind, EventKind::kNvtxPop);
-  EXPECT_EQ(f.events[4].line, 5u);
+  EXPECT_EQ(f.LineOf(4), 5u);
 }
 
 TEST(RawParser, MarkerDialectOpensAndCloses) {

@@ -22,9 +22,9 @@ inline std::string TraceFileText(const TraceFile& f) {
   for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
   for (const Event& e : f.events) {
     o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << f.ProcessOf(e) << " t"
-      << f.ThreadIdOf(e) << " c" << e.correlation_id << " n=" << str(e.name) << " d=" << str(f.Extra(e).domain);
+      << f.ThreadIdOf(e) << " c" << f.Correlation(e) << " n=" << str(e.name) << " d=" << str(f.Extra(e).domain);
     const EventExtra& x = f.Extra(e);
-    o << " cat=" << str(x.category) << " line=" << e.line << " dev=" << x.device << " s=" << x.stream
+    o << " cat=" << str(x.category) << " line=" << f.LineOf(e) << " dev=" << x.device << " s=" << x.stream
       << " cbid=" << x.cbid;
     o << " rc=" << x.return_code << " b" << x.bytes << " ck=" << str(x.copy_kind) << " pl=" << str(x.payload);
     o << " x[" << x.range_id << " " << x.graph_id << " " << x.graph_node_id << " " << x.original_graph_node_id

@@ -114,13 +114,15 @@ class ThreadTable {
   bool sorted_ = true;
 };
 
-// One input record, 40 bytes: the fields most records have. Fields only some records have
+// One input record, 32 bytes: the fields most records have. Fields only some records have
 // (NVTX domains and payloads, bytes and copy kind of copies and memsets, error return codes,
 // kernel geometry, stream and device, CUPTI callback ids, Kineto categories, CUDA-graph ids,
 // NVTX start/end ids) live in TraceFile::extras, reached through TraceFile::Extra; equal
 // records are shared (a dump has a handful of domains), so at millions of events per file this
-// takes the events from 152 bytes each to 40, and as many fewer fresh pages for the merge to
-// touch. The thread index and the kind share one word: a file holds at most kMaxThreads
+// takes the events from 152 bytes each to 32, and as many fewer fresh pages for the merge to
+// touch. The correlation id is kept in 32 bits (TraceFile::Correlation: CUPTI's are unsigned
+// 32-bit counters; others go to a side table) and the source line beside the events
+// (TraceFile::lines), not in them. The thread index and the kind share one word: a file holds at most kMaxThreads
 // distinct (process, thread) pairs (ThreadTable; importing fails beyond).
 // Times are ns on the file's clock as imported. Merge() then changes TraceFile::events in
 // place: closing events (NVTX_POP, NVTX_END) are removed once the ranges are built (the others
@@ -131,14 +133,19 @@ struct Event {
   TimeNs start = 0;  // unified time tau: NVTX timestamp, API start, device gpu_start
   TimeNs end = 0;    // equal to start for instants (push, pop, mark, graph node), the pop's time for a
                      // folded kNvtxRange; Merge changes it (above)
-  int64_t correlation_id = kNone; // API calls, device activity, graph nodes
   uint32_t thread : 24 = 0;       // index into TraceFile::threads (TraceFile::SetThread)
   EventKind kind : 8 = EventKind::kNvtxMark;
   StrId name = kNoStr;            // range/API/kernel name
   uint32_t extra = kNoExtra;      // index into TraceFile::extras, or kNoExtra
-  uint32_t line = 0;              // 1-based source line (or record index) for messages
+  // The correlation id (API calls, device activity, graph nodes), encoded: read and set it
+  // through TraceFile::Correlation / SetCorrelation. Ids in [0, 2^31) are stored as they are,
+  // kNoCorrelation stands for kNone, and any other id is kWideCorrelation | its index in
+  // TraceFile::wide_correlations.
+  uint32_t correlation = kNoCorrelation;
+  static constexpr uint32_t kNoCorrelation = UINT32_MAX;
+  static constexpr uint32_t kWideCorrelation = uint32_t{1} << 31;
 };
-static_assert(sizeof(Event) == 40, "Event is sized for the merge's memory budget");
+static_assert(sizeof(Event) == 32, "Event is sized for the merge's memory budget");
 static_assert(ThreadTable::kDefaultCapacity == Event::kMaxThreads, "every thread index fits Event::thread");
 
 // The rarer fields of an Event (see Event::extra).
@@ -243,7 +250,12 @@ struct TraceFile {
   FileMeta meta;
   StringPool strings;
   std::vector<Event> events;
+  // 1-based source line (or record index) of each event, for messages: beside `events`, not
+  // in them, because nothing after tree building reads them (Merge frees them there; LineOf).
+  std::vector<uint32_t> lines;
   std::vector<EventExtra> extras;  // rarer fields, indexed by Event::extra; shared by equal events
+  // Correlation ids an Event cannot hold in 32 bits (Event::correlation), in order of arrival.
+  std::vector<int64_t> wide_correlations;
   IngestStats stats;
   ExtraInterner extra_interner;    // importers' dedup table for `extras`
   ThreadTable threads;             // Event::thread -> (process, thread)
@@ -261,6 +273,38 @@ struct TraceFile {
   // calls it last; cheap when already in order. Returns the map old index -> new index for
   // other holders of thread indices (empty when nothing moved).
   std::vector<uint32_t> SortThreads();
+
+  // Appends e, read from source line (or record index) `line`. Importers add events this way
+  // so that `lines` stays beside `events`.
+  void AddEvent(const Event& e, uint64_t line) {
+    events.push_back(e);
+    lines.push_back(LineNumber(line));
+  }
+  // The source line of events[i]; 0 when unknown (an event added without one, or after Merge).
+  uint32_t LineOf(size_t i) const { return i < lines.size() ? lines[i] : 0; }
+  uint32_t LineOf(const Event& e) const {
+    return &e >= events.data() && &e < events.data() + events.size() ? LineOf(size_t(&e - events.data())) : 0;
+  }
+
+  // e's correlation id, kNone when it has none.
+  int64_t Correlation(const Event& e) const {
+    if (e.correlation < Event::kWideCorrelation) return e.correlation;
+    if (e.correlation == Event::kNoCorrelation) return kNone;
+    return wide_correlations[e.correlation & ~Event::kWideCorrelation];
+  }
+  // Gives e the correlation id `id` (kNone: none); e may still be outside `events`. Ids beyond
+  // 31 bits (and negative ones) take a wide_correlations entry each.
+  void SetCorrelation(Event& e, int64_t id) {
+    if (id == kNone) e.correlation = Event::kNoCorrelation;
+    else if (id >= 0 && id < int64_t{Event::kWideCorrelation}) e.correlation = uint32_t(id);
+    else if (wide_correlations.size() < Event::kNoCorrelation - Event::kWideCorrelation) {
+      e.correlation = Event::kWideCorrelation | uint32_t(wide_correlations.size());
+      wide_correlations.push_back(id);
+    } else {
+      e.correlation = Event::kNoCorrelation;  // over 2^31 - 1 wide ids in one file: counted
+      stats.Add("correlation_ids_dropped");
+    }
+  }
 
   // The extra fields of `e` (defaults when it has none).
   const EventExtra& Extra(const Event& e) const {
