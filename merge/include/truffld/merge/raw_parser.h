@@ -14,7 +14,7 @@
 // third NVTX_POP records, which only close the push below them. While a thread's push/pop
 // records come in time order (the injector writes each thread in order), the parser keeps that
 // thread's open pushes on a stack, as range reconstruction would after sorting, and folds each
-// pop into its push (EventKind::kNvtxRange, end = the pop's time) instead of storing a 40-byte
+// pop into its push (EventKind::kNvtxRange, end = the pop's time) instead of storing a 32-byte
 // event that the tree builder would drop again. A pop carrying a payload is stored as usual
 // (its payload is joined later). A thread whose records step back in time stops folding; if it
 // had folded some, fold_conflict() turns true and the file must be read again without folding
