@@ -283,7 +283,10 @@ struct TraceFile {
   // The source line of events[i]; 0 when unknown (an event added without one, or after Merge).
   uint32_t LineOf(size_t i) const { return i < lines.size() ? lines[i] : 0; }
   uint32_t LineOf(const Event& e) const {
-    return &e >= events.data() && &e < events.data() + events.size() ? LineOf(size_t(&e - events.data())) : 0;
+    // std::less: a total order even for pointers into different arrays (e may be a copy).
+    const std::less<const Event*> before;
+    const Event* begin = events.data();
+    return !before(&e, begin) && before(&e, begin + events.size()) ? LineOf(size_t(&e - begin)) : 0;
   }
 
   // e's correlation id, kNone when it has none.
