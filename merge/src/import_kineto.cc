@@ -89,10 +89,10 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->stats.Report(w->loc->Where(Location(*w->doc)), std::string(m.key),
                              "event #" + std::to_string(w->index) + ": " + m.message);
         break;
-      case Disposition::kEvent:
-        w->out->SetCorrelation(m.event, rec.correlation.value_or(kNone));
-        if ((IsApiKind(m.event.kind) || IsDeviceKind(m.event.kind)) &&
-            rec.correlation.value_or(kNone) == kNone)
+      case Disposition::kEvent: {
+        const int64_t corr = rec.correlation.value_or(kNone);
+        w->out->SetCorrelation(m.event, corr);
+        if ((IsApiKind(m.event.kind) || IsDeviceKind(m.event.kind)) && corr == kNone)
           w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.missing_correlation",
                                "event #" + std::to_string(w->index) + ": " +
                                    std::string(EventKindName(m.event.kind)) +
@@ -107,6 +107,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
         w->out->AddEvent(m.event, w->index);
         break;
+      }
     }
   }
   return simdjson::SUCCESS;

@@ -79,15 +79,7 @@ size_t DropNestedApiAliases(TraceFile* tf) {
     }
   }
   if (dropped) {
-    size_t w = 0;
-    const bool lines = tf->lines.size() == tf->events.size();
-    for (size_t i = 0; i < tf->events.size(); ++i) {
-      if (drop[i]) continue;
-      if (lines) tf->lines[w] = tf->lines[i];
-      tf->events[w++] = tf->events[i];
-    }
-    tf->events.resize(w);
-    if (lines) tf->lines.resize(w);
+    tf->KeepEvents([&](size_t i) { return !drop[i]; });
     tf->stats.Add("nsys.skipped.nested_api_alias", dropped);
   }
   return dropped;

@@ -250,6 +250,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   };
   int64_t pid = kNone, tid = kNone;
   auto host = [&] { opt(kProcess, &pid); opt(kThread, &tid); };
+  auto corr = [&] { if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]); };  // when the record has one
   auto interval = [&](F s, F en, F alt_s) {
     if (!f.has[s] && alt_s != kCount && f.has[alt_s]) s = alt_s;
     if (!need(s, s == kGpuStart ? "gpu_start" : "start")) return false;
@@ -322,7 +323,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &pid);
-    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
+    corr();
     if (f.has[kDevice]) x.SetDevice(f.v[kDevice]);
     xopt(kStream, &x.stream); xopt(kBytes, &x.bytes);
     xstr(f.copy_kind, &x.copy_kind);
@@ -342,14 +343,14 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   } else if (t == "SYNC") {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
-    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
+    corr();
     xopt(kStream, &x.stream);
     e.name = x.category != kNoStr ? x.category : sp.Intern("sync");  // the category, interned above
     e.kind = EventKind::kSync;
   } else if (t == "GRAPH_NODE") {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
-    if (f.has[kCorr]) out.SetCorrelation(e, f.v[kCorr]);
+    corr();
     xopt(kGraph, &x.graph_id); xopt(kGraphNode, &x.graph_node_id);
     xopt(kOrigGraphNode, &x.original_graph_node_id);
     e.kind = EventKind::kGraphNode;

@@ -59,25 +59,13 @@ class Builder {
     EventRank kept;  // an event's index after the removal: its rank among the kept ones
     kept.Build(ev_, [](const Event& e) { return e.kind != EventKind::kNvtxPop && e.kind != EventKind::kNvtxEnd; });
     if (kept.size() == n) return;
-    std::vector<uint32_t>& lines = file_.lines;
-    const bool with_lines = lines.size() == n;
-    size_t out = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (!kept.Has(i)) continue;
-      if (out != i) {
-        ev_[out] = ev_[i];
-        if (with_lines) lines[out] = lines[i];
-      }
-      ++out;
-    }
-    if (with_lines) {
-      ReleasePages(lines.data() + out, lines.data() + n);
-      lines.resize(out);
-    }
+    const bool with_lines = file_.lines.size() == n;
+    const size_t out = file_.KeepEvents([&](size_t i) { return kept.Has(uint32_t(i)); });
+    // The tails are still allocated (resize keeps the capacity): hand their pages back.
+    ReleasePages(ev_.data() + out, ev_.data() + n);
+    if (with_lines) ReleasePages(file_.lines.data() + out, file_.lines.data() + n);
     for (HostRange& h : ranges_)
       if (h.event != kNoEvent) h.event = kept.Rank(h.event);
-    ReleasePages(ev_.data() + out, ev_.data() + n);
-    ev_.resize(out);
   }
 
   void CountRead() {
@@ -484,9 +472,9 @@ class Builder {
     // Of the source lines, only the step roots' are read from here on (StepRoot::line): keep
     // those few and free the rest before the nodes grow, where the merge reaches its peak.
     NodeSideTable step_lines;  // (event, line), ascending by event
-    for (uint32_t r = 0; r < ranges_.size(); ++r)
-      if (!IsImplicit(r) && step_of_[r] == r && layer_[r] == Layer::kStep)
-        step_lines.push_back({ranges_[r].event, file_.LineOf(ranges_[r].event)});
+    for (const StepSpan& s : step_spans_)  // the ranges r with step_of_[r] == r (Nest)
+      if (!IsImplicit(s.range) && layer_[s.range] == Layer::kStep)
+        step_lines.push_back({ranges_[s.range].event, file_.LineOf(ranges_[s.range].event)});
     std::sort(step_lines.begin(), step_lines.end());
     std::vector<uint32_t>().swap(file_.lines);
     // At most one node per (remaining) event, plus a second root per step and two per implicit

@@ -280,6 +280,26 @@ struct TraceFile {
     events.push_back(e);
     lines.push_back(LineNumber(line));
   }
+  // Removes the events for which keep(i) is false (i: the index before the call), keeping the
+  // others' order and, when `lines` is beside the events, their lines. Returns how many remain.
+  // Capacity is kept: the caller may hand the freed tails back (ReleasePages).
+  template <class Keep>
+  size_t KeepEvents(Keep keep) {
+    const size_t n = events.size();
+    const bool with_lines = lines.size() == n;
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!keep(i)) continue;
+      if (out != i) {
+        events[out] = events[i];
+        if (with_lines) lines[out] = lines[i];
+      }
+      ++out;
+    }
+    events.resize(out);
+    if (with_lines) lines.resize(out);
+    return out;
+  }
   // The source line of events[i]; 0 when unknown (an event added without one, or after Merge).
   uint32_t LineOf(size_t i) const { return i < lines.size() ? lines[i] : 0; }
   uint32_t LineOf(const Event& e) const {
