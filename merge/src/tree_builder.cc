@@ -28,9 +28,10 @@ class Builder {
     CountRead();
     RangeCounters rc;
     std::vector<RangeClose> payload_closes;
-    ranges_ = BuildHostRanges(file_, &rc, &file_.stats, &payload_closes);
+    std::vector<HostRange> ranges = BuildHostRanges(file_, &rc, &file_.stats, &payload_closes);
     JoinClosingPayloads(payload_closes, &file_);
-    DropClosingEvents();
+    DropClosingEvents(&ranges);
+    KeepRangesInEvents(std::move(ranges));
     out_.counters.unmatched_pops = rc.unmatched_pops;
     out_.counters.unclosed_ranges = rc.unclosed_ranges;
     out_.counters.zero_length_ranges = rc.zero_length_ranges;
@@ -46,7 +47,18 @@ class Builder {
   }
 
  private:
-  bool IsImplicit(uint32_t r) const { return ranges_[r].event == kNoEvent; }
+  // A range is kept as its opening event's index (range_event_, see KeepRangesInEvents), or,
+  // from index real_ranges_ on, as an implicit step's span (implicit_ranges_).
+  bool IsImplicit(uint32_t r) const { return r >= real_ranges_; }
+  size_t RangeCount() const { return real_ranges_ + implicit_ranges_.size(); }
+  // Range r: its start is its opening event's start, its thread that event's thread, and its end
+  // the event's end (KeepRangesInEvents). Both inline to the loads that the caller uses.
+  __attribute__((always_inline)) HostRange Range(uint32_t r) const {
+    if (IsImplicit(r)) [[unlikely]] return implicit_ranges_[r - real_ranges_];
+    const uint32_t i = range_event_[r];
+    const Event& e = ev_[i];
+    return {e.start, e.end, e.thread, i};
+  }
   int64_t ProcessOf(const HostRange& h) const { return file_.threads[h.thread].process_id; }
 
   // Closing events (NVTX_POP, NVTX_END: a third of a dump) have done their work once the ranges
@@ -54,7 +66,7 @@ class Builder {
   // (the order of the others is kept, and with it every tie broken by event index), the
   // ranges' event indices are renumbered, and the freed tail of the vector is handed back, for
   // the allocations that follow to reuse.
-  void DropClosingEvents() {
+  void DropClosingEvents(std::vector<HostRange>* ranges) {
     const size_t n = ev_.size();
     EventRank kept;  // an event's index after the removal: its rank among the kept ones
     kept.Build(ev_, [](const Event& e) { return e.kind != EventKind::kNvtxPop && e.kind != EventKind::kNvtxEnd; });
@@ -64,8 +76,24 @@ class Builder {
     // The tails are still allocated (resize keeps the capacity): hand their pages back.
     ReleasePages(ev_.data() + out, ev_.data() + n);
     if (with_lines) ReleasePages(file_.lines.data() + out, file_.lines.data() + n);
-    for (HostRange& h : ranges_)
+    for (HostRange& h : *ranges)
       if (h.event != kNoEvent) h.event = kept.Rank(h.event);
+  }
+
+  // A range starts at its opening event's time, on that event's thread (BuildHostRanges), and
+  // each event opens one range at most; its opening event's end was the opening instant (a
+  // push's) or already the range's end (a complete or folded range's), and nothing reads a
+  // push's own end. So the range's end is stored in its opening event, as EmitNodes did for every
+  // range node anyway, and the range is kept as the event's index: 4 bytes a range instead of
+  // 24 in the tables that are alive when the merge reaches its peak memory.
+  void KeepRangesInEvents(std::vector<HostRange> ranges) {
+    range_event_.resize(ranges.size());
+    real_ranges_ = static_cast<uint32_t>(ranges.size());
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      const HostRange& h = ranges[r];
+      ev_[h.event].end = h.end;
+      range_event_[r] = h.event;
+    }
   }
 
   void CountRead() {
@@ -115,11 +143,11 @@ class Builder {
   }
 
   void Classify() {
-    layer_.resize(ranges_.size());
-    class_src_.resize(ranges_.size());
+    layer_.resize(range_event_.size());
+    class_src_.resize(range_event_.size());
     bool any_step = false;
-    for (size_t r = 0; r < ranges_.size(); ++r) {
-      layer_[r] = classes_.LayerOf(KeyOf(ev_[ranges_[r].event]), &class_src_[r]);
+    for (size_t r = 0; r < range_event_.size(); ++r) {
+      layer_[r] = classes_.LayerOf(KeyOf(ev_[range_event_[r]]), &class_src_[r]);
       any_step |= layer_[r] == Layer::kStep;
     }
     if (any_step || !opt_.implicit_steps) return;
@@ -132,18 +160,17 @@ class Builder {
         it->second.second = std::max(it->second.second, e);
       }
     };
-    for (const HostRange& r : ranges_) widen(ProcessOf(r), r.start, r.end);
+    for (uint32_t r = 0; r < range_event_.size(); ++r) widen(ProcessOf(Range(r)), Range(r).start, Range(r).end);
     for (const Event& e : ev_)
       if (IsApiKind(e.kind)) widen(file_.ProcessOf(e), e.start, std::max(e.start, e.end));
     StrId name = file_.strings.Intern("<implicit step>");
     // An implicit step's thread is (process, kNone): new table entries, so the table is put
     // back in (process, thread) order (RangeLess compares thread indices).
     for (auto& [p, se] : span) file_.threads.Index(p, kNone);
-    if (const std::vector<uint32_t> remap = file_.SortThreads(); !remap.empty())
-      for (HostRange& h : ranges_) h.thread = remap[h.thread];  // the events were renumbered
+    file_.SortThreads();  // renumbers the events' threads, and with them the ranges'
     for (auto& [p, se] : span) {
-      implicit_of_[p] = static_cast<uint32_t>(ranges_.size());
-      ranges_.push_back({se.first, se.second, file_.threads.Index(p, kNone), kNoEvent});
+      implicit_of_[p] = static_cast<uint32_t>(RangeCount());
+      implicit_ranges_.push_back({se.first, se.second, file_.threads.Index(p, kNone), kNoEvent});
       layer_.push_back(Layer::kStep);
     }
     implicit_name_ = name;
@@ -151,7 +178,7 @@ class Builder {
 
   // Parent links per (process, thread) by stack scanning over ranges sorted by start.
   void Nest() {
-    const size_t n = ranges_.size();
+    const size_t n = RangeCount();
     parent_.assign(n, kNoIdx);
     step_of_.assign(n, kNoIdx);
     sorted_.resize(n);
@@ -163,10 +190,10 @@ class Builder {
     std::vector<uint32_t> stack;
     uint32_t ct = UINT32_MAX;  // thread of the stack
     for (uint32_t r : sorted_) {
-      const HostRange& h = ranges_[r];
       if (IsImplicit(r)) { step_of_[r] = r; continue; }
+      const HostRange h = Range(r);
       if (h.thread != ct) { stack.clear(); ct = h.thread; }
-      while (!stack.empty() && !(ranges_[stack.back()].start <= h.start && h.end <= ranges_[stack.back()].end))
+      while (!stack.empty() && !(Range(stack.back()).start <= h.start && h.end <= Range(stack.back()).end))
         stack.pop_back();
       uint32_t p = stack.empty() ? kNoIdx : stack.back();
       parent_[r] = p;
@@ -182,14 +209,15 @@ class Builder {
     // Cross-thread adoption: a range on another thread of the step's process that lies wholly
     // inside the step (e.g. the autograd thread during a ProfilerStep) joins that step.
     for (uint32_t r = 0; r < n; ++r)
-      if (step_of_[r] == r) step_spans_.push_back({ProcessOf(ranges_[r]), ranges_[r].start, ranges_[r].end, r});
+      if (step_of_[r] == r) step_spans_.push_back({ProcessOf(Range(r)), Range(r).start, Range(r).end, r});
     std::sort(step_spans_.begin(), step_spans_.end());
     if (step_spans_.empty()) return;
     for (uint32_t r : sorted_) {
       if (step_of_[r] != kNoIdx) continue;
       uint32_t p = parent_[r];
       if (p != kNoIdx && step_of_[p] != kNoIdx) { step_of_[r] = step_of_[p]; continue; }
-      uint32_t s = StepContaining(ProcessOf(ranges_[r]), ranges_[r].start, ranges_[r].end);
+      const HostRange h = Range(r);
+      uint32_t s = StepContaining(ProcessOf(h), h.start, h.end);
       if (s == kNoIdx) continue;
       parent_[r] = s;
       step_of_[r] = s;
@@ -218,9 +246,9 @@ class Builder {
     return kNoIdx;
   }
 
-  bool RangeLess(uint32_t a, uint32_t b) const {
-    const HostRange& x = ranges_[a];
-    const HostRange& y = ranges_[b];
+  __attribute__((always_inline)) bool RangeLess(uint32_t a, uint32_t b) const {
+    const HostRange x = Range(a);
+    const HostRange y = Range(b);
     if (x.thread != y.thread) return x.thread < y.thread;  // (process, thread) order: SortThreads
     if (x.start != y.start) return x.start < y.start;
     if (x.end != y.end) return x.end > y.end;  // the longer one encloses
@@ -242,7 +270,7 @@ class Builder {
     size_t ri = 0;
     std::vector<uint32_t> stack;
     uint32_t ct = UINT32_MAX;  // thread of the stack
-    auto before = [&](uint32_t r, uint32_t t) { return ranges_[r].thread < t; };  // range's thread sorts first
+    auto before = [&](uint32_t r, uint32_t t) { return Range(r).thread < t; };  // range's thread sorts first
     // Correlation index: (correlation, start) -> API event, sorted for binary search below.
     corr_.reserve(api.size());
     constexpr size_t kAhead = 16;  // calls lie scattered among other events: load ahead
@@ -255,21 +283,21 @@ class Builder {
       while (ri < sorted_.size() && (IsImplicit(sorted_[ri]) || before(sorted_[ri], ct))) ++ri;
       while (ri < sorted_.size()) {
         uint32_t r = sorted_[ri];
-        const HostRange& h = ranges_[r];
         if (IsImplicit(r)) { ++ri; continue; }
+        const HostRange h = Range(r);
         if (h.thread != ct || h.start > e.start) break;
-        while (!stack.empty() && ranges_[stack.back()].end < h.start) stack.pop_back();
+        while (!stack.empty() && Range(stack.back()).end < h.start) stack.pop_back();
         stack.push_back(r);
         ++ri;
       }
-      while (!stack.empty() && ranges_[stack.back()].end < e.start) stack.pop_back();
+      while (!stack.empty() && Range(stack.back()).end < e.start) stack.pop_back();
       uint32_t owner = stack.empty() ? kNoIdx : stack.back();
       // The owner must contain the whole call (a call starting as a range ends belongs to the
       // enclosing range); partially overlapping ranges can also leave a non-containing entry
       // on top of the stack. Walk down to the innermost range containing [start, end].
       const TimeNs call_end = std::max(e.start, e.end);
       for (size_t k = stack.size(); owner != kNoIdx && k-- > 0;) {
-        const HostRange& h = ranges_[stack[k]];
+        const HostRange h = Range(stack[k]);
         if (h.start <= e.start && call_end <= h.end) { owner = stack[k]; break; }
         if (k == 0) owner = kNoIdx;
       }
@@ -461,6 +489,15 @@ class Builder {
     out_.anchors.push_back({n, a});
   }
 
+  // The step whose vertical root is node v. Steps are appended as their roots are created, so
+  // out_.steps is in root-node order: a binary search (only ranges naming requests and
+  // communication ranges ask), instead of a step slot per range.
+  const StepRoot& StepOfRoot(uint32_t v) const {
+    auto it = std::lower_bound(out_.steps.begin(), out_.steps.end(), v,
+                               [](const StepRoot& s, uint32_t x) { return s.vertical < x; });
+    return *it;
+  }
+
   uint32_t RequestSet(const std::vector<std::string>& ids) {
     for (size_t i = 0; i < out_.request_sets.size(); ++i)
       if (out_.request_sets[i] == ids) return static_cast<uint32_t>(i);
@@ -474,48 +511,54 @@ class Builder {
     NodeSideTable step_lines;  // (event, line), ascending by event
     for (const StepSpan& s : step_spans_)  // the ranges r with step_of_[r] == r (Nest)
       if (!IsImplicit(s.range) && layer_[s.range] == Layer::kStep)
-        step_lines.push_back({ranges_[s.range].event, file_.LineOf(ranges_[s.range].event)});
+        step_lines.push_back({range_event_[s.range], file_.LineOf(range_event_[s.range])});
     std::sort(step_lines.begin(), step_lines.end());
     std::vector<uint32_t>().swap(file_.lines);
     // At most one node per (remaining) event, plus a second root per step and two per implicit
     // step: reserved once, since a regrowth would copy the nodes and briefly hold them twice
     // (untouched capacity costs address space only).
     out_.nodes.reserve(ev_.size() + 2 * step_spans_.size() + 16);
-    std::vector<uint32_t> node_of(ranges_.size(), kNoNode);
-    step_slot_.assign(ranges_.size(), kNoIdx);
+    // node_of[r]: range r's node (kNoNode: none, the range lies outside every step). It takes
+    // over the parent table and overwrites it range by range: r's entry is read as r's parent
+    // when r is reached, then replaced by r's node; parents are reached before their children
+    // (below), so a child finds its parent's node there. One 4-byte table less at the peak.
+    std::vector<uint32_t> node_of = std::move(parent_);
     // Until the sibling lists are built at the end, a node's next_sibling holds its parent
     // (kNoNode: a root): no separate 4-bytes-a-node table at the merge's peak.
     auto link = [&](uint32_t parent, uint32_t child) { out_.nodes[child].next_sibling = parent; };
     // Parents precede children in sorted_ order (implicit steps are created up front).
     for (uint32_t r : sorted_) {
       if (!IsImplicit(r)) continue;
-      const HostRange& h = ranges_[r];
+      const HostRange h = Range(r);
       uint32_t v = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
       out_.nodes[v].family = file_.strings.Intern("step");
       node_of[r] = v;
       const uint32_t hroot = NewNode(kNoEvent, Layer::kStep, h.start, h.end);
       out_.nodes[hroot].family = out_.nodes[v].family;
-      step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
       out_.steps.push_back({v, hroot, off_.Map(h.start), ProcessOf(h), {"*"}, true, 0});
       ++out_.counters.implicit_steps;
     }
-    std::vector<uint8_t> in_comm(ranges_.size(), 0);
+    std::vector<uint8_t> in_comm(RangeCount(), 0);
     // Two passes: step roots first, because a range adopted from another thread can sort
     // before its step (sorted_ orders by thread first).
     constexpr size_t kAhead = 16;  // ranges and their events lie scattered: load ahead
     for (int pass = 0; pass < 2; ++pass)
     for (size_t si = 0; si < sorted_.size(); ++si) {
-      if (si + kAhead < sorted_.size()) PrefetchLine(&ranges_[sorted_[si + kAhead]]);
-      if (si + kAhead / 2 < sorted_.size()) {
-        const HostRange& ahead = ranges_[sorted_[si + kAhead / 2]];  // prefetched 8 rounds ago
-        if (ahead.event < ev_.size()) PrefetchLine(&ev_[ahead.event]);
-      }
+      if (si + kAhead < sorted_.size() && !IsImplicit(sorted_[si + kAhead]))
+        PrefetchLine(&range_event_[sorted_[si + kAhead]]);
+      if (si + kAhead / 2 < sorted_.size() && !IsImplicit(sorted_[si + kAhead / 2]))
+        PrefetchLine(&ev_[range_event_[sorted_[si + kAhead / 2]]]);  // its index was prefetched 8 rounds ago
       const uint32_t r = sorted_[si];
-      if (IsImplicit(r) || step_of_[r] == kNoIdx) continue;
+      if (IsImplicit(r)) continue;
+      if (step_of_[r] == kNoIdx) {
+        if (pass == 0) node_of[r] = kNoNode;  // no node: its parent entry goes too
+        continue;
+      }
       if ((step_of_[r] == r) != (pass == 0)) continue;
-      const HostRange& h = ranges_[r];
+      const HostRange h = Range(r);
       const Event& e = ev_[h.event];
       const RangeClass& cls = classes_.ClassFor(KeyOf(e), layer_[r], class_src_[r]);
+      const uint32_t p = node_of[r];  // still r's parent range: read before r's node replaces it
       uint32_t n = NewNode(h.event, layer_[r], h.start, h.end);
       node_of[r] = n;
       out_.nodes[n].family = cls.family;
@@ -524,15 +567,13 @@ class Builder {
         out_.nodes[hroot].family = out_.nodes[n].family;
         auto ids = cls.requests;
         if (ids.empty()) ids = {"*"};
-        step_slot_[r] = static_cast<uint32_t>(out_.steps.size());
         out_.steps.push_back({n, hroot, off_.Map(h.start), ProcessOf(h), std::move(ids), false,
                                LookUpSide(step_lines, h.event, 0)});
         continue;
       }
-      uint32_t p = parent_[r];
-      uint32_t step = step_of_[r];
+      const uint32_t step = step_of_[r];
       if (!cls.requests.empty()) {
-        const auto& step_ids = out_.steps[step_slot_[step]].requests;
+        const auto& step_ids = StepOfRoot(node_of[step]).requests;
         std::vector<std::string> sub;
         for (const auto& id : cls.requests)
           if (std::find(step_ids.begin(), step_ids.end(), id) != step_ids.end() || step_ids[0] == "*") sub.push_back(id);
@@ -542,7 +583,7 @@ class Builder {
         // Outermost comm range: horizontal view, anchored to the enclosing vertical range.
         in_comm[r] = 1;
         SetAnchor(n, node_of[p]);
-        link(out_.steps[step_slot_[step]].horizontal, n);  // the step's horizontal root
+        link(StepOfRoot(node_of[step]).horizontal, n);  // the step's horizontal root
       } else {
         in_comm[r] = in_comm[p];
         link(node_of[p], n);
@@ -554,17 +595,17 @@ class Builder {
     std::vector<CorrEntry>().swap(corr_);
     std::vector<uint32_t>().swap(capture_range_);
     // So are the range tables (node_of stays: calls link to their range's node). The API and
-    // device nodes created next are most of the nodes: freeing ~30 bytes per range first lowers
+    // device nodes created next are most of the nodes: freeing ~15 bytes per range first lowers
     // the peak, and the pages freed are the ones those nodes then reuse (on a VM that hands
     // freed memory back to the host, a fresh page costs far more than a reused one). The
-    // fallback for graphs captured outside steps still reads ranges_ and layer_.
+    // fallback for graphs captured outside steps still reads range_event_ and layer_.
     std::vector<uint8_t>().swap(in_comm);
     std::vector<RangeClasses::Source>().swap(class_src_);
-    for (auto* v : {&parent_, &step_of_, &sorted_, &step_slot_}) std::vector<uint32_t>().swap(*v);
+    for (auto* v : {&step_of_, &sorted_}) std::vector<uint32_t>().swap(*v);
     std::vector<StepSpan>().swap(step_spans_);
     std::unordered_map<int64_t, uint32_t>().swap(implicit_of_);
     if (capture_owner.empty()) {
-      std::vector<HostRange>().swap(ranges_);
+      std::vector<uint32_t>().swap(range_event_);
       std::vector<Layer>().swap(layer_);
     }
     for (uint32_t a = 0, k = 0; a < ev_.size(); ++a) {
@@ -600,7 +641,7 @@ class Builder {
         if (it != capture_owner.end() && node_of[it->second] == kNoNode) {
           // Captured outside every step (engines capture graphs during warm-up): the range gets
           // a node of its own that belongs to no tree, so captured_in can still name it.
-          const HostRange& h = ranges_[it->second];
+          const HostRange h = Range(it->second);
           uint32_t c = NewNode(h.event, layer_[it->second], h.start, h.end);
           out_.nodes[c].family = file_.strings.Intern(
               NormaliseFamily(layer_[it->second], file_.strings.Get(ev_[h.event].name)));
@@ -655,10 +696,12 @@ class Builder {
   const MergeOptions& opt_;
   FileTrees out_;
   size_t graph_nodes_read_ = 0;
-  std::vector<HostRange> ranges_;
+  std::vector<uint32_t> range_event_;        // per range: its opening event (KeepRangesInEvents)
+  uint32_t real_ranges_ = 0;                 // range_event_.size(), kept after range_event_ is freed
+  std::vector<HostRange> implicit_ranges_;   // implicit steps' spans, ranges real_ranges_ on
   std::vector<Layer> layer_;
   std::vector<RangeClasses::Source> class_src_;  // per range: where Classify found its class
-  std::vector<uint32_t> parent_, step_of_, sorted_, step_slot_;
+  std::vector<uint32_t> parent_, step_of_, sorted_;
   std::vector<StepSpan> step_spans_;
   std::unordered_map<int64_t, uint32_t> implicit_of_;
   RangeClasses classes_{opt_.rules, file_.strings};

@@ -82,6 +82,7 @@ Status WriteFile(const std::filesystem::path& path, WriteMode mode,
 
 int main(int argc, char** argv) {
   MaybeReexecWithHugePages(argv);  // large heaps: see truffld/hugepages.h
+  MapLargeBlocksApart();
   CLI::App app{kDescription, "truffld-merge"};
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;

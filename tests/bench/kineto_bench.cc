@@ -64,6 +64,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   truffld::MaybeReexecWithHugePages(argv);  // as the CLI
+  truffld::MapLargeBlocksApart();
   std::string file, python = "/usr/bin/python3";
   int repeat = 3;
   for (int i = 1; i < argc; ++i) {

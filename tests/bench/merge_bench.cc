@@ -216,6 +216,7 @@ int Touch(size_t mb) {
 
 int main(int argc, char** argv) {
   truffld::MaybeReexecWithHugePages(argv);  // as the CLI
+  truffld::MapLargeBlocksApart();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: merge_bench gen --events N --out FILE [--ranks R]\n"

@@ -564,3 +564,81 @@ TEST(Merge, GraphCapturedOutsideAnyStepStillNamesItsOperator) {
 
 }  // namespace
 }  // namespace truffld::merge
+
+namespace truffld::merge {
+namespace {
+
+TEST(Merge, GraphCapturedInANestedRangeOutsideStepsNamesTheInnerRange) {
+  // The capturing operator is nested in a warm-up range, both outside every step: the builder
+  // reuses the parent table for range nodes, so a range with no node must not read as its
+  // parent's index there.
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"warmup\",\"timestamp\":5,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclAllReduce\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cuLaunchKernelEx\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":50,\"process_id\":1,\"thread_id\":1}\n";
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":105,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"KERNEL\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":1,\"graph_node_id\":7}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":150,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 2u);
+  EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"aten::mm"}));
+  const Node* launch = FindNode(r, r.trees[0].root, "cudaGraphLaunch");
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(launch->first_child, kNoNode);
+  const Node& k = r.node(launch->first_child);
+  ASSERT_NE(r.Anchor(k), kNoNode);
+  EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "ncclAllReduce");
+  EXPECT_EQ(r.summary.total.capture_ranges_outside_steps, 1u);
+}
+
+}  // namespace
+}  // namespace truffld::merge
+
+namespace truffld::merge {
+namespace {
+
+TEST(Merge, EachStepsCommRangesAndRequestSubsetsStayWithThatStep) {
+  // Two steps, each with a collective and a range naming a subset of its own requests: the
+  // builder finds a range's step record by the step's root node, which must be that step's.
+  std::string d = Meta(0, "realtime", 0, 0, 1);
+  for (int s = 0; s < 3; ++s) {
+    const int t = 1000 * s;
+    const std::string a = std::to_string(3 * s), b = std::to_string(3 * s + 1), c = std::to_string(3 * s + 2);
+    auto push = [&](const std::string& name, int ts) {
+      d += "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(ts) +
+           ",\"process_id\":1,\"thread_id\":1}\n";
+    };
+    auto pop = [&](int ts) {
+      d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(ts) + ",\"process_id\":1,\"thread_id\":1}\n";
+    };
+    push("step_execute_model[request_ids:" + a + "_" + b + "_" + c + "]", t + 10);
+    push("ncclAllReduce", t + 20);
+    pop(t + 30);
+    push("sampler[request_ids:" + b + "]", t + 40);
+    pop(t + 50);
+    pop(t + 100);
+  }
+  MergeResult r = MergeOne(d);
+  ASSERT_EQ(r.trees.size(), 6u);
+  for (int s = 0; s < 3; ++s) {
+    const Tree& v = r.trees[2 * s];
+    const Tree& h = r.trees[2 * s + 1];
+    ASSERT_EQ(v.view, View::kVertical);
+    ASSERT_EQ(h.view, View::kHorizontal);
+    EXPECT_EQ(ChildNames(r, h.root), (std::vector<std::string>{"ncclAllReduce"})) << "step " << s;
+    EXPECT_EQ(r.Start(r.node(r.node(h.root).first_child)), 1000 * s + 20) << "step " << s;
+    const Node* sampler = FindNode(r, v.root, "sampler[request_ids:" + std::to_string(3 * s + 1) + "]");
+    ASSERT_NE(sampler, nullptr) << "step " << s;
+    ASSERT_TRUE(sampler->has_requests) << "step " << s;
+    EXPECT_EQ(r.request_sets[r.Requests(*sampler)], (std::vector<std::string>{std::to_string(3 * s + 1)}));
+  }
+}
+
+}  // namespace
+}  // namespace truffld::merge

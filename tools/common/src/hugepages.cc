@@ -1,7 +1,10 @@
-// See hugepages.h: one re-exec with glibc.malloc.hugetlb=1 when THP is in madvise mode.
+// See hugepages.h: one re-exec with glibc.malloc.hugetlb=1 when THP is in madvise mode; large blocks mapped apart.
 #include "truffld/hugepages.h"
 
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +60,12 @@ void MaybeReexecWithHugePages(char** argv) {
   // exec failed: undo and carry on with ordinary pages.
   if (cur) setenv("GLIBC_TUNABLES", cur, 1); else unsetenv("GLIBC_TUNABLES");
   unsetenv(kMarker);
+}
+
+void MapLargeBlocksApart() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
 }
 
 }  // namespace truffld

@@ -44,7 +44,10 @@ namespace truffld::merge {
 class DirectWriter {
  public:
   static constexpr size_t kAlign = 4096;  // offsets, lengths and buffers of every direct write
-  static constexpr size_t kDefaultBlock = size_t{8} << 20;
+  // 2 MiB a block: each write is still large for the disk, and the ring (8 MiB) adds little
+  // to the merge's peak memory, which the trace writer reaches while the ring is allocated
+  // (four 8 MiB blocks were 24 MiB more at that peak, with no measurable gain in speed).
+  static constexpr size_t kDefaultBlock = size_t{2} << 20;
   static constexpr int kDefaultBlocks = 4;
 
   // The write system call (pwrite); tests pass one that fails or checks alignment.

@@ -20,4 +20,13 @@ namespace truffld {
 // Returns only when no re-exec happened (or it failed); on success the process image is replaced.
 void MaybeReexecWithHugePages(char** argv);
 
+// Maps every malloc block of 4 MiB or more on its own, so that freeing one hands its pages back
+// at once. glibc otherwise raises its mapping threshold to the size of the largest block freed
+// (up to 32 MiB): the merge's per-range and per-call tables (4-30 MB each on a 10 M-event dump)
+// then come from the heap, and once freed they stay resident while the tables and nodes created
+// after them fault in fresh pages (measured: 89 MB held so at the merge's second memory peak).
+// A fresh page costs far more than a reused one where the hypervisor backs guest memory lazily.
+// No effect on other allocators (sanitizer builds). Thread-safety: call first thing in main().
+void MapLargeBlocksApart();
+
 }  // namespace truffld
