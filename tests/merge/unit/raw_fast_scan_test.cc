@@ -131,8 +131,33 @@ TEST(RawFastScan, TakesPlainRecordsOnly) {
         EXPECT_EQ(g.v[raw::kStart], std::stoll(text)) << text << tail;
         if (tail != "}") { EXPECT_EQ(g.v[raw::kEnd], 123456789); }
       }
+  // The word path (24 bytes or more left: up to 19 digits and the byte after them read as three
+  // words) at its edges: int64's limits, 20 digits, leading zeros, each digit count with the
+  // line long enough and with one byte too few for it.
+  const std::string pad = ",\"name\":\"a-long-enough-tail\"}";
+  for (const auto& [text, ok] : std::vector<std::pair<std::string, bool>>{
+           {"9223372036854775807", true}, {"-9223372036854775808", true}, {"9223372036854775808", false},
+           {"-9223372036854775809", false}, {"9999999999999999999", false}, {"12345678901234567890", false},
+           {"99999999999999999999", false}, {"18446744073709551617", false}, {"184467440737095516170", false},
+           {"01", false}, {"0", true}, {"-0", true}, {"00000000", false}, {"0000000000000000001", false}}) {
+    raw::Fields g;
+    EXPECT_EQ(raw::FastScan("{\"type\":\"x\",\"start\":" + text + pad, &g), ok) << text;
+    if (ok) { EXPECT_EQ(g.v[raw::kStart], std::stoll(text)) << text; }
+  }
+  for (size_t n = 1; n <= digits.size(); ++n)
+    for (const size_t room : {size_t(23), size_t(24), size_t(25)}) {
+      // `room` bytes from the first digit to the end of the line: the digits, then filler.
+      const std::string num = digits.substr(0, n);
+      if (room < n + 1) continue;
+      std::string tail = ",\"x\":\"" + std::string(room > n + 8 ? room - n - 8 : 0, 'y') + "\"}";
+      if (room < n + tail.size()) tail = "}" + std::string();  // too short for the filler: just close
+      raw::Fields g;
+      const std::string l = "{\"type\":\"x\",\"start\":" + num + tail;
+      ASSERT_TRUE(raw::FastScan(l, &g)) << l;
+      EXPECT_EQ(g.v[raw::kStart], std::stoll(num)) << l;
+    }
   // A number runs into a byte that is no digit and no delimiter: refused wherever it sits.
-  for (size_t n = 1; n <= 12; ++n)
+  for (size_t n = 1; n <= digits.size(); ++n)
     for (const char stop : {':', '/', 'e', '.', ' ', '\xfa', '\xff', '\x00'}) {
       raw::Fields g;
       const std::string l = "{\"type\":\"x\",\"start\":" + digits.substr(0, n) + stop + "1,\"end\":123456789}";
