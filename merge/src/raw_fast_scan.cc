@@ -70,10 +70,10 @@ class Cursor {
     for (; end_ - p_ >= 8 && (std::memcpy(&w, p_, 8), AllDigits(w)); p_ += 8)
       v = v * 100000000 + EightDigits(w);
     if (end_ - p_ >= 8) {
-      // The 0-7 digits left, in one go: shifted to the top of the word behind '0' padding.
+      // The 0-7 digits left, in one go.
       const unsigned n = unsigned(__builtin_ctzll(NonDigits(w))) / 8;  // not all digits: non-zero
       if (n) {
-        v = v * kPow10[n] + EightDigits((w << (64 - 8 * n)) | (0x3030303030303030ull >> (8 * n)));
+        v = v * kPow10[n] + HeadDigits(w, n);
         p_ += n;
       }
     } else {
@@ -118,6 +118,8 @@ class Cursor {
       digits = 16 + k;
       next = w[2] >> (8 * k);
     }
+    // The same checks as Integer's last lines, written out again: a shared helper for both cost
+    // 0.6 % more instructions on a whole merge (callgrind, 1 M dump).
     if (digits > 1 && *p_ == '0') return false;
     const char c = char(next & 0xFF);
     if (c != ',' && c != '}' && c != ']') return false;

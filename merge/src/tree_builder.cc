@@ -160,7 +160,10 @@ class Builder {
         it->second.second = std::max(it->second.second, e);
       }
     };
-    for (uint32_t r = 0; r < range_event_.size(); ++r) widen(ProcessOf(Range(r)), Range(r).start, Range(r).end);
+    for (uint32_t r = 0; r < range_event_.size(); ++r) {
+      const HostRange h = Range(r);
+      widen(ProcessOf(h), h.start, h.end);
+    }
     for (const Event& e : ev_)
       if (IsApiKind(e.kind)) widen(file_.ProcessOf(e), e.start, std::max(e.start, e.end));
     StrId name = file_.strings.Intern("<implicit step>");

@@ -35,6 +35,13 @@ const Node* FindNode(const MergeResult& r, uint32_t root, std::string_view name)
   return found;
 }
 
+// The first device node under the tree's cudaGraphLaunch call, or nullptr when the tree has no
+// such call or the call no device work.
+const Node* GraphKernel(const MergeResult& r, uint32_t root) {
+  const Node* launch = FindNode(r, root, "cudaGraphLaunch");
+  return launch && launch->first_child != kNoNode ? &r.node(launch->first_child) : nullptr;
+}
+
 TEST(Merge, AppendixExampleVerticalTree) {
   MergeResult r = MergeOne(AppendixExampleDump());
   ASSERT_EQ(r.trees.size(), 2u);
@@ -504,10 +511,9 @@ TEST(Merge, GraphKernelsNameTheirCapturingOperator) {
   ASSERT_EQ(r.trees.size(), 4u);
   const Tree& replay = r.trees[2];
   ASSERT_EQ(replay.step_index, 1u);
-  const Node* launch = FindNode(r, replay.root, "cudaGraphLaunch");
-  ASSERT_NE(launch, nullptr);
-  ASSERT_NE(launch->first_child, kNoNode);
-  const Node& k = r.node(launch->first_child);
+  const Node* kernel = GraphKernel(r, replay.root);
+  ASSERT_NE(kernel, nullptr);
+  const Node& k = *kernel;
   EXPECT_EQ(r.Name(k), "gemm");
   ASSERT_NE(r.Anchor(k), kNoNode);
   EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "aten::mm");
@@ -551,10 +557,9 @@ TEST(Merge, GraphCapturedOutsideAnyStepStillNamesItsOperator) {
        "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
   MergeResult r = MergeOne(d);
   ASSERT_EQ(r.trees.size(), 2u);  // one step, two views: the warm-up range is in no tree
-  const Node* launch = FindNode(r, r.trees[0].root, "cudaGraphLaunch");
-  ASSERT_NE(launch, nullptr);
-  ASSERT_NE(launch->first_child, kNoNode);
-  const Node& k = r.node(launch->first_child);
+  const Node* kernel = GraphKernel(r, r.trees[0].root);
+  ASSERT_NE(kernel, nullptr);
+  const Node& k = *kernel;
   ASSERT_NE(r.Anchor(k), kNoNode);
   EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "ncclAllReduce");
   EXPECT_EQ(r.node(r.Anchor(k)).layer, Layer::kComm);
@@ -588,10 +593,9 @@ TEST(Merge, GraphCapturedInANestedRangeOutsideStepsNamesTheInnerRange) {
   MergeResult r = MergeOne(d);
   ASSERT_EQ(r.trees.size(), 2u);
   EXPECT_EQ(ChildNames(r, r.trees[0].root), (std::vector<std::string>{"aten::mm"}));
-  const Node* launch = FindNode(r, r.trees[0].root, "cudaGraphLaunch");
-  ASSERT_NE(launch, nullptr);
-  ASSERT_NE(launch->first_child, kNoNode);
-  const Node& k = r.node(launch->first_child);
+  const Node* kernel = GraphKernel(r, r.trees[0].root);
+  ASSERT_NE(kernel, nullptr);
+  const Node& k = *kernel;
   ASSERT_NE(r.Anchor(k), kNoNode);
   EXPECT_EQ(r.Name(r.node(r.Anchor(k))), "ncclAllReduce");
   EXPECT_EQ(r.summary.total.capture_ranges_outside_steps, 1u);
@@ -604,7 +608,7 @@ namespace truffld::merge {
 namespace {
 
 TEST(Merge, EachStepsCommRangesAndRequestSubsetsStayWithThatStep) {
-  // Two steps, each with a collective and a range naming a subset of its own requests: the
+  // Three steps, each with a collective and a range naming a subset of its own requests: the
   // builder finds a range's step record by the step's root node, which must be that step's.
   std::string d = Meta(0, "realtime", 0, 0, 1);
   for (int s = 0; s < 3; ++s) {
