@@ -75,6 +75,33 @@ struct KeyMemo {
     int16_t id = 0;   // what the key means to the scanner
   };
   Key keys[kTypes][kKeys];
+
+  // The members at the end of the last record of a type that the record before it ended with
+  // too ("process_id":P,"thread_id":T} on every record of a thread, a kernel's launch geometry),
+  // and what reading them did to Fields: when the next record of the type ends with exactly
+  // those bytes, from a member boundary on, the scanner replays the effects instead of reading
+  // the members (identical text reads identically). Only speed depends on it.
+  struct Tail {
+    static constexpr int kMaxText = 160, kMaxActs = 12;
+    enum ActKind : uint8_t { kInt, kStr, kNameNull, kRankNull, kArray };
+    struct Act {
+      int64_t n = 0;                // kInt
+      int32_t arr[3] = {0, 0, 0};   // kArray: the first `count` elements
+      uint16_t off = 0, len = 0;    // kStr: the string's bytes, from the tail's start
+      int16_t id = 0;               // F for kInt, the scanner's key id otherwise
+      uint8_t kind = kInt, count = 0;
+    };
+    int at = -1;                    // member index where the tail starts; -1: none
+    uint16_t len = 0;               // bytes of text
+    uint8_t n_acts = 0;
+    uint8_t misses = 0;             // records in a row that taught nothing (then learn less often)
+    uint8_t skip = 0;
+    char text[kMaxText];
+    Act acts[kMaxActs];
+    uint16_t prev_len = 0;          // the last bytes of the previous record of this type
+    char prev[kMaxText];
+  };
+  Tail tails[kTypes];
 };
 
 // Reads `line` into *f when it is a plain record: one compact JSON object (no whitespace

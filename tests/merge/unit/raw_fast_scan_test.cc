@@ -213,5 +213,75 @@ TEST(RawFastScan, RememberedKeysNeverChangeWhatIsRead) {
   EXPECT_EQ(b.v[raw::kThread], 5);
 }
 
+
+// Remembered tails (members a record ends with, as the one before it did) replay what reading
+// them did, and never change what is read: tails that differ by one byte at the same length,
+// grow or shrink, carry strings, nulls, partial arrays, keys the head already set (or sets
+// again), a "type", run past the remembered length or the member count, and threads that
+// alternate, all read as the DOM parser reads them, record after record.
+TEST(RawFastScan, RememberedTailsNeverChangeWhatIsRead) {
+  std::vector<std::string> tails = {
+      R"("process_id":4,"thread_id":5})", R"("process_id":4,"thread_id":6})", R"("process_id":4,"thread_id":5})",
+      R"("process_id":4,"thread_id":55})", R"("process_id":4,"thread_id":5,"domain":"d"})",
+      R"("process_id":4,"thread_id":5,"domain":"e"})", R"("process_id":4,"thread_id":5,"domain":null})",
+      R"("process_id":4,"thread_id":5,"name":"tail name"})", R"("process_id":4,"thread_id":5,"name":null})",
+      R"("device":0,"stream":7,"grid":[128,1,1],"block":[256,1,1],"registers":32})",
+      R"("device":0,"stream":7,"grid":[128,1],"block":[256],"registers":32})",
+      R"("device":0,"stream":7,"grid":[128,1,1,9],"block":[],"registers":32})",
+      R"("device":0,"stream":7,"grid":null,"block":"x","registers":32})",
+      R"("rank":null,"process_id":4,"thread_id":5})", R"("rank":3,"process_id":4,"thread_id":5})",
+      R"("copy_kind":"HtoD","category":"c","bytes":8,"process_id":4,"thread_id":5})",
+      R"("copy_kind":"DtoH","category":"c","bytes":8,"process_id":4,"thread_id":5})",
+      R"("start":1,"timestamp":2,"process_id":4,"thread_id":5})",  // keys the head set too
+      R"("type":"RUNTIME","process_id":4,"thread_id":5})",        // a type in the tail
+      R"("process_id":4,"thread_id":5,"payload":{"a":1}})",
+      R"("x1":1,"x2":2,"x3":3,"x4":4,"x5":5,"x6":6,"x7":7,"x8":8,"x9":9,"x10":10,"x11":11,"x12":12,"x13":13,"process_id":4})",
+      R"("a_long_key_to_pass_the_remembered_bytes_0123456789":"0123456789012345678901234567890123456789012345678901234567890123456789","process_id":4,"thread_id":5})",
+  };
+  std::vector<std::string> heads;
+  for (const char* type : {"NVTX_PUSH", "RUNTIME", "KERNEL", "MEMCPY", "NVTX_POP"})
+    for (const char* mid : {R"("name":"n","timestamp":1,"start":1,"end":2,"gpu_start":1,"gpu_end":2,"correlation_id":3,)",
+                            R"("name":"m","timestamp":9,"start":9,"end":9,"gpu_start":9,"gpu_end":9,"correlation_id":4,)",
+                            R"("timestamp":1,"start":1,"end":2,"gpu_start":1,"gpu_end":2,)"})
+      heads.push_back(std::string(R"({"type":")") + type + R"(",)" + mid);
+  std::string text;
+  for (const std::string& h : heads) {
+    for (const std::string& t : tails) text += h + t + "\n" + h + t + "\n" + h + t + "\n";  // learnt, then replayed
+    for (size_t i = 0; i < tails.size(); ++i) text += h + tails[i] + "\n" + h + tails[(i * 7 + 3) % tails.size()] + "\n";
+  }
+  // A record whose tail repeats but whose head holds a tail-looking member later on.
+  text += R"({"type":"NVTX_POP","timestamp":1,"process_id":4,"thread_id":5})" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":2,"process_id":4,"thread_id":5})" "\n";
+  text += R"({"type":"NVTX_POP","process_id":4,"thread_id":5,"timestamp":2,"process_id":4,"thread_id":5})" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":3,"process_id":4,"thread_id":5} )" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":3,"process_id":4,"thread_id":5)" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":4,"process_id":4,"thread_id":5}x)" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":4,"process_id":4,"thread_id":5})" "\n";
+  text += R"({"type":"NVTX_POP","timestamp":4,"process_id":4,"thread_id":5}})" "\n";
+  // Partial arrays in the tail keep what the head set in the rest: learnt with one head's,
+  // replayed over another's.
+  for (const char* g : {"[9,9,9]", "[7,7,7]", "[5,5,5]"})
+    text += std::string(R"({"type":"KERNEL","grid":)") + g + R"(,"block":)" + g +
+            R"(,"gpu_start":1,"gpu_end":2,"correlation_id":3,"device":0,"grid":[128,1],"block":[256]})" "\n";
+  ExpectSameBothWays(text, "remembered tails");
+
+  // And directly: the second and third records replay the first's tail, each with its own bytes.
+  raw::KeyMemo memo;
+  raw::Fields a, b, c;
+  ASSERT_TRUE(raw::FastScan(R"({"type":"NVTX_PUSH","name":"x","timestamp":1,"process_id":4,"thread_id":5,"domain":"dd"})", &a, &memo));
+  ASSERT_TRUE(raw::FastScan(R"({"type":"NVTX_PUSH","name":"y","timestamp":2,"process_id":4,"thread_id":5,"domain":"dd"})", &b, &memo));
+  bool learnt = false;
+  for (const auto& t : memo.tails) learnt |= t.at == 3;
+  EXPECT_TRUE(learnt) << "the members from process_id on are remembered";
+  const std::string line = R"({"type":"NVTX_PUSH","name":"z","timestamp":3,"process_id":4,"thread_id":5,"domain":"dd"})";
+  ASSERT_TRUE(raw::FastScan(line, &c, &memo));
+  EXPECT_EQ(c.v[raw::kThread], 5);
+  EXPECT_EQ(c.v[raw::kProcess], 4);
+  EXPECT_EQ(c.v[raw::kTimestamp], 3);
+  EXPECT_EQ(c.name, "z");
+  EXPECT_EQ(c.domain, "dd");
+  EXPECT_EQ(c.domain.data(), line.data() + line.size() - 4) << "views point into the record read";
+}
+
 }  // namespace
 }  // namespace truffld::merge
