@@ -96,6 +96,19 @@ struct RawLineParser::Impl {
   // (most NVTX records): found here without building and hashing a whole EventExtra.
   StrId domain_only = kNoStr;
   uint32_t domain_only_extra = kNoExtra;
+  // The last string interned for a field whose value mostly repeats from record to record (the
+  // NVTX domain, an API call's name): one compare instead of hashing and probing the pool.
+  struct LastString {
+    std::string text;
+    StrId id = kNoStr;
+    StrId Intern(std::string_view v, StringPool& sp) {
+      if (id != kNoStr && v.size() == text.size() && std::memcmp(v.data(), text.data(), v.size()) == 0) return id;
+      id = sp.Intern(v);
+      text.assign(v);
+      return id;
+    }
+  };
+  LastString last_domain, last_api_name;
   // Folding state per thread index (set_fold_push_pop).
   struct FoldThread {
     TimeNs last = INT64_MIN;        // time of the thread's latest push or pop
@@ -314,7 +327,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     host();
     if (!need(kCorr, "correlation_id")) return;
     out.SetCorrelation(e, f.v[kCorr]);
-    e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"));
+    e.name = impl_->last_api_name.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed API>"), sp);
     xopt(kCbid, &x.cbid); xopt(kRet, &x.return_code); xopt(kBytes, &x.bytes);
     xopt(kStream, &x.stream);
     if (f.has[kDevice]) { x.SetDevice(f.v[kDevice]); extra = true; }
@@ -361,7 +374,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     return;
   }
   if (!f.domain.empty()) {
-    x.domain = sp.Intern(f.domain);
+    x.domain = impl_->last_domain.Intern(f.domain, sp);
     if (!extra) {  // the domain is the only rare field
       Impl& m = *impl_;
       if (x.domain != m.domain_only) {
