@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <sys/mman.h>
+
 #include <thread>
 #include <vector>
 
@@ -146,6 +148,82 @@ TEST_F(PageRecyclerTest, CacheIsCapped) {
   std::memset(c, 3, 8 * kMiB);
   EXPECT_EQ(r.stats().recycled_bytes, 6 * kMiB);
   ASSERT_TRUE(r.Free(c));
+}
+
+// Every byte of [p, p + n) is mapped (madvise fails with ENOMEM over a hole).
+bool Mapped(void* p, size_t n) { return madvise(p, n, MADV_NORMAL) == 0; }
+
+TEST_F(PageRecyclerTest, BlocksBuiltFromSeveralSpansMoveAgainWhole) {
+  PageRecycler r;
+  char* a = static_cast<char*>(r.Allocate(4 * kMiB));
+  char* b = static_cast<char*>(r.Allocate(6 * kMiB));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  std::memset(a, 'a', 4 * kMiB);
+  std::memset(b, 'b', 6 * kMiB);
+  ASSERT_TRUE(r.Free(a));
+  ASSERT_TRUE(r.Free(b));
+  char* c = static_cast<char*>(r.Allocate(12 * kMiB));  // three mappings: b's, a's, fresh
+  ASSERT_NE(c, nullptr);
+  std::memset(c, 'c', 12 * kMiB);
+  ASSERT_TRUE(r.Free(c));
+  // The cached span now crosses mapping boundaries; moving it must not leave a hole.
+  char* d = static_cast<char*>(r.Allocate(16 * kMiB));
+  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(Mapped(d, 16 * kMiB));
+  for (size_t i = 0; i < 12 * kMiB; i += 4096) ASSERT_EQ(d[i], 'c') << i;
+  std::memset(d, 'd', 16 * kMiB);
+  EXPECT_EQ(r.stats().recycled_bytes, 10 * kMiB + 12 * kMiB);
+  ASSERT_TRUE(r.Free(d));
+}
+
+// Moves that fail as kernels before 6.17 fail (destination unmapped first) or leave everything
+// as it was: the block comes back whole, or not at all, and the recycler stays usable.
+int g_moves = 0, g_fail_at = -1;
+bool g_unmap_first = false;
+void* FlakyMove(void* old_address, size_t old_size, size_t new_size, int flags, void* new_address) {
+  if (g_moves++ == g_fail_at) {
+    if (g_unmap_first) munmap(new_address, new_size);
+    return MAP_FAILED;
+  }
+  return mremap(old_address, old_size, new_size, flags, new_address);
+}
+
+TEST_F(PageRecyclerTest, AFailedMoveLeavesNoHoleAndNoSharedPages) {
+  for (bool unmap_first : {true, false}) {
+    SCOPED_TRACE(unmap_first ? "destination unmapped, then failed" : "failed, nothing changed");
+    g_moves = 0;
+    g_fail_at = 1;  // the second unit
+    g_unmap_first = unmap_first;
+    PageRecycler r(true, PageRecycler::kDefaultMaxCachedBytes, FlakyMove);
+    char* a = static_cast<char*>(r.Allocate(6 * kMiB));
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 'a', 6 * kMiB);
+    ASSERT_TRUE(r.Free(a));
+    char* b = static_cast<char*>(r.Allocate(8 * kMiB));
+    if (unmap_first) {
+      // The hole was free: mapped anew, the block whole (2 MiB moved, the rest fresh).
+      ASSERT_NE(b, nullptr);
+      ASSERT_TRUE(Mapped(b, 8 * kMiB));
+      std::memset(b, 'b', 8 * kMiB);
+      EXPECT_EQ(r.stats().recycled_bytes, 2 * kMiB);
+      EXPECT_EQ(r.stats().fresh_bytes, 6 * kMiB + 6 * kMiB);
+      ASSERT_TRUE(r.Free(b));
+    } else {
+      // Whether the unit there is still the reservation cannot be told from another mapping:
+      // the block is given up (the caller falls back to malloc).
+      EXPECT_EQ(b, nullptr);
+      EXPECT_EQ(r.stats().recycled_bytes, 0u);
+      EXPECT_EQ(r.stats().live_bytes, 0u);
+    }
+    // The unit that failed is dropped; the third is still cached (with b, where b was made).
+    EXPECT_EQ(r.stats().cached_bytes, unmap_first ? 10 * kMiB : 2 * kMiB);
+    char* c = static_cast<char*>(r.Allocate(4 * kMiB));
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(Mapped(c, 4 * kMiB));
+    std::memset(c, 'c', 4 * kMiB);
+    ASSERT_TRUE(r.Free(c));
+  }
 }
 
 TEST_F(PageRecyclerTest, ThreadsShareOneRecycler) {

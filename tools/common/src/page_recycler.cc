@@ -23,6 +23,19 @@ bool PageRecycler::Enabled() {
 #endif
 }
 
+namespace {
+#if defined(__linux__) && defined(MREMAP_FIXED)
+void* SystemMove(void* old_address, size_t old_size, size_t new_size, int flags, void* new_address) {
+  return mremap(old_address, old_size, new_size, flags, new_address);
+}
+#else
+void* SystemMove(void*, size_t, size_t, int, void*) { return reinterpret_cast<void*>(-1); }
+#endif
+}  // namespace
+
+PageRecycler::PageRecycler(bool huge_pages, size_t max_cached_bytes, MoveFn move)
+    : huge_(huge_pages), max_cached_bytes_(max_cached_bytes), move_(move ? move : SystemMove) {}
+
 PageRecycler::~PageRecycler() {
   // Live blocks stay mapped: their owners may still use them (a static recycler outlives main).
   Trim();
@@ -59,34 +72,63 @@ void* PageRecycler::AllocateLocked(size_t len) {
     stats_.recycled_bytes += len;
     stats_.cached_bytes -= len;
   } else {
-    // None is: a new range, its front made of cached spans moved in (largest first: fewest
-    // moves), the rest fresh.
+    // None is: a new range, its front made of cached spans moved in (largest first), the rest
+    // fresh. One unit a call: a span may be several mappings (a block built like this one, then
+    // freed), and a move may not cross one (before Linux 6.17 that fails, after unmapping the
+    // destination); every mapping boundary falls on a unit boundary.
     p = Reserve(len);
     if (!p) return nullptr;
     std::sort(cached_, cached_ + n_cached_, [](const Span& a, const Span& b) { return a.len > b.len; });
     size_t at = 0;
     size_t kept = 0;
+    bool failed = false;
     for (size_t i = 0; i < n_cached_; ++i) {
       Span s = cached_[i];
-      const size_t take = std::min(s.len, len - at);  // every span is smaller than len (above)
-      if (take == 0 || mremap(s.p, take, take, MREMAP_MAYMOVE | MREMAP_FIXED, p + at) == MAP_FAILED) {
-        cached_[kept++] = s;  // stays cached; the range keeps fresh pages there
-        continue;
+      while (!failed && s.len && at < len) {
+        if (move_(s.p, kUnit, kUnit, MREMAP_MAYMOVE | MREMAP_FIXED, p + at) == MAP_FAILED) {
+          failed = true;  // that unit's state is unknown: dropped from the cache (not unmapped)
+          stats_.cached_bytes -= kUnit;
+        } else {
+          at += kUnit;
+          stats_.recycled_bytes += kUnit;
+          stats_.cached_bytes -= kUnit;
+        }
+        s.p += kUnit;
+        s.len -= kUnit;
       }
-      at += take;
-      s.p += take;
-      s.len -= take;
-      if (s.len) cached_[kept++] = s;  // the part that did not fit
-      stats_.recycled_bytes += take;
-      stats_.cached_bytes -= take;
+      if (s.len) cached_[kept++] = s;  // what was not needed (or not tried)
     }
     n_cached_ = kept;
+    if (failed && !RefillLocked(p + at)) {
+      // The hole may hold another thread's mapping now: give up the block, never touching it.
+      if (at) munmap(p, at);
+      if (at + kUnit < len) munmap(p + at + kUnit, len - at - kUnit);
+      stats_.recycled_bytes -= at;  // those pages are gone, not handed out
+      return nullptr;
+    }
     stats_.fresh_bytes += len - at;
   }
   live_[n_live_++] = {p, len};
   ++stats_.blocks;
   stats_.live_bytes += len;
   return p;
+}
+
+// After a failed move into [hole, hole + kUnit) of a reservation: true when that unit is mapped
+// and ours again (it was unmapped and is free: mapped anew; or the move left it as it was,
+// which MAP_FIXED_NOREPLACE cannot tell from someone else's mapping: false then).
+bool PageRecycler::RefillLocked(char* hole) {
+#ifdef MAP_FIXED_NOREPLACE
+  void* r = mmap(hole, kUnit, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (r == hole) {
+    if (huge_) madvise(hole, kUnit, MADV_HUGEPAGE);
+    return true;
+  }
+  if (r != MAP_FAILED) munmap(r, kUnit);  // a kernel that took the flag as a hint
+#else
+  (void)hole;
+#endif
+  return false;
 }
 
 void* PageRecycler::Allocate(size_t bytes) {
@@ -170,6 +212,7 @@ void PageRecycler::Trim() {
 
 char* PageRecycler::Reserve(size_t) { return nullptr; }
 void* PageRecycler::AllocateLocked(size_t) { return nullptr; }
+bool PageRecycler::RefillLocked(char*) { return false; }
 void* PageRecycler::Allocate(size_t) { return nullptr; }
 void PageRecycler::CacheLocked(Span) {}
 void PageRecycler::KeepResidentLocked(Span) {}

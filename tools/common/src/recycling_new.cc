@@ -6,6 +6,9 @@
 // a library, and never into the injector, which lives inside the user's process.
 // TRUFFLD_PAGE_RECYCLING=0 in the environment turns it off (read once, at the first large
 // block). Sanitizer builds leave operator new to the sanitizer: this file is then empty.
+// A recycled block's pages may come back at the same address with their old contents, so a
+// double delete or a use after free of a large block is not caught by glibc as it might be:
+// run with TRUFFLD_PAGE_RECYCLING=0 (or the ASan build) when hunting such a bug.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>

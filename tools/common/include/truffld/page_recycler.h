@@ -48,8 +48,10 @@ class PageRecycler {
   // `huge_pages`: madvise(MADV_HUGEPAGE) each reservation. `max_cached_bytes`: freed pages kept
   // for later blocks at most (the rest is unmapped): the cache is memory held beyond the live
   // blocks, so it bounds what recycling may add to the peak resident size.
-  explicit PageRecycler(bool huge_pages = true, size_t max_cached_bytes = kDefaultMaxCachedBytes)
-      : huge_(huge_pages), max_cached_bytes_(max_cached_bytes) {}
+  // mremap's signature; tests pass one that fails to check what a failed move leaves.
+  using MoveFn = void* (*)(void* old_address, size_t old_size, size_t new_size, int flags, void* new_address);
+  explicit PageRecycler(bool huge_pages = true, size_t max_cached_bytes = kDefaultMaxCachedBytes,
+                        MoveFn move = nullptr);
   ~PageRecycler();
   PageRecycler(const PageRecycler&) = delete;
   PageRecycler& operator=(const PageRecycler&) = delete;
@@ -77,10 +79,12 @@ class PageRecycler {
   char* Reserve(size_t len);
   void CacheLocked(Span s);
   void KeepResidentLocked(Span s);
+  bool RefillLocked(char* hole);
   size_t FindLive(const void* p) const;  // index in live_, or kMaxLive
 
   const bool huge_;
   const size_t max_cached_bytes_;
+  const MoveFn move_;
   mutable std::mutex mu_;
   Span live_[kMaxLive];
   size_t n_live_ = 0;
