@@ -246,13 +246,11 @@ TraceStats WriteChromeTrace(const MergeResult& r, JsonOut* out) {
         while (!stack.empty() && stack.back() <= s_start) stack.pop_back();
         if (stack.empty() || s_end <= stack.back()) { stack.push_back(s_end); break; }
       }
-      Track t{track.first, track.second + int64_t(lane) * kOverflowTidStep};
-      if (lane) {
-        ++st.moved_to_overflow_track;
-        track_name.emplace(t, track_name[track] + " (overlap " + std::to_string(lane) + ")");
-      }
+      if (lane) ++st.moved_to_overflow_track;
       if (lane >= lane_id.size()) lane_id.resize(lane + 1, UINT32_MAX);
       if (lane_id[lane] == UINT32_MAX) {  // each (track, lane) is met in this loop only
+        const Track t{track.first, track.second + int64_t(lane) * kOverflowTidStep};
+        if (lane) track_name.emplace(t, track_name[track] + " (overlap " + std::to_string(lane) + ")");
         lane_id[lane] = uint32_t(lane_tracks.size());
         lane_tracks.push_back(t);
       }
