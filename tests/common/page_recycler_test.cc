@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 #include <sys/mman.h>
 
 #include <thread>
@@ -15,6 +17,19 @@ namespace truffld {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
+
+// Allocates a block of each size (MiB), fills it with its byte, and frees them all in order:
+// their pages end up cached.
+void CacheFilled(PageRecycler& r, std::initializer_list<std::pair<size_t, char>> blocks) {
+  std::vector<char*> got;
+  for (const auto& [mib, fill] : blocks) {
+    char* p = static_cast<char*>(r.Allocate(mib * kMiB));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, fill, mib * kMiB);
+    got.push_back(p);
+  }
+  for (char* p : got) ASSERT_TRUE(r.Free(p));
+}
 
 class PageRecyclerTest : public ::testing::Test {
  protected:
@@ -68,14 +83,7 @@ TEST_F(PageRecyclerTest, FreedPagesAreHandedOnWithTheirContents) {
 
 TEST_F(PageRecyclerTest, LargerBlockIsBuiltFromCachedSpansThenFreshPages) {
   PageRecycler r;
-  char* a = static_cast<char*>(r.Allocate(4 * kMiB));
-  char* b = static_cast<char*>(r.Allocate(6 * kMiB));
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  std::memset(a, 'a', 4 * kMiB);
-  std::memset(b, 'b', 6 * kMiB);
-  ASSERT_TRUE(r.Free(a));
-  ASSERT_TRUE(r.Free(b));
+  ASSERT_NO_FATAL_FAILURE(CacheFilled(r, {{4, 'a'}, {6, 'b'}}));
   // 12 MiB: no cached span is that large, so both move to the front (largest first), 2 MiB fresh.
   char* c = static_cast<char*>(r.Allocate(12 * kMiB));
   ASSERT_NE(c, nullptr);
@@ -92,14 +100,7 @@ TEST_F(PageRecyclerTest, LargerBlockIsBuiltFromCachedSpansThenFreshPages) {
 
 TEST_F(PageRecyclerTest, CachedSpansLargerThanTheRequestInTotalAreOnlyPartlyMoved) {
   PageRecycler r;
-  std::vector<char*> blocks;
-  for (int i = 0; i < 3; ++i) {
-    char* p = static_cast<char*>(r.Allocate(4 * kMiB));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, '0' + i, 4 * kMiB);
-    blocks.push_back(p);
-  }
-  for (char* p : blocks) ASSERT_TRUE(r.Free(p));
+  ASSERT_NO_FATAL_FAILURE(CacheFilled(r, {{4, '0'}, {4, '1'}, {4, '2'}}));
   // 6 MiB from three cached 4 MiB spans: one whole, half of another; the rest stays cached.
   char* c = static_cast<char*>(r.Allocate(6 * kMiB));
   ASSERT_NE(c, nullptr);
@@ -155,14 +156,7 @@ bool Mapped(void* p, size_t n) { return madvise(p, n, MADV_NORMAL) == 0; }
 
 TEST_F(PageRecyclerTest, BlocksBuiltFromSeveralSpansMoveAgainWhole) {
   PageRecycler r;
-  char* a = static_cast<char*>(r.Allocate(4 * kMiB));
-  char* b = static_cast<char*>(r.Allocate(6 * kMiB));
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  std::memset(a, 'a', 4 * kMiB);
-  std::memset(b, 'b', 6 * kMiB);
-  ASSERT_TRUE(r.Free(a));
-  ASSERT_TRUE(r.Free(b));
+  ASSERT_NO_FATAL_FAILURE(CacheFilled(r, {{4, 'a'}, {6, 'b'}}));
   char* c = static_cast<char*>(r.Allocate(12 * kMiB));  // three mappings: b's, a's, fresh
   ASSERT_NE(c, nullptr);
   std::memset(c, 'c', 12 * kMiB);
