@@ -48,6 +48,7 @@ class Cursor {
   bool AtEnd() const { return p_ == end_; }
   const char* pos() const { return p_; }
   size_t left() const { return size_t(end_ - p_); }
+  void Skip(size_t n) { p_ += n; }  // n <= left()
   char Peek() const { return p_ == end_ ? '\0' : *p_; }
 
   // After the opening quote: a string of printable ASCII without escapes, up to its closing

@@ -118,6 +118,37 @@ inline int TypeSlot(std::string_view t) {
 }
 
 
+// `"type":"` as the word it loads as.
+constexpr uint64_t kTypeKeyWord = 0x223A226570797422ull;
+static_assert(kTypeKeyWord == ('"' | uint64_t('t') << 8 | uint64_t('y') << 16 | uint64_t('p') << 24 |
+                               uint64_t('e') << 32 | uint64_t('"') << 40 | uint64_t(':') << 48 | uint64_t('"') << 56),
+              "little-endian text of \"type\":\"");
+
+// The bucket of a type member by the 7 bytes after `"type":"` (types of 4 bytes or more fill
+// them with their own bytes, the quote, the comma and the next key's quote).
+inline int TypeBucket(uint64_t w) {
+  return int(((w & 0x00FFFFFFFFFFFFFFull) * 0x9E3779B97F4A7C15ull) >> 60) % KeyMemo::kTypeMembers;
+}
+
+// Remembers the type member that opened a record: `type` (a view into the line, at `"type":"`
+// + 8) followed by `",`.
+void RememberType(std::string_view type, int slot, KeyMemo* memo) {
+  const size_t n = type.size() + 2;  // the quote and the comma
+  if (type.size() < 4 || n > 16) return;
+  uint64_t w;
+  std::memcpy(&w, type.data(), 8);  // within the line: 16 bytes or more follow the type's quote
+  KeyMemo::TypeMember& m = memo->types[TypeBucket(w)];
+  char text[16] = {};
+  std::memcpy(text, type.data(), n);
+  std::memcpy(m.text, text, 16);
+  for (int i = 0; i < 2; ++i) {
+    const size_t have = n > 8u * i ? std::min<size_t>(n - 8 * i, 8) : 0;
+    m.mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
+  }
+  m.len = uint8_t(type.size());
+  m.slot = uint8_t(slot);
+}
+
 // Applies a remembered tail's effects to *f; `at`: where the same bytes stand in this record.
 void Replay(const KeyMemo::Tail& t, const char* at, Fields* f) {
   for (int i = 0; i < t.n_acts; ++i) {
@@ -180,10 +211,15 @@ constexpr int kMaxStarts = 24;
 template <bool kLog>
 __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin, Fields* f, KeyMemo* memo,
                                                    uint32_t* members, int* n_members, int* type_index,
-                                                   ActLog* log) {
+                                                   ActLog* log, int first = 0) {
   KeyMemo::Key* remembered = nullptr;  // this record type's remembered keys, once the type is read
   KeyMemo::Tail* tail = nullptr;       // and its remembered tail
-  for (int index = 0;; ++index) {
+  if (first) {                         // the type member was read by FastScan (RememberedType)
+    const int t = TypeSlot(f->type);
+    remembered = memo->keys[t];
+    tail = &memo->tails[t];
+  }
+  for (int index = first;; ++index) {
     if (tail && index == tail->at && c.left() == tail->len && std::memcmp(c.pos(), tail->text, tail->len) == 0) {
       Replay(*tail, c.pos(), f);
       tail->misses = 0;
@@ -244,6 +280,7 @@ __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin,
             const int t = TypeSlot(s);
             remembered = memo->keys[t];
             tail = &memo->tails[t];
+            if (index == 0 && c.left() >= 16 && c.Peek() == ',') RememberType(s, t, memo);
           }
           break;
         case kNameKey:
@@ -340,8 +377,22 @@ bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
   if (!c.Eat('{')) return false;
   if (c.Eat('}')) return c.AtEnd();
   uint32_t members[kMaxStarts];
-  int n_members = 0, type_index = -1;
-  if (!Members<false>(c, line.data(), f, memo, members, &n_members, &type_index, nullptr)) return false;
+  int n_members = 0, type_index = -1, first = 0;
+  if (memo && c.left() >= 24) {  // `"type":"T",` as a record opened before: two word compares
+    uint64_t w[3];
+    std::memcpy(w, c.pos(), sizeof w);
+    if (w[0] == kTypeKeyWord) {
+      const KeyMemo::TypeMember& m = memo->types[TypeBucket(w[1])];
+      if (m.len && ((w[1] ^ m.text[0]) & m.mask[0]) == 0 && ((w[2] ^ m.text[1]) & m.mask[1]) == 0) {
+        members[0] = uint32_t(c.pos() - line.data());
+        f->type = std::string_view(c.pos() + 8, m.len);
+        c.Skip(8 + m.len + 2);
+        type_index = 0;
+        first = 1;
+      }
+    }
+  }
+  if (!Members<false>(c, line.data(), f, memo, members, &n_members, &type_index, nullptr, first)) return false;
   if (memo && type_index >= 0 && n_members > 0) Learn(&memo->tails[TypeSlot(f->type)], line, members, n_members, type_index);
   return true;
 }

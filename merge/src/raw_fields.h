@@ -102,6 +102,18 @@ struct KeyMemo {
     char prev[kMaxText];
   };
   Tail tails[kTypes];
+
+  // Records that open with `{"type":"T",`: T's bytes with the closing quote and comma (at most
+  // 16 bytes in all), found by the 7 bytes after `"type":"`; a match stands for reading the
+  // type member (key, value, type slot) in two word compares.
+  struct TypeMember {
+    uint64_t text[2] = {};
+    uint64_t mask[2] = {};
+    uint8_t len = 0;   // the type's length; 0 = nothing remembered
+    uint8_t slot = 0;  // its slot in keys and tails
+  };
+  static constexpr int kTypeMembers = 16;
+  TypeMember types[kTypeMembers];
 };
 
 // Reads `line` into *f when it is a plain record: one compact JSON object (no whitespace

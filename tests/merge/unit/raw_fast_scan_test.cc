@@ -283,5 +283,34 @@ TEST(RawFastScan, RememberedTailsNeverChangeWhatIsRead) {
   EXPECT_EQ(c.domain.data(), line.data() + line.size() - 4) << "views point into the record read";
 }
 
+
+// A remembered `{"type":"T",` stands for reading the type member only where the bytes are
+// exactly those: other types sharing its first bytes, types of every length around the 4-14
+// the memo keeps, a type not followed by a comma, escaped or duplicated, records too short for
+// the compare, all read as the DOM parser reads them.
+TEST(RawFastScan, RememberedTypeMembersNeverChangeWhatIsRead) {
+  std::string text;
+  const std::string rest = R"("name":"n","timestamp":1,"start":1,"end":2,"correlation_id":3,"process_id":4,"thread_id":5})";
+  for (int round = 0; round < 3; ++round) {
+    for (const char* type : {"NVTX_PUSH", "NVTX_PUSHX", "NVTX_PUS", "NVTX_POP", "NVTX_POPS", "KERNEL", "KERNELS",
+                             "SYNC", "SYN", "SY", "S", "", "RUNTIME", "RUNTIME_LONG_NAME", "RUNTIME_LONG_NAM",
+                             "GRAPH_NODE", "MEMCPY", "MEMSET", "META", "CLOCK", "STATS", "BOGUS"}) {
+      const std::string t = type;
+      text += R"({"type":")" + t + R"(",)" + rest + "\n";
+      text += R"({"type":")" + t + R"(",)" + rest + "\n";
+      text += R"({"type":")" + t + R"("})" "\n";
+      text += R"({"type":")" + t + R"(" ,)" + rest + "\n";
+      text += R"({"type":")" + t + R"(",)" "\n";
+      text += R"({"type":")" + t + R"(","type":"KERNEL",)" + rest + "\n";
+      text += R"({"type":")" + t + R"(","x":1})" "\n";
+      text += R"({"type" :")" + t + R"(",)" + rest + "\n";
+    }
+    text += R"({"type":"KERN\u0045L",)" + rest + "\n";
+    text += R"({"type":"KERNEL\"",)" + rest + "\n";
+    text += R"({"type":"KERNEL",)" + rest + "\n";
+  }
+  ExpectSameBothWays(text, "remembered type members");
+}
+
 }  // namespace
 }  // namespace truffld::merge
