@@ -147,6 +147,7 @@ void RememberType(std::string_view type, int slot, KeyMemo* memo) {
   }
   m.len = uint8_t(type.size());
   m.slot = uint8_t(slot);
+  m.code = RecordTypeOf(type);
 }
 
 // Applies a remembered tail's effects to *f; `at`: where the same bytes stand in this record.
@@ -275,6 +276,7 @@ __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin,
         case kTypeKey:
           if (kLog || k != Kind::kString) return false;
           f->type = s;
+          f->type_code_set = false;  // a later type member wins over a remembered first one
           *type_index = index;
           if (memo && !remembered) {
             const int t = TypeSlot(s);
@@ -386,6 +388,8 @@ bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
       if (m.len && ((w[1] ^ m.text[0]) & m.mask[0]) == 0 && ((w[2] ^ m.text[1]) & m.mask[1]) == 0) {
         members[0] = uint32_t(c.pos() - line.data());
         f->type = std::string_view(c.pos() + 8, m.len);
+        f->type_code = m.code;
+        f->type_code_set = true;
         c.Skip(8 + m.len + 2);
         type_index = 0;
         first = 1;

@@ -21,10 +21,36 @@ enum F : int {
   kLocalRank, kWorldSize, kCategoryNum, kCount
 };
 
+// The record types the raw dialects define; kUnknown for any other `type` text.
+enum class RecordType : uint8_t {
+  kUnknown, kMeta, kClock, kStats, kNvtxPush, kNvtxMark, kNvtxStart, kNvtxPop, kNvtxEnd, kNvtxMarker,
+  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync, kGraphNode
+};
+
+// The type named by `t`. Pure function.
+inline RecordType RecordTypeOf(std::string_view t) {
+  struct Name { std::string_view text; RecordType type; };
+  static constexpr Name kNames[] = {
+      {"META", RecordType::kMeta}, {"CLOCK", RecordType::kClock}, {"STATS", RecordType::kStats},
+      {"NVTX_PUSH", RecordType::kNvtxPush}, {"NVTX_MARK", RecordType::kNvtxMark},
+      {"NVTX_START", RecordType::kNvtxStart}, {"NVTX_POP", RecordType::kNvtxPop},
+      {"NVTX_END", RecordType::kNvtxEnd}, {"NVTX_MARKER", RecordType::kNvtxMarker},
+      {"RUNTIME", RecordType::kRuntime}, {"DRIVER", RecordType::kDriver}, {"KERNEL", RecordType::kKernel},
+      {"MEMCPY", RecordType::kMemcpy}, {"MEMSET", RecordType::kMemset}, {"SYNC", RecordType::kSync},
+      {"GRAPH_NODE", RecordType::kGraphNode}};
+  for (const Name& n : kNames)
+    if (n.text == t) return n.type;
+  return RecordType::kUnknown;
+}
+
 // Field values of one record, collected in one pass over its keys in order (a key seen twice:
 // the later value wins; the `type` may come last).
 struct Fields {
   std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
+  // RecordTypeOf(type) when a reader knew it without comparing (a remembered type member);
+  // otherwise unset, and the caller works it out.
+  bool type_code_set = false;
+  RecordType type_code = RecordType::kUnknown;
   bool has_name = false, name_null = false;
   bool has[kCount] = {};
   int64_t v[kCount];  // v[i] is read only where has[i]: left unset (one Fields per input line)
@@ -111,6 +137,7 @@ struct KeyMemo {
     uint64_t mask[2] = {};
     uint8_t len = 0;   // the type's length; 0 = nothing remembered
     uint8_t slot = 0;  // its slot in keys and tails
+    RecordType code = RecordType::kUnknown;
   };
   static constexpr int kTypeMembers = 16;
   TypeMember types[kTypeMembers];

@@ -219,7 +219,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     Problem(line_no, "missing_field", "record has no \"type\"");
     return;
   }
-  if (f.type == "META") {
+  const RecordType rt = f.type_code_set ? f.type_code : RecordTypeOf(f.type);
+  if (rt == RecordType::kMeta) {
     if (out.meta.has_meta) Problem(line_no, "duplicate_meta", "second META record ignored");
     else {
       out.meta.has_meta = true;
@@ -240,11 +241,11 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     }
     return;
   }
-  if (f.type == "CLOCK") {
+  if (rt == RecordType::kClock) {
     out.meta.clock_sync.insert(out.meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
     return;
   }
-  if (f.type == "STATS") {
+  if (rt == RecordType::kStats) {
     out.meta.stats_json.assign(line);
     if (f.dropped) out.stats.Add("injector_dropped", f.dropped);
     return;
@@ -301,20 +302,21 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
   xstr(f.payload, &x.payload);
   xstr(f.category, &x.category);
   const std::string_view t = f.type;
-  if (t == "NVTX_PUSH" || t == "NVTX_MARK" || t == "NVTX_START" || t == "NVTX_POP" || t == "NVTX_END") {
+  if (rt == RecordType::kNvtxPush || rt == RecordType::kNvtxMark || rt == RecordType::kNvtxStart ||
+      rt == RecordType::kNvtxPop || rt == RecordType::kNvtxEnd) {
     if (!instant()) return;
     host();
     xopt(kId, &x.range_id);
-    bool opens = t != "NVTX_POP" && t != "NVTX_END";
+    bool opens = rt != RecordType::kNvtxPop && rt != RecordType::kNvtxEnd;
     if (opens) {
       if (!f.has_name || f.name_null) { Problem(line_no, "missing_field", std::string(t) + " record without \"name\""); return; }
       e.name = sp.Intern(f.name);
     }
-    if ((t == "NVTX_START" || t == "NVTX_END") && !need(kId, "id")) return;
-    e.kind = t == "NVTX_PUSH" ? EventKind::kNvtxPush : t == "NVTX_MARK" ? EventKind::kNvtxMark
-           : t == "NVTX_START" ? EventKind::kNvtxStart : t == "NVTX_POP" ? EventKind::kNvtxPop
+    if ((rt == RecordType::kNvtxStart || rt == RecordType::kNvtxEnd) && !need(kId, "id")) return;
+    e.kind = rt == RecordType::kNvtxPush ? EventKind::kNvtxPush : rt == RecordType::kNvtxMark ? EventKind::kNvtxMark
+           : rt == RecordType::kNvtxStart ? EventKind::kNvtxStart : rt == RecordType::kNvtxPop ? EventKind::kNvtxPop
            : EventKind::kNvtxEnd;
-  } else if (t == "NVTX_MARKER") {
+  } else if (rt == RecordType::kNvtxMarker) {
     if (!instant() || !need(kId, "id")) return;
     host();
     xopt(kId, &x.range_id);
@@ -322,7 +324,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     e.kind = closes ? EventKind::kNvtxEnd : EventKind::kNvtxStart;
     if (!closes) e.name = sp.Intern(f.name);
     if (out.meta.format.empty()) out.meta.format = "truffld-marker";
-  } else if (t == "RUNTIME" || t == "DRIVER") {
+  } else if (rt == RecordType::kRuntime || rt == RecordType::kDriver) {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
     if (!need(kCorr, "correlation_id")) return;
@@ -332,8 +334,8 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     xopt(kStream, &x.stream);
     if (f.has[kDevice]) { x.SetDevice(f.v[kDevice]); extra = true; }
     xstr(f.copy_kind, &x.copy_kind);
-    e.kind = t == "RUNTIME" ? EventKind::kRuntime : EventKind::kDriver;
-  } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
+    e.kind = rt == RecordType::kRuntime ? EventKind::kRuntime : EventKind::kDriver;
+  } else if (rt == RecordType::kKernel || rt == RecordType::kMemcpy || rt == RecordType::kMemset) {
     if (!interval(kGpuStart, kGpuEnd, kStart)) return;
     opt(kProcess, &pid);
     corr();
@@ -344,23 +346,23 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     std::memcpy(x.grid, f.grid, sizeof x.grid);
     std::memcpy(x.block, f.block, sizeof x.block);
     extra = true;  // geometry: tested by SetExtra
-    if (t == "KERNEL") {
+    if (rt == RecordType::kKernel) {
       e.kind = EventKind::kKernel;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name : std::string_view("<unnamed kernel>"));
     } else {
-      e.kind = t == "MEMCPY" ? EventKind::kMemcpy : EventKind::kMemset;
+      e.kind = rt == RecordType::kMemcpy ? EventKind::kMemcpy : EventKind::kMemset;
       e.name = sp.Intern(f.has_name && !f.name_null ? f.name
-                         : t == "MEMCPY" ? std::string_view("Memcpy") : std::string_view("Memset"));
+                         : rt == RecordType::kMemcpy ? std::string_view("Memcpy") : std::string_view("Memset"));
     }
     if (!f.has[kCorr]) Problem(line_no, "missing_field", std::string(t) + " record without \"correlation_id\"; kept, cannot be linked");
-  } else if (t == "SYNC") {
+  } else if (rt == RecordType::kSync) {
     if (!interval(kStart, kEnd, kCount)) return;
     host();
     corr();
     xopt(kStream, &x.stream);
     e.name = x.category != kNoStr ? x.category : sp.Intern("sync");  // the category, interned above
     e.kind = EventKind::kSync;
-  } else if (t == "GRAPH_NODE") {
+  } else if (rt == RecordType::kGraphNode) {
     if (!instant() || !need(kGraph, "graph_id") || !need(kGraphNode, "graph_node_id")) return;
     host();
     corr();
