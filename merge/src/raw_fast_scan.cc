@@ -98,16 +98,22 @@ int IntArray(Cursor& c, int32_t out[3]) {
   }
 }
 
+// Copies the n bytes at src into text[0, words) zero-padded, and sets mask[i] to the bytes of
+// word i that count: the form remembered text is compared in (masked word compares).
+void MaskedText(const char* src, size_t n, uint64_t* text, uint64_t* mask, size_t words) {
+  std::memset(text, 0, 8 * words);
+  std::memcpy(text, src, n);
+  for (size_t i = 0; i < words; ++i) {
+    const size_t have = n > 8 * i ? std::min<size_t>(n - 8 * i, 8) : 0;
+    mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
+  }
+}
+
 // Remembers `key` (read at this position of a record of this type) for the next such record.
 void Remember(std::string_view key, int id, KeyMemo::Key* slot) {
   const size_t n = key.size() + 3;  // '"', the key, '"' and ':' (as they stand in the line)
   if (n > sizeof slot->text) { slot->len = 0; return; }
-  std::memset(slot->text, 0, sizeof slot->text);
-  std::memcpy(slot->text, key.data() - 1, n);
-  for (size_t i = 0; i < std::size(slot->mask); ++i) {
-    const size_t have = n > 8 * i ? std::min<size_t>(n - 8 * i, 8) : 0;
-    slot->mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
-  }
+  MaskedText(key.data() - 1, n, slot->text, slot->mask, std::size(slot->mask));
   slot->len = uint8_t(n);
   slot->id = int16_t(id);
 }
@@ -138,16 +144,24 @@ void RememberType(std::string_view type, int slot, KeyMemo* memo) {
   uint64_t w;
   std::memcpy(&w, type.data(), 8);  // within the line: 16 bytes or more follow the type's quote
   KeyMemo::TypeMember& m = memo->types[TypeBucket(w)];
-  char text[16] = {};
-  std::memcpy(text, type.data(), n);
-  std::memcpy(m.text, text, 16);
-  for (int i = 0; i < 2; ++i) {
-    const size_t have = n > 8u * i ? std::min<size_t>(n - 8 * i, 8) : 0;
-    m.mask[i] = have == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * have)) - 1;
-  }
+  MaskedText(type.data(), n, m.text, m.mask, std::size(m.mask));
   m.len = uint8_t(type.size());
   m.slot = uint8_t(slot);
   m.code = RecordTypeOf(type);
+}
+
+// The string field of *f that key id fills (kNameKey ... kSchemaKey), or nullptr.
+std::string_view* StringField(int id, Fields* f) {
+  switch (id) {
+    case kNameKey: return &f->name;
+    case kDomainKey: return &f->domain;
+    case kCategoryKey: return &f->category;
+    case kCopyKindKey: return &f->copy_kind;
+    case kHostKey: return &f->host;
+    case kClockKey: return &f->clock;
+    case kSchemaKey: return &f->schema;
+    default: return nullptr;
+  }
 }
 
 // Applies a remembered tail's effects to *f; `at`: where the same bytes stand in this record.
@@ -159,20 +173,10 @@ void Replay(const KeyMemo::Tail& t, const char* at, Fields* f) {
         f->has[a.id] = true;
         f->v[a.id] = a.n;
         break;
-      case KeyMemo::Tail::kStr: {
-        const std::string_view v(at + a.off, a.len);
-        switch (a.id) {
-          case kNameKey: f->has_name = true; f->name = v; break;
-          case kDomainKey: f->domain = v; break;
-          case kCategoryKey: f->category = v; break;
-          case kCopyKindKey: f->copy_kind = v; break;
-          case kHostKey: f->host = v; break;
-          case kClockKey: f->clock = v; break;
-          case kSchemaKey: f->schema = v; break;
-          default: break;
-        }
+      case KeyMemo::Tail::kStr:
+        *StringField(a.id, f) = std::string_view(at + a.off, a.len);  // logged for such ids only
+        if (a.id == kNameKey) f->has_name = true;
         break;
-      }
       case KeyMemo::Tail::kNameNull: f->has_name = f->name_null = true; break;
       case KeyMemo::Tail::kRankNull: f->rank_null = true; break;
       case KeyMemo::Tail::kArray: {
@@ -204,30 +208,38 @@ struct ActLog {
   }
 };
 
+// Where a record's members start and what they were, for Learn.
+struct MemberScan {
+  static constexpr int kMaxStarts = 24;
+  uint32_t starts[kMaxStarts];  // each member's first byte, from the line's start (the first kMaxStarts)
+  int n = 0;                    // members read; -1 when a remembered tail was replayed
+  int type_index = -1;          // the (last) type member's index
+  int type_slot = -1;           // the memo slot of the first type member's type
+};
+
 // The members of a record after its '{' (first key expected at the cursor) up to its '}' and
-// the end of the line. `members`: each member's first byte, from `begin` (at most kMaxStarts
-// kept); `type_index`: the type member's index. With a log (kLog), every effect on *f is also
-// written there and a "type" member fails (its effect is never replayed).
-constexpr int kMaxStarts = 24;
+// the end of the line, noted in *scan. When scan->type_slot is set on entry, FastScan read the
+// first member (the type) from its memo and reading starts at the second. With a log (kLog),
+// every effect on *f is also written there and a "type" member fails (its effect is never
+// replayed); the member starts are not kept.
 template <bool kLog>
 __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin, Fields* f, KeyMemo* memo,
-                                                   uint32_t* members, int* n_members, int* type_index,
-                                                   ActLog* log, int first = 0) {
+                                                   MemberScan* scan, ActLog* log) {
   KeyMemo::Key* remembered = nullptr;  // this record type's remembered keys, once the type is read
   KeyMemo::Tail* tail = nullptr;       // and its remembered tail
-  if (first) {                         // the type member was read by FastScan (RememberedType)
-    const int t = TypeSlot(f->type);
-    remembered = memo->keys[t];
-    tail = &memo->tails[t];
+  const int first = scan->type_slot >= 0 ? 1 : 0;
+  if (first) {
+    remembered = memo->keys[scan->type_slot];
+    tail = &memo->tails[scan->type_slot];
   }
   for (int index = first;; ++index) {
     if (tail && index == tail->at && c.left() == tail->len && std::memcmp(c.pos(), tail->text, tail->len) == 0) {
       Replay(*tail, c.pos(), f);
       tail->misses = 0;
-      *n_members = -1;  // nothing to learn from
+      scan->n = -1;  // nothing to learn from
       return true;
     }
-    if (!kLog && index < kMaxStarts) members[index] = uint32_t(c.pos() - begin);
+    if (!kLog && index < MemberScan::kMaxStarts) scan->starts[index] = uint32_t(c.pos() - begin);
     std::string_view key, s;
     int64_t n = 0;
     KeyMemo::Key* slot = remembered && index < KeyMemo::kKeys ? &remembered[index] : nullptr;
@@ -277,12 +289,12 @@ __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin,
           if (kLog || k != Kind::kString) return false;
           f->type = s;
           f->type_code_set = false;  // a later type member wins over a remembered first one
-          *type_index = index;
+          scan->type_index = index;
           if (memo && !remembered) {
-            const int t = TypeSlot(s);
-            remembered = memo->keys[t];
-            tail = &memo->tails[t];
-            if (index == 0 && c.left() >= 16 && c.Peek() == ',') RememberType(s, t, memo);
+            scan->type_slot = TypeSlot(s);
+            remembered = memo->keys[scan->type_slot];
+            tail = &memo->tails[scan->type_slot];
+            if (index == 0 && c.left() >= 16 && c.Peek() == ',') RememberType(s, scan->type_slot, memo);
           }
           break;
         case kNameKey:
@@ -297,12 +309,9 @@ __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin,
             return false;
           }
           break;
-        case kDomainKey: if (!str(&f->domain)) return false; break;
-        case kCategoryKey: if (!str(&f->category)) return false; break;
-        case kCopyKindKey: if (!str(&f->copy_kind)) return false; break;
-        case kHostKey: if (!str(&f->host)) return false; break;
-        case kClockKey: if (!str(&f->clock)) return false; break;
-        case kSchemaKey: if (!str(&f->schema)) return false; break;
+        case kDomainKey: case kCategoryKey: case kCopyKindKey: case kHostKey: case kClockKey: case kSchemaKey:
+          if (!str(StringField(id, f))) return false;
+          break;
         case kPayloadKey: break;  // only an object payload is read (by the DOM reader)
         case kSlowKey: return false;  // META/STATS details: the DOM reader's job
         case kRankKey:
@@ -321,16 +330,15 @@ __attribute__((always_inline)) inline bool Members(Cursor& c, const char* begin,
       }
     }
     if (c.Eat(',')) continue;  // most fields have another after them
-    *n_members = index + 1;
+    scan->n = index + 1;
     return c.Eat('}') && c.AtEnd();
   }
 }
 
-// Remembers the members of `line` (read by Members: their starts and the type's index) that
-// the previous record of its type ended with too, reading them again with a log; then keeps
-// this record's last bytes for the next one. Records that keep teaching nothing make it try
-// only every 16th time.
-void Learn(KeyMemo::Tail* t, std::string_view line, const uint32_t* members, int n_members, int type_index) {
+// Remembers the members of `line` (as Members found them) that the previous record of its type
+// ended with too, reading them again with a log; then keeps this record's last bytes for the
+// next one. Records that keep teaching nothing make it try only every 16th time.
+void Learn(KeyMemo::Tail* t, std::string_view line, const MemberScan& scan) {
   using Tail = KeyMemo::Tail;
   if (t->misses >= 16 && (++t->skip & 15) != 0) return;
   const size_t max = std::min(line.size(), size_t(t->prev_len));
@@ -344,15 +352,15 @@ void Learn(KeyMemo::Tail* t, std::string_view line, const uint32_t* members, int
   }
   while (common < max && a[-1 - ptrdiff_t(common)] == b[-1 - ptrdiff_t(common)]) ++common;
   bool learned = false;
-  for (int m = type_index + 1; m < std::min(n_members, kMaxStarts); ++m) {
-    const size_t len = line.size() - members[m];
+  for (int m = scan.type_index + 1; m < std::min(scan.n, MemberScan::kMaxStarts); ++m) {
+    const size_t len = line.size() - scan.starts[m];
     if (len > common) continue;  // the earliest member the two records end the same from
-    Cursor c(line.substr(members[m]));
+    Cursor c(line.substr(scan.starts[m]));
     ActLog log;
     log.base = c.pos();
     Fields scratch;
-    int nm = 0, ti = -1;
-    if (Members<true>(c, log.base, &scratch, nullptr, nullptr, &nm, &ti, &log) && !log.overflow) {
+    MemberScan unused;
+    if (Members<true>(c, log.base, &scratch, nullptr, &unused, &log) && !log.overflow) {
       t->at = m;
       t->len = uint16_t(len);
       std::memcpy(t->text, log.base, len);
@@ -378,26 +386,25 @@ bool FastScan(std::string_view line, Fields* f, KeyMemo* memo) {
   Cursor c(line);
   if (!c.Eat('{')) return false;
   if (c.Eat('}')) return c.AtEnd();
-  uint32_t members[kMaxStarts];
-  int n_members = 0, type_index = -1, first = 0;
+  MemberScan scan;
   if (memo && c.left() >= 24) {  // `"type":"T",` as a record opened before: two word compares
     uint64_t w[3];
     std::memcpy(w, c.pos(), sizeof w);
     if (w[0] == kTypeKeyWord) {
       const KeyMemo::TypeMember& m = memo->types[TypeBucket(w[1])];
       if (m.len && ((w[1] ^ m.text[0]) & m.mask[0]) == 0 && ((w[2] ^ m.text[1]) & m.mask[1]) == 0) {
-        members[0] = uint32_t(c.pos() - line.data());
+        scan.starts[0] = uint32_t(c.pos() - line.data());
         f->type = std::string_view(c.pos() + 8, m.len);
         f->type_code = m.code;
         f->type_code_set = true;
         c.Skip(8 + m.len + 2);
-        type_index = 0;
-        first = 1;
+        scan.type_index = 0;
+        scan.type_slot = m.slot;
       }
     }
   }
-  if (!Members<false>(c, line.data(), f, memo, members, &n_members, &type_index, nullptr, first)) return false;
-  if (memo && type_index >= 0 && n_members > 0) Learn(&memo->tails[TypeSlot(f->type)], line, members, n_members, type_index);
+  if (!Members<false>(c, line.data(), f, memo, &scan, nullptr)) return false;
+  if (memo && scan.type_slot >= 0 && scan.n > 0) Learn(&memo->tails[scan.type_slot], line, scan);
   return true;
 }
 
