@@ -544,17 +544,24 @@ TEST(Merge, RangeAdoptedFromAThreadSortingBeforeTheStep) {
 namespace truffld::merge {
 namespace {
 
+// A warm-up range capturing a CUDA graph node (ncclAllReduce; graph 1, node 7), and a step's
+// launch of that graph with its kernel: the data of the two tests of captures outside steps.
+const char kAllReduceCapture[] =
+    "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclAllReduce\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
+    "{\"type\":\"RUNTIME\",\"name\":\"cuLaunchKernelEx\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
+    "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
+    "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n";
+const char kAllReduceGraphLaunch[] =
+    "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
+    "{\"type\":\"KERNEL\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":1,\"graph_node_id\":7}\n";
+
 TEST(Merge, GraphCapturedOutsideAnyStepStillNamesItsOperator) {
   // Engines capture CUDA graphs during warm-up, before any step range exists.
   std::string d = Meta(0, "realtime", 0, 0, 1);
-  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclAllReduce\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"RUNTIME\",\"name\":\"cuLaunchKernelEx\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n";
-  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"KERNEL\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":1,\"graph_node_id\":7}\n"
-       "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
+  d += kAllReduceCapture;
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n";
+  d += kAllReduceGraphLaunch;
+  d += "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
   MergeResult r = MergeOne(d);
   ASSERT_EQ(r.trees.size(), 2u);  // one step, two views: the warm-up range is in no tree
   const Node* kernel = GraphKernel(r, r.trees[0].root);
@@ -578,17 +585,13 @@ TEST(Merge, GraphCapturedInANestedRangeOutsideStepsNamesTheInnerRange) {
   // reuses the parent table for range nodes, so a range with no node must not read as its
   // parent's index there.
   std::string d = Meta(0, "realtime", 0, 0, 1);
-  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"warmup\",\"timestamp\":5,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"NVTX_PUSH\",\"name\":\"ncclAllReduce\",\"timestamp\":10,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"RUNTIME\",\"name\":\"cuLaunchKernelEx\",\"start\":20,\"end\":30,\"correlation_id\":50,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"GRAPH_NODE\",\"graph_id\":1,\"graph_node_id\":7,\"correlation_id\":50,\"timestamp\":25,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"NVTX_POP\",\"timestamp\":40,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"NVTX_POP\",\"timestamp\":50,\"process_id\":1,\"thread_id\":1}\n";
+  d += "{\"type\":\"NVTX_PUSH\",\"name\":\"warmup\",\"timestamp\":5,\"process_id\":1,\"thread_id\":1}\n";
+  d += kAllReduceCapture;
+  d += "{\"type\":\"NVTX_POP\",\"timestamp\":50,\"process_id\":1,\"thread_id\":1}\n";
   d += "{\"type\":\"NVTX_PUSH\",\"name\":\"step_execute_model[request_ids:1]\",\"timestamp\":100,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":105,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"RUNTIME\",\"name\":\"cudaGraphLaunch\",\"start\":110,\"end\":120,\"correlation_id\":60,\"process_id\":1,\"thread_id\":1}\n"
-       "{\"type\":\"KERNEL\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"gpu_start\":130,\"gpu_end\":140,\"correlation_id\":60,\"device\":0,\"stream\":1,\"graph_id\":1,\"graph_node_id\":7}\n"
-       "{\"type\":\"NVTX_POP\",\"timestamp\":150,\"process_id\":1,\"thread_id\":1}\n"
+       "{\"type\":\"NVTX_PUSH\",\"name\":\"aten::mm\",\"timestamp\":105,\"process_id\":1,\"thread_id\":1}\n";
+  d += kAllReduceGraphLaunch;
+  d += "{\"type\":\"NVTX_POP\",\"timestamp\":150,\"process_id\":1,\"thread_id\":1}\n"
        "{\"type\":\"NVTX_POP\",\"timestamp\":200,\"process_id\":1,\"thread_id\":1}\n";
   MergeResult r = MergeOne(d);
   ASSERT_EQ(r.trees.size(), 2u);
