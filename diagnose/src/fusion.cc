@@ -37,11 +37,28 @@ StepDiagnosis Fuse(StepEvidence evidence, StageTwoDecision decision, double thre
     op.probability = f.probability;
     op.instances = f.instances;
     op.parent_chain = ParentChain(evidence, f.family);
+    op.metric = f.metric;
+    op.basis = f.basis;
+    op.sentence = f.sentence;
+    op.observed_ns = f.observed_ns;
+    op.expected_ns = f.expected_ns;
+    op.excess_ns = f.excess_ns;
+    op.share = f.share;
+    op.ratios = f.ratios;
     d.faulty.push_back(std::move(op));
   }
-  std::stable_sort(d.faulty.begin(), d.faulty.end(),
-                   [](const FaultyOperator& a, const FaultyOperator& b) { return a.score > b.score; });
+  if (evidence.calibrated) {
+    std::stable_sort(d.faulty.begin(), d.faulty.end(), [](const FaultyOperator& a, const FaultyOperator& b) {
+      return a.excess_ns > b.excess_ns;
+    });
+  } else {
+    std::stable_sort(d.faulty.begin(), d.faulty.end(),
+                     [](const FaultyOperator& a, const FaultyOperator& b) { return a.score > b.score; });
+  }
   d.abnormal = !d.faulty.empty();
+  d.label = d.abnormal ? "abnormal"
+            : evidence.calibrated && evidence.verdict == "insufficient_evidence" ? "insufficient_evidence"
+                                                                                 : "normal";
   d.evidence = std::move(evidence);
   d.decision = std::move(decision);
   return d;

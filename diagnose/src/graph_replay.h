@@ -26,6 +26,8 @@ struct GraphNode {
   int64_t start = 0, end = 0, bytes = 0;  // ns; bytes for memcpy/memset nodes
   bool is_kernel = false;
   uint32_t kernel_family = kNoString;     // interned device family
+  uint64_t shape = 0;                     // hash of the node's name, grid, block and bytes
+  double blocks = 0;                      // grid blocks (kernels)
   std::string_view cap_name, cap_layer, cap_family;  // captured_in
 };
 
@@ -33,6 +35,8 @@ struct GraphNode {
 struct GraphInstance {
   int64_t start = 0, end = 0;
   FeatureVector f{};
+  uint64_t shape = 0;   // combined node shapes, in start order
+  double blocks = 0;
   std::vector<NameCount> kernels;
 };
 

@@ -77,6 +77,18 @@ int WeakInstances(const FamilyEvidence& f, const PolicyThresholds& t) noexcept {
 StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t) {
   StageTwoDecision d;
   d.source = DecisionSource::kOffline;
+  if (step.calibrated) {
+    // The peer-relative Stage I already decided at the stated false-alarm rate and named the
+    // causes; the policy confirms that decision and its blamed families, in excess order.
+    d.abnormal = step.verdict == "abnormal";
+    if (d.abnormal) {
+      for (const FamilyEvidence& f : step.families) {
+        if (f.candidate) d.faulty.push_back(f.family);
+      }
+    }
+    d.rationale = "calibrated rule: " + step.summary;
+    return d;
+  }
 
   // S counts strong INSTANCES; ops_count counts instances (as in the design's prompt). A family
   // is listed as strong when at least one of its instances is strong.

@@ -1,11 +1,42 @@
 // diagnosis.jsonl, the stdout table and the feature export.
 #include "truffld/diagnose/output.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
 
 namespace truffld::diagnose {
+namespace {
+
+void AddPeerCost(nlohmann::json& fj, const FaultyOperator& f) {
+  fj["metric"] = f.metric;
+  fj["basis"] = f.basis;
+  fj["observed_ns"] = std::llround(f.observed_ns);
+  fj["expected_ns"] = std::llround(f.expected_ns);
+  fj["excess_ns"] = std::llround(f.excess_ns);
+  fj["share"] = f.share;
+  nlohmann::json ratios = nlohmann::json::object();
+  for (const auto& [src, r] : f.ratios) ratios[src] = r;
+  fj["ratios"] = ratios;
+  fj["evidence"] = f.sentence;
+}
+
+void AddPeerVerdict(nlohmann::json& j, const StepEvidence& e) {
+  j["start_ns"] = e.start_ns;
+  j["end_ns"] = e.end_ns;
+  j["evidence"] = e.summary;
+  j["calibration"] = {{"p_value", e.p_value}, {"threshold", e.threshold},
+                      {"false_alarm_rate", e.alpha}, {"tests", e.tests}};
+  j["peers"] = {{"tp_ranks", e.tp_peers}, {"tests_with_similar_steps", e.with_similar_steps},
+                {"tests_with_layers", e.with_layers}};
+  if (e.waited_ns > 0) {
+    j["waited_ns"] = std::llround(e.waited_ns);
+    if (e.waiting_on >= 0) j["waiting_on_rank"] = e.waiting_on;
+  }
+}
+
+}  // namespace
 
 nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) {
   const StepEvidence& e = d.evidence;
@@ -19,14 +50,17 @@ nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) 
   j["requests"] = e.requests;
   j["duration_ns"] = e.step_duration_ns;
   j["operator_instances"] = e.operator_instances;
-  j["label"] = d.abnormal ? "abnormal" : "normal";
+  j["label"] = d.label;
   nlohmann::json faulty = nlohmann::json::array();
   for (const auto& f : d.faulty) {
-    faulty.push_back({{"family", f.family}, {"layer", f.layer}, {"score", f.score},
-                      {"probability", f.probability}, {"method", f.method},
-                      {"instances", f.instances}, {"parent_chain", f.parent_chain}});
+    nlohmann::json fj = {{"family", f.family}, {"layer", f.layer}, {"score", f.score},
+                         {"probability", f.probability}, {"method", f.method},
+                         {"instances", f.instances}, {"parent_chain", f.parent_chain}};
+    if (e.calibrated) AddPeerCost(fj, f);
+    faulty.push_back(std::move(fj));
   }
   j["faulty"] = faulty;
+  if (e.calibrated) AddPeerVerdict(j, e);
   nlohmann::json cands = nlohmann::json::array();
   for (const auto& f : e.families) {
     if (!f.candidate) continue;

@@ -1,7 +1,30 @@
 // Pipeline glue: Stage I, Stage II and fusion in order.
 #include "truffld/diagnose/pipeline.h"
 
+#include "truffld/diagnose/peer_evidence.h"
+
 namespace truffld::diagnose {
+
+Result<PipelineResult> RunPipeline(const InstanceTable& target, const InstanceTable* reference,
+                                   const StageOneOptions& options, const PeerStageOptions& peer,
+                                   StageTwo& stage2) {
+  if (options.mode != ScoringMode::kPeer) return RunPipeline(target, reference, options, stage2);
+  PipelineResult r;
+  r.peer = RunPeerStage(target, peer);
+  r.stage1 = PeerScores(target, *r.peer);
+  std::vector<StepEvidence> evidence = BuildPeerEvidence(target, *r.peer);
+  std::vector<StageTwoDecision> decisions = stage2.Decide(evidence);
+  if (decisions.size() != evidence.size()) {
+    return Internal("Stage II returned " + std::to_string(decisions.size()) + " decisions for " +
+                    std::to_string(evidence.size()) + " steps");
+  }
+  r.diagnoses.reserve(evidence.size());
+  for (size_t i = 0; i < evidence.size(); ++i) {
+    const double thr = evidence[i].threshold;
+    r.diagnoses.push_back(Fuse(std::move(evidence[i]), std::move(decisions[i]), thr));
+  }
+  return r;
+}
 
 Result<PipelineResult> RunPipeline(const InstanceTable& target, const InstanceTable* reference,
                                    const StageOneOptions& options, StageTwo& stage2) {

@@ -3,13 +3,12 @@
 #include "truffld/diagnose/stage1.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <map>
-#include <thread>
 #include <tuple>
 
 #include "graph_replay.h"
+#include "parallel.h"
 #include "truffld/diagnose/features.h"
 
 namespace truffld::diagnose {
@@ -179,18 +178,6 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
   return g;
 }
 
-template <typename F>
-void ParallelFor(size_t n, int threads, F&& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&]() {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  int nt = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < nt; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-}
 
 }  // namespace
 
@@ -209,6 +196,7 @@ const char* ScoringModeName(ScoringMode m) noexcept {
     case ScoringMode::kWithinStep: return "within-step";
     case ScoringMode::kPooled: return "pooled";
     case ScoringMode::kReference: return "reference";
+    case ScoringMode::kPeer: return "peer";
   }
   return "unknown";
 }
@@ -218,6 +206,7 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
   if (o.mode == ScoringMode::kReference && reference == nullptr) {
     return InvalidArgument("reference mode needs a reference run (--reference DIR)");
   }
+  if (o.mode == ScoringMode::kPeer) return InvalidArgument("peer mode runs through RunPeerStage");
   if (!(o.q > 0 && o.q <= 1)) return InvalidArgument("--q must be in (0, 1]");
   if (o.k_min < 1 || o.k_max < o.k_min) return InvalidArgument("--k-max must be >= 1");
   StageOneResult r;
@@ -241,7 +230,7 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
     }
   }
   std::vector<GroupOutcome> outcomes(items.size());
-  ParallelFor(items.size(), o.threads, [&](size_t idx) {
+  detail::ParallelFor(items.size(), o.threads, [&](size_t idx) {
     const Item& it = items[idx];
     GroupOutcome& out = outcomes[idx];
     out.info.family = it.key->family;

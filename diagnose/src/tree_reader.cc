@@ -9,6 +9,7 @@
 
 #include "graph_replay.h"
 #include "tree_reader_parts.h"
+#include "step_tags.h"
 #include "truffld/diagnose/llm_prompt.h"  // SanitizeForPrompt: UTF-8 repair
 #include "truffld/line_reader.h"
 
@@ -44,7 +45,29 @@ std::string_view GetStr(simdjson::dom::object o, const char* key) {
   return {};
 }
 
+// Grid blocks of a kernel node (product of "grid"), 0 when absent; `shape` gets grid and block.
+double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
+  double blocks = 0;
+  for (const char* key : {"grid", "block"}) {
+    simdjson::dom::array a;
+    if (o[key].get_array().get(a) != simdjson::SUCCESS) continue;
+    double prod = 1;
+    for (auto v : a) {
+      int64_t x = 0;
+      if (v.get_int64().get(x) != simdjson::SUCCESS) x = 0;
+      prod *= static_cast<double>(std::max<int64_t>(x, 0));
+      *shape = detail::MixHash(*shape, static_cast<uint64_t>(x));
+    }
+    if (key[0] == 'g') blocks = prod;
+  }
+  return blocks;
+}
+
+bool IsSyncCall(std::string_view api) { return api.find("Synchronize") != std::string_view::npos; }
+
 using detail::Bump;
+using detail::HashText;
+using detail::MixHash;
 using detail::DedupKey;
 using detail::GraphNode;
 using detail::PendingInstance;
@@ -82,6 +105,8 @@ struct TreeReader::Impl {
       n.is_kernel = layer == "kernel";
       std::string_view kf = GetStr(co, "family");
       n.kernel_family = strings.Intern(kf.empty() ? GetStr(co, "name") : kf);
+      n.shape = MixHash(HashText(kf.empty() ? GetStr(co, "name") : kf), static_cast<uint64_t>(n.bytes));
+      n.blocks = n.is_kernel ? GridBlocks(co, &n.shape) : 0;
       n.cap_name = GetStr(cap, "name");
       n.cap_layer = GetStr(cap, "layer");
       n.cap_family = GetStr(cap, "family");
@@ -118,6 +143,15 @@ struct TreeReader::Impl {
     p.start = gi.start;
     p.end = gi.end;
     p.f = gi.f;
+    p.thread = thread;
+    p.detail.signature = MixHash(MixHash(HashText(g[0].cap_layer), HashText(g[0].cap_family)), gi.shape);
+    double device = 0;
+    for (size_t i = 0; i < n; ++i) device += static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
+    p.detail.device_ns = static_cast<float>(device);
+    p.detail.device_start = gi.start;
+    p.detail.device_end = gi.end;
+    p.detail.blocks = static_cast<float>(gi.blocks);
+    p.detail.flags = kDetailReplay | kDetailHasDevice;
     p.kernels = std::move(gi.kernels);
     Bump(p.apis, launch_family, 1);
     target.instances.push_back(std::move(p));
@@ -128,6 +162,7 @@ struct TreeReader::Impl {
   // Walks `node`; appends operator instances; returns the subtree aggregate.
   SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
     SubtreeStats agg;
+    const int64_t call_start_in = call_start;
     std::string_view layer = GetStr(node, "layer");
     std::string_view family = GetStr(node, "family");
     if (family.empty()) family = GetStr(node, "name");
@@ -162,6 +197,24 @@ struct TreeReader::Impl {
       call_start = start;
     } else if (IsDeviceLayer(layer)) {
       agg.device.emplace_back(start, end);
+      const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
+      uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
+      shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));
+      const double blocks = layer == "kernel" ? GridBlocks(node, &shape) : 0;
+      agg.own.device_time += static_cast<double>(std::max<int64_t>(0, end - start));
+      agg.own.blocks += blocks;
+      agg.own.dev_start = std::min(agg.own.dev_start, start);
+      agg.own.dev_end = std::max(agg.own.dev_end, end);
+      agg.own.sig = shape;
+      agg.own.has_device = true;
+      bucket->info.work_blocks += blocks;
+      if (layer == "memcpy") {
+        std::string_view kind = GetStr(node, "copy_kind");
+        if (kind.find("HtoD") != std::string_view::npos || kind.find("HostToDevice") != std::string_view::npos ||
+            (kind.empty() && GetStr(node, "name").find("HtoD") != std::string_view::npos)) {
+          bucket->info.h2d_bytes += static_cast<double>(bytes);
+        }
+      }
       if (layer == "kernel") {
         agg.kernel_count += 1;
         agg.kernel_time += static_cast<double>(std::max<int64_t>(0, end - start));
@@ -183,9 +236,23 @@ struct TreeReader::Impl {
         if (is_op && IsOperatorLayer(GetStr(co, "layer"))) {
           child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
         }
-        agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN));
+        const bool child_op = IsOperatorLayer(GetStr(co, "layer"));
+        agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN), child_op);
       }
       if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
+    }
+    if (IsCallLayer(layer)) {
+      // Time an outermost call spent blocked on earlier device work: a synchronize call is all
+      // waiting; a call that returned only after its own device work finished (a blocking copy)
+      // waited from its start until that work began. Nested driver calls are not counted twice.
+      if (call_start_in == INT64_MIN) {
+        if (IsSyncCall(family) && !agg.own.has_device) {
+          agg.own.wait += static_cast<double>(std::max<int64_t>(0, end - start));
+        } else if (agg.own.has_device && end + 2000 >= agg.own.dev_end) {
+          agg.own.wait += static_cast<double>(std::max<int64_t>(0, std::min(end, agg.own.dev_start) - start));
+        }
+      }
+      agg.own.sig = MixHash(HashText(family), agg.own.sig);
     }
     if (!is_op) return agg;
 
@@ -232,6 +299,21 @@ struct TreeReader::Impl {
       p.f[kWorldSize] = static_cast<double>(std::max<int64_t>(0, world));
       bucket->info.comm_bytes += std::max<int64_t>(0, bytes);
       bucket->info.world_size = std::max(bucket->info.world_size, world);
+    }
+    p.thread = thread;
+    uint64_t sig = MixHash(HashText(layer), HashText(family));
+    sig = MixHash(sig, parent_family == kNoString ? 0 : HashText(strings.Get(parent_family)));
+    sig = MixHash(sig, agg.own.sig);
+    sig = MixHash(sig, static_cast<uint64_t>(p.f[kCommBytes]));
+    p.detail.signature = sig;
+    p.detail.host_ns = static_cast<float>(std::max(0.0, p.f[kSelfTimeNs] - agg.own.wait));
+    p.detail.device_ns = static_cast<float>(agg.own.device_time);
+    p.detail.wait_ns = static_cast<float>(agg.own.wait);
+    p.detail.blocks = static_cast<float>(agg.own.blocks);
+    if (agg.own.has_device) {
+      p.detail.device_start = agg.own.dev_start;
+      p.detail.device_end = agg.own.dev_end;
+      p.detail.flags |= kDetailHasDevice;
     }
     p.kernels = agg.kernels;
     p.apis = agg.apis;
@@ -292,6 +374,10 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     b.info.step_name = std::string(GetStr(o, "step"));
     b.info.start_ns = GetInt(o, "start", 0);
     b.info.end_ns = GetInt(o, "end", b.info.start_ns);
+    b.info.tokens = detail::StepTag(b.info.step_name, "tokens");
+    b.info.context = detail::StepTag(b.info.step_name, "ctx");
+    bool detail = true;
+    if (o["device_detail"].get_bool().get(detail) == simdjson::SUCCESS) b.info.device_detail = detail;
     simdjson::dom::array reqs;
     if (o["requests"].get_array().get(reqs) == simdjson::SUCCESS) {
       for (auto r : reqs) {
@@ -373,9 +459,18 @@ InstanceTable TreeReader::Finish() {
     b.info.instance_count = static_cast<uint32_t>(ins.size());
     const double phase = PhaseCode(b.info.phase);
     for (auto& p : ins) p.f[kPhaseCode] = phase;
+    const std::vector<int32_t> parents = detail::NestInstances(ins);
+    const std::vector<int32_t> before = detail::PrecedingTopLevel(ins, parents);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const uint64_t ctx = before[k] < 0 ? 0 : HashText(t.strings.Get(ins[static_cast<size_t>(before[k])].family));
+      ins[k].detail.signature = MixHash(ins[k].detail.signature, ctx);
+    }
     t.steps.push_back(b.info);
-    for (auto& p : ins) {
+    for (size_t k = 0; k < ins.size(); ++k) {
+      auto& p = ins[k];
       t.Add(p.family, p.layer, p.parent, p.start, p.end, p.f);
+      p.detail.parent = parents[k] < 0 ? -1 : static_cast<int32_t>(b.info.first_instance) + parents[k];
+      t.detail.push_back(p.detail);
       t.kernels.push_back(std::move(p.kernels));
       t.api_calls.push_back(std::move(p.apis));
     }

@@ -52,13 +52,16 @@ Exit status: 0 success, 1 bad arguments, 2 input could not be read, 3 output cou
 
 
 struct Args {
-  std::string input, outdir, mode = "pooled", reference, covariance = "auto", rho = "calibrated";
+  std::string input, outdir, mode = "peer", reference, covariance = "auto", rho = "calibrated";
   std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
   td::StageOneOptions s1;
+  td::PeerStageOptions peer;
+  std::string export_tests;
   bool quiet = false, no_html = false, graph_vertical_ops = true;
 };
 
 td::ScoringMode ParseMode(const std::string& m) {
+  if (m == "peer") return td::ScoringMode::kPeer;
   if (m == "within-step") return td::ScoringMode::kWithinStep;
   if (m == "reference") return td::ScoringMode::kReference;
   return td::ScoringMode::kPooled;
@@ -150,7 +153,8 @@ int Run(Args& a) {
   }
 
   td::StageTwo stage2(cfg);
-  auto result = td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, stage2);
+  a.peer.threads = a.s1.threads;
+  auto result = td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, a.peer, stage2);
   if (!result.ok()) return Fail(1, result.status().ToString());
   const auto& s1 = result->stage1;
   stats["stage1"] = nlohmann::json::object();
@@ -180,6 +184,9 @@ int Run(Args& a) {
     std::ofstream m((fs::path(a.outdir) / "metrics.json").string());
     m << mj.dump(2) << '\n';
     if (!m) return Fail(3, a.outdir + "/metrics.json: write failed");
+  }
+  if (!a.export_tests.empty() && result->peer) {
+    if (auto st = td::WriteTests(a.export_tests, *target, *result->peer); !st.ok()) return Fail(3, st.message());
   }
   if (!a.export_features.empty()) {
     if (auto st = td::WriteFeatures(a.export_features, *target, s1.rho, labels ? &*labels : nullptr); !st.ok()) {
@@ -227,8 +234,17 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   app.add_option("input", a.input, "trees.jsonl[.gz|.zst] or a truffld-merge output directory")->required();
   app.add_option("-o,--out", a.outdir, "output directory (created if missing)")->required();
-  app.add_option("--mode", a.mode, "Stage I scoring: pooled | reference | within-step")
-      ->check(CLI::IsMember({"pooled", "reference", "within-step"}))->capture_default_str();
+  app.add_option("--mode", a.mode, "Stage I scoring: peer | pooled | reference | within-step")
+      ->check(CLI::IsMember({"peer", "pooled", "reference", "within-step"}))->capture_default_str();
+  app.add_option("--false-alarm-rate", a.peer.decision.alpha,
+                 "peer mode: Benjamini-Hochberg level for step verdicts (expected share of "
+                 "healthy steps flagged stays below it)")
+      ->check(CLI::Range(1e-9, 0.5))->capture_default_str();
+  app.add_option("--single-ratio", a.peer.decision.single_ratio,
+                 "peer mode: a lone slow instance (no second instance or family sum agreeing) "
+                 "must be at least this many times its expectation to count")
+      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+  app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");
   app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();
   app.add_option("--k-max", a.s1.k_max, "largest mixture size tried by BIC")->capture_default_str();
@@ -272,8 +288,6 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 1;
   }
-  // A healthy run given without --mode means reference scoring: with a reference available it
-  // measured best on the evaluation suite (BENCHMARKS.md: vertical step F1 0.698 vs pooled 0.550).
   if (!a.reference.empty() && app.count("--mode") == 0) a.mode = "reference";
   return Run(a);
 }

@@ -63,6 +63,8 @@ class Dump:
         if self.records[-1].get("type") != "STATS":
             errors.append(f"{path}: last record is not STATS")
         self.rank = meta.get("rank")
+        self.host = meta.get("host")
+        self.local_rank = meta.get("local_rank")
         self.ranges = []          # dicts: name, kind, family, start, end, parent, step
         self.steps = []           # indices into ranges, time order
         self.api = {}             # corr -> (unit range index or None, step ordinal or None, name)
@@ -124,6 +126,43 @@ class Dump:
         if starts != sorted(starts):
             self.errors.append(f"{self.path}: step ranges not pushed in time order")
 
+    def _transfers(self, fam, step):
+        """Device records of `fam` transfers launched in `step`, in GPU start order (cached)."""
+        key = (fam, step)
+        cache = self.__dict__.setdefault("_transfer_cache", {})
+        if key not in cache:
+            recs = []
+            for r in self.device:
+                if r["type"] != "KERNEL":
+                    continue
+                u, st = self.owner(r)
+                if st == step and u is not None and self.ranges[u]["family"] == fam:
+                    recs.append((r["gpu_start"], id(r), u))
+            cache[key] = sorted(recs)
+        return cache[key]
+
+    def step_identity(self, step):
+        """(request-id part of the step name, how many earlier steps had that same name): the
+        stages of one pipeline replica run the same logical step under the same name."""
+        name = self.ranges[self.steps[step]]["name"].split("[phase:")[0]
+        j = sum(1 for s in self.steps[:step] if self.ranges[s]["name"].split("[phase:")[0] == name)
+        return name, j
+
+    def step_with_identity(self, name, j):
+        for s, idx in enumerate(self.steps):
+            if self.ranges[idx]["name"].split("[phase:")[0] == name:
+                if j == 0:
+                    return s
+                j -= 1
+        return None
+
+    def transfer_ordinal(self, rec, fam, step):
+        return next(i for i, (_, rid, _) in enumerate(self._transfers(fam, step)) if rid == id(rec))
+
+    def nth_transfer(self, fam, step, k):
+        recs = self._transfers(fam, step)
+        return recs[k][2] if k < len(recs) else None
+
     def owner(self, rec):
         """(unit range index, step ordinal) of a device record, following graph nodes."""
         corr = rec["correlation_id"]
@@ -158,6 +197,7 @@ def recompute_labels(dumps, ledger):
         ids.add(fid)
 
     by_rank = {d.rank: d for d in dumps}
+    shared = []  # (dump, device record, comm unit, step, fault id) of slowed transfers
     for e in ledger:
         if not e["sufficient"]:
             continue
@@ -195,6 +235,42 @@ def recompute_labels(dumps, ledger):
                 if cls == "cuda_kernel" and d.ranges[unit]["kind"] == "comm":
                     continue
                 add(d, unit, step, e["id"])
+                if d.ranges[unit]["kind"] == "comm":
+                    shared.append((d, rec, unit, step, e["id"]))
+    for d, rec, unit, step, fid in shared:
+        for pd, punit, pstep in transfer_partners(dumps, d, rec, unit, step):
+            add(pd, punit, pstep, fid)
+    return out
+
+
+def transfer_partners(dumps, d, rec, unit, step):
+    """The other sides of a slowed transfer, which the slowdown reaches too (tools/synth/README.md):
+    for a collective, the NCCL kernels of the same operator ending at the same instant on the
+    other ranks of the host (one host = one TP group, one clock); for a pipeline send (recv), the
+    k-th recv (send) of the same step (same request ids) on the rank with the same local index
+    on another host, k being the kernel's ordinal among its rank's transfers of that kind."""
+    fam = d.ranges[unit]["family"]
+    out = []
+    if fam not in ("nccl:send", "nccl:recv"):
+        for o in dumps:
+            if o is d or o.host != d.host:
+                continue
+            for r in o.device:
+                if r["type"] == "KERNEL" and r["gpu_end"] == rec["gpu_end"]:
+                    ou, ost = o.owner(r)
+                    if ou is not None and o.ranges[ou]["family"] == fam:
+                        out.append((o, ou, ost))
+        return out
+    other = "nccl:recv" if fam == "nccl:send" else "nccl:send"
+    name, j = d.step_identity(step)
+    k = d.transfer_ordinal(rec, fam, step)
+    for o in dumps:
+        if o.host == d.host or o.local_rank != d.local_rank:
+            continue
+        ostep = o.step_with_identity(name, j)
+        hit = None if ostep is None else o.nth_transfer(other, ostep, k)
+        if hit is not None:
+            out.append((o, hit, ostep))
     return out
 
 

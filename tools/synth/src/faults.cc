@@ -203,11 +203,13 @@ double FaultBook::DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t
   return e.intensity;
 }
 
-void FaultBook::Hit(int rank, int fault, int16_t family, bool horizontal) {
+void FaultBook::Hit(int rank, int fault, int16_t family, bool horizontal, int64_t step) {
   if (fault < 0 || !ledger_[fault].sufficient || truth_[rank].empty()) return;
-  StepTruth& st = truth_[rank].back();
-  st.faulty[horizontal ? 1 : 0] |= uint64_t{1} << family;
-  st.fault = fault;
+  StepTruth& st = step >= 0 && step < static_cast<int64_t>(truth_[rank].size()) ? truth_[rank][static_cast<size_t>(step)]
+                                                                                 : truth_[rank].back();
+  const int v = horizontal ? 1 : 0;
+  st.faulty[v] |= uint64_t{1} << family;
+  if (std::find(st.faults[v].begin(), st.faults[v].end(), fault) == st.faults[v].end()) st.faults[v].push_back(fault);
 }
 
 Status FaultBook::WriteLedger(ByteSink* sink) const {
@@ -249,7 +251,9 @@ Status FaultBook::WriteLabels(ByteSink* sink) const {
         std::sort(fams.begin(), fams.end());
         for (size_t i = 0; i < fams.size(); ++i) out += (i ? ",\"" : "\"") + fams[i] + "\"";
         out += "],\"fault_ids\":[";
-        if (st.faulty[v]) out += "\"" + ledger_[st.fault].id + "\"";
+        for (size_t k = 0; k < st.faults[v].size(); ++k) {
+          out += (k ? ",\"" : "\"") + ledger_[st.faults[v][k]].id + "\"";
+        }
         out += "],\"phase\":\"" + std::string(st.prefill ? "prefill" : "decode") + "\"}\n";
       }
       if (out.size() > (1 << 20)) {

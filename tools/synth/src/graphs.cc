@@ -26,6 +26,7 @@ void Simulator::CollectiveOp(Group& g, const Op& op, std::vector<int64_t>* curso
   const size_t n = g.ranks.size();
   std::vector<int64_t> starts(n), api_start(n), corr(n);
   double slowest = 1.0;
+  std::vector<int> hits;  // faults that slowed a participant
   for (size_t i = 0; i < n; ++i) {
     Rank& rk = g.ranks[i];
     if (cursors) {
@@ -41,8 +42,14 @@ void Simulator::CollectiveOp(Group& g, const Op& op, std::vector<int64_t>* curso
     }
     int f = -1;
     const double fac = faults_->DeviceFactor(rk.rank, w.kind, w.cls, fam, starts[i], &f);
-    if (f >= 0) faults_->Hit(rk.rank, f, fam, true);
+    if (f >= 0) hits.push_back(f);
     slowest = std::max(slowest, fac);
+  }
+  // The transfer is shared: a fault that slows one participant slows the collective on every
+  // rank, so each participant's communication in this step is abnormal (the ledger names the
+  // rank where it came from).
+  for (int f : hits) {
+    for (size_t i = 0; i < n; ++i) faults_->Hit(g.ranks[i].rank, f, fam, true);
   }
   // A ring collective finishes together on every rank once the last one has arrived.
   const int64_t transfer = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * g.rng.LogNormalFactor(0.05) * slowest);

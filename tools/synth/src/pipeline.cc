@@ -32,6 +32,7 @@ void Simulator::LaunchP2P(Group& g, const Op& op) {
     l.launch = t;
     l.corr = ++rk.corr;
     l.family = op.family();
+    l.step = faults_->CurrentStep(rk.rank);
     l.work = w;
     const int64_t api_end = t + rk.Jit(4800, 0.2);
     rk.w->Api(Channel::kMain, true, 652, "cuLaunchKernelEx", t, api_end, l.corr);
@@ -55,8 +56,12 @@ void Simulator::MatchP2P(Group& snd, Group& rcv) {
       int fa = -1, fb = -1;
       const double xa = faults_->DeviceFactor(a.rank, WorkKind::kNccl, KernelClass::kComm, la.family, sa, &fa);
       const double xb = faults_->DeviceFactor(b.rank, WorkKind::kNccl, KernelClass::kComm, lb.family, sb, &fb);
-      if (fa >= 0) faults_->Hit(a.rank, fa, la.family, true);
-      if (fb >= 0) faults_->Hit(b.rank, fb, lb.family, true);
+      // Both sides share the transfer: a fault on either side makes both sides' transfer slow.
+      for (int f : {fa, fb}) {
+        if (f < 0) continue;
+        faults_->Hit(a.rank, f, la.family, true, la.step);
+        faults_->Hit(b.rank, f, lb.family, true, lb.step);
+      }
       const double slow = std::max({1.0, xa, xb});
       const int64_t transfer = static_cast<int64_t>(static_cast<double>(lb.work.nominal_ns) *
                                                     rcv.rng.LogNormalFactor(0.05) * slow);

@@ -36,6 +36,7 @@ struct Simulator::Rank {
     int64_t launch = 0;  // launch call start (host clock)
     int64_t corr = 0;
     int16_t family = -1;
+    int64_t step = -1;   // the launching step's ordinal (FaultBook::CurrentStep)
     Work work;
   };
 

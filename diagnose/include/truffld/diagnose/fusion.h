@@ -19,6 +19,10 @@ struct FaultyOperator {
   double score = 0, probability = 1;
   int instances = 0;
   std::vector<std::string> parent_chain;  // nearest parent first
+  // Peer-relative mode: what it cost against its peers (see FamilyEvidence).
+  std::string metric, basis, sentence;
+  double observed_ns = 0, expected_ns = 0, excess_ns = 0, share = 0;
+  std::vector<std::pair<std::string, double>> ratios;
 };
 
 struct StepDiagnosis {
@@ -26,7 +30,8 @@ struct StepDiagnosis {
   StageTwoDecision decision;
   double threshold = 0;  // Stage I theta_s
   bool abnormal = false;
-  std::vector<FaultyOperator> faulty;  // highest score first
+  std::string label = "normal";        // "normal" | "abnormal" | "insufficient_evidence"
+  std::vector<FaultyOperator> faulty;  // highest score first (peer mode: highest excess first)
 };
 
 // Parent chain of `family` inside the step (stops at the root, a cycle, or 16 levels).

@@ -74,10 +74,36 @@ struct StepInfo {
                                      // CUDA graph (decode replay), else "eager"; set by Finish()
   uint32_t first_instance = 0;       // instances of this step: [first, first + count)
   uint32_t instance_count = 0;
+  // Workload the step computed, for comparing it with steps that did similar work. Tags come
+  // from the step name (`[tokens:N]`, `[ctx:N]`, written by truffld's hooks); -1 when absent.
+  int64_t tokens = -1;               // tokens scheduled in the step
+  int64_t context = -1;              // summed context length of its requests
+  double work_blocks = 0;            // grid blocks of every kernel in the view (timing-free size)
+  double h2d_bytes = 0;              // host-to-device bytes copied in the view (input size)
+  bool device_detail = true;         // false: captured outside a sampled device window
 };
 
 // Phase name -> kPhaseCode value.
 double PhaseCode(const std::string& phase) noexcept;
+
+// What an instance computed and what it cost, split so peers can be compared fairly (filled by
+// TreeReader; empty in hand-built tables, which peer scoring then treats as "no detail").
+// Times are ns on the merged axis; floats keep 5 M instances within memory (7 significant
+// digits is far below timing noise).
+struct InstanceDetail {
+  uint64_t signature = 0;     // hash of family, parent family and its own kernels' names, grids
+                              // and blocks, copy bytes and comm bytes: what it did, never timing
+  int64_t device_start = 0;   // first device activity of its own calls (0: none)
+  int64_t device_end = 0;     // last device end of its own calls
+  int32_t parent = -1;        // enclosing operator instance (table index), -1 at the top
+  float host_ns = 0;          // own host time: self time minus time blocked on the device queue
+  float device_ns = 0;        // own device time: kernels, copies, memsets of its own calls
+  float wait_ns = 0;          // time its own calls were blocked waiting for earlier device work
+  float blocks = 0;           // grid blocks of its own kernels
+  uint8_t flags = 0;          // kDetailReplay | kDetailHasDevice
+};
+inline constexpr uint8_t kDetailReplay = 1;     // rebuilt from a CUDA-graph replay (no host range)
+inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device work
 
 // Small per-instance tallies of the kernels and API calls under an operator.
 struct NameCount {
@@ -99,6 +125,8 @@ struct InstanceTable {
   // Either empty (benchmarks, exports) or one entry per instance; Add() leaves them alone.
   std::vector<std::vector<NameCount>> kernels;
   std::vector<std::vector<NameCount>> api_calls;
+  // Either empty or one entry per instance (TreeReader fills it; see InstanceDetail).
+  std::vector<InstanceDetail> detail;
 
   size_t size() const { return family.size(); }
   // Appends one instance to the last step; returns its index.

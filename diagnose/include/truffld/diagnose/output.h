@@ -32,6 +32,12 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
 Status WriteFeatures(const std::string& path, const InstanceTable& t,
                      const std::vector<double>& rho, const LabelSet* labels);
 
+// Peer mode: every tested cost (TestRow) with its expectations and p-values, one CSV line each:
+// rank, step_index, view, family, level, metric, observed_ns, expected and peers per source,
+// p per source, p_value, unit verdict. For analysis and for checking a verdict by hand.
+struct PeerStageResult;
+Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
+
 // CSV field quoting (RFC 4180): quotes when needed, doubles inner quotes.
 std::string CsvField(const std::string& s);
 

@@ -30,8 +30,9 @@
 
 namespace truffld::diagnose {
 
-enum class ScoringMode { kWithinStep, kPooled, kReference };
-const char* ScoringModeName(ScoringMode m) noexcept;  // "within-step", "pooled", "reference"
+enum class ScoringMode { kWithinStep, kPooled, kReference, kPeer };
+// "within-step", "pooled", "reference", "peer" (the peer-relative detector, peer_stage.h)
+const char* ScoringModeName(ScoringMode m) noexcept;
 // kCalibrated: rho = (sum of central responsibilities) x (chi-square tail of the Mahalanobis
 // distance to the nearest central component) x (normal tail of columns that were constant in
 // the fitting data). No rescaling, so a far-out instance reaches the 1e-6 "strong" bound.

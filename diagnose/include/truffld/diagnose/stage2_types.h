@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace truffld::diagnose {
@@ -36,6 +37,13 @@ struct FamilyEvidence {
   // family), so these, not the family's rho-bar, drive S in the horizontal and vertical rules.
   int strong_instances = 0;
   int weak_instances = 0;           // includes the strong ones (rho < 0.5)
+  // Peer-relative Stage I only (StepEvidence::calibrated): the family's cost against its peers.
+  std::string metric;               // "host" | "device": the cost found excessive
+  std::string basis;                // "tp_peers" | "similar_steps" | "layers": expectation source
+  double observed_ns = 0, expected_ns = 0, excess_ns = 0;
+  double share = 0;                 // excess / step duration
+  std::vector<std::pair<std::string, double>> ratios;  // source -> observed / expected
+  std::string sentence;             // the evidence in one sentence with numbers
 };
 
 struct StepEvidence {
@@ -54,6 +62,22 @@ struct StepEvidence {
   // Backend context for Stage II (BuildEvidence copies it from the reader's StepInfo):
   std::string regime;                     // "graph" (CUDA-graph replay), "eager", "" = unknown
   std::vector<std::string> nvtx_domains;  // NVTX domains seen in the step's view (trace text)
+  // Peer-relative Stage I (--mode peer): a calibrated verdict with its evidence. When
+  // `calibrated` is set, candidates are the blamed families (highest excess first) and the
+  // offline policy follows `verdict`.
+  bool calibrated = false;
+  std::string verdict;              // "normal" | "abnormal" | "insufficient_evidence"
+  double p_value = 1;               // unit p-value (Bonferroni over its judged tests)
+  double threshold = 0;             // the run's Benjamini-Hochberg threshold for this view
+  double alpha = 0;                 // the stated false-alarm rate
+  int tests = 0;                    // judged tests (operator costs with peers)
+  int tp_peers = 0;                 // other ranks that ran this logical step
+  int with_similar_steps = 0;       // tests with a similar-steps expectation
+  int with_layers = 0;              // tests with a same-step layer expectation
+  std::string summary;              // one sentence with numbers (or the insufficiency reason)
+  int64_t start_ns = 0, end_ns = 0; // the step on the merged axis
+  double waited_ns = 0;             // horizontal: time spent waiting for other ranks
+  int64_t waiting_on = -1;          // horizontal: the rank most of that wait was for
 };
 
 enum class DecisionSource { kLlm, kOffline, kLlmFallbackOffline, kCache };

@@ -59,7 +59,7 @@ struct LedgerEntry {
 
 struct StepTruth {
   uint64_t faulty[2] = {0, 0};  // family-id bitmask per view (0 vertical, 1 horizontal)
-  int32_t fault = -1;           // ledger index of the fault active in the step, if it labelled
+  std::vector<int32_t> faults[2];  // ledger indices of the faults that labelled each view
   bool prefill = false;
 };
 
@@ -98,7 +98,9 @@ class FaultBook {
   int64_t EngineDelay(int rank, int64_t t, int64_t nominal_ns, int* fault);
   double DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t family, int64_t gpu_start, int* fault) const;
   // Records that work of operator `family` (view: horizontal or not) on `rank` was affected.
-  void Hit(int rank, int fault, int16_t family, bool horizontal);
+  void Hit(int rank, int fault, int16_t family, bool horizontal, int64_t step = -1);
+  // The rank\'s current step ordinal (its latest StepTruth), -1 before its first step.
+  int64_t CurrentStep(int rank) const { return static_cast<int64_t>(truth_[rank].size()) - 1; }
 
   const std::vector<LedgerEntry>& ledger() const { return ledger_; }
   const std::vector<std::vector<StepTruth>>& truth() const { return truth_; }

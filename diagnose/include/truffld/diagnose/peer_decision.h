@@ -1,0 +1,62 @@
+// Step verdicts at a stated false-alarm rate.
+//
+// A unit's p-value is the smallest p-value of its judged rows times their number (Bonferroni:
+// the chance that a healthy unit has any row that surprising). Verdicts are then taken per view
+// with the Benjamini-Hochberg procedure at level `alpha` over all judged units of the run: on a
+// healthy run (every null true) the chance of any alarm is at most alpha, so the expected share
+// of healthy units flagged stays below alpha; with real faults present the procedure admits
+// more units while keeping the expected share of false alarms among the flagged below alpha.
+// Evidence must be strong or repeated: natural noise makes a single kernel or range run 15-40%
+// long now and then, while a fault slows a family's instances together (a family in a step, a
+// kind of work for a while). So a unit's p-value takes, over its families, the smallest of: the
+// family-sum row's p-value; the second-smallest p-value of the family's instance rows (two
+// instances must both be surprising); and an instance row's own p-value only when it is at least
+// `single_ratio` times its expectation.
+// A unit with no judged row (no tensor-parallel peer and no step of similar workload on its
+// rank) is `insufficient_evidence`, with the reason, never abnormal.
+// Pure; thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "truffld/diagnose/instances.h"
+#include "truffld/diagnose/peer_types.h"
+
+namespace truffld::diagnose {
+
+enum class Verdict : uint8_t { kNormal, kAbnormal, kInsufficient };
+const char* VerdictName(Verdict v) noexcept;  // "normal", "abnormal", "insufficient_evidence"
+
+struct UnitVerdict {
+  Verdict verdict = Verdict::kInsufficient;
+  double p_value = 1;   // Bonferroni over judged rows
+  int tests = 0;        // judged rows
+  int rows = 0;         // all rows (judged or not)
+  std::array<int, kNumSources> with_source{};  // rows having each source's expectation
+  std::string reason;   // why insufficient_evidence
+};
+
+struct DecisionResult {
+  double alpha = 0.01;
+  std::vector<UnitVerdict> units;     // per InstanceTable unit
+  double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
+  int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
+};
+
+struct DecisionOptions {
+  double alpha = 0.01;        // Benjamini-Hochberg level per view
+  double single_ratio = 2.0;  // a lone instance needs at least this ratio to its expectation
+};
+
+// `rows` must be scored (TestRow::p_value set).
+DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o);
+
+// observed / expectation (BestExpected in blame.h); 0 when the row has none.
+double RowRatio(const TestRow& row);
+
+// Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).
+double BenjaminiHochbergThreshold(std::vector<double> p, double alpha);
+
+}  // namespace truffld::diagnose

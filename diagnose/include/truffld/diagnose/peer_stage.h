@@ -1,0 +1,40 @@
+// The peer-relative Stage I (`--mode peer`, the default): align ranks, build test rows with
+// peer expectations, score residuals with per-family mixtures, decide units at the stated
+// false-alarm rate, blame the causing operators with their excess time, and find stragglers.
+// See diagnose/README.md, "How a verdict is reached". Thread-safety: reentrant.
+#pragma once
+
+#include <vector>
+
+#include "truffld/diagnose/alignment.h"
+#include "truffld/diagnose/blame.h"
+#include "truffld/diagnose/instances.h"
+#include "truffld/diagnose/peer_decision.h"
+#include "truffld/diagnose/peer_scoring.h"
+#include "truffld/diagnose/peers.h"
+#include "truffld/diagnose/stragglers.h"
+
+namespace truffld::diagnose {
+
+struct PeerStageOptions {
+  PeerOptions peers;
+  ScoringOptions scoring;
+  BlameOptions blame;
+  DecisionOptions decision;       // false-alarm rate (alpha) and the lone-instance ratio
+  double straggler_share = 0.02;  // report stragglers causing at least this share of a step
+  int threads = 1;
+};
+
+struct PeerStageResult {
+  UnitGroups groups;
+  std::vector<CommTiming> comm;          // per instance
+  std::vector<TestRow> rows;
+  ScoringResult scoring;
+  DecisionResult decision;
+  std::vector<std::vector<BlamedFamily>> blame;  // per unit
+  StragglerResult stragglers;
+};
+
+PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& o);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,167 @@
+// Deepest-cause blame with excess time (see blame.h).
+#include "truffld/diagnose/blame.h"
+
+#include "truffld/diagnose/peer_decision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace truffld::diagnose {
+
+double BestExpected(const TestRow& row, Source* basis) {
+  if (!std::isnan(row.effective_expected)) {
+    if (basis) *basis = row.basis;
+    return row.effective_expected;
+  }
+  for (Source s : {Source::kTp, Source::kTime, Source::kLayer}) {
+    if (row.Has(s)) {
+      if (basis) *basis = s;
+      return row.expected[static_cast<int>(s)];
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+namespace {
+
+struct FamilyTally {
+  double inst_excess[kNumMetrics] = {0, 0}, inst_observed[kNumMetrics] = {0, 0};
+  int significant[kNumMetrics] = {0, 0};
+  bool strong[kNumMetrics] = {false, false};
+  const TestRow* family_row[kNumMetrics] = {nullptr, nullptr};   // significant family row
+  const TestRow* strongest[kNumMetrics] = {nullptr, nullptr};    // most significant row
+  double p = 1;
+};
+
+double Excess(const TestRow& r) {
+  const double e = BestExpected(r, nullptr);
+  return std::isnan(e) ? 0.0 : std::max(0.0, r.observed - e);
+}
+
+}  // namespace
+
+std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const std::vector<TestRow>& rows,
+                                                  const DecisionResult& d, const BlameOptions& o) {
+  std::vector<std::vector<BlamedFamily>> out(t.steps.size());
+  // Significant rows per abnormal unit.
+  std::vector<std::vector<const TestRow*>> sig(t.steps.size());
+  for (const TestRow& r : rows) {
+    const UnitVerdict& v = d.units[r.unit];
+    if (v.verdict != Verdict::kAbnormal) continue;
+    const double thr = d.threshold[t.steps[r.unit].view == "horizontal" ? 1 : 0];
+    if (r.p_value * static_cast<double>(v.tests) <= thr) sig[r.unit].push_back(&r);
+  }
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    if (sig[u].empty()) continue;
+    // Instance rows that a significant descendant explains (same metric, >= half the excess).
+    std::unordered_map<uint64_t, const TestRow*> by_instance;  // (instance, metric) -> row
+    for (const TestRow* r : sig[u]) {
+      if (r->instance != kFamilyRow) by_instance[uint64_t{r->instance} * 2 + static_cast<uint64_t>(r->metric)] = r;
+    }
+    std::unordered_map<const TestRow*, bool> explained;
+    for (const TestRow* r : sig[u]) {
+      if (r->instance == kFamilyRow || t.detail.empty()) continue;
+      for (int32_t a = t.detail[r->instance].parent; a >= 0; a = t.detail[static_cast<size_t>(a)].parent) {
+        auto it = by_instance.find(uint64_t(a) * 2 + static_cast<uint64_t>(r->metric));
+        if (it != by_instance.end() && Excess(*r) >= 0.5 * Excess(*it->second)) explained[it->second] = true;
+      }
+    }
+    std::map<uint32_t, FamilyTally> fam;
+    for (const TestRow* r : sig[u]) {
+      FamilyTally& f = fam[r->family];
+      const int m = static_cast<int>(r->metric);
+      f.p = std::min(f.p, r->p_value);
+      if (!f.strongest[m] || r->p_value < f.strongest[m]->p_value) f.strongest[m] = r;
+      if (r->instance == kFamilyRow) {
+        f.family_row[m] = r;
+      } else if (!explained.count(r)) {
+        f.inst_excess[m] += Excess(*r);
+        f.inst_observed[m] += r->observed;
+        ++f.significant[m];
+        f.strong[m] = f.strong[m] || RowRatio(*r) >= o.single_ratio;
+      }
+    }
+    // A lone, mildly slow instance is noise unless its family sum agrees (peer_decision.h).
+    for (auto& [family, f] : fam) {
+      for (int m = 0; m < kNumMetrics; ++m) {
+        if (f.significant[m] == 1 && !f.strong[m]) {
+          f.significant[m] = 0;
+          f.inst_excess[m] = f.inst_observed[m] = 0;
+        }
+      }
+    }
+    std::vector<BlamedFamily>& blamed = out[u];
+    const StepInfo& st = t.steps[u];
+    for (auto& [family, f] : fam) {
+      BlamedFamily b;
+      b.family = family;
+      b.p_value = f.p;
+      double best = -1;
+      for (int m = 0; m < kNumMetrics; ++m) {
+        const double from_rows = f.inst_excess[m];
+        const double from_family = f.family_row[m] ? Excess(*f.family_row[m]) : 0.0;
+        const double excess = std::max(from_rows, from_family);
+        if (excess <= best || (f.significant[m] == 0 && !f.family_row[m])) continue;
+        best = excess;
+        b.metric = static_cast<Metric>(m);
+        b.excess_ns = excess;
+        const TestRow* basis_row = from_family >= from_rows && f.family_row[m] ? f.family_row[m] : f.strongest[m];
+        b.observed_ns = from_family >= from_rows && f.family_row[m] ? f.family_row[m]->observed : f.inst_observed[m];
+        b.expected_ns = std::max(0.0, b.observed_ns - excess);
+        b.significant = f.significant[m];
+        BestExpected(*basis_row, &b.basis);
+        for (int s = 0; s < kNumSources; ++s) {
+          if (!basis_row->Has(static_cast<Source>(s))) continue;
+          const double e = basis_row->expected[static_cast<size_t>(s)];
+          b.ratio[static_cast<size_t>(s)] = e > 0 ? basis_row->observed / e : 0.0;
+          b.peers[static_cast<size_t>(s)] = basis_row->peers[static_cast<size_t>(s)];
+        }
+      }
+      if (best < 0) continue;
+      const int other = 1 - static_cast<int>(b.metric);
+      b.other_metric_normal = f.significant[other] == 0 && !f.family_row[other];
+      for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
+        if (t.family[i] == family) {
+          ++b.instances;
+          b.layer = t.layer[i];
+        }
+      }
+      const double dur = static_cast<double>(std::max<int64_t>(1, st.end_ns - st.start_ns));
+      b.share = std::min(1.0, b.excess_ns / dur);
+      blamed.push_back(b);
+    }
+    // A family whose excess a child family (parent link) explains is a wrapper: drop it.
+    std::vector<bool> drop(blamed.size(), false);
+    for (size_t a = 0; a < blamed.size(); ++a) {
+      for (size_t c = 0; c < blamed.size(); ++c) {
+        if (a == c || blamed[c].metric != blamed[a].metric) continue;
+        bool child = false;
+        for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count && !child; ++i) {
+          child = t.family[i] == blamed[c].family && t.parent[i] == blamed[a].family;
+        }
+        if (child && blamed[c].excess_ns >= 0.5 * blamed[a].excess_ns) drop[a] = true;
+      }
+    }
+    std::vector<BlamedFamily> kept;
+    for (size_t a = 0; a < blamed.size(); ++a) {
+      if (!drop[a]) kept.push_back(blamed[a]);
+    }
+    std::sort(kept.begin(), kept.end(), [](const BlamedFamily& a, const BlamedFamily& b) {
+      if (a.excess_ns != b.excess_ns) return a.excess_ns > b.excess_ns;
+      return a.p_value < b.p_value;
+    });
+    const double top = kept.empty() ? 0.0 : kept[0].excess_ns;
+    std::vector<BlamedFamily> final_list;
+    for (const auto& b : kept) {
+      if (static_cast<int>(final_list.size()) >= o.top_m) break;
+      if (!final_list.empty() && b.excess_ns < o.min_relative * top) continue;
+      final_list.push_back(b);
+    }
+    blamed = std::move(final_list);
+  }
+  return out;
+}
+
+}  // namespace truffld::diagnose

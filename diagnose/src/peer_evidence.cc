@@ -1,0 +1,180 @@
+// Evidence for Stage II and the outputs from the peer-relative Stage I (see peer_evidence.h).
+#include "truffld/diagnose/peer_evidence.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+namespace truffld::diagnose {
+namespace {
+
+std::string Fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string Where(const StepInfo& s) {
+  return (s.rank ? "rank " + std::to_string(*s.rank) + ", " : std::string()) + "step " +
+         std::to_string(s.step_index);
+}
+
+std::string RatioClause(const BlamedFamily& b) {
+  std::string out;
+  auto add = [&](Source s, const std::string& what) {
+    const size_t k = static_cast<size_t>(s);
+    if (b.ratio[k] <= 0) return;
+    out += (out.empty() ? "" : ", ") + Fmt("%.2fx ", b.ratio[k]) + what;
+  };
+  const int tp = b.peers[static_cast<size_t>(Source::kTp)];
+  const int tm = b.peers[static_cast<size_t>(Source::kTime)];
+  const int ly = b.peers[static_cast<size_t>(Source::kLayer)];
+  add(Source::kTp, "its " + std::to_string(tp) + " TP peer" + (tp == 1 ? "" : "s"));
+  add(Source::kTime, std::to_string(tm) + " similar step" + (tm == 1 ? "" : "s"));
+  add(Source::kLayer, "its " + std::to_string(ly) + " layer sibling" + (ly == 1 ? "" : "s"));
+  return out;
+}
+
+std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
+  const bool comm = s.view == "horizontal" && b.metric == Metric::kDevice;
+  const std::string cost = comm ? "transfer" : (b.metric == Metric::kHost ? "host time" : "device time");
+  std::string out = t.strings.Get(b.family) + " on " + Where(s) + ": " + cost + " " +
+                    FormatNs(b.observed_ns) + " vs " + FormatNs(b.expected_ns) + " expected (+" +
+                    FormatNs(b.excess_ns) + ", " + Fmt("%.1f%%", 100 * b.share) + " of the step";
+  if (b.instances > 1) {
+    out += b.significant > 0 ? ", " + std::to_string(b.significant) + " of " + std::to_string(b.instances) + " instances"
+                             : ", all " + std::to_string(b.instances) + " instances together";
+  }
+  out += ")";
+  const std::string ratios = RatioClause(b);
+  if (!ratios.empty()) out += "; " + ratios;
+  if (!comm) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
+                    (b.other_metric_normal ? " normal" : " also slow");
+  return out;
+}
+
+std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,
+                         const std::vector<BlamedFamily>& blamed, const InstanceTable& t,
+                         const UnitWait& w) {
+  std::string what = s.phase != "unknown" ? s.phase : "";
+  size_t named = 0;
+  for (const auto& r : s.requests) named += r != "*";
+  if (named) what += (what.empty() ? "" : ", ") + std::to_string(named) + " request" + (named == 1 ? "" : "s");
+  if (s.tokens >= 0) what += (what.empty() ? "" : ", ") + std::to_string(s.tokens) + " tokens";
+  std::string out = Where(s) + (what.empty() ? "" : " (" + what + ")") + ": ";
+  if (v.verdict == Verdict::kInsufficient) return out + "insufficient evidence: " + v.reason;
+  const int view = s.view == "horizontal" ? 1 : 0;
+  out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
+         std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
+         (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
+         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate)";
+  if (!blamed.empty()) {
+    double total = 0;
+    for (const auto& b : blamed) total += b.excess_ns;
+    out += "; " + t.strings.Get(blamed[0].family) + (blamed.size() > 1 ? " and " + std::to_string(blamed.size() - 1) + " more" : "") +
+           " explain +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, total / std::max(1.0, static_cast<double>(s.end_ns - s.start_ns))));
+  }
+  if (w.waited_ns > 0 && w.waiting_on >= 0) {
+    out += "; waited " + FormatNs(w.waited_ns) + " in " + std::to_string(w.collectives) +
+           " collectives, " + FormatNs(w.waiting_on_ns) + " of it for rank " + std::to_string(w.waiting_on);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatNs(double ns) {
+  const double a = std::abs(ns);
+  if (a < 1e3) return Fmt("%.0f ns", ns);
+  if (a < 1e6) return Fmt(a < 1e4 ? "%.2f us" : a < 1e5 ? "%.1f us" : "%.0f us", ns / 1e3);
+  if (a < 1e9) return Fmt(a < 1e7 ? "%.2f ms" : a < 1e8 ? "%.1f ms" : "%.0f ms", ns / 1e6);
+  return Fmt("%.3g s", ns / 1e9);
+}
+
+StageOneResult PeerScores(const InstanceTable& t, const PeerStageResult& r) {
+  StageOneResult s1;
+  s1.rho.assign(t.size(), 1.0);
+  s1.steps.resize(t.steps.size());
+  std::vector<std::unordered_map<uint32_t, double>> min_p(t.steps.size());
+  for (const TestRow& row : r.rows) {
+    auto [it, fresh] = min_p[row.unit].emplace(row.family, row.p_value);
+    if (!fresh) it->second = std::min(it->second, row.p_value);
+    if (row.instance != kFamilyRow) s1.rho[row.instance] = std::min(s1.rho[row.instance], row.p_value);
+  }
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    StepScore& ss = s1.steps[u];
+    ss.step = u;
+    const StepInfo& st = t.steps[u];
+    std::unordered_map<uint32_t, size_t> slot;
+    for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
+      auto [it, fresh] = slot.emplace(t.family[i], ss.families.size());
+      if (fresh) {
+        FamilyScore f;
+        f.family = t.family[i];
+        auto p = min_p[u].find(t.family[i]);
+        f.rho_bar = f.min_rho = p == min_p[u].end() ? 1.0 : p->second;
+        f.score = 1.0 - f.rho_bar;
+        f.method = "peer";
+        ss.families.push_back(f);
+      }
+      ++ss.families[it->second].instances;
+    }
+    for (const BlamedFamily& b : r.blame[u]) {
+      for (auto& f : ss.families) f.candidate = f.candidate || f.family == b.family;
+    }
+  }
+  return s1;
+}
+
+std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerStageResult& r) {
+  std::vector<StepEvidence> ev = BuildEvidence(t, PeerScores(t, r));
+  std::vector<int> tp_peers(t.steps.size(), 0);
+  for (const auto& members : r.groups.members) {
+    for (uint32_t u : members) tp_peers[u] = static_cast<int>(members.size()) - 1;
+  }
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    StepEvidence& e = ev[u];
+    const StepInfo& st = t.steps[u];
+    const UnitVerdict& v = r.decision.units[u];
+    e.calibrated = true;
+    e.verdict = VerdictName(v.verdict);
+    e.p_value = v.p_value;
+    e.threshold = r.decision.threshold[st.view == "horizontal" ? 1 : 0];
+    e.alpha = r.decision.alpha;
+    e.tests = v.tests;
+    e.tp_peers = tp_peers[u];
+    e.with_similar_steps = v.with_source[static_cast<size_t>(Source::kTime)];
+    e.with_layers = v.with_source[static_cast<size_t>(Source::kLayer)];
+    e.start_ns = st.start_ns;
+    e.end_ns = st.end_ns;
+    const UnitWait w = u < r.stragglers.waits.size() ? r.stragglers.waits[u] : UnitWait{};
+    e.waited_ns = w.waited_ns;
+    e.waiting_on = w.waiting_on;
+    e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w);
+    // Blamed families first, in excess order, each with its cost and sentence.
+    std::vector<FamilyEvidence> ordered;
+    for (const BlamedFamily& b : r.blame[u]) {
+      for (auto& f : e.families) {
+        if (f.family != t.strings.Get(b.family)) continue;
+        f.metric = MetricName(b.metric);
+        f.basis = SourceName(b.basis);
+        f.observed_ns = b.observed_ns;
+        f.expected_ns = b.expected_ns;
+        f.excess_ns = b.excess_ns;
+        f.share = b.share;
+        for (int s = 0; s < kNumSources; ++s) {
+          if (b.ratio[static_cast<size_t>(s)] > 0) f.ratios.emplace_back(SourceName(static_cast<Source>(s)), b.ratio[static_cast<size_t>(s)]);
+        }
+        f.sentence = FamilySentence(t, st, b);
+        ordered.push_back(f);
+      }
+    }
+    for (auto& f : e.families) {
+      if (!f.candidate) ordered.push_back(std::move(f));
+    }
+    e.families = std::move(ordered);
+  }
+  return ev;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,45 @@
+// Internal pieces of the peer expectations (peers.cc, peer_fit.cc): the grouping keys of each
+// test row and the row builders. Not installed. Thread-safety: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "truffld/diagnose/peers.h"
+
+namespace truffld::diagnose::detail {
+
+// Grouping keys of one TestRow (hashes; 0 = no group).
+struct RowKeys {
+  uint64_t layer = 0;  // same unit, same signature, same metric
+  uint64_t tp = 0;     // same logical step, signature, occurrence and metric, other ranks
+  uint64_t time = 0;   // same rank, view, signature and metric, other steps
+  uint64_t fit = 0;    // same rank, view, operator (layer, family, parent) and metric: any size
+  double x = 0;        // log1p size for the fit: launched blocks or bytes (device), step size (host)
+};
+
+inline uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+// Median of v (reorders v); NaN when empty.
+double MedianOf(std::vector<double>& v);
+
+// One row per (operator instance, applicable metric).
+void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::vector<CommTiming>& comm,
+                      std::vector<TestRow>* rows, std::vector<RowKeys>* keys);
+// One row per (unit, family with >= 2 instances, metric): the sum over the family's instances.
+void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vector<CommTiming>& comm,
+                    std::vector<TestRow>* rows, std::vector<RowKeys>* keys);
+
+void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o);
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys);
+void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                   const std::vector<UnitWorkload>& w, const PeerOptions& o);
+// Similar-steps expectation by a local log-log fit, for rows FillTimeExact left empty.
+void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                 const std::vector<UnitWorkload>& w, const PeerOptions& o);
+
+}  // namespace truffld::diagnose::detail

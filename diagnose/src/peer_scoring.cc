@@ -1,0 +1,201 @@
+// Residual mixtures and source combination (see peer_scoring.h).
+#include "truffld/diagnose/peer_scoring.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "parallel.h"
+#include "truffld/diagnose/features.h"
+
+namespace truffld::diagnose {
+namespace {
+
+double UpperTail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+struct GroupKey {
+  bool horizontal;
+  uint32_t family;
+  int metric, source;
+  bool family_row;
+  bool operator<(const GroupKey& o) const {
+    return std::tie(horizontal, family, metric, source, family_row) <
+           std::tie(o.horizontal, o.family, o.metric, o.source, o.family_row);
+  }
+};
+
+// Central components of a fitted residual model: (mean, sigma) pairs.
+struct Fitted {
+  std::vector<std::pair<double, double>> central;
+  ResidualModel info;
+};
+
+Fitted FitGroup(const std::vector<double>& r, const ScoringOptions& o) {
+  Fitted f;
+  std::vector<double> sample;
+  const size_t cap = std::max<size_t>(o.max_fit_samples, 1);
+  const double stride = r.size() > cap ? static_cast<double>(r.size()) / static_cast<double>(cap) : 1.0;
+  for (double i = 0; i < static_cast<double>(r.size()) && sample.size() < cap; i += stride) {
+    sample.push_back(r[static_cast<size_t>(i)]);
+  }
+  f.info.samples = static_cast<int>(r.size());
+  auto fallback = [&]() {
+    const double med = Median(sample);
+    const double mad = 1.4826 * Mad(sample, med);
+    f.central = {{med, std::max({mad, o.small_group_scale, o.min_scale})}};
+    f.info.method = "median-mad";
+    f.info.k = 1;
+    f.info.central = 1;
+    f.info.weights = {1.0};
+    f.info.means = {med};
+    f.info.sigmas = {f.central[0].second};
+    return f;
+  };
+  if (static_cast<int>(sample.size()) < o.min_fit) return fallback();
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(sample.size()), 1);
+  for (size_t i = 0; i < sample.size(); ++i) x(static_cast<Eigen::Index>(i), 0) = sample[i];
+  GmmOptions g;
+  g.covariance = CovarianceType::kDiagonal;
+  g.reg_covar = 1e-5;
+  auto sel = FitGmmBic(x, 1, o.k_max, g);
+  if (sel.ok() && o.trim > 0) {
+    Eigen::VectorXd lp;
+    sel->model.Estimate(x, &lp, nullptr);
+    std::vector<double> sorted(lp.data(), lp.data() + lp.size());
+    const size_t cut_at = static_cast<size_t>(o.trim * static_cast<double>(sorted.size()));
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut_at), sorted.end());
+    Eigen::MatrixXd kept(x.rows(), 1);
+    Eigen::Index n = 0;
+    for (Eigen::Index i = 0; i < lp.size(); ++i) {
+      if (lp(i) >= sorted[cut_at]) kept(n++, 0) = x(i, 0);
+    }
+    kept.conservativeResize(n, 1);
+    auto refit = FitGmmBic(kept, 1, o.k_max, g);
+    if (refit.ok()) sel = std::move(refit);
+  }
+  if (!sel.ok()) return fallback();
+  const GmmModel& m = sel->model;
+  std::vector<int> central = CentralComponents(m, o.central_mass, false);
+  f.info.method = "gmm";
+  f.info.k = m.k();
+  f.info.central = static_cast<int>(central.size());
+  std::vector<int> order = central;
+  for (int k = 0; k < m.k(); ++k) {
+    if (std::find(central.begin(), central.end(), k) == central.end()) order.push_back(k);
+  }
+  for (int k : order) {
+    const double sigma = std::max(std::sqrt(m.covariances()[static_cast<size_t>(k)](0, 0)), o.min_scale);
+    f.info.weights.push_back(m.weights()(k));
+    f.info.means.push_back(m.means()(k, 0));
+    f.info.sigmas.push_back(sigma);
+  }
+  for (int k : central) {
+    f.central.emplace_back(m.means()(k, 0),
+                           std::max(std::sqrt(m.covariances()[static_cast<size_t>(k)](0, 0)), o.min_scale));
+  }
+  return f;
+}
+
+}  // namespace
+
+double Residual(const TestRow& row, Source s, double floor_ns) {
+  const double e = row.expected[static_cast<int>(s)];
+  return std::log((row.observed + floor_ns) / (std::max(0.0, e) + floor_ns));
+}
+
+bool Judged(const TestRow& row) { return row.Has(Source::kTp) || row.Has(Source::kTime); }
+
+namespace {
+
+struct Combined {
+  double p = 1;
+  double expected = std::numeric_limits<double>::quiet_NaN();
+  Source basis = Source::kTp;
+};
+
+// The larger of two expectations (the more conservative ratio), with its source.
+void Conservative(const TestRow& row, Source a, Source b, Combined* c) {
+  const double ea = row.expected[static_cast<int>(a)], eb = row.expected[static_cast<int>(b)];
+  if (eb > ea) {
+    c->expected = eb;
+    c->basis = b;
+  } else {
+    c->expected = ea;
+    c->basis = a;
+  }
+}
+
+Combined Combine(const TestRow& row) {
+  Combined c;
+  if (!Judged(row)) return c;
+  const double tp = row.p[static_cast<int>(Source::kTp)], tm = row.p[static_cast<int>(Source::kTime)];
+  const bool has_tp = row.Has(Source::kTp), has_tm = row.Has(Source::kTime);
+  // Uniform: every unit-level witness agrees.
+  Source w1 = has_tp ? Source::kTp : Source::kTime, w2 = has_tm ? Source::kTime : Source::kTp;
+  c.p = std::max(has_tp ? tp : 1.0, has_tm ? tm : 1.0);
+  if (!(has_tp && has_tm)) c.p = has_tp ? tp : tm;
+  Conservative(row, w1, w2, &c);
+  // Partial: slower than its layer siblings and than the more surprised witness.
+  if (row.Has(Source::kLayer)) {
+    const Source witness = has_tp && has_tm ? (tp <= tm ? Source::kTp : Source::kTime) : w1;
+    const double q2 = std::max(row.p[static_cast<int>(Source::kLayer)], row.p[static_cast<int>(witness)]);
+    if (q2 < c.p) {
+      c.p = q2;
+      Conservative(row, Source::kLayer, witness, &c);
+    }
+  }
+  c.p = std::min(1.0, 2.0 * c.p);
+  return c;
+}
+
+}  // namespace
+
+double CombineSources(const TestRow& row) { return Combine(row).p; }
+
+ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, const ScoringOptions& o) {
+  std::map<GroupKey, std::vector<uint32_t>> groups;
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    for (int s = 0; s < kNumSources; ++s) {
+      if (!rows[r].Has(static_cast<Source>(s))) continue;
+      GroupKey k{t.steps[rows[r].unit].view == "horizontal", rows[r].family,
+                 static_cast<int>(rows[r].metric), s, rows[r].instance == kFamilyRow};
+      groups[k].push_back(r);
+    }
+  }
+  std::vector<std::pair<const GroupKey*, const std::vector<uint32_t>*>> items;
+  for (auto& [k, v] : groups) items.emplace_back(&k, &v);
+  std::vector<ResidualModel> models(items.size());
+  detail::ParallelFor(items.size(), o.threads, [&](size_t idx) {
+    const GroupKey& k = *items[idx].first;
+    const std::vector<uint32_t>& list = *items[idx].second;
+    std::vector<double> r(list.size());
+    for (size_t i = 0; i < list.size(); ++i) r[i] = Residual(rows[list[i]], static_cast<Source>(k.source), o.floor_ns);
+    Fitted f = FitGroup(r, o);
+    for (size_t i = 0; i < list.size(); ++i) {
+      double p = 0;
+      for (auto [mu, sigma] : f.central) p = std::max(p, UpperTail((r[i] - mu) / sigma));
+      rows[list[i]].p[static_cast<size_t>(k.source)] = std::max(p, 1e-300);
+    }
+    f.info.view = k.horizontal ? "horizontal" : "vertical";
+    f.info.family = t.strings.Get(k.family);
+    f.info.metric = MetricName(static_cast<Metric>(k.metric));
+    f.info.source = SourceName(static_cast<Source>(k.source));
+    f.info.level = k.family_row ? "family" : "instance";
+    models[idx] = std::move(f.info);
+  });
+  ScoringResult out;
+  for (auto& m : models) {
+    (m.method == "gmm" ? out.fits : out.fallbacks) += 1;
+    out.models.push_back(std::move(m));
+  }
+  for (auto& row : rows) {
+    const Combined c = Combine(row);
+    row.p_value = c.p;
+    row.effective_expected = static_cast<float>(c.expected);
+    row.basis = c.basis;
+  }
+  return out;
+}
+
+}  // namespace truffld::diagnose
