@@ -33,29 +33,6 @@ uint64_t RequestKey(const StepInfo& s) {
   return k;
 }
 
-struct UnionFind {
-  std::vector<uint32_t> parent;
-  std::vector<std::vector<int64_t>> ranks;  // per root: ranks of its members
-  explicit UnionFind(const InstanceTable& t) : parent(t.steps.size()), ranks(t.steps.size()) {
-    std::iota(parent.begin(), parent.end(), 0u);
-    for (size_t u = 0; u < t.steps.size(); ++u) ranks[u] = {t.steps[u].rank.value_or(-1)};
-  }
-  uint32_t Find(uint32_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  // Joins the groups of a and b unless they already hold a unit of the same rank.
-  void Join(uint32_t a, uint32_t b) {
-    a = Find(a), b = Find(b);
-    if (a == b) return;
-    for (int64_t r : ranks[b]) {
-      if (std::find(ranks[a].begin(), ranks[a].end(), r) != ranks[a].end()) return;
-    }
-    parent[b] = a;
-    ranks[a].insert(ranks[a].end(), ranks[b].begin(), ranks[b].end());
-    ranks[b].clear();
-  }
-};
 
 }  // namespace
 
@@ -66,30 +43,27 @@ bool IsPointToPoint(const std::string& family) {
 }
 
 UnitGroups GroupUnits(const InstanceTable& t) {
+  // Identity of a logical step: its request set and how many earlier units of this rank and view
+  // had the same set (decode steps of a stable batch share their request set; the stages of a
+  // pipeline run the same steps in the same order, offset in time).
   const size_t n = t.steps.size();
-  std::unordered_map<uint64_t, std::vector<uint32_t>> buckets;
-  for (uint32_t u = 0; u < n; ++u) buckets[RequestKey(t.steps[u])].push_back(u);
-  UnionFind uf(t);
-  for (auto& [key, units] : buckets) {
-    std::sort(units.begin(), units.end(), [&](uint32_t a, uint32_t b) {
-      return t.steps[a].start_ns < t.steps[b].start_ns;
-    });
-    for (size_t i = 0; i < units.size(); ++i) {
-      const StepInfo& a = t.steps[units[i]];
-      for (size_t j = i + 1; j < units.size() && t.steps[units[j]].start_ns < a.end_ns; ++j) {
-        const StepInfo& b = t.steps[units[j]];
-        if (a.rank == b.rank) continue;
-        const int64_t overlap = std::min(a.end_ns, b.end_ns) - std::max(a.start_ns, b.start_ns);
-        const int64_t shorter = std::min(a.end_ns - a.start_ns, b.end_ns - b.start_ns);
-        if (shorter > 0 && 2 * overlap >= shorter) uf.Join(units[i], units[j]);
-      }
-    }
-  }
+  std::unordered_map<uint64_t, uint32_t> seen;  // (rank, view, request key) -> count so far
+  std::vector<uint32_t> order(n);
+  for (uint32_t u = 0; u < n; ++u) order[u] = u;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const StepInfo &x = t.steps[a], &y = t.steps[b];
+    if (x.rank != y.rank) return x.rank < y.rank;
+    if (x.view != y.view) return x.view < y.view;
+    return x.step_index < y.step_index;
+  });
   UnitGroups g;
   g.group.assign(n, 0);
-  std::unordered_map<uint32_t, uint32_t> id_of_root;
-  for (uint32_t u = 0; u < n; ++u) {
-    auto [it, fresh] = id_of_root.emplace(uf.Find(u), static_cast<uint32_t>(g.members.size()));
+  std::unordered_map<uint64_t, uint32_t> group_of;  // (view, request key, occurrence) -> group
+  for (uint32_t u : order) {
+    const StepInfo& s = t.steps[u];
+    const uint64_t req = RequestKey(s);
+    const uint32_t j = seen[Mix(Mix(static_cast<uint64_t>(s.rank.value_or(-1)), req), 0x7A)]++;
+    auto [it, fresh] = group_of.emplace(Mix(req, j), static_cast<uint32_t>(g.members.size()));
     if (fresh) g.members.emplace_back();
     g.group[u] = it->second;
     g.members[it->second].push_back(u);
@@ -97,9 +71,64 @@ UnitGroups GroupUnits(const InstanceTable& t) {
   return g;
 }
 
+std::map<std::string, int64_t> EstimateHostOffsets(const InstanceTable& t, const UnitGroups& groups) {
+  // Ends of the two sides of a transfer coincide; their difference across two hosts is the
+  // residual offset between the hosts' clocks on the merged axis (host clocks are aligned from
+  // each host's own clock records, which cannot see another host's realtime error).
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> diffs;
+  for (const auto& members : groups.members) {
+    if (members.size() < 2 || t.steps[members[0]].view != "horizontal") continue;
+    std::map<std::pair<uint64_t, uint32_t>, std::vector<uint32_t>> by_key;  // (bytes, occurrence)
+    for (uint32_t u : members) {
+      const StepInfo& st = t.steps[u];
+      std::map<uint64_t, uint32_t> seen;
+      for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
+        if (!(t.detail[i].flags & kDetailHasDevice) || !IsPointToPoint(t.strings.Get(t.family[i]))) continue;
+        const uint64_t bytes = static_cast<uint64_t>(t.features[i][kCommBytes]);
+        by_key[{bytes, seen[bytes]++}].push_back(i);
+      }
+    }
+    for (auto& [key, list] : by_key) {
+      for (size_t a = 0; a < list.size(); ++a) {
+        for (size_t b = a + 1; b < list.size(); ++b) {
+          const std::string& ha = t.steps[t.step[list[a]]].host;
+          const std::string& hb = t.steps[t.step[list[b]]].host;
+          if (ha == hb || t.family[list[a]] == t.family[list[b]]) continue;  // a send with a recv
+          const int64_t d = t.detail[list[a]].device_end - t.detail[list[b]].device_end;
+          if (ha < hb) diffs[{ha, hb}].push_back(d); else diffs[{hb, ha}].push_back(-d);
+        }
+      }
+    }
+  }
+  // Offsets relative to the first host, spreading along host pairs with enough evidence.
+  std::map<std::string, int64_t> offset;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (auto& [pair, d] : diffs) {
+      if (d.size() < 3) continue;
+      std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+      const int64_t med = d[d.size() / 2];  // end(first) - end(second)
+      if (offset.empty()) offset[pair.first] = 0;
+      const bool has_a = offset.count(pair.first), has_b = offset.count(pair.second);
+      if (has_a && !has_b) { offset[pair.second] = offset[pair.first] - med; grew = true; }
+      if (!has_a && has_b) { offset[pair.first] = offset[pair.second] + med; grew = true; }
+    }
+  }
+  return offset;
+}
+
 std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroups& groups) {
   std::vector<CommTiming> out(t.size());
   if (t.detail.size() != t.size()) return out;
+  const std::map<std::string, int64_t> offsets = EstimateHostOffsets(t, groups);
+  // Device times on a common axis: this host's residual clock offset removed.
+  auto shift = [&](uint32_t i) -> int64_t {
+    auto it = offsets.find(t.steps[t.step[i]].host);
+    return it == offsets.end() ? 0 : it->second;
+  };
+  auto start_of = [&](uint32_t i) { return t.detail[i].device_start - shift(i); };
+  auto end_of = [&](uint32_t i) { return t.detail[i].device_end - shift(i); };
   std::vector<uint8_t> p2p_of_family(t.strings.size(), 2);  // 2 = not yet known
   for (const auto& members : groups.members) {
     if (members.size() < 1 || t.steps[members[0]].view != "horizontal") continue;
@@ -125,9 +154,7 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
     }
     for (auto& [key, list] : by_key) {
       if (list.size() < 2) continue;
-      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
-        return t.detail[a].device_end < t.detail[b].device_end;
-      });
+      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return end_of(a) < end_of(b); });
       // Clusters of device ends within a tolerance, one instance per rank.
       size_t b = 0;
       while (b < list.size()) {
@@ -135,10 +162,9 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
         std::vector<int64_t> ranks = {t.steps[t.step[list[b]]].rank.value_or(-1)};
         while (e < list.size()) {
           const InstanceDetail& first = t.detail[list[b]];
-          const InstanceDetail& next = t.detail[list[e]];
           const int64_t tol = std::max<int64_t>(20000, (first.device_end - first.device_start) / 20);
           const int64_t r = t.steps[t.step[list[e]]].rank.value_or(-1);
-          if (next.device_end - first.device_end > tol ||
+          if (end_of(list[e]) - end_of(list[b]) > tol ||
               std::find(ranks.begin(), ranks.end(), r) != ranks.end()) {
             break;
           }
@@ -149,18 +175,17 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
           int64_t last = INT64_MIN;
           int64_t last_rank = -1;
           for (size_t k = b; k < e; ++k) {
-            if (t.detail[list[k]].device_start > last) {
-              last = t.detail[list[k]].device_start;
+            if (start_of(list[k]) > last) {
+              last = start_of(list[k]);
               last_rank = t.steps[t.step[list[k]]].rank.value_or(-1);
             }
           }
           for (size_t k = b; k < e; ++k) {
-            const InstanceDetail& d = t.detail[list[k]];
             CommTiming& c = out[list[k]];
             c.participants = static_cast<uint16_t>(e - b);
-            c.last_arrival = last;
-            c.wait_ns = static_cast<float>(last - d.device_start);
-            c.transfer_ns = static_cast<float>(std::max<int64_t>(0, d.device_end - last));
+            c.last_arrival = last + shift(list[k]);  // back on this instance's own axis
+            c.wait_ns = static_cast<float>(std::max<int64_t>(0, last - start_of(list[k])));
+            c.transfer_ns = static_cast<float>(std::max<int64_t>(0, end_of(list[k]) - last));
             c.last_rank = last_rank;
           }
         }

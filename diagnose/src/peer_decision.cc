@@ -62,9 +62,9 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     UnitVerdict& v = d.units[r.unit];
     ++v.rows;
     for (int s = 0; s < kNumSources; ++s) v.with_source[static_cast<size_t>(s)] += r.Has(static_cast<Source>(s));
-    if (!Judged(r)) continue;
+    if (!Tested(r)) continue;
     ++v.tests;
-    if (r.instance == kFamilyRow || RowRatio(r) >= o.single_ratio) {
+    if (r.instance == kFamilyRow || RowRatio(r) >= o.SingleRatio(r.metric)) {
       min_p[r.unit] = std::min(min_p[r.unit], r.p_value);
     }
     if (r.instance != kFamilyRow) {

@@ -41,4 +41,32 @@ Status WriteTests(const std::string& path, const InstanceTable& t, const PeerSta
   return Status::Ok();
 }
 
+nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
+  const DecisionResult& d = r.decision;
+  nlohmann::json j;
+  j["false_alarm_rate"] = d.alpha;
+  for (int v = 0; v < 2; ++v) {
+    j[v ? "horizontal" : "vertical"] = {{"threshold", d.threshold[v]}, {"judged", d.judged[v]},
+                                        {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]}};
+  }
+  j["tests"] = r.rows.size();
+  j["residual_fits"] = r.scoring.fits;
+  j["residual_fallbacks"] = r.scoring.fallbacks;
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : r.scoring.models) {
+    models.push_back({{"view", m.view}, {"family", m.family}, {"metric", m.metric}, {"source", m.source},
+                      {"level", m.level}, {"regime", m.regime}, {"fitted", m.fitted}, {"method", m.method}, {"samples", m.samples}, {"k", m.k},
+                      {"central", m.central}, {"weights", m.weights}, {"means", m.means}, {"sigmas", m.sigmas}});
+  }
+  j["residual_models"] = models;
+  nlohmann::json st = nlohmann::json::array();
+  for (const auto& s : r.stragglers.stragglers) {
+    st.push_back({{"rank", s.rank}, {"step_index", s.step_index}, {"caused_ns", std::llround(s.caused_ns)},
+                  {"last_in", s.last_in}, {"collectives", s.collectives}, {"step_ns", std::llround(s.step_ns)}});
+  }
+  j["stragglers"] = st;
+  (void)t;
+  return j;
+}
+
 }  // namespace truffld::diagnose

@@ -35,7 +35,7 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
     for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
       const InstanceDetail& d = t.detail[i];
       const uint32_t occ = occurrence[d.signature]++;
-      const uint64_t op = Mix(Mix(Mix(t.layer[i], t.family[i]), t.parent[i]), (d.flags & kDetailHasDevice) ? 1 : 0);
+      const uint64_t op = Mix(d.position, (d.flags & kDetailHasDevice) ? 1 : 0);
       for (int m = 0; m < kNumMetrics; ++m) {
         const double v = MetricValue(t, comm, i, static_cast<Metric>(m));
         if (v < 0) continue;
@@ -46,6 +46,7 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
         row.metric = static_cast<Metric>(m);
         row.observed = static_cast<float>(v);
         row.shared_tp = m == static_cast<int>(Metric::kDevice) && i < comm.size() && comm[i].participants > 1;
+        row.context_known = st.context >= 0;
         RowKeys k;
         k.layer = Mix(Mix(Mix(u, d.signature), static_cast<uint64_t>(m)), 11);
         k.tp = Mix(Mix(Mix(Mix(g.group[u], d.signature), occ), static_cast<uint64_t>(m)), 13);
@@ -97,6 +98,7 @@ void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vect
         row.metric = static_cast<Metric>(m);
         row.observed = static_cast<float>(a.sum[m]);
         row.shared_tp = m == static_cast<int>(Metric::kDevice) && a.shared;
+        row.context_known = st.context >= 0;
         RowKeys k;
         k.tp = Mix(Mix(Mix(g.group[u], sig), static_cast<uint64_t>(m)), 23);
         k.time = Mix(Mix(Mix(rank, sig), static_cast<uint64_t>(m)), 29);
@@ -141,6 +143,14 @@ void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::
       near.push_back(&p);
     }
     if (static_cast<int>(near.size()) < o.min_fit_neighbours) continue;
+    // Interpolate only: a step larger (or smaller) than every neighbour would need the fit to
+    // extrapolate, and costs change regime with size (latency- vs bandwidth-bound transfers).
+    double lo_x = near[0]->x, hi_x = near[0]->x;
+    for (const Point* p : near) {
+      lo_x = std::min(lo_x, p->x);
+      hi_x = std::max(hi_x, p->x);
+    }
+    if (x0 > hi_x + 0.1 || x0 < lo_x - 0.1) continue;
     slopes.clear();
     for (size_t a = 0; a < near.size(); ++a) {
       for (size_t b = a + 1; b < near.size(); ++b) {

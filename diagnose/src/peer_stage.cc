@@ -14,7 +14,8 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& o) 
   r.scoring = ScoreRows(t, r.rows, so);
   r.decision = DecideUnits(t, r.rows, o.decision);
   BlameOptions bo = o.blame;
-  bo.single_ratio = o.decision.single_ratio;
+  bo.single_ratio_device = o.decision.single_ratio_device;
+  bo.single_ratio_host = o.decision.single_ratio_host;
   r.blame = BlameUnits(t, r.rows, r.decision, bo);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
   return r;

@@ -45,6 +45,7 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
     w[u].v = {s.tokens >= 0 ? std::log1p(static_cast<double>(s.tokens)) : nan,
               s.context >= 0 ? std::log1p(static_cast<double>(s.context)) : nan,
               std::log1p(s.work_blocks), std::log1p(s.h2d_bytes), std::log1p(named)};
+    w[u].step_index = s.step_index;
     w[u].regime = static_cast<uint32_t>(PhaseCode(s.phase)) * 4 + (s.regime == "graph" ? 2 : 0) +
                   (s.device_detail ? 1 : 0);
   }
@@ -53,7 +54,7 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
 
 double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b) {
   if (a.regime != b.regime) return std::numeric_limits<double>::infinity();
-  double d = 0;
+  double d = 0.01 * static_cast<double>(std::abs(a.step_index - b.step_index));
   for (size_t k = 0; k < a.v.size(); ++k) {
     if (!std::isnan(a.v[k]) && !std::isnan(b.v[k])) d += std::abs(a.v[k] - b.v[k]);
   }
@@ -146,6 +147,7 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
     const int s = static_cast<int>(Source::kTime);
     rows[r].expected[s] = static_cast<float>(MedianOf(vals));
     rows[r].peers[s] = static_cast<uint16_t>(k);
+    rows[r].time_exact = true;
   }
 }
 

@@ -372,6 +372,7 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     b.info.step_index = step_index;
     b.info.view = std::string(view);
     b.info.step_name = std::string(GetStr(o, "step"));
+    b.info.host = std::string(GetStr(o, "host"));
     b.info.start_ns = GetInt(o, "start", 0);
     b.info.end_ns = GetInt(o, "end", b.info.start_ns);
     b.info.tokens = detail::StepTag(b.info.step_name, "tokens");
@@ -464,6 +465,10 @@ InstanceTable TreeReader::Finish() {
     for (size_t k = 0; k < ins.size(); ++k) {
       const uint64_t ctx = before[k] < 0 ? 0 : HashText(t.strings.Get(ins[static_cast<size_t>(before[k])].family));
       ins[k].detail.signature = MixHash(ins[k].detail.signature, ctx);
+      const PendingInstance& p = ins[k];
+      uint64_t pos = MixHash(HashText(t.strings.Get(p.layer)), HashText(t.strings.Get(p.family)));
+      pos = MixHash(pos, p.parent == kNoString ? 0 : HashText(t.strings.Get(p.parent)));
+      ins[k].detail.position = MixHash(pos, ctx);
     }
     t.steps.push_back(b.info);
     for (size_t k = 0; k < ins.size(); ++k) {

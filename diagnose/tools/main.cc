@@ -169,6 +169,7 @@ int Run(Args& a) {
     stats["stage1"]["models"].push_back({{"view", m.view}, {"family", m.family}, {"method", m.method},
                                          {"k", m.k}, {"covariance", m.covariance}, {"dims", m.dims}, {"fit_samples", m.fit_samples}, {"bic", m.bics}});
   }
+  if (result->peer) stats["peer"] = td::PeerStatsJson(*target, *result->peer);
   stats["stage2"] = stage2.stats().ToJson();
   stats["stage2"]["config"] = cfg.Describe();
 
@@ -240,9 +241,12 @@ int main(int argc, char** argv) {
                  "peer mode: Benjamini-Hochberg level for step verdicts (expected share of "
                  "healthy steps flagged stays below it)")
       ->check(CLI::Range(1e-9, 0.5))->capture_default_str();
-  app.add_option("--single-ratio", a.peer.decision.single_ratio,
+  app.add_option("--single-ratio-device", a.peer.decision.single_ratio_device,
                  "peer mode: a lone slow instance (no second instance or family sum agreeing) "
-                 "must be at least this many times its expectation to count")
+                 "must take at least this many times its expected device time to count")
+      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+  app.add_option("--single-ratio-host", a.peer.decision.single_ratio_host,
+                 "peer mode: the same for host time")
       ->check(CLI::Range(1.0, 100.0))->capture_default_str();
   app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");

@@ -23,6 +23,7 @@ import collections
 import glob
 import json
 import os
+import re
 import sys
 
 
@@ -296,14 +297,18 @@ def check_comm_scopes(ledger, errors):
 
 
 def check_phase_tags(dumps, labels, errors):
-    """Every step name ends with [phase:X], X being the phase labels.jsonl gives the step."""
+    """A step name's [phase:X] tag, when it has one (runs with --no-phase-tags have none), is the
+    phase labels.jsonl gives the step; [tokens:N] and [ctx:N], when present, are integers."""
     phase = {(lab["rank"], lab["step_index"]): lab.get("phase") for lab in labels}
     for d in dumps:
         for s, idx in enumerate(d.steps):
             name = d.ranges[idx]["name"]
             want = phase.get((d.rank, s))
-            if not name.endswith(f"][phase:{want}]"):
-                errors.append(f"{d.path}: step {s} named {name[-40:]!r}, expected the tag [phase:{want}]")
+            tags = dict(re.findall(r"\[(phase|tokens|ctx):([^\]]*)\]", name.split("]", 1)[-1]))
+            bad = "phase" in tags and tags["phase"] != want
+            bad = bad or any(k in tags and not tags[k].isdigit() for k in ("tokens", "ctx"))
+            if bad:
+                errors.append(f"{d.path}: step {s} named {name[-60:]!r}, expected [phase:{want}] and numeric tags")
                 return
 
 

@@ -142,7 +142,7 @@ TEST(Pipeline, SendRecvRangesSitOnTheRightStages) {
 }
 
 TEST(Phase, EveryStepNameCarriesItsPhase) {
-  EXPECT_EQ(StepRangeName({"a_b"}, "decode"), "step_execute_model[request_ids:a\\_b][phase:decode]");
+  EXPECT_EQ(StepRangeName({"a_b"}, StepTags{"decode"}), "step_execute_model[request_ids:a\\_b][phase:decode]");
   auto files = RunSim(Small(3, 2, 1, 1));
   const std::string& d = files.lower_bound("truffld-")->second;  // rank 0's dump
   const int steps = Count(d, "\"name\":\"step_execute_model[");

@@ -121,6 +121,10 @@ Status SynthConfig::Validate() const {
     return InvalidArgument("--workload must be 'online' or 'offline'");
   }
   if (max_num_seqs < 1 || max_num_seqs > 1024) return InvalidArgument("--max-num-seqs must be in [1, 1024]");
+  if (max_prefill_tokens < 16 || max_prefill_tokens > 65536) {
+    return InvalidArgument("--max-prefill-tokens must be in [16, 65536]");
+  }
+  if (!(prompt_scale > 0 && prompt_scale <= 100)) return InvalidArgument("--prompt-scale must be in (0, 100]");
   if (!(abnormal_fraction >= 0.0 && abnormal_fraction <= 0.95)) {
     return InvalidArgument("--abnormal-fraction must be in [0, 0.95]");
   }

@@ -71,6 +71,7 @@ void FaultBook::BeginStep(const GroupStep& gs) {
   for (int r : ranks) {
     truth_[r].emplace_back();
     truth_[r].back().prefill = gs.prefill;
+    truth_[r].back().phase = gs.phase;
   }
   if (p_start_ <= 0) return;
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -254,7 +255,7 @@ Status FaultBook::WriteLabels(ByteSink* sink) const {
         for (size_t k = 0; k < st.faults[v].size(); ++k) {
           out += (k ? ",\"" : "\"") + ledger_[st.faults[v][k]].id + "\"";
         }
-        out += "],\"phase\":\"" + std::string(st.prefill ? "prefill" : "decode") + "\"}\n";
+        out += "],\"phase\":\"" + std::string(st.phase) + "\"}\n";
       }
       if (out.size() > (1 << 20)) {
         TRUFFLD_RETURN_IF_ERROR(sink->Write(out));

@@ -95,7 +95,9 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
                   ",\n  \"tp\": " + std::to_string(cfg.tp()) + ",\n  \"pp\": " + std::to_string(cfg.pp) +
                   ",\n  \"layers\": " + std::to_string(cfg.layers) +
                   ",\n  \"workload\": \"" + cfg.workload + "\",\n  \"cuda_graphs\": " +
-                  (cfg.cuda_graphs ? "true" : "false") + ",\n  \"label_min_intensity\": " +
+                  (cfg.cuda_graphs ? "true" : "false") + ",\n  \"chunked_prefill\": " +
+                  (cfg.chunked_prefill ? "true" : "false") + ",\n  \"phase_tags\": " + (cfg.phase_tags ? "true" : "false") +
+                  ",\n  \"workload_tags\": " + (cfg.workload_tags ? "true" : "false") + ",\n  \"label_min_intensity\": " +
                   Num(cfg.label_min_intensity) + ",\n  \"records\": " + std::to_string(rep.records) +
                   ",\n  \"bytes_uncompressed\": " + std::to_string(rep.bytes) +
                   ",\n  \"rank_steps\": " + std::to_string(steps) +
@@ -148,6 +150,12 @@ int main(int argc, char** argv) {
   app.add_option("--arrivals", cfg.arrivals_per_step, "online: mean new requests per step")->capture_default_str();
   app.add_option("--max-num-seqs", cfg.max_num_seqs, "running requests per host (decode batch bound)")->capture_default_str();
   app.add_flag("--no-cuda-graphs", no_graphs, "run decode steps eagerly instead of replaying CUDA graphs");
+  app.add_option("--max-prefill-tokens", cfg.max_prefill_tokens, "token budget of one step (prefill; chunked: the whole step)")->capture_default_str();
+  app.add_option("--prompt-scale", cfg.prompt_scale, "multiply every prompt length (0.1 = short chats, 8 = long documents)")->capture_default_str();
+  bool chunked = false, no_phase = false, no_workload = false;
+  app.add_flag("--chunked-prefill", chunked, "vLLM V1 scheduling: each step decodes every running request and fills its token budget with prompt chunks (phase mixed)");
+  app.add_flag("--no-phase-tags", no_phase, "leave [phase:X] out of step names (older hooks, other engines)");
+  app.add_flag("--no-workload-tags", no_workload, "leave [tokens:N][ctx:N] out of step names");
   app.add_option("--faults", faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
   app.add_option("--intensities", intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
   app.add_option("--comm-scopes", comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();
@@ -188,6 +196,9 @@ int main(int argc, char** argv) {
     (void)i0;
   }
   cfg.cuda_graphs = !no_graphs;
+  cfg.chunked_prefill = cfg.chunked_prefill || chunked;
+  cfg.phase_tags = cfg.phase_tags && !no_phase;
+  cfg.workload_tags = cfg.workload_tags && !no_workload;
   if (!faults.empty()) {
     cfg.fault_classes.clear();
     if (faults == "all") {

@@ -211,7 +211,7 @@ Status Simulator::RunReplica(int replica) {
     TRUFFLD_RETURN_IF_ERROR(OpenHost(stages.back(), replica * pp + s));
   }
   Scheduler sched(cfg_.seed, replica, cfg_.workload == "online", cfg_.arrivals_per_step, cfg_.max_num_seqs,
-                  cfg_.max_prefill_tokens);
+                  cfg_.max_prefill_tokens, cfg_.prompt_scale, cfg_.chunked_prefill);
   const uint64_t budget = static_cast<uint64_t>(cfg_.target_events / std::max(1, cfg_.hosts)) * pp;
   std::vector<Op> ops;
   std::unordered_set<std::string> requests;
@@ -223,8 +223,13 @@ Status Simulator::RunReplica(int replica) {
     PlannedStep ps = sched.Next();
     for (const auto& id : ps.request_ids) requests.insert(id);
     const bool graph = !ps.shape.prefill && cfg_.cuda_graphs;
-    const std::string step_name =
-        JsonEscape(StepRangeName(ps.request_ids, ps.shape.prefill ? "prefill" : "decode"));
+    StepTags tags;
+    if (cfg_.phase_tags) tags.phase = ps.phase;
+    if (cfg_.workload_tags) {
+      tags.tokens = ps.tokens;
+      tags.context = ps.context;
+    }
+    const std::string step_name = JsonEscape(StepRangeName(ps.request_ids, tags));
     for (int s = 0; s < pp; ++s) {
       Group& g = stages[s];
       BuildStepProgram(cat_, dims_, ps.shape, &ops, g.stage);
@@ -241,6 +246,7 @@ Status Simulator::RunReplica(int replica) {
       if (done != INT64_MIN) {  // the engine schedules a step once the previous one's tokens are back
         for (Rank& rk : g.ranks) rk.host_t = std::max(rk.host_t, done + rk.offset);
       }
+      g.gs.phase = ps.phase;
       BeginGroupStep(g, step_name, ps.real_seqs, ps.shape.prefill, graph, nominal, s > 0 ? &stages[s - 1] : nullptr);
       // vLLM's worker receives the previous stage's activations before preparing its inputs.
       size_t first = 0;

@@ -6,7 +6,7 @@
 
 namespace truffld::synth {
 
-std::string StepRangeName(const std::vector<std::string>& ids, const char* phase) {
+std::string StepRangeName(const std::vector<std::string>& ids, const StepTags& tags) {
   std::string s = "step_execute_model[request_ids:";
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i) s.push_back('_');
@@ -16,11 +16,13 @@ std::string StepRangeName(const std::vector<std::string>& ids, const char* phase
     }
   }
   s.push_back(']');
-  if (phase != nullptr) {
+  if (tags.phase != nullptr) {
     s += "[phase:";
-    s += phase;
+    s += tags.phase;
     s.push_back(']');
   }
+  if (tags.tokens >= 0) s += "[tokens:" + std::to_string(tags.tokens) + "]";
+  if (tags.context >= 0) s += "[ctx:" + std::to_string(tags.context) + "]";
   return s;
 }
 
@@ -33,13 +35,15 @@ int GraphBucket(int64_t seqs) {
 }
 
 Scheduler::Scheduler(uint64_t seed, int replica, bool online, double arrivals_per_step, int max_num_seqs,
-                     int max_prefill_tokens)
+                     int max_prefill_tokens, double prompt_scale, bool chunked_prefill)
     : rng_(seed, 0x5C4ED000ULL + static_cast<uint64_t>(replica)),
       replica_(replica),
       online_(online),
       arrivals_per_step_(arrivals_per_step),
       max_num_seqs_(max_num_seqs),
-      max_prefill_tokens_(max_prefill_tokens) {
+      max_prefill_tokens_(max_prefill_tokens),
+      prompt_scale_(prompt_scale),
+      chunked_(chunked_prefill) {
   Arrive(online ? std::max<int64_t>(2, max_num_seqs / 4) : 2 * max_num_seqs);
 }
 
@@ -61,7 +65,7 @@ void Scheduler::Arrive(int64_t n) {
     ++next_id_;
     // Prompt lengths: a short-chat mode and a long-document mode.
     const double p = rng_.Bernoulli(0.7) ? 120 * rng_.LogNormalFactor(0.6) : 900 * rng_.LogNormalFactor(0.5);
-    r.prompt_len = std::clamp<int64_t>(std::llround(p), 8, max_prefill_tokens_);
+    r.prompt_len = std::clamp<int64_t>(std::llround(p * prompt_scale_), 8, chunked_ ? 32768 : max_prefill_tokens_);
     r.output_len = std::clamp<int64_t>(std::llround(48 * rng_.LogNormalFactor(0.8)), 2, 512);
     waiting_.push_back(std::move(r));
   }
@@ -74,6 +78,7 @@ PlannedStep Scheduler::Next() {
     Arrive(2 * max_num_seqs_);
   }
   if (waiting_.empty() && running_.empty()) Arrive(1);
+  if (chunked_) return NextChunked();
 
   PlannedStep step;
   const bool can_admit = !waiting_.empty() && static_cast<int>(running_.size()) < max_num_seqs_;
@@ -90,6 +95,9 @@ PlannedStep Scheduler::Next() {
       waiting_.pop_front();
     }
     step.shape.prefill = true;
+    step.phase = "prefill";
+    step.tokens = tokens;
+    step.context = tokens;
     step.shape.tokens = tokens;
     step.shape.seqs = static_cast<int64_t>(admitted.size());
     step.shape.prompt_sq_sum = sq;
@@ -114,9 +122,63 @@ PlannedStep Scheduler::Next() {
   step.shape.seqs = step.graph_bucket;
   step.shape.tokens = step.graph_bucket;
   step.shape.context_sum = ctx;
+  step.tokens = step.real_seqs;
+  step.context = ctx + step.real_seqs;
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [](const Request& r) { return r.generated >= r.output_len; }),
                  running_.end());
+  return step;
+}
+
+}  // namespace truffld::synth
+
+namespace truffld::synth {
+
+// Chunked prefill: decode every running request (one token each), then spend what is left of
+// the token budget on prompt chunks, oldest waiting request first (a partly prefilled request
+// stays at the head of the queue). Eager like vLLM's mixed batches.
+PlannedStep Scheduler::NextChunked() {
+  PlannedStep step;
+  int64_t budget = max_prefill_tokens_, ctx = 0, sq = 0, decode = 0, chunk_tokens = 0;
+  for (auto& r : running_) {
+    step.request_ids.push_back(r.id);
+    ctx += r.prompt_len + r.generated;
+    sq += r.prompt_len + r.generated;  // one query token reading its whole context
+    ++r.generated;
+    ++decode;
+    --budget;
+  }
+  std::vector<Request> admitted;
+  while (budget > 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size() + admitted.size()) < max_num_seqs_) {
+    Request& r = waiting_.front();
+    const int64_t chunk = std::min(budget, r.prompt_len - r.prefilled);
+    step.request_ids.push_back(r.id);
+    sq += chunk * (r.prefilled + chunk);
+    r.prefilled += chunk;
+    ctx += r.prefilled;
+    chunk_tokens += chunk;
+    budget -= chunk;
+    if (r.prefilled < r.prompt_len) break;  // the rest of this prompt goes into the next step
+    r.generated = 1;
+    admitted.push_back(std::move(r));
+    waiting_.pop_front();
+  }
+  step.tokens = decode + chunk_tokens;
+  step.context = ctx;
+  step.phase = chunk_tokens == 0 ? "decode" : decode == 0 ? "prefill" : "mixed";
+  step.shape.prefill = true;  // eager, with the prefill attention kernel over all tokens
+  step.shape.tokens = std::max<int64_t>(1, step.tokens);
+  step.shape.seqs = static_cast<int64_t>(step.request_ids.size());
+  step.shape.prompt_sq_sum = sq;
+  step.shape.context_sum = ctx;
+  step.real_seqs = step.shape.seqs;
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const Request& r) { return r.generated >= r.output_len; }),
+                 running_.end());
+  for (auto& r : admitted) {
+    if (r.generated < r.output_len) running_.push_back(std::move(r));
+  }
   return step;
 }
 

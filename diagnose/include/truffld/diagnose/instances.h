@@ -59,6 +59,7 @@ inline constexpr uint32_t kNoString = 0xffffffffu;
 // One (rank, step_index, view): the unit Stage I, Stage II and the labels talk about.
 struct StepInfo {
   std::optional<int64_t> rank;
+  std::string host;              // host name from the trees ("" when absent)
   int64_t step_index = 0;
   std::string view;              // "vertical" | "horizontal"
   std::string step_name;
@@ -93,6 +94,8 @@ double PhaseCode(const std::string& phase) noexcept;
 struct InstanceDetail {
   uint64_t signature = 0;     // hash of family, parent family and its own kernels' names, grids
                               // and blocks, copy bytes and comm bytes: what it did, never timing
+  uint64_t position = 0;      // hash of layer, family, parent family and the operator before it:
+                              // where in a layer it runs, whatever the size (for size fits)
   int64_t device_start = 0;   // first device activity of its own calls (0: none)
   int64_t device_end = 0;     // last device end of its own calls
   int32_t parent = -1;        // enclosing operator instance (table index), -1 at the top

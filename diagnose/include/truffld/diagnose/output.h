@@ -37,6 +37,9 @@ Status WriteFeatures(const std::string& path, const InstanceTable& t,
 // p per source, p_value, unit verdict. For analysis and for checking a verdict by hand.
 struct PeerStageResult;
 Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
+// stats.json's "peer" object: the false-alarm rate and per-view thresholds and counts (judged,
+// abnormal, insufficient_evidence), every residual mixture, and the straggler table.
+nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r);
 
 // CSV field quoting (RFC 4180): quotes when needed, doubles inner quotes.
 std::string CsvField(const std::string& s);

@@ -2,13 +2,16 @@
 //
 // For every row and source with an expectation, the residual is r = log((observed + f) /
 // (expected + f)) (f = PeerOptions::floor_ns keeps tiny operators from dominating). Residuals
-// are modelled per (view, operator kind, family, metric, source, instance-or-family row) by a
+// are modelled per (view, family, metric, source, instance-or-family row, graph or eager unit,
+// and for similar steps whether the expectation was fitted) by a
 // one-dimensional Gaussian mixture (K by BIC, refitted after dropping the least likely 5%): a
 // component is an operating regime of that operator relative to its peers (a kernel that
 // sometimes takes another algorithm, a cache that is sometimes cold), not a batch size, because
-// the workload has already been divided out. A residual's one-sided p-value is the normal upper
-// tail under the most lenient central component (components holding `central_mass` of the
-// weight): only slower-than-expected counts. Groups with too few residuals use the median and
+// the workload has already been divided out. A residual's one-sided p-value is the upper tail of
+// the mixture restricted to its null components: the heaviest, the heavy tails centred on it,
+// and common slower regimes (at least `regime_weight` of the mass), or, when larger, the tail of
+// one robust Gaussian over the whole group (median, 1.4826 MAD): BIC may split a broad
+// distribution into narrow parts whose tails are far thinner than the data's. Only slower counts. Groups with too few residuals use the median and
 // a floored MAD instead.
 // Sources are combined so that one source alone cannot raise an alarm it cannot justify:
 //   q_uniform = max(p_tp, p_time)                  (both agree when both exist)
@@ -31,10 +34,12 @@ namespace truffld::diagnose {
 struct ScoringOptions {
   double floor_ns = 500;       // same as PeerOptions::floor_ns
   double min_scale = 0.02;     // smallest residual standard deviation (log units)
+  double fitted_min_scale = 0.1;  // the same for fitted similar-steps expectations: a log-log
+                                  // fit over steps of other sizes is trusted to about 10%
   double small_group_scale = 0.1;  // floor when a group is too small for a mixture
   int min_fit = 30;            // fewer residuals: median/MAD instead of a mixture
   int k_max = 3;
-  double central_mass = 0.8;
+  double regime_weight = 0.25;  // a component this heavy (and not faster) is a normal regime
   double trim = 0.05;
   size_t max_fit_samples = 4096;
   int threads = 1;
@@ -43,6 +48,8 @@ struct ScoringOptions {
 // How one residual group was modelled (reported in stats.json).
 struct ResidualModel {
   std::string view, family, metric, source, level;  // level: "instance" | "family"
+  std::string regime;                               // "graph" | "eager" units
+  bool fitted = false;                              // similar steps by a log-log fit
   int samples = 0, k = 0;
   std::vector<double> weights, means, sigmas;  // central components first
   int central = 0;                             // how many of them are central
@@ -59,8 +66,11 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
 
 // One-sided combination of the per-source p-values (see above); 1 when the row is not judged.
 double CombineSources(const TestRow& row);
-// Whether a row can be judged (a tensor-parallel or similar-steps expectation exists).
+// Whether a row has a unit-level witness (a tensor-parallel or similar-steps expectation). A
+// unit is judged when one of its rows is; its rows with only layer peers then count as well.
 bool Judged(const TestRow& row);
+// Whether a row counts as a test of its unit: Judged, or layer peers in a judged unit.
+bool Tested(const TestRow& row);
 // Residual of one source: log((observed + f) / (expected + f)).
 double Residual(const TestRow& row, Source s, double floor_ns);
 

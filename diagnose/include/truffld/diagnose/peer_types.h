@@ -71,6 +71,10 @@ struct TestRow {
   float effective_expected = std::numeric_limits<float>::quiet_NaN();
   Source basis = Source::kTp;
   bool shared_tp = false;      // TP peers share this cost by construction (a collective's transfer)
+  bool time_exact = false;     // the similar-steps expectation came from steps of the same shape
+  bool context_known = false;  // the unit's step name carries its context length ([ctx:N])
+  double p_group = 1;          // the TP peers' own cost against similar steps (scoring)
+  bool layer_only = false;     // its unit is judged, so layer peers alone may count (scoring)
   bool Has(Source s) const { return !std::isnan(expected[static_cast<int>(s)]); }
 };
 

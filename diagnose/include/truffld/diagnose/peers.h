@@ -24,10 +24,12 @@ namespace truffld::diagnose {
 struct UnitWorkload {
   std::array<double, 5> v{};
   uint32_t regime = 0;
+  int64_t step_index = 0;  // nearby steps are preferred: contexts grow and clocks drift slowly
 };
 // Per unit; both views of a (rank, step) take the vertical unit's workload when it exists.
 std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t);
-// Sum of |differences| over the components both units know; +inf when the regimes differ.
+// Sum of |differences| over the components both units know, plus 0.01 per step between them;
+// +inf when the regimes differ.
 double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b);
 
 // All test rows of the table, expectations filled. Needs t.detail (no rows without it).

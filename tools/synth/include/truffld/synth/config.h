@@ -70,6 +70,10 @@ struct SynthConfig {
   int max_num_seqs = 48;           // running requests per replica (decode batch bound)
   int max_prefill_tokens = 4096;   // token budget of one prefill step
   bool cuda_graphs = true;         // decode steps replayed from CUDA graphs
+  bool chunked_prefill = false;    // mixed steps: decodes plus prompt chunks in one budget
+  double prompt_scale = 1.0;       // multiplies every prompt length (before the budget clamp)
+  bool phase_tags = true;          // step names carry [phase:X]
+  bool workload_tags = true;       // step names carry [tokens:N][ctx:N]
   // Faults.
   std::vector<FaultClass> fault_classes;  // empty = none enabled
   std::vector<double> intensities = {1.1, 1.3, 1.6, 2.5, 4.0};

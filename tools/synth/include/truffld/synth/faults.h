@@ -61,6 +61,7 @@ struct StepTruth {
   uint64_t faulty[2] = {0, 0};  // family-id bitmask per view (0 vertical, 1 horizontal)
   std::vector<int32_t> faults[2];  // ledger indices of the faults that labelled each view
   bool prefill = false;
+  const char* phase = "decode";  // what labels.jsonl's "phase" says: prefill, decode or mixed
 };
 
 // One TP group's step as the fault planner sees it (in pipeline runs, one stage's group).
@@ -77,6 +78,7 @@ struct GroupStep {
   bool sends = false;             // the stage sends activations to a next stage
   bool all_gather = true;         // the stage gathers logits (last stage)
   bool prefill = false, decode_graph = false;
+  const char* phase = "decode";   // "prefill", "decode" or "mixed" (chunked prefill)
   int64_t nominal_ns = 0;         // the stage's nominal device time in this step
 };
 
