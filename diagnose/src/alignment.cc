@@ -7,19 +7,13 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "hash_mix.h"
+
 namespace truffld::diagnose {
 namespace {
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  h *= 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 31);
-}
-uint64_t HashString(const std::string& s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
+using detail::Mix;
+uint64_t HashString(const std::string& s) { return detail::HashText(s); }
 
 // Order-free hash of a unit's request set ("*" and an empty list hash alike).
 uint64_t RequestKey(const StepInfo& s) {

@@ -80,7 +80,7 @@ std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const 
         f.inst_excess[m] += Excess(*r);
         f.inst_observed[m] += r->observed;
         ++f.significant[m];
-        f.strong[m] = f.strong[m] || RowRatio(*r) >= (r->metric == Metric::kDevice ? o.single_ratio_device : o.single_ratio_host);
+        f.strong[m] = f.strong[m] || RowRatio(*r) >= o.lone.SingleRatio(*r);
       }
     }
     // A lone, mildly slow instance is noise unless its family sum agrees (peer_decision.h).

@@ -1,6 +1,8 @@
 // Graph-replay grouping (see graph_replay.h): captured graph nodes -> operator instances.
 #include "graph_replay.h"
 
+#include "hash_mix.h"
+
 #include <algorithm>
 
 namespace truffld::diagnose::detail {
@@ -54,7 +56,7 @@ GraphInstance SummariseGraphGroup(const GraphNode* g, size_t n, int64_t launch_l
     const double d = static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
     sum += d;
     dev.emplace_back(g[i].start, g[i].end);
-    out.shape = out.shape * 0x100000001B3ull ^ (g[i].shape + 0x9E3779B97F4A7C15ull);
+    out.shape = Mix(out.shape, g[i].shape);
     out.blocks += g[i].blocks;
     if (g[i].is_kernel) {
       out.f[kKernelCount] += 1;

@@ -64,7 +64,7 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     for (int s = 0; s < kNumSources; ++s) v.with_source[static_cast<size_t>(s)] += r.Has(static_cast<Source>(s));
     if (!Tested(r)) continue;
     ++v.tests;
-    if (r.instance == kFamilyRow || RowRatio(r) >= o.SingleRatio(r.metric)) {
+    if (r.instance == kFamilyRow || RowRatio(r) >= o.SingleRatio(r)) {
       min_p[r.unit] = std::min(min_p[r.unit], r.p_value);
     }
     if (r.instance != kFamilyRow) {

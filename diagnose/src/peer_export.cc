@@ -50,6 +50,7 @@ nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
                                         {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]}};
   }
   j["tests"] = r.rows.size();
+  j["timer_resolution_ns"] = r.timer_resolution_ns;
   j["residual_fits"] = r.scoring.fits;
   j["residual_fallbacks"] = r.scoring.fallbacks;
   nlohmann::json models = nlohmann::json::array();

@@ -27,15 +27,18 @@ double SizeOf(const InstanceTable& t, uint32_t i) {
 
 void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::vector<CommTiming>& comm,
                       std::vector<TestRow>* rows, std::vector<RowKeys>* keys) {
-  std::unordered_map<uint64_t, uint32_t> occurrence;
+  std::unordered_map<uint64_t, uint32_t> occurrence, position_occurrence;
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     const StepInfo& st = t.steps[u];
     occurrence.clear();
+    position_occurrence.clear();
     const uint64_t rank = RankKey(t, u);
     for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
       const InstanceDetail& d = t.detail[i];
       const uint32_t occ = occurrence[d.signature]++;
-      const uint64_t op = Mix(d.position, (d.flags & kDetailHasDevice) ? 1 : 0);
+      // The k-th operator at this position of a layer: layer k's, whatever the step's size.
+      const uint32_t pocc = position_occurrence[d.position]++;
+      const uint64_t op = Mix(Mix(d.position, pocc), (d.flags & kDetailHasDevice) ? 1 : 0);
       for (int m = 0; m < kNumMetrics; ++m) {
         const double v = MetricValue(t, comm, i, static_cast<Metric>(m));
         if (v < 0) continue;
@@ -43,6 +46,7 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
         row.unit = u;
         row.instance = i;
         row.family = t.family[i];
+        row.slot = Mix(d.position, pocc);
         row.metric = static_cast<Metric>(m);
         row.observed = static_cast<float>(v);
         row.shared_tp = m == static_cast<int>(Metric::kDevice) && i < comm.size() && comm[i].participants > 1;

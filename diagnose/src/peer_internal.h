@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hash_mix.h"
 #include "truffld/diagnose/peers.h"
 
 namespace truffld::diagnose::detail {
@@ -17,12 +18,6 @@ struct RowKeys {
   uint64_t fit = 0;    // same rank, view, operator (layer, family, parent) and metric: any size
   double x = 0;        // log1p size for the fit: launched blocks or bytes (device), step size (host)
 };
-
-inline uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  h *= 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 31);
-}
 
 // Median of v (reorders v); NaN when empty.
 double MedianOf(std::vector<double>& v);

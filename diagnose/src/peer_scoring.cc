@@ -20,13 +20,14 @@ double UpperTail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 struct GroupKey {
   bool horizontal;
   uint32_t family;
+  uint64_t position;  // layer peers only: TestRow::slot (0 for the other sources)
   int metric, source;
   bool family_row;
   bool fitted;   // similar steps: a log-log fit rather than steps of the same shape
   bool graph;    // the unit replays CUDA graphs
   bool operator<(const GroupKey& o) const {
-    return std::tie(horizontal, family, metric, source, family_row, fitted, graph) <
-           std::tie(o.horizontal, o.family, o.metric, o.source, o.family_row, o.fitted, o.graph);
+    return std::tie(horizontal, family, position, metric, source, family_row, fitted, graph) <
+           std::tie(o.horizontal, o.family, o.position, o.metric, o.source, o.family_row, o.fitted, o.graph);
   }
 };
 
@@ -230,7 +231,11 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     for (int s = 0; s < kNumSources; ++s) {
       if (!rows[r].Has(static_cast<Source>(s))) continue;
       const StepInfo& st = t.steps[rows[r].unit];
-      GroupKey k{st.view == "horizontal", rows[r].family, static_cast<int>(rows[r].metric), s,
+      // Layer peers are modelled per slot (position in a layer, and which layer): in a
+      // heterogeneous model (training graphs, mixtures of experts) one slot may always differ
+      // from its "siblings", which is structure, not an anomaly: a residual every step repeats.
+      const uint64_t position = s == static_cast<int>(Source::kLayer) ? rows[r].slot : 0;
+      GroupKey k{st.view == "horizontal", rows[r].family, position, static_cast<int>(rows[r].metric), s,
                  rows[r].instance == kFamilyRow,
                  s == static_cast<int>(Source::kTime) && !rows[r].time_exact, st.regime == "graph"};
       groups[k].push_back(r);

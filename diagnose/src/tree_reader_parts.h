@@ -16,24 +16,15 @@
 #include <vector>
 
 #include "graph_replay.h"
+#include "hash_mix.h"
 #include "truffld/diagnose/instances.h"
 
 namespace truffld::diagnose::detail {
 
 inline constexpr size_t kMaxDomains = 16;  // distinct NVTX domains kept per step and view
 
-// Order-dependent 64-bit mixing for work signatures (FNV-1a over bytes, then a finaliser).
-inline uint64_t MixHash(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 29);
-}
-inline uint64_t HashText(std::string_view s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
+// Work signatures combine hashes with hash_mix.h's Mix.
+inline uint64_t MixHash(uint64_t h, uint64_t v) { return Mix(h, v); }
 
 // What an operator's OWN calls did (not its child operators'): device time and span, kernel
 // blocks, time blocked on the device queue, and a timing-free hash of the work.

@@ -10,9 +10,10 @@ Generates pipeline-parallel dumps and checks, from the raw events alone (check_d
               ranges, each around a cuLaunchKernelEx whose ncclDevKernel_SendRecv kernel ends
               at the same reference time (host clock minus the host's offset from
               synth_summary.json) as its peer's, after both started;
-  labels      check_dump's independent recomputation, then: a rank-scope fault labels only its
-              rank, a link-scope fault labels both ends and nobody else, pipeline faults label
-              nccl:send / nccl:recv in the horizontal view;
+  labels      check_dump's independent recomputation, then: a rank- or link-scope fault labels
+              only the sides of the transfers it slows (its TP group for a collective, the
+              pipeline partner for a send or recv), link ends are labelled alike, pipeline faults
+              label nccl:send / nccl:recv in the horizontal view;
   merge       (when built) truffld-merge's horizontal view holds the send/recv operators with
               their kernel under every step of the right stages.
 Exit 0 = all hold, 1 = differences (printed), 77 = skipped (no truffld-synth).
@@ -139,6 +140,18 @@ def check_topology(dumps, summary, errors, layers):
     return pairs
 
 
+def sharing(dumps, e):
+    """Ranks that share the transfers of communication fault `e` (see check_scoped_labels)."""
+    host = {d.rank: d.host for d in dumps}
+    group = sorted(r for r, h in host.items() if h == host[e["rank"]])
+    tp = len(group)
+    if e["target"] == "nccl:send":
+        return {e["rank"], e["rank"] + tp}
+    if e["target"] == "nccl:recv":
+        return {e["rank"], e["rank"] - tp}
+    return set(group)
+
+
 def check_scoped_labels(dumps, outdir, errors):
     ledger = check_dump.load_jsonl(os.path.join(outdir, "ledger.jsonl"))
     labels = check_dump.load_jsonl(os.path.join(outdir, "labels.jsonl"))
@@ -156,11 +169,14 @@ def check_scoped_labels(dumps, outdir, errors):
             continue
         scopes[e["scope"]] += 1
         got = labelled.get(e["id"], set())
-        if e["scope"] == "rank" and got - {e["rank"]}:
-            errors.append(f"rank-scope fault {e['id']} on rank {e['rank']} labels ranks {sorted(got)}")
+        # A slowed transfer is slow on every side that shares it, so the fault labels exactly
+        # those sides: its rank's TP group for a collective, the pipeline partner (same TP index
+        # on the next or previous stage) for a send or a recv.
+        share = sharing(dumps, e)
+        if e["scope"] in ("rank", "link") and got - share:
+            errors.append(f"{e['scope']}-scope fault {e['id']} on rank {e['rank']} ({e['target']}) labels ranks "
+                          f"{sorted(got)}, beyond the sides of its transfer {sorted(share)}")
         if e["scope"] == "link":
-            if got - {e["rank"]}:
-                errors.append(f"link fault {e['id']} labels ranks {sorted(got)} beyond its own")
             twins = [o for o in ledger if o.get("scope") == "link" and o["rank"] == e["peer"]
                      and o.get("peer") == e["rank"] and o["first_step"] == e["first_step"]]
             if len(twins) != 1 or bool(labelled.get(twins[0]["id"])) != bool(got):

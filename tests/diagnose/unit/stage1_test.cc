@@ -159,9 +159,21 @@ TEST(TreeReader, FeaturesDedupAndBadLines) {
 TEST(Fusion, IntersectsCandidatesWithStageTwo) {
   StepEvidence e;
   e.view = "vertical";
-  e.families = {{"aten::mm", "backend_op", "torch.nn.functional.linear", 4, 1e-9, 1 - 1e-9, 0, true, "gmm", 0, {}, {}},
-                {"torch.nn.functional.linear", "frontend_op", "", 4, 1e-8, 1 - 1e-8, 0, false, "gmm", 0, {}, {}},
-                {"aten::add", "backend_op", "", 4, 0.2, 0.8, 0, true, "gmm", 0, {}, {}}};
+  auto fam = [](const char* name, const char* layer, const char* parent, double p, bool candidate) {
+    FamilyEvidence f;
+    f.family = name;
+    f.layer = layer;
+    f.parent = parent;
+    f.instances = 4;
+    f.probability = p;
+    f.score = 1 - p;
+    f.candidate = candidate;
+    f.method = "gmm";
+    return f;
+  };
+  e.families = {fam("aten::mm", "backend_op", "torch.nn.functional.linear", 1e-9, true),
+                fam("torch.nn.functional.linear", "frontend_op", "", 1e-8, false),
+                fam("aten::add", "backend_op", "", 0.2, true)};
   StageTwoDecision d;
   d.abnormal = true;
   d.faulty = {"aten::mm", "torch.nn.functional.linear"};

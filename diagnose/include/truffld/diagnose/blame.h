@@ -40,8 +40,8 @@ struct BlamedFamily {
 
 struct BlameOptions {
   int top_m = 8;                // at most this many families per unit
-  double single_ratio_device = 2.0;  // DecisionOptions: a lone significant instance counts
-  double single_ratio_host = 1.5;    // only at this ratio or more
+  DecisionOptions lone;         // its SingleRatio: a lone significant instance counts only at
+                                // this ratio or more
   double min_relative = 0.05;   // drop families under this fraction of the top excess
 };
 

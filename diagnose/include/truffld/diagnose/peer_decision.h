@@ -51,7 +51,13 @@ struct DecisionOptions {
   // to ~1.4x their usual time now and then for no reason), host work (judged against host jitter).
   double single_ratio_device = 2.0;
   double single_ratio_host = 1.5;
-  double SingleRatio(Metric m) const { return m == Metric::kDevice ? single_ratio_device : single_ratio_host; }
+  // A collective's transfer is shared by every participant, so a lone slow one is already seen
+  // by all of them: it needs less.
+  double single_ratio_transfer = 1.5;
+  double SingleRatio(const TestRow& r) const {
+    if (r.metric == Metric::kHost) return single_ratio_host;
+    return r.shared_tp ? single_ratio_transfer : single_ratio_device;
+  }
 };
 
 // `rows` must be scored (TestRow::p_value set).

@@ -26,6 +26,7 @@ struct PeerStageOptions {
 };
 
 struct PeerStageResult {
+  int64_t timer_resolution_ns = 1;       // detected tick of the trace's timestamps
   UnitGroups groups;
   std::vector<CommTiming> comm;          // per instance
   std::vector<TestRow> rows;
@@ -35,6 +36,12 @@ struct PeerStageResult {
   StragglerResult stragglers;
 };
 
+// Runs the stage. The log-ratio floor (PeerOptions::floor_ns) is raised to five ticks of the
+// trace's timer when its timestamps are coarse (TimerResolutionNs).
 PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& o);
+
+// The coarsest of 1000, 100 and 10 ns that at least 99% of operator timestamps are multiples
+// of (sampled), else 1.
+int64_t TimerResolutionNs(const InstanceTable& t);
 
 }  // namespace truffld::diagnose

@@ -58,6 +58,8 @@ struct TestRow {
   uint32_t unit = 0;
   uint32_t instance = kFamilyRow;
   uint32_t family = 0;         // interned family (InstanceTable::strings)
+  uint64_t slot = 0;           // instance rows: where in a layer and which layer (position and
+                               // its occurrence in the unit), for the layer-peer residual model
   Metric metric = Metric::kHost;
   float observed = 0;          // ns
   std::array<float, kNumSources> expected{  // ns; NaN when the source had too few peers

@@ -1,0 +1,111 @@
+// The peer-relative detector end to end on simulated runs (peer_table.h): healthy runs keep the
+// stated false-alarm rate over many seeds; planted slowdowns are found and blamed with their
+// excess; a straggler is named while the ranks that waited for it are not flagged.
+#include <gtest/gtest.h>
+
+#include "../peer_table.h"
+#include "truffld/diagnose/peer_stage.h"
+
+namespace truffld::diagnose {
+namespace {
+
+using testing::PlantedFault;
+using testing::RunSpec;
+using testing::SimulatedRun;
+
+const StepInfo* Unit(const InstanceTable& t, int64_t rank, int64_t step, const char* view, uint32_t* u) {
+  for (uint32_t i = 0; i < t.steps.size(); ++i) {
+    const StepInfo& s = t.steps[i];
+    if (s.rank == rank && s.step_index == step && s.view == view) {
+      *u = i;
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+TEST(PeerCalibration, HealthyRunsKeepTheirFalseAlarmRate) {
+  int flagged = 0, judged = 0, worst = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    RunSpec spec;
+    spec.seed = seed;
+    spec.tp = seed % 2 ? 2 : 4;
+    const InstanceTable t = SimulatedRun(spec);
+    const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+    const int f = r.decision.flagged[0] + r.decision.flagged[1];
+    flagged += f;
+    judged += r.decision.judged[0] + r.decision.judged[1];
+    worst = std::max(worst, f);
+    EXPECT_EQ(r.decision.insufficient[0] + r.decision.insufficient[1], 0) << seed;
+  }
+  ASSERT_GT(judged, 4000);
+  // alpha = 1%: on healthy runs Benjamini-Hochberg flags nothing most of the time.
+  EXPECT_LE(static_cast<double>(flagged) / judged, 0.01) << flagged << " of " << judged;
+  EXPECT_LE(worst, 3);
+}
+
+TEST(PeerCalibration, PlantedSlowdownIsFoundAndBlamedWithItsExcess) {
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    RunSpec spec;
+    spec.seed = seed;
+    spec.faults = {PlantedFault{1, 30, "aten::mm", 1.5}};
+    const InstanceTable t = SimulatedRun(spec);
+    const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+    uint32_t u = 0, peer = 0;
+    ASSERT_NE(Unit(t, 1, 30, "vertical", &u), nullptr);
+    ASSERT_NE(Unit(t, 0, 30, "vertical", &peer), nullptr);
+    EXPECT_NE(r.decision.units[peer].verdict, Verdict::kAbnormal) << seed;  // its healthy TP peer
+    if (r.decision.units[u].verdict != Verdict::kAbnormal) continue;
+    ++found;
+    ASSERT_FALSE(r.blame[u].empty());
+    const BlamedFamily& b = r.blame[u][0];
+    EXPECT_EQ(t.strings.Get(b.family), "aten::mm");
+    EXPECT_EQ(b.metric, Metric::kDevice);
+    // 8 layers x 40 us x size x 0.5 excess: between 100 us and 600 us.
+    EXPECT_GT(b.excess_ns, 100000);
+    EXPECT_LT(b.excess_ns, 600000);
+    EXPECT_NEAR(b.ratio[static_cast<int>(Source::kTp)], 1.5, 0.15);
+  }
+  EXPECT_GE(found, 9);
+}
+
+TEST(PeerCalibration, StragglerIsNamedAndTheRanksThatWaitedAreNotFlagged) {
+  RunSpec spec;
+  spec.seed = 3;
+  spec.tp = 4;
+  spec.faults = {PlantedFault{2, 20, "", 3.0, /*straggle=*/true}};
+  const InstanceTable t = SimulatedRun(spec);
+  const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+  bool named = false;
+  for (const auto& s : r.stragglers.stragglers) named = named || (s.rank == 2 && s.step_index == 20);
+  EXPECT_TRUE(named);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    uint32_t u = 0;
+    ASSERT_NE(Unit(t, rank, 20, "horizontal", &u), nullptr);
+    EXPECT_NE(r.decision.units[u].verdict, Verdict::kAbnormal) << rank;  // transfers were normal
+    if (rank != 2) {
+      EXPECT_EQ(r.stragglers.waits[u].waiting_on, 2);
+      EXPECT_GT(r.stragglers.waits[u].waited_ns, 8 * 250000.0);
+    }
+  }
+}
+
+TEST(PeerCalibration, SlowCollectiveIsAbnormalOnEveryParticipant) {
+  RunSpec spec;
+  spec.seed = 5;
+  spec.faults = {PlantedFault{0, 40, "ncclAllReduce", 3.0}};
+  const InstanceTable t = SimulatedRun(spec);
+  const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    uint32_t u = 0;
+    ASSERT_NE(Unit(t, rank, 40, "horizontal", &u), nullptr);
+    EXPECT_EQ(r.decision.units[u].verdict, Verdict::kAbnormal) << rank;
+    ASSERT_FALSE(r.blame[u].empty());
+    EXPECT_EQ(t.strings.Get(r.blame[u][0].family), "ncclAllReduce");
+    EXPECT_EQ(r.blame[u][0].basis, Source::kTime);  // TP peers share the transfer: not a witness
+  }
+}
+
+}  // namespace
+}  // namespace truffld::diagnose

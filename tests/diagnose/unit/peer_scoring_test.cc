@@ -1,0 +1,206 @@
+// Peer expectations, source combination, step verdicts and blame on hand-built tables
+// (peers.h, peer_scoring.h, peer_decision.h, blame.h, peer_evidence.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../peer_table.h"
+#include "truffld/diagnose/alignment.h"
+#include "truffld/diagnose/blame.h"
+#include "truffld/diagnose/peer_decision.h"
+#include "truffld/diagnose/peer_evidence.h"
+#include "truffld/diagnose/peer_scoring.h"
+#include "truffld/diagnose/peers.h"
+
+namespace truffld::diagnose {
+namespace {
+
+using testing::PeerTableBuilder;
+
+// One unit per (rank, step): four instances of "op" with identical work; rank 1's instances
+// cost `slow_rank1` times the others in step `slow_step`.
+InstanceTable FourLayers(int ranks, int steps, double slow_rank1, int slow_step) {
+  PeerTableBuilder b;
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < ranks; ++r) {
+      b.Unit(r, s, "vertical", {"q" + std::to_string(s)}, s * 1000000, s * 1000000 + 900000);
+      for (int l = 0; l < 4; ++l) {
+        PeerTableBuilder::Op op;
+        op.family = "op";
+        op.start = s * 1000000 + l * 200000;
+        op.end = op.start + 10000;
+        op.host_ns = 0;
+        op.device_ns = 100000 * (1.0 + 0.01 * ((s * 7 + l * 3 + r) % 5)) * (r == 1 && s == slow_step ? slow_rank1 : 1.0);
+        op.signature = 42;
+        op.position = 7;
+        b.Add(op);
+      }
+    }
+  }
+  return std::move(b.t);
+}
+
+TEST(PeerExpectations, LayersTpPeersAndSimilarSteps) {
+  const InstanceTable t = FourLayers(2, 8, 3.0, 5);
+  const UnitGroups g = GroupUnits(t);
+  const std::vector<CommTiming> comm = MatchCollectives(t, g);
+  const std::vector<TestRow> rows = BuildTests(t, g, comm, PeerOptions{});
+  // Find rank 1, step 5, first instance, device metric.
+  const TestRow* row = nullptr;
+  for (const auto& r : rows) {
+    const StepInfo& st = t.steps[r.unit];
+    if (r.instance != kFamilyRow && r.metric == Metric::kDevice && st.rank == 1 && st.step_index == 5) { row = &r; break; }
+  }
+  ASSERT_NE(row, nullptr);
+  ASSERT_TRUE(row->Has(Source::kLayer));
+  ASSERT_TRUE(row->Has(Source::kTp));
+  ASSERT_TRUE(row->Has(Source::kTime));
+  EXPECT_EQ(row->peers[static_cast<int>(Source::kLayer)], 3);   // its three siblings, all slow
+  EXPECT_EQ(row->peers[static_cast<int>(Source::kTp)], 1);      // rank 0's same instance
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kLayer)], 1.0, 0.05);
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kTp)], 3.0, 0.15);
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kTime)], 3.0, 0.15);
+  EXPECT_TRUE(row->time_exact);
+  // The family row sums the four instances.
+  for (const auto& r : rows) {
+    if (r.unit == row->unit && r.instance == kFamilyRow && r.metric == Metric::kDevice) {
+      EXPECT_NEAR(r.observed / r.expected[static_cast<int>(Source::kTp)], 3.0, 0.15);
+    }
+  }
+}
+
+TestRow Row(double p_layer, double p_tp, double p_time) {
+  TestRow r;
+  r.observed = 200;
+  if (p_layer >= 0) { r.expected[0] = 100; r.p[0] = p_layer; }
+  if (p_tp >= 0) { r.expected[1] = 100; r.p[1] = p_tp; }
+  if (p_time >= 0) { r.expected[2] = 100; r.p[2] = p_time; }
+  return r;
+}
+
+TEST(CombineSources, OneWitnessAloneCannotRaiseAnAlarm) {
+  EXPECT_NEAR(CombineSources(Row(0.05, 1e-9, 0.04)), 4 * 0.04, 1e-12);    // TP says slow, similar steps do not
+  EXPECT_NEAR(CombineSources(Row(-1, 1e-9, 1e-8)), 4 * 1e-8, 1e-20);     // both agree: uniform slowdown
+  EXPECT_NEAR(CombineSources(Row(1e-7, 0.3, 1e-9)), 4 * 1e-7, 1e-18);    // partial: layers + one witness
+  EXPECT_NEAR(CombineSources(Row(-1, -1, 1e-9)), 4 * 1e-9, 1e-20);       // only similar steps: that source
+  EXPECT_EQ(CombineSources(Row(1e-12, -1, -1)), 1.0);                    // layers alone: not judged
+  TestRow r = Row(1e-12, -1, -1);
+  r.layer_only = true;                                                   // ... unless the unit is judged
+  EXPECT_FALSE(Judged(r));
+  EXPECT_TRUE(Tested(r));
+  EXPECT_NEAR(CombineSources(r), 4e-12, 1e-24);
+}
+
+TEST(CombineSources, GroupWideSlowdownNeedsExactShapesAndContext) {
+  TestRow r = Row(-1, 0.05, 1e-10);
+  r.p_group = 1e-9;  // the TP peers are as slow against similar steps
+  EXPECT_NEAR(CombineSources(r), 4 * 0.05, 1e-12);
+  r.time_exact = true;
+  EXPECT_NEAR(CombineSources(r), 4 * 0.05, 1e-12);  // context length unknown: not trusted
+  r.context_known = true;
+  EXPECT_NEAR(CombineSources(r), 4 * 1e-9, 1e-20);
+}
+
+TEST(BenjaminiHochberg, ThresholdIsTheLargestQualifyingPValue) {
+  EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({0.001, 0.008, 0.039, 0.041, 0.9}, 0.05), 0.008);
+  EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({0.2, 0.3}, 0.05), 0.0);
+  EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({}, 0.05), 0.0);
+}
+
+TEST(DecideUnits, LoneMildInstanceNeedsASecondOrAFamilySum) {
+  PeerTableBuilder b;
+  b.Unit(0, 0, "vertical", {"a"}, 0, 1000);
+  b.Add({"op"});
+  b.Add({"op"});
+  std::vector<TestRow> rows(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    rows[i].unit = 0;
+    rows[i].instance = i;
+    rows[i].metric = Metric::kDevice;
+    rows[i].family = b.t.family[i];
+    rows[i].expected[1] = 100;
+    rows[i].effective_expected = 100;
+  }
+  rows[0].observed = 130;  // 1.3x, very surprising, alone
+  rows[0].p_value = 1e-12;
+  rows[1].observed = 100;
+  rows[1].p_value = 0.7;
+  DecisionOptions o;
+  DecisionResult d = DecideUnits(b.t, rows, o);
+  EXPECT_DOUBLE_EQ(d.units[0].p_value, 1.0);  // min over eligible = second smallest = 0.7, x2 tests
+  rows[1].observed = 125;
+  rows[1].p_value = 1e-10;  // a second instance agrees
+  d = DecideUnits(b.t, rows, o);
+  EXPECT_NEAR(d.units[0].p_value, 2e-10, 1e-22);
+  rows[1].p_value = 0.7;
+  rows[0].observed = 250;  // 2.5x alone is strong enough
+  d = DecideUnits(b.t, rows, o);
+  EXPECT_NEAR(d.units[0].p_value, 2e-12, 1e-24);
+  EXPECT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+}
+
+TEST(DecideUnits, NoUnitLevelPeersIsInsufficientEvidence) {
+  PeerTableBuilder b;
+  b.Unit(0, 0, "vertical", {"a"}, 0, 1000);
+  b.Add({"op"});
+  std::vector<TestRow> rows(1);
+  rows[0].unit = 0;
+  rows[0].instance = 0;
+  rows[0].expected[0] = 100;  // layers only
+  rows[0].p[0] = 1e-30;
+  rows[0].p_value = CombineSources(rows[0]);
+  const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+  EXPECT_EQ(d.units[0].verdict, Verdict::kInsufficient);
+  EXPECT_NE(d.units[0].reason.find("layers"), std::string::npos);
+  EXPECT_EQ(d.insufficient[0], 1);
+  EXPECT_EQ(d.flagged[0], 0);
+}
+
+TEST(Blame, DeepestCauseWithItsExcess) {
+  // A wrapper (parent) and its child both look slow; the child explains the excess.
+  PeerTableBuilder b;
+  b.Unit(0, 0, "vertical", {"a"}, 0, 1000000);
+  PeerTableBuilder::Op parent{"wrapper"};
+  parent.start = 0;
+  parent.end = 500000;
+  b.Add(parent);
+  PeerTableBuilder::Op child{"leaf"};
+  child.start = 10;
+  child.end = 400000;
+  child.parent = 0;
+  b.Add(child);
+  std::vector<TestRow> rows(2);
+  for (uint32_t i = 0; i < 2; ++i) {
+    rows[i].unit = 0;
+    rows[i].instance = i;
+    rows[i].family = b.t.family[i];
+    rows[i].metric = Metric::kHost;
+    rows[i].expected[1] = 100000;
+    rows[i].effective_expected = 100000;
+    rows[i].basis = Source::kTp;
+    rows[i].p_value = 1e-20;
+  }
+  rows[0].observed = 450000;  // excess 350 us
+  rows[1].observed = 400000;  // excess 300 us >= half of the wrapper's
+  DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+  ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+  const auto blamed = BlameUnits(b.t, rows, d, BlameOptions{});
+  ASSERT_EQ(blamed[0].size(), 1u);
+  EXPECT_EQ(b.t.strings.Get(blamed[0][0].family), "leaf");
+  EXPECT_DOUBLE_EQ(blamed[0][0].excess_ns, 300000);
+  EXPECT_DOUBLE_EQ(blamed[0][0].expected_ns, 100000);
+  EXPECT_NEAR(blamed[0][0].share, 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(blamed[0][0].ratio[static_cast<int>(Source::kTp)], 4.0);
+}
+
+TEST(Evidence, DurationsAreWrittenForPeople) {
+  EXPECT_EQ(FormatNs(950), "950 ns");
+  EXPECT_EQ(FormatNs(4160), "4.16 us");
+  EXPECT_EQ(FormatNs(41600), "41.6 us");
+  EXPECT_EQ(FormatNs(416000), "416 us");
+  EXPECT_EQ(FormatNs(1.2e6), "1.20 ms");
+  EXPECT_EQ(FormatNs(3.1e9), "3.1 s");
+}
+
+}  // namespace
+}  // namespace truffld::diagnose
