@@ -29,7 +29,6 @@ namespace {
 struct FamilyTally {
   double inst_excess[kNumMetrics] = {0, 0}, inst_observed[kNumMetrics] = {0, 0};
   int significant[kNumMetrics] = {0, 0};
-  bool strong[kNumMetrics] = {false, false};
   const TestRow* family_row[kNumMetrics] = {nullptr, nullptr};   // significant family row
   const TestRow* strongest[kNumMetrics] = {nullptr, nullptr};    // most significant row
   double p = 1;
@@ -45,13 +44,10 @@ double Excess(const TestRow& r) {
 std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const std::vector<TestRow>& rows,
                                                   const DecisionResult& d, const BlameOptions& o) {
   std::vector<std::vector<BlamedFamily>> out(t.steps.size());
-  // Significant rows per abnormal unit.
+  // Significant rows per abnormal unit (supported evidence only: peer_decision.h).
   std::vector<std::vector<const TestRow*>> sig(t.steps.size());
-  for (const TestRow& r : rows) {
-    const UnitVerdict& v = d.units[r.unit];
-    if (v.verdict != Verdict::kAbnormal) continue;
-    const double thr = d.threshold[t.steps[r.unit].view == "horizontal" ? 1 : 0];
-    if (r.p_value * static_cast<double>(v.tests) <= thr) sig[r.unit].push_back(&r);
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    if (Significant(d, t, rows, r)) sig[rows[r].unit].push_back(&rows[r]);
   }
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     if (sig[u].empty()) continue;
@@ -80,16 +76,6 @@ std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const 
         f.inst_excess[m] += Excess(*r);
         f.inst_observed[m] += r->observed;
         ++f.significant[m];
-        f.strong[m] = f.strong[m] || RowRatio(*r) >= o.lone.SingleRatio(*r);
-      }
-    }
-    // A lone, mildly slow instance is noise unless its family sum agrees (peer_decision.h).
-    for (auto& [family, f] : fam) {
-      for (int m = 0; m < kNumMetrics; ++m) {
-        if (f.significant[m] == 1 && !f.strong[m]) {
-          f.significant[m] = 0;
-          f.inst_excess[m] = f.inst_observed[m] = 0;
-        }
       }
     }
     std::vector<BlamedFamily>& blamed = out[u];

@@ -50,34 +50,76 @@ double RowRatio(const TestRow& row) {
   return std::isnan(e) ? 0.0 : (row.observed + 1.0) / (std::max(0.0, e) + 1.0);
 }
 
+namespace {
+
+// Two smallest values seen (for "the best other one").
+struct TwoSmallest {
+  double a = 1, b = 1;
+  void Add(double p) {
+    if (p < a) { b = a; a = p; } else if (p < b) { b = p; }
+  }
+  double BestOther(double own) const { return own <= a ? b : a; }
+};
+
+// Evidence p-value of every row (see DecisionResult::support_p).
+std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o) {
+  std::vector<double> support(rows.size(), 1.0);
+  std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    if (!Tested(rows[r])) continue;
+    if (rows[r].instance == kFamilyRow || RowRatio(rows[r]) >= o.SingleRatio(rows[r])) {
+      support[r] = rows[r].p_value;  // a family sum, or one instance strong enough on its own
+    } else {
+      by_unit[rows[r].unit].push_back(r);
+    }
+  }
+  std::unordered_map<uint64_t, TwoSmallest> family;  // (family, metric) -> p-values of the unit
+  std::vector<std::pair<int64_t, uint32_t>> device;  // (device start, row) of the unit
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    family.clear();
+    device.clear();
+    for (uint32_t r : by_unit[u]) {
+      family[uint64_t{rows[r].family} * 2 + static_cast<uint64_t>(rows[r].metric)].Add(rows[r].p_value);
+      if (rows[r].metric == Metric::kDevice && !t.detail.empty()) device.emplace_back(t.detail[rows[r].instance].device_start, r);
+    }
+    for (uint32_t r : by_unit[u]) {
+      const double own = rows[r].p_value;
+      double other = family[uint64_t{rows[r].family} * 2 + static_cast<uint64_t>(rows[r].metric)].BestOther(own);
+      support[r] = std::max(own, other);
+    }
+    // Device work slowed together in a window (contention): three rows within it must agree.
+    std::sort(device.begin(), device.end());
+    const int64_t w = std::max<int64_t>(o.cluster_min_ns, static_cast<int64_t>(
+        o.cluster_window * static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns)));
+    for (size_t i = 0, lo = 0, hi = 0; i < device.size(); ++i) {
+      while (device[lo].first < device[i].first - w) ++lo;
+      while (hi < device.size() && device[hi].first <= device[i].first + w) ++hi;
+      TwoSmallest near;
+      for (size_t j = lo; j < hi; ++j) {
+        if (j != i) near.Add(rows[device[j].second].p_value);
+      }
+      const uint32_t r = device[i].second;
+      support[r] = std::min(support[r], std::max(rows[r].p_value, near.b));
+    }
+  }
+  return support;
+}
+
+}  // namespace
+
 DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o) {
   DecisionResult d;
   d.alpha = o.alpha;
-  const double alpha = o.alpha;
   d.units.resize(t.steps.size());
+  d.support_p = SupportPValues(t, rows, o);
   std::vector<double> min_p(t.steps.size(), 1.0);
-  // Per (unit, family): the two smallest instance-row p-values.
-  std::unordered_map<uint64_t, std::pair<double, double>> two;
-  for (const TestRow& r : rows) {
-    UnitVerdict& v = d.units[r.unit];
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    UnitVerdict& v = d.units[rows[r].unit];
     ++v.rows;
-    for (int s = 0; s < kNumSources; ++s) v.with_source[static_cast<size_t>(s)] += r.Has(static_cast<Source>(s));
-    if (!Tested(r)) continue;
+    for (int s = 0; s < kNumSources; ++s) v.with_source[static_cast<size_t>(s)] += rows[r].Has(static_cast<Source>(s));
+    if (!Tested(rows[r])) continue;
     ++v.tests;
-    if (r.instance == kFamilyRow || RowRatio(r) >= o.SingleRatio(r)) {
-      min_p[r.unit] = std::min(min_p[r.unit], r.p_value);
-    }
-    if (r.instance != kFamilyRow) {
-      auto [it, fresh] = two.emplace((uint64_t{r.unit} << 32) | r.family, std::make_pair(r.p_value, 1.0));
-      if (!fresh) {
-        auto& [a, b] = it->second;
-        if (r.p_value < a) { b = a; a = r.p_value; } else if (r.p_value < b) { b = r.p_value; }
-      }
-    }
-  }
-  for (const auto& [key, ab] : two) {
-    const uint32_t u = static_cast<uint32_t>(key >> 32);
-    min_p[u] = std::min(min_p[u], ab.second);
+    min_p[rows[r].unit] = std::min(min_p[rows[r].unit], d.support_p[r]);
   }
   std::vector<double> per_view[2];
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
@@ -93,16 +135,23 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     per_view[view].push_back(v.p_value);
     ++d.judged[view];
   }
-  for (int view = 0; view < 2; ++view) d.threshold[view] = BenjaminiHochbergThreshold(per_view[view], alpha);
+  for (int view = 0; view < 2; ++view) d.threshold[view] = BenjaminiHochbergThreshold(per_view[view], o.alpha);
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     UnitVerdict& v = d.units[u];
-    if (v.verdict == Verdict::kInsufficient && v.tests == 0) continue;
+    if (v.tests == 0) continue;
     const int view = t.steps[u].view == "horizontal" ? 1 : 0;
     const bool flagged = d.threshold[view] > 0 && v.p_value <= d.threshold[view];
     v.verdict = flagged ? Verdict::kAbnormal : Verdict::kNormal;
     d.flagged[view] += flagged;
   }
   return d;
+}
+
+bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r) {
+  const UnitVerdict& v = d.units[rows[r].unit];
+  if (v.verdict != Verdict::kAbnormal) return false;
+  const double thr = d.threshold[t.steps[rows[r].unit].view == "horizontal" ? 1 : 0];
+  return d.support_p[r] * static_cast<double>(v.tests) <= thr;
 }
 
 }  // namespace truffld::diagnose

@@ -34,7 +34,6 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.scoring = ScoreRows(t, r.rows, so);
   r.decision = DecideUnits(t, r.rows, o.decision);
   BlameOptions bo = o.blame;
-  bo.lone = o.decision;
   r.blame = BlameUnits(t, r.rows, r.decision, bo);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
   return r;

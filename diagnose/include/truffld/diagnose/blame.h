@@ -40,9 +40,7 @@ struct BlamedFamily {
 
 struct BlameOptions {
   int top_m = 8;                // at most this many families per unit
-  DecisionOptions lone;         // its SingleRatio: a lone significant instance counts only at
-                                // this ratio or more
-  double min_relative = 0.05;   // drop families under this fraction of the top excess
+  double min_relative = 0.0;    // drop families under this fraction of the top excess
 };
 
 // Per unit (empty for units that are not abnormal), highest excess first.

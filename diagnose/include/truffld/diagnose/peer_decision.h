@@ -40,6 +40,12 @@ struct UnitVerdict {
 
 struct DecisionResult {
   double alpha = 0.01;
+  // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
+  // and an instance at least SingleRatio times its expectation stand on their own; any other
+  // instance needs a witness and contributes max(own, witness): the best other instance of its
+  // family in the unit, or, for device work, the second-best other device row starting within
+  // a window of the unit (work slowed together, as under contention).
+  std::vector<double> support_p;
   std::vector<UnitVerdict> units;     // per InstanceTable unit
   double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
@@ -54,6 +60,8 @@ struct DecisionOptions {
   // A collective's transfer is shared by every participant, so a lone slow one is already seen
   // by all of them: it needs less.
   double single_ratio_transfer = 1.5;
+  double cluster_window = 0.1;  // share of the unit's duration around a device row
+  int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {
     if (r.metric == Metric::kHost) return single_ratio_host;
     return r.shared_tp ? single_ratio_transfer : single_ratio_device;
@@ -65,6 +73,10 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
 
 // observed / expectation (BestExpected in blame.h); 0 when the row has none.
 double RowRatio(const TestRow& row);
+
+// Whether row `r` is significant evidence in an abnormal unit: its support p-value times the
+// unit's number of tests is at or below the view's threshold.
+bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r);
 
 // Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).
 double BenjaminiHochbergThreshold(std::vector<double> p, double alpha);
