@@ -46,15 +46,23 @@ std::string SanitizeForPrompt(const std::string& text, size_t max_bytes);
 struct StepPrompt {
   nlohmann::json summary;  // J_s, see BuildStepPrompt
   PromptNames names;       // prompt name <-> family name
+  bool calibrated = false; // peer-mode evidence: SystemPromptCalibrated() applies
 };
 
 // J_s: context (view, rank, step, phase, durations, comm bytes, world size, "backends": kernel
 // library tags, NVTX domains, CUDA-graph regime; see llm_context.h) and one entry per family
 // sorted by probability ascending (name, probability, score, parent, layer, instances,
 // candidate, method, time; kernels, API calls and backend tags for candidates and anomalies).
+// Peer-mode evidence (step.calibrated) gets a different J_s: the calibrated verdict with its
+// p-value, threshold and false-alarm rate, the evidence sentence, and one entry per blamed family
+// (name, layer, parent, which cost, observed / expected / excess ms, share of the step, ratios to
+// each peer group, its evidence sentence, kernels and API calls).
 StepPrompt BuildStepPrompt(const StepEvidence& step);
 
 const std::string& SystemPrompt();
+// The system prompt for peer-mode evidence: confirm or reject the calibrated verdict and pick
+// the faulty operators among the blamed ones.
+const std::string& SystemPromptCalibrated();
 const nlohmann::json& AnswerSchema();  // {step_anomaly, op_error_names, rationale}, strict
 
 enum class ResponseFormat { kJsonSchema, kJsonObject };
