@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include "truffld/diagnose/blame.h"
@@ -91,15 +92,22 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
     std::sort(device.begin(), device.end());
     const int64_t w = std::max<int64_t>(o.cluster_min_ns, static_cast<int64_t>(
         o.cluster_window * static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns)));
+    // Sliding window over device starts; the window's p-values kept ordered.
+    std::multiset<double> window;
     for (size_t i = 0, lo = 0, hi = 0; i < device.size(); ++i) {
-      while (device[lo].first < device[i].first - w) ++lo;
-      while (hi < device.size() && device[hi].first <= device[i].first + w) ++hi;
-      TwoSmallest near;
-      for (size_t j = lo; j < hi; ++j) {
-        if (j != i) near.Add(rows[device[j].second].p_value);
-      }
+      while (device[lo].first < device[i].first - w) window.erase(window.find(rows[device[lo++].second].p_value));
+      while (hi < device.size() && device[hi].first <= device[i].first + w) window.insert(rows[device[hi++].second].p_value);
       const uint32_t r = device[i].second;
-      support[r] = std::min(support[r], std::max(rows[r].p_value, near.b));
+      // The second-smallest p-value among the others = the third smallest, or second when this
+      // row is itself among the two smallest.
+      auto it = window.begin();
+      double others[2] = {1, 1};
+      bool skipped = false;
+      for (int k = 0; k < 2 && it != window.end(); ++it) {
+        if (!skipped && *it == rows[r].p_value) { skipped = true; continue; }
+        others[k++] = *it;
+      }
+      support[r] = std::min(support[r], std::max(rows[r].p_value, others[1]));
     }
   }
   return support;

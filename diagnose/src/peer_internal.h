@@ -31,8 +31,14 @@ void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vect
 
 void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o);
 void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys);
+// Similar steps of the same shape: the median over the nearest units (NearestUnits) that hold
+// the row's time key.
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
-                   const std::vector<UnitWorkload>& w, const PeerOptions& o);
+                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t);
+// Per unit, up to 12 x time_neighbours other units of its rank, view and regime within
+// max_workload_distance, nearest first (candidates within 4,096 steps of it).
+std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
+                                                const PeerOptions& o);
 // Similar-steps expectation by a local log-log fit, for rows FillTimeExact left empty.
 void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                  const std::vector<UnitWorkload>& w, const PeerOptions& o);

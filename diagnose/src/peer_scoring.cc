@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -100,6 +101,8 @@ Fitted FitGroup(const std::vector<double>& r, const ScoringOptions& o) {
   GmmOptions g;
   g.covariance = CovarianceType::kDiagonal;
   g.reg_covar = 1e-5;
+  g.n_init = 2;
+  g.max_iter = 60;
   auto sel = FitGmmBic(x, 1, o.k_max, g);
   if (sel.ok() && o.trim > 0) {
     Eigen::VectorXd lp;
@@ -251,6 +254,9 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     for (size_t i = 0; i < list.size(); ++i) r[i] = Residual(rows[list[i]], static_cast<Source>(k.source), o.floor_ns);
     ScoringOptions go = o;
     if (k.fitted) go.min_scale = std::max(o.min_scale, o.fitted_min_scale);
+    // Per-slot layer residuals (one value per step and slot) get the robust Gaussian: there are
+    // thousands of such small groups, and a slot has no regimes of its own to model.
+    if (k.position != 0) go.min_fit = std::numeric_limits<int>::max();
     Fitted f = FitGroup(r, go);
     auto tail = [&](double x) {  // upper tail of the null mixture, guarded (see FitGroup)
       double p = 0;

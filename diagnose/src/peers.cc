@@ -72,82 +72,144 @@ double MedianOf(std::vector<double>& v) {
   return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
 }
 
-void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by;
+// Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
+std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& keys, uint64_t RowKeys::*field,
+                                                   const std::vector<TestRow>& rows, bool layer) {
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  order.reserve(rows.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].instance != kFamilyRow) by[keys[r].layer].push_back(r);
+    if (layer && rows[r].instance == kFamilyRow) continue;
+    if (!layer && rows[r].shared_tp) continue;
+    order.emplace_back(keys[r].*field, r);
   }
-  std::vector<double> vals;
-  for (auto& [k, list] : by) {
-    if (static_cast<int>(list.size()) < o.min_layer_peers + 1) continue;
-    std::vector<double> sorted;
-    for (uint32_t r : list) sorted.push_back(rows[r].observed);
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    for (uint32_t r : list) {
-      // Median of the others: remove one copy of this value from the sorted list.
-      const size_t pos = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(),
-                                                              static_cast<double>(rows[r].observed)) - sorted.begin());
-      auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
-      const size_t m = n - 1;
-      const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
-      rows[r].expected[static_cast<int>(Source::kLayer)] = static_cast<float>(med);
-      rows[r].peers[static_cast<int>(Source::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
+  const auto order = SortedBy(keys, &RowKeys::layer, rows, true);
+  std::vector<double> sorted;
+  for (size_t b = 0; b < order.size();) {
+    size_t e = b;
+    while (e < order.size() && order[e].first == order[b].first) ++e;
+    const size_t n = e - b;
+    if (static_cast<int>(n) >= o.min_layer_peers + 1) {
+      sorted.clear();
+      for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = b; i < e; ++i) {
+        TestRow& row = rows[order[i].second];
+        // Median of the others: one copy of this value removed from the sorted list.
+        const size_t pos = static_cast<size_t>(
+            std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
+        auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
+        const size_t m = n - 1;
+        const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
+        row.expected[static_cast<int>(Source::kLayer)] = static_cast<float>(med);
+        row.peers[static_cast<int>(Source::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
+      }
     }
+    b = e;
   }
 }
 
 void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys) {
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by;
-  for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (!rows[r].shared_tp) by[keys[r].tp].push_back(r);
-  }
+  const auto order = SortedBy(keys, &RowKeys::tp, rows, false);
   std::vector<double> vals;
-  for (auto& [k, list] : by) {
-    if (list.size() < 2) continue;
-    for (uint32_t r : list) {
+  const int s = static_cast<int>(Source::kTp);
+  for (size_t b = 0; b < order.size();) {
+    size_t e = b;
+    while (e < order.size() && order[e].first == order[b].first) ++e;
+    for (size_t i = b; e - b >= 2 && i < e; ++i) {
+      TestRow& row = rows[order[i].second];
       vals.clear();
-      for (uint32_t q : list) {
-        if (q != r && rows[q].unit != rows[r].unit) vals.push_back(rows[q].observed);
+      for (size_t j = b; j < e; ++j) {
+        const TestRow& q = rows[order[j].second];
+        if (j != i && q.unit != row.unit) vals.push_back(q.observed);
       }
       if (vals.empty()) continue;
-      const int s = static_cast<int>(Source::kTp);
-      rows[r].peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
-      rows[r].expected[s] = static_cast<float>(MedianOf(vals));
+      row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
+      row.expected[s] = static_cast<float>(MedianOf(vals));
     }
+    b = e;
   }
 }
 
-void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
-                   const std::vector<UnitWorkload>& w, const PeerOptions& o) {
-  // key -> unit -> values; then one representative (median) per unit.
-  std::unordered_map<uint64_t, std::map<uint32_t, std::vector<double>>> by;
-  for (uint32_t r = 0; r < rows.size(); ++r) by[keys[r].time][rows[r].unit].push_back(rows[r].observed);
-  std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, double>>> reps;
-  for (auto& [k, units] : by) {
-    auto& v = reps[k];
-    for (auto& [u, vals] : units) v.emplace_back(u, MedianOf(vals));
+std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
+                                                const PeerOptions& o) {
+  // Units of one rank and view, by regime then step: the nearest in workload are found within a
+  // window of steps around each unit (workloads that far apart in a long run are matched by
+  // other units closer by), then sorted by distance.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> lanes;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const StepInfo& s = t.steps[u];
+    lanes[Mix(Mix(static_cast<uint64_t>(s.rank.value_or(-1)), s.view == "horizontal"), w[u].regime)].push_back(u);
   }
-  std::vector<std::pair<double, double>> near;  // (distance, value)
-  std::vector<double> vals;
-  for (uint32_t r = 0; r < rows.size(); ++r) {
-    const auto& cand = reps[keys[r].time];
-    if (static_cast<int>(cand.size()) <= o.min_time_neighbours) continue;
-    near.clear();
-    for (const auto& [u, v] : cand) {
-      if (u == rows[r].unit) continue;
-      const double d = WorkloadDistance(w[rows[r].unit], w[u]);
-      if (d <= o.max_workload_distance) near.emplace_back(d, v);
+  const size_t keep = static_cast<size_t>(std::max(12 * o.time_neighbours, 96));
+  const size_t window = 4096;
+  std::vector<std::vector<uint32_t>> near(t.steps.size());
+  std::vector<std::pair<double, uint32_t>> cand;
+  for (auto& [key, units] : lanes) {
+    std::sort(units.begin(), units.end(), [&](uint32_t a, uint32_t b) { return t.steps[a].step_index < t.steps[b].step_index; });
+    for (size_t i = 0; i < units.size(); ++i) {
+      cand.clear();
+      const size_t lo = i > window ? i - window : 0, hi = std::min(units.size(), i + window + 1);
+      for (size_t j = lo; j < hi; ++j) {
+        if (j == i) continue;
+        const double d = WorkloadDistance(w[units[i]], w[units[j]]);
+        if (d <= o.max_workload_distance) cand.emplace_back(d, units[j]);
+      }
+      const size_t k = std::min(cand.size(), keep);
+      std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k), cand.end());
+      for (size_t j = 0; j < k; ++j) near[units[i]].push_back(cand[j].second);
     }
-    if (static_cast<int>(near.size()) < o.min_time_neighbours) continue;
-    const size_t k = std::min<size_t>(near.size(), static_cast<size_t>(o.time_neighbours));
-    std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(k), near.end());
-    vals.clear();
-    for (size_t j = 0; j < k; ++j) vals.push_back(near[j].second);
-    const int s = static_cast<int>(Source::kTime);
-    rows[r].expected[s] = static_cast<float>(MedianOf(vals));
-    rows[r].peers[s] = static_cast<uint16_t>(k);
-    rows[r].time_exact = true;
+  }
+  return near;
+}
+
+void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t) {
+  // Per unit: its rows sorted by time key, and (time key, median observed) per distinct key.
+  std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) by_unit[rows[r].unit].push_back(r);
+  std::vector<std::vector<std::pair<uint64_t, double>>> reps(t.steps.size());
+  std::vector<double> vals;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    auto& list = by_unit[u];
+    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
+    for (size_t i = 0; i < list.size();) {
+      size_t j = i;
+      vals.clear();
+      while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
+      reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
+      i = j;
+    }
+  }
+  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
+  const int s = static_cast<int>(Source::kTime);
+  const size_t want = static_cast<size_t>(o.time_neighbours);
+  std::vector<std::vector<float>> found;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const auto& list = by_unit[u];
+    found.assign(list.size(), {});
+    // Walk the neighbours nearest first, merging their sorted keys with this unit's.
+    for (uint32_t v : near[u]) {
+      const auto& rv = reps[v];
+      size_t k = 0;
+      for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
+        const uint64_t key = keys[list[i]].time;
+        while (k < rv.size() && rv[k].first < key) ++k;
+        if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+      }
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
+      vals.assign(found[i].begin(), found[i].end());
+      TestRow& row = rows[list[i]];
+      row.peers[s] = static_cast<uint16_t>(vals.size());
+      row.expected[s] = static_cast<float>(MedianOf(vals));
+      row.time_exact = true;
+    }
   }
 }
 
@@ -163,7 +225,7 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   detail::MakeFamilyRows(t, groups, comm, &rows, &keys);
   detail::FillLayer(rows, keys, o);
   detail::FillTp(rows, keys);
-  detail::FillTimeExact(rows, keys, w, o);
+  detail::FillTimeExact(rows, keys, w, o, t);
   detail::FillTimeFit(t, rows, keys, w, o);
   return rows;
 }

@@ -41,7 +41,7 @@ struct ScoringOptions {
   int k_max = 3;
   double regime_weight = 0.25;  // a component this heavy (and not faster) is a normal regime
   double trim = 0.05;
-  size_t max_fit_samples = 4096;
+  size_t max_fit_samples = 2048;  // deterministic stride subsample per group
   int threads = 1;
 };
 
