@@ -1,0 +1,45 @@
+// What every truffld command-line tool shares: exit statuses, the version line, and a progress
+// line that appears only on a terminal.
+//
+// Exit statuses (the same in every tool, its --help and the README):
+//   0 success; 1 an input could not be used (missing, unreadable, nothing to read);
+//   2 usage error (a bad flag or value); 3 an output could not be written.
+// Thread-safety: ExitCodeName and VersionLine are reentrant; a Progress belongs to one thread.
+#pragma once
+
+#include <string>
+
+namespace truffld {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitInput = 1,
+  kExitUsage = 2,
+  kExitOutput = 3,
+};
+
+// The exit-status paragraph every --help ends with.
+extern const char* const kExitStatusHelp;
+
+// "0.1.0" from CMake's project version, plus " (git <describe>)" when built from a git checkout.
+const char* VersionString();
+// "<tool> <VersionString()>".
+std::string VersionLine(const char* tool);
+
+// One status line on stderr, rewritten in place ("\r\033[K"), shown only when stderr is a
+// terminal and the tool is not quiet: logs and pipes never see it.
+class Progress {
+ public:
+  explicit Progress(bool quiet = false);
+  ~Progress();  // clears the line
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  bool enabled() const noexcept { return enabled_; }
+  void Say(const std::string& text);  // replaces the line (text is escaped for the terminal)
+  void Done();                        // clears the line; later messages start on a clean line
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+}  // namespace truffld
