@@ -5,6 +5,8 @@
 #include <fstream>
 #include <set>
 
+#include "truffld/terminal_text.h"
+
 namespace truffld::diagnose {
 
 nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) {
@@ -58,37 +60,47 @@ Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagno
   return Status::Ok();
 }
 
+// Column widths of the stdout table (code points); names are escaped for the terminal and cut
+// with an ellipsis (truffld/terminal_text.h), so every table line holds one entry.
+constexpr size_t kRankWidth = 6, kStepWidth = 6, kViewWidth = 10, kPhaseWidth = 8, kFamilyWidth = 40;
+constexpr size_t kChainWidth = 60;
+
 std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows) {
-  std::string s;
-  char buf[512];
-  size_t abnormal = 0, shown = 0;
-  std::snprintf(buf, sizeof buf, "%-6s %-6s %-10s %-8s %-40s %-8s %-10s %s\n", "rank", "step",
-                "view", "phase", "faulty operator", "score", "p(normal)", "parent chain");
+  auto row = [](const std::string& rank, const std::string& step, const std::string& view,
+                const std::string& phase, const std::string& family, const std::string& score,
+                const std::string& prob, const std::string& chain) {
+    return TableCell(rank, kRankWidth) + " " + TableCell(step, kStepWidth) + " " + TableCell(view, kViewWidth) +
+           " " + TableCell(phase, kPhaseWidth) + " " + TableCell(family, kFamilyWidth) + " " + TableCell(score, 8) +
+           " " + TableCell(prob, 10) + " " + TruncateForDisplay(EscapeForTerminal(chain), kChainWidth) + "\n";
+  };
   std::string rows;
+  size_t abnormal = 0, shown = 0;
+  char num[2][32];
   for (const auto& x : d) {
     if (!x.abnormal) continue;
     ++abnormal;
     if (shown >= max_rows) continue;
     ++shown;
-    std::string rank = x.evidence.rank ? std::to_string(*x.evidence.rank) : "-";
+    const std::string rank = x.evidence.rank ? std::to_string(*x.evidence.rank) : "-";
+    const std::string step = std::to_string(x.evidence.step_index);
+    if (x.faulty.empty()) rows += row(rank, step, x.evidence.view, x.evidence.phase, "-", "", "", "");
     for (size_t i = 0; i < x.faulty.size(); ++i) {
       const auto& f = x.faulty[i];
       std::string chain;
       for (const auto& p : f.parent_chain) chain += (chain.empty() ? "" : " < ") + p;
-      std::string name = f.family.size() > 40 ? f.family.substr(0, 37) + "..." : f.family;
-      char row[768];
-      std::snprintf(row, sizeof row, "%-6s %-6s %-10s %-8s %-40s %-8.3f %-10.2e %s\n",
-                    i == 0 ? rank.c_str() : "", i == 0 ? std::to_string(x.evidence.step_index).c_str() : "",
-                    i == 0 ? x.evidence.view.c_str() : "", i == 0 ? x.evidence.phase.c_str() : "",
-                    name.c_str(), f.score, f.probability, chain.c_str());
-      rows += row;
+      std::snprintf(num[0], sizeof num[0], "%.3f", f.score);
+      std::snprintf(num[1], sizeof num[1], "%.2e", f.probability);
+      rows += i == 0 ? row(rank, step, x.evidence.view, x.evidence.phase, f.family, num[0], num[1], chain)
+                     : row("", "", "", "", f.family, num[0], num[1], chain);
     }
   }
-  if (abnormal == 0) return "No abnormal steps among " + std::to_string(d.size()) + " steps.\n";
-  s = buf + rows;
-  std::snprintf(buf, sizeof buf, "%zu abnormal of %zu steps%s\n", abnormal, d.size(),
-                abnormal > shown ? " (table truncated; see diagnosis.jsonl)" : "");
-  return s + buf;
+  const std::string units = std::to_string(d.size()) + " (rank, step, view) units";
+  if (abnormal == 0) return "No abnormal unit among " + units + ".\n";
+  std::string s = row("rank", "step", "view", "phase", "faulty operator", "score", "p(normal)", "parent chain");
+  s += rows;
+  s += std::to_string(abnormal) + " of " + units + " abnormal" +
+       (abnormal > shown ? " (table shows the first " + std::to_string(shown) + "; see diagnosis.jsonl)" : "") + "\n";
+  return s;
 }
 
 std::string CsvField(const std::string& s) {
