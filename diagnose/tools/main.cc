@@ -78,9 +78,10 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
                                bool quiet, bool graph_vertical_ops, truffld::Progress* progress) {
   td::TreeReader reader;
   reader.set_graph_vertical_ops(graph_vertical_ops);
-  progress->Say(std::string("reading ") + what + " " + path + "...");
-  truffld::Status st = reader.Read(path);
-  progress->Done();
+  truffld::Status st = [&] {
+    truffld::ProgressTimer timer(*progress, std::string("reading ") + what + " " + path + "...");
+    return reader.Read(path);
+  }();
   const td::ReadStats& rs = reader.stats();
   (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
                     {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
@@ -207,9 +208,11 @@ int Run(Args& a) {
   if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
 
   td::StageTwo stage2(cfg);
-  progress.Say(cfg.UsesLlm() ? "scoring (Stage I) and asking the LLM (Stage II)..." : "scoring (Stage I and II)...");
-  auto result = td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, stage2);
-  progress.Done();
+  auto result = [&] {
+    truffld::ProgressTimer timer(progress, cfg.UsesLlm() ? "scoring (Stage I) and asking the LLM (Stage II)..."
+                                                         : "scoring (Stage I and II)...");
+    return td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, stage2);
+  }();
   if (!result.ok()) return Fail(kExitInput, result.status().ToString());
   if (const auto s2 = stage2.stats(); s2.breaker_tripped) {
     std::fprintf(stderr, "truffld-diagnose: warning: LLM endpoint given up (%s); the offline policy decided "
@@ -248,9 +251,10 @@ int Run(Args& a) {
   ctx.metrics_text = metrics_text;
   ctx.notes = s1.notes;
   for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
-  progress.Say("writing outputs...");
-  truffld::Status written = WriteOutputs(a, *result, *target, labels, metrics, ctx, stats, t0);
-  progress.Done();
+  truffld::Status written = [&] {
+    truffld::ProgressTimer timer(progress, "writing outputs...");
+    return WriteOutputs(a, *result, *target, labels, metrics, ctx, stats, t0);
+  }();
   if (!written.ok()) return Fail(kExitOutput, written.ToString());
   PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>());
   return truffld::kExitOk;

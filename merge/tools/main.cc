@@ -161,7 +161,7 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
   const fs::path out(a.outdir);
   // trees.jsonl and trace.json only read the merge result: with two or more threads they are
   // written at the same time (each writer owns its file, its buffer and its counters).
-  progress.Say(a.no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
+  ProgressTimer timer(progress, a.no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
   std::optional<Result<AtomicFile>> trace;
   auto write_trace = [&] {
     trace.emplace(WriteFile(out / "trace.json", mode, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); }));
@@ -215,29 +215,34 @@ int Run(const Args& a) {
   if (ec) return Fail(kExitOutput, a.outdir + ": cannot create directory: " + ec.message());
 
   Progress progress(a.quiet);
-  progress.Say("reading " + std::to_string(paths->size()) + " file(s)...");
   run.version = VersionString();
   run.inputs = *paths;
   run.tree_layout = a.per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
   std::vector<TraceFile> files;
-  auto imported = ImportAll(*paths, a.strict, a.threads);
+  std::vector<Result<TraceFile>> imported;
+  {
+    ProgressTimer timer(progress, "reading " + std::to_string(paths->size()) + " file(s)...");
+    imported = ImportAll(*paths, a.strict, a.threads);
+  }
   for (size_t i = 0; i < imported.size(); ++i) {
     if (imported[i].ok()) { files.push_back(std::move(imported[i].value())); continue; }
     std::string why = imported[i].status().ToString();
-    if (a.strict) { progress.Done(); return Fail(kExitInput, why); }
-    progress.Done();
+    if (a.strict) return Fail(kExitInput, why);
     std::cerr << "truffld-merge: warning: skipping " << EscapeForTerminal((*paths)[i]) << ": " << EscapeForTerminal(why) << "\n";
     run.failed_inputs.emplace_back((*paths)[i], why);
   }
-  if (files.empty()) { progress.Done(); return Fail(kExitInput, "nothing to merge: no input could be read"); }
-  progress.Say("merging...");
-  auto merged = Merge(std::move(files), opt);
-  if (!merged.ok()) { progress.Done(); return Fail(kExitInput, merged.status().ToString()); }
-  Status st = WriteOutputs(a, *merged, run, progress, t0);
-  progress.Done();
+  if (files.empty()) return Fail(kExitInput, "nothing to merge: no input could be read");
+  std::optional<Result<MergeResult>> merged;
+  {
+    ProgressTimer timer(progress, "merging...");
+    merged.emplace(Merge(std::move(files), opt));
+  }
+  if (!merged->ok()) return Fail(kExitInput, merged->status().ToString());
+  const MergeResult& r = merged->value();
+  Status st = WriteOutputs(a, r, run, progress, t0);
   if (!st.ok()) return Fail(kExitOutput, st.ToString());
-  if (!a.quiet) std::cout << ForTerminal(FormatTextSummary(*merged, run));
-  for (const FileSummary& f : merged->summary.files)
+  if (!a.quiet) std::cout << ForTerminal(FormatTextSummary(r, run));
+  for (const FileSummary& f : r.summary.files)
     for (const IngestIssue& i : f.issues)
       if (&i - f.issues.data() < 5) std::cerr << "truffld-merge: " << EscapeForTerminal(i.where) << ": " << EscapeForTerminal(i.message) << "\n";
   return kExitOk;

@@ -16,6 +16,7 @@ would (ctest entry cli_contract; binaries from TRUFFLD_MERGE, TRUFFLD_DIAGNOSE, 
 """
 import json
 import os
+import pty
 import re
 import resource
 import signal
@@ -129,6 +130,30 @@ class Common(CliCase):
             p = self.expect([tool, "--help"], 0)
             self.assertIn("Exit status: 0 success; 1 an input could not be used", p.stdout.decode())
             self.assertIn("3 an output could not be written", p.stdout.decode())
+
+    def test_progress_only_on_a_terminal(self):
+        def stderr_on_tty(cmd):
+            master, slave = pty.openpty()
+            p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=slave, timeout=300)
+            os.close(slave)
+            data = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO once the child's side is closed
+                    break
+                if not chunk:
+                    break
+                data += chunk
+            os.close(master)
+            self.assertEqual(0, p.returncode, data)
+            return data
+        merged = os.path.join(self.root, "merged")
+        for cmd in ([MERGE, os.path.join(self.root, "dump"), "-o", os.path.join(self.dir, "m")],
+                    [DIAG, merged, "-o", os.path.join(self.dir, "d"), "--llm", "off"]):
+            self.assertIn(b"\r\x1b[K", stderr_on_tty(cmd), cmd)
+            self.assertEqual(b"", stderr_on_tty(cmd + ["-q"]), cmd)
+            self.assertNotIn(b"\x1b", run(cmd).stderr, cmd)  # a pipe: no progress line
 
     def test_usage_errors_exit_2(self):
         dump = os.path.join(self.root, "dump")

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "truffld/terminal_text.h"
@@ -31,6 +32,30 @@ void Progress::Done() {
   std::fputs("\r\033[K", stderr);
   std::fflush(stderr);
   shown_ = false;
+}
+
+ProgressTimer::ProgressTimer(Progress& progress, std::string label)
+    : progress_(progress), label_(std::move(label)) {
+  if (!progress_.enabled()) return;
+  thread_ = std::thread([this] {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    for (int seconds = 0; !stop_; ++seconds) {
+      progress_.Say(label_ + " " + std::to_string(seconds) + " s");
+      cv_.wait_until(lock, t0 + std::chrono::seconds(seconds + 1), [this] { return stop_; });
+    }
+  });
+}
+
+ProgressTimer::~ProgressTimer() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  progress_.Done();
 }
 
 }  // namespace truffld

@@ -7,7 +7,10 @@
 // Thread-safety: ExitCodeName and VersionLine are reentrant; a Progress belongs to one thread.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace truffld {
 
@@ -28,6 +31,7 @@ std::string VersionLine(const char* tool);
 
 // One status line on stderr, rewritten in place ("\r\033[K"), shown only when stderr is a
 // terminal and the tool is not quiet: logs and pipes never see it.
+// Thread-safety: one thread at a time (a ProgressTimer uses it while its owner waits).
 class Progress {
  public:
   explicit Progress(bool quiet = false);
@@ -40,6 +44,25 @@ class Progress {
  private:
   bool enabled_;
   bool shown_ = false;
+};
+
+// While alive, shows "<label> <n> s" on `progress`, updated every second from its own thread,
+// so a long phase (Stage I over millions of instances) shows it is alive. Does nothing when the
+// progress line is disabled. The owner must not use `progress` until the timer is destroyed.
+class ProgressTimer {
+ public:
+  ProgressTimer(Progress& progress, std::string label);
+  ~ProgressTimer();  // stops the thread and clears the line
+  ProgressTimer(const ProgressTimer&) = delete;
+  ProgressTimer& operator=(const ProgressTimer&) = delete;
+
+ private:
+  Progress& progress_;
+  std::string label_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace truffld
