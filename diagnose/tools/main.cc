@@ -149,7 +149,10 @@ void PrintSummary(const Args& a, const td::PipelineResult& result, const std::st
   if (a.quiet) return;
   const auto& s1 = result.stage1;
   std::fputs(td::FormatAbnormalTable(result.diagnoses).c_str(), stdout);
-  if (!metrics_text.empty()) std::printf("\nEvaluation against %s:\n%s", a.labels.c_str(), metrics_text.c_str());
+  if (!metrics_text.empty()) {
+    std::printf("\nEvaluation against %s:\n%s", truffld::EscapeForTerminal(a.labels).c_str(),
+                truffld::EscapeLinesForTerminal(metrics_text).c_str());
+  }
   std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures. "
               "Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
               "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "truffld/atomic_file.h"
@@ -49,14 +48,6 @@ Examples:
   truffld-merge trace.pt.trace.json.gz -o out --no-trace-json
   truffld-merge dumps/ -o out --request-regex 'reqs=([^;]*)'
 )";
-
-// Every line of `text` escaped for the terminal (trace names may hold ESC, BEL, ...).
-std::string ForTerminal(const std::string& text) {
-  std::string out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out += EscapeForTerminal(line) + "\n";
-  return out;
-}
 
 int Fail(int code, const std::string& message) {
   std::cerr << "truffld-merge: " << EscapeForTerminal(message) << "\n";
@@ -241,7 +232,7 @@ int Run(const Args& a) {
   const MergeResult& r = merged->value();
   Status st = WriteOutputs(a, r, run, progress, t0);
   if (!st.ok()) return Fail(kExitOutput, st.ToString());
-  if (!a.quiet) std::cout << ForTerminal(FormatTextSummary(r, run));
+  if (!a.quiet) std::cout << EscapeLinesForTerminal(FormatTextSummary(r, run));
   for (const FileSummary& f : r.summary.files)
     for (const IngestIssue& i : f.issues)
       if (&i - f.issues.data() < 5) std::cerr << "truffld-merge: " << EscapeForTerminal(i.where) << ": " << EscapeForTerminal(i.message) << "\n";

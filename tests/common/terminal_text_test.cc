@@ -18,6 +18,12 @@ TEST(TerminalText, EscapesControlBytesAndKeepsUtf8) {
   EXPECT_EQ(EscapeForTerminal("\xED\xA0\x80"), "\\xed\\xa0\\x80");  // a surrogate
 }
 
+TEST(TerminalText, EscapesLineByLine) {
+  EXPECT_EQ(EscapeLinesForTerminal("a\x1b\nb\r\n"), "a\\e\nb\\r\n");
+  EXPECT_EQ(EscapeLinesForTerminal("no newline"), "no newline\n");
+  EXPECT_EQ(EscapeLinesForTerminal(""), "");
+}
+
 TEST(TerminalText, TruncatesOnCodePointsWithAnEllipsis) {
   EXPECT_EQ(TruncateForDisplay("short", 10), "short");
   EXPECT_EQ(TruncateForDisplay("exactly10!", 10), "exactly10!");

@@ -67,6 +67,16 @@ std::string EscapeForTerminal(std::string_view text) {
   return out;
 }
 
+std::string EscapeLinesForTerminal(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    out += EscapeForTerminal(text.substr(0, nl)) + "\n";
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  return out;
+}
+
 size_t DisplayWidth(std::string_view text) {
   size_t width = 0;
   for (size_t i = 0; i < text.size(); ++width) {

@@ -20,6 +20,10 @@ namespace truffld {
 // valid UTF-8 as \xNN. Everything else, UTF-8 included, is kept.
 std::string EscapeForTerminal(std::string_view text);
 
+// EscapeForTerminal applied to each line of `text`, the line breaks kept: a multi-line report
+// (a summary, an evaluation table) made safe to print. Ends with "\n" when `text` is not empty.
+std::string EscapeLinesForTerminal(std::string_view text);
+
 // Number of code points in valid UTF-8 text (each invalid byte counts as one).
 size_t DisplayWidth(std::string_view text);
 
