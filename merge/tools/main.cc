@@ -102,7 +102,6 @@ std::optional<std::string> MissingInput(const std::vector<std::string>& inputs) 
   return std::nullopt;
 }
 
-
 struct Args {
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;

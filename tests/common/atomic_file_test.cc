@@ -100,6 +100,20 @@ TEST_F(AtomicFileTest, OutputSetCommitsTogetherAndRemovesStaleOutputs) {
   EXPECT_EQ(Read(dir_ / "b.json"), "B");
 }
 
+TEST_F(AtomicFileTest, OutputSetWritesADeviceInPlace) {
+  OutputSet out;
+  std::string seen;
+  ASSERT_TRUE(out.AddWith("/dev/null", [&](const std::string& p) {
+    seen = p;
+    return Status::Ok();
+  }).ok());
+  EXPECT_EQ(seen, "/dev/null");
+  ASSERT_TRUE(out.Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
 TEST_F(AtomicFileTest, RemoveStaleOutputRefusesADirectory) {
   fs::create_directories(dir_ / "trace.json");
   bool removed = true;

@@ -141,6 +141,8 @@ Status OutputSet::Add(const std::string& path, std::string_view bytes) {
 }
 
 Status OutputSet::AddWith(const std::string& path, const std::function<Status(const std::string&)>& write) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return write(path);
   Result<AtomicFile> f = AtomicFile::Create(path);
   if (!f.ok()) return f.status();
   TRUFFLD_RETURN_IF_ERROR(write(f->fd_path()));

@@ -81,7 +81,9 @@ class OutputSet {
   // Writes `bytes` as `path`.
   Status Add(const std::string& path, std::string_view bytes);
   // For a writer that only takes a path: calls `write` with a path naming the temporary file
-  // (AtomicFile::fd_path) and keeps the file when it returns Ok.
+  // (AtomicFile::fd_path) and keeps the file when it returns Ok. A `path` that is a character
+  // device or a FIFO (a user's --export-features /dev/stdout) has nothing to replace: `write`
+  // gets `path` itself, at once.
   Status AddWith(const std::string& path, const std::function<Status(const std::string&)>& write);
   // `path` is not an output of this run: a stale copy is removed at Commit (RemoveStaleOutput).
   void RemoveAtCommit(const std::string& path) { stale_.push_back(path); }
