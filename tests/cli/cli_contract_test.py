@@ -195,6 +195,15 @@ class Merge(CliCase):
         open(blocker, "w").close()
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", os.path.join(blocker, "out")], 3, "cannot create")
 
+    def test_strict_input_problem_exits_1(self):
+        bad = os.path.join(self.dir, "bad.jsonl")
+        with open(bad, "w") as f:
+            f.write('{"type":"NVTX_MARK","name":"m","timestamp":1,"process_id":1,"thread_id":1}\n{oops\n')
+        out = os.path.join(self.dir, "out")
+        self.expect([MERGE, bad, "-o", out, "--strict"], 1, "bad.jsonl:")
+        self.assertFalse(os.path.exists(os.path.join(out, "trees.jsonl")))
+        self.expect([MERGE, bad, "-o", out, "-q"], 0)  # without --strict: counted, merged
+
     def test_quiet_prints_nothing(self):
         p = self.expect([MERGE, os.path.join(self.root, "dump"), "-o", os.path.join(self.dir, "o"), "-q"], 0)
         self.assertEqual(b"", p.stdout)
