@@ -27,7 +27,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # truffld_unittest
 import truffld_unittest  # noqa: E402
 
 MERGE = os.environ.get("TRUFFLD_MERGE", "")

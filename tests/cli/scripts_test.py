@@ -19,7 +19,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # truffld_unittest
 import truffld_unittest  # noqa: E402
 
 SRC = os.environ.get("TRUFFLD_SOURCE_DIR") or os.path.normpath(

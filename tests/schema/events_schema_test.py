@@ -11,7 +11,7 @@ import unittest
 
 import jsonschema
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # truffld_unittest
 import truffld_unittest  # noqa: E402
 
 ROOT = os.environ.get("TRUFFLD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
