@@ -5,13 +5,26 @@
 # labels steps and operators (offline unless an LLM endpoint is configured), and the result is
 # printed next to the injected ground truth.
 #
-# Usage: tools/demo.sh [OUT_DIR]          (default: out/demo in the checkout)
+# Usage: tools/demo.sh [OUT_DIR]    (default: out/demo in the checkout; a relative OUT_DIR is
+#                                   taken from the current directory)
+# OUT_DIR must be new, empty, or made by an earlier tools/demo.sh (it holds the marker file
+# .truffld-demo); anything else is refused, so the demo never deletes what it did not create.
+# A rerun replaces only the demo's own dump/, merged/ and diag/ in it.
 # Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_LLM_URL / TRUFFLD_LLM_MODEL (use an
 # OpenAI-compatible endpoint for Stage II; key from TRUFFLD_LLM_API_KEY or OPENAI_API_KEY).
+# Exit status: 0 success; 1 a step failed; 2 OUT_DIR refused (or a bad argument).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-out=$(realpath -m "${1:-out/demo}")
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  -*) echo "demo.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+if [[ $# -gt 1 ]]; then usage >&2; exit 2; fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(realpath -m -- "${1:-$root/out/demo}")
+source "$root/tools/lib/demo_out.sh"
+demo_check_out "$out"   # before anything else: refuse a folder the demo did not make
+cd "$root"
 build=${TRUFFLD_BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 
@@ -28,8 +41,7 @@ cmake --build "$build" -j"$jobs" --target truffld-synth truffld-merge truffld-di
 synth=$build/tools/synth/truffld-synth
 merge=$build/merge/truffld-merge
 diag=$build/diagnose/truffld-diagnose
-rm -rf "$out"
-mkdir -p "$out"
+demo_prepare_out "$out"
 
 echo "== 1/3 generate: $synth --preset demo --out $out/dump"
 "$synth" --preset demo --out "$out/dump"

@@ -2,16 +2,15 @@
 #include "truffld/diagnose/llm_cache.h"
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
+
+#include "truffld/atomic_file.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -115,24 +114,10 @@ Status AnswerCache::Store(const std::string& key, std::string_view model,
   nlohmann::json doc = {{"version", 1}, {"model", std::string(model)}, {"content", std::string(content)}};
   const std::string text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 
-  static std::atomic<uint64_t> counter{0};
-  const std::string final_path = PathFor(key);
-  const std::string tmp_path = final_path + ".tmp." + std::to_string(::getpid()) + "." +
-                               std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError("LLM cache: cannot write " + tmp_path);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp_path, ec);
-      return IoError("LLM cache: short write to " + tmp_path);
-    }
-  }
-  std::filesystem::rename(tmp_path, final_path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp_path, ec);
-    return IoError("LLM cache: cannot rename into " + final_path);
+  // A fresh exclusive file renamed into place (truffld/atomic_file.h): concurrent writers of one
+  // key never interleave, and a symlink planted in the cache folder is replaced, not followed.
+  if (Status st = WriteFileAtomically(PathFor(key), text); !st.ok()) {
+    return IoError("LLM cache: " + st.message());
   }
   return Status::Ok();
 }

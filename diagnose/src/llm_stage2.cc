@@ -36,7 +36,10 @@ nlohmann::json StageTwoStats::ToJson() const {
           {"errors", errors},
           {"invalid_answers", invalid_answers},
           {"dropped_names", dropped_names},
-          {"backoff_ms", backoff_ms}};
+          {"backoff_ms", backoff_ms},
+          {"circuit_breaker", {{"tripped", breaker_tripped},
+                               {"steps_decided_offline", breaker_steps},
+                               {"reason", breaker_reason}}}};
 }
 
 struct StageTwo::Impl {
@@ -46,6 +49,10 @@ struct StageTwo::Impl {
   std::string chat_url;
   std::optional<AnswerCache> cache;
   std::atomic<bool> json_object_only{false};  // json_schema rejected, json_object worked: stay
+  std::vector<std::string> secrets;           // the key and the URL's credentials: never output
+  // Circuit breaker: consecutive transport failures (any thread); an HTTP reply resets it.
+  std::atomic<int> transport_failures{0};
+  std::atomic<bool> breaker_open{false};
   std::mutex decide_mu;                       // one batch at a time
   mutable std::mutex stats_mu;
   StageTwoStats stats;
@@ -63,14 +70,32 @@ struct StageTwo::Impl {
     return d;
   }
 
-  // Belt and braces: a server that echoes the request headers must not leak the key into output.
+  // Belt and braces: a server that echoes the request (headers, URL) must not leak the key or
+  // the URL's credentials into output.
   std::string Redact(std::string text) const {
-    const std::string& key = config.api_key;
-    if (key.empty()) return text;
-    for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos)) {
-      text.replace(pos, key.size(), "[redacted]");
+    for (const std::string& secret : secrets) {
+      for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos)) {
+        text.replace(pos, secret.size(), "[redacted]");
+      }
     }
     return text;
+  }
+
+  // Counts one attempt's outcome for the circuit breaker; true when the breaker is (now) open.
+  bool TransportFailed(const std::string& error) {
+    const int n = transport_failures.fetch_add(1) + 1;
+    if (config.breaker_failures > 0 && n >= config.breaker_failures && !breaker_open.exchange(true)) {
+      Count([&](StageTwoStats& s) {
+        s.breaker_tripped = true;
+        s.breaker_reason = Redact(std::to_string(n) + " consecutive transport failures, last: " + error);
+      });
+    }
+    return breaker_open.load();
+  }
+
+  std::string BreakerNote() const {
+    return "the LLM endpoint was given up after " + std::to_string(config.breaker_failures) +
+           " consecutive transport failures; the offline policy decides the rest of the run";
   }
 
   StageTwoDecision Fallback(const StepEvidence& step, const std::string& why) {
@@ -91,11 +116,17 @@ struct StageTwo::Impl {
     std::string last_error;
     bool downgraded = false;
     for (int attempt = 0;; ++attempt) {
+      if (breaker_open.load()) return Unavailable(BreakerNote() + (last_error.empty() ? "" : " (" + last_error + ")"));
       Count([&](StageTwoStats& s) { ++s.requests; if (attempt > 0) ++s.retries; });
       Result<HttpReply> reply = transport->Post(request);
       std::optional<int64_t> retry_after;
+      if (reply.ok()) transport_failures.store(0);
       if (!reply.ok()) {
         last_error = reply.status().message();
+        if (reply.status().code() == StatusCode::kUnavailable && TransportFailed(last_error)) {
+          Count([](StageTwoStats& s) { ++s.errors; });
+          return Unavailable(last_error + "; " + BreakerNote());
+        }
       } else if (reply->status >= 200 && reply->status < 300) {
         Result<ChatReply> chat = ParseChatCompletion(reply->body);
         if (chat.ok()) {
@@ -147,6 +178,11 @@ struct StageTwo::Impl {
         std::none_of(step.families.begin(), step.families.end(),
                      [](const FamilyEvidence& f) { return f.candidate; })) {
       return Offline(step, "no Stage I candidate; model not asked");
+    }
+
+    if (breaker_open.load()) {
+      Count([](StageTwoStats& s) { ++s.breaker_steps; });
+      return Fallback(step, BreakerNote());
     }
 
     const StepPrompt prompt = BuildStepPrompt(step);
@@ -206,10 +242,14 @@ StageTwo::StageTwo(StageTwoConfig config, std::shared_ptr<LlmTransport> transpor
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
   impl_->config_status = impl_->config.Validate();
+  if (!impl_->config.api_key.empty()) impl_->secrets.push_back(impl_->config.api_key);
   if (impl_->config.UsesLlm() && impl_->config_status.ok()) {
     Result<std::string> url = ResolveChatCompletionsUrl(impl_->config.url);
     impl_->chat_url = url.ok() ? url.value() : std::string();
     impl_->transport = transport ? std::move(transport) : MakeCurlTransport();
+    for (std::string& secret : UrlSecrets(impl_->config.url)) {
+      if (secret.size() >= 4) impl_->secrets.push_back(std::move(secret));  // shorter: would maim text
+    }
     if (!impl_->config.cache_dir.empty()) impl_->cache.emplace(impl_->config.cache_dir);
   }
 }

@@ -1,10 +1,14 @@
 // diagnosis.jsonl, the stdout table and the feature export.
 #include "truffld/diagnose/output.h"
 
+#include "truffld/diagnose/peer_evidence.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
+
+#include "truffld/terminal_text.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -92,37 +96,73 @@ Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagno
   return Status::Ok();
 }
 
+// Column widths of the stdout table (code points); names are escaped for the terminal and cut
+// with an ellipsis (truffld/terminal_text.h), so every table line holds one entry.
+constexpr size_t kRankWidth = 6, kStepWidth = 6, kViewWidth = 10, kPhaseWidth = 8, kFamilyWidth = 40;
+constexpr size_t kChainWidth = 60;
+
 std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows) {
-  std::string s;
-  char buf[512];
-  size_t abnormal = 0, shown = 0;
-  std::snprintf(buf, sizeof buf, "%-6s %-6s %-10s %-8s %-40s %-8s %-10s %s\n", "rank", "step",
-                "view", "phase", "faulty operator", "score", "p(normal)", "parent chain");
-  std::string rows;
+  auto row = [](const std::string& rank, const std::string& step, const std::string& view,
+                const std::string& phase, const std::string& family, const std::string& score,
+                const std::string& prob, const std::string& chain) {
+    return TableCell(rank, kRankWidth) + " " + TableCell(step, kStepWidth) + " " + TableCell(view, kViewWidth) +
+           " " + TableCell(phase, kPhaseWidth) + " " + TableCell(family, kFamilyWidth) + " " + TableCell(score, 9) +
+           " " + TableCell(prob, 12) + " " + TruncateForDisplay(EscapeForTerminal(chain), kChainWidth) + "\n";
+  };
+  // Peer mode: units by time impact (summed excess), across all ranks; legacy modes: in order.
+  bool calibrated = false;
+  std::vector<const StepDiagnosis*> ab;
+  size_t insufficient = 0;
   for (const auto& x : d) {
-    if (!x.abnormal) continue;
-    ++abnormal;
-    if (shown >= max_rows) continue;
-    ++shown;
-    std::string rank = x.evidence.rank ? std::to_string(*x.evidence.rank) : "-";
+    calibrated = calibrated || x.evidence.calibrated;
+    insufficient += x.label == "insufficient_evidence";
+    if (x.abnormal) ab.push_back(&x);
+  }
+  auto impact = [](const StepDiagnosis* x) {
+    double e = 0;
+    for (const auto& f : x->faulty) e += f.excess_ns;
+    return e;
+  };
+  if (calibrated) {
+    std::stable_sort(ab.begin(), ab.end(), [&](const StepDiagnosis* a, const StepDiagnosis* b) { return impact(a) > impact(b); });
+  }
+  std::string rows;
+  const size_t shown = std::min(ab.size(), max_rows);
+  char num[2][32];
+  for (size_t k = 0; k < shown; ++k) {
+    const StepDiagnosis& x = *ab[k];
+    const std::string rank = x.evidence.rank ? std::to_string(*x.evidence.rank) : "-";
+    const std::string step = std::to_string(x.evidence.step_index);
+    if (x.faulty.empty()) rows += row(rank, step, x.evidence.view, x.evidence.phase, "-", "", "", "");
     for (size_t i = 0; i < x.faulty.size(); ++i) {
       const auto& f = x.faulty[i];
       std::string chain;
       for (const auto& p : f.parent_chain) chain += (chain.empty() ? "" : " < ") + p;
-      std::string name = f.family.size() > 40 ? f.family.substr(0, 37) + "..." : f.family;
-      char row[768];
-      std::snprintf(row, sizeof row, "%-6s %-6s %-10s %-8s %-40s %-8.3f %-10.2e %s\n",
-                    i == 0 ? rank.c_str() : "", i == 0 ? std::to_string(x.evidence.step_index).c_str() : "",
-                    i == 0 ? x.evidence.view.c_str() : "", i == 0 ? x.evidence.phase.c_str() : "",
-                    name.c_str(), f.score, f.probability, chain.c_str());
-      rows += row;
+      if (calibrated) {
+        const double ratio = f.expected_ns > 0 ? f.observed_ns / f.expected_ns : 0.0;
+        std::snprintf(num[0], sizeof num[0], "+%s", FormatNs(f.excess_ns).c_str());
+        std::snprintf(num[1], sizeof num[1], ratio < 10 ? "%.2fx %s" : "%.1fx %s", ratio,
+                      f.metric == "host" ? "host" : "dev");
+      } else {
+        std::snprintf(num[0], sizeof num[0], "%.3f", f.score);
+        std::snprintf(num[1], sizeof num[1], "%.2e", f.probability);
+      }
+      rows += i == 0 ? row(rank, step, x.evidence.view, x.evidence.phase, f.family, num[0], num[1], chain)
+                     : row("", "", "", "", f.family, num[0], num[1], chain);
     }
   }
-  if (abnormal == 0) return "No abnormal steps among " + std::to_string(d.size()) + " steps.\n";
-  s = buf + rows;
-  std::snprintf(buf, sizeof buf, "%zu abnormal of %zu steps%s\n", abnormal, d.size(),
-                abnormal > shown ? " (table truncated; see diagnosis.jsonl)" : "");
-  return s + buf;
+  const std::string units = std::to_string(d.size()) + " (rank, step, view) units";
+  const std::string unjudged = insufficient == 0 ? "" : "; " + std::to_string(insufficient) +
+                                                            " had insufficient evidence to judge (see diagnosis.jsonl)";
+  if (ab.empty()) return "No abnormal unit among " + units + unjudged + ".\n";
+  std::string s = calibrated ? row("rank", "step", "view", "phase", "faulty operator", "excess", "vs expect", "parent chain")
+                             : row("rank", "step", "view", "phase", "faulty operator", "score", "p(normal)", "parent chain");
+  s += rows;
+  s += std::to_string(ab.size()) + " of " + units + " abnormal" + unjudged +
+       (ab.size() > shown ? " (the table shows the " + std::to_string(shown) +
+                                (calibrated ? " with the most excess time" : " first") + "; see diagnosis.jsonl)"
+                          : "") + "\n";
+  return s;
 }
 
 std::string CsvField(const std::string& s) {

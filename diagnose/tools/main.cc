@@ -8,14 +8,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "truffld/atomic_file.h"
+#include "truffld/cli.h"
+#include "truffld/cli_parse.h"
 #include "truffld/diagnose/html_report.h"
 #include "truffld/diagnose/output.h"
 #include "truffld/diagnose/pipeline.h"
 #include "truffld/diagnose/tree_reader.h"
+#include "truffld/terminal_text.h"
 
 namespace td = truffld::diagnose;
 using truffld::Result;
@@ -46,8 +49,10 @@ Examples:
   TRUFFLD_LLM_API_KEY=... truffld-diagnose merged/ -o diag/ --llm auto \
       --llm-url http://127.0.0.1:8000/v1 --llm-model qwen2.5-7b-instruct
 
-The API key is read only from TRUFFLD_LLM_API_KEY or OPENAI_API_KEY and is never printed.
-Exit status: 0 success, 1 bad arguments, 2 input could not be read, 3 output could not be written.
+The API key is read only from TRUFFLD_LLM_API_KEY or OPENAI_API_KEY and is never printed;
+credentials in --llm-url (user:password@, ?key=...) are redacted wherever the URL is shown.
+Outputs are written under temporary names and renamed into place when all are complete; an
+earlier run's report.html (with --no-html) and metrics.json (without --labels) are removed.
 )";
 
 
@@ -68,15 +73,18 @@ td::ScoringMode ParseMode(const std::string& m) {
 }
 
 int Fail(int code, const std::string& msg) {
-  std::fprintf(stderr, "truffld-diagnose: %s\n", msg.c_str());
+  std::fprintf(stderr, "truffld-diagnose: %s\n", truffld::EscapeForTerminal(msg).c_str());
   return code;
 }
 
 Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohmann::json* stats,
-                               bool quiet, bool graph_vertical_ops) {
+                               bool quiet, bool graph_vertical_ops, truffld::Progress* progress) {
   td::TreeReader reader;
   reader.set_graph_vertical_ops(graph_vertical_ops);
-  truffld::Status st = reader.Read(path);
+  truffld::Status st = [&] {
+    truffld::ProgressTimer timer(*progress, std::string("reading ") + what + " " + path + "...");
+    return reader.Read(path);
+  }();
   const td::ReadStats& rs = reader.stats();
   (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
                     {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
@@ -101,61 +109,128 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
                  (unsigned long long)rs.graph_instances, (unsigned long long)rs.duplicate_instances,
                  (unsigned long long)rs.bad_lines, (unsigned long long)rs.warnings);
   }
-  for (const auto& p : rs.problems) std::fprintf(stderr, "  %s\n", p.c_str());
+  for (const auto& p : rs.problems) std::fprintf(stderr, "  %s\n", truffld::EscapeForTerminal(p).c_str());
   if (rs.trees == 0) return truffld::ParseError(path + ": no usable trees (see the problems above)");
   return reader.Finish();
 }
 
+// Writes every output under a temporary name and renames them into place together (see
+// truffld/atomic_file.h); --no-html and a run without --labels remove an earlier run's
+// report.html / metrics.json.
+truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, const td::InstanceTable& target,
+                             const std::optional<td::LabelSet>& labels, const std::optional<nlohmann::json>& metrics,
+                             const td::ReportContext& ctx, nlohmann::json& stats, std::chrono::steady_clock::time_point t0) {
+  namespace fs = std::filesystem;
+  const fs::path dir(a.outdir);
+  truffld::OutputSet out;
+  TRUFFLD_RETURN_IF_ERROR(out.AddWith((dir / "diagnosis.jsonl").string(), [&](const std::string& p) {
+    return td::WriteDiagnosisJsonl(p, result.diagnoses, a.mode);
+  }));
+  if (metrics) {
+    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "metrics.json").string(), metrics->dump(2) + "\n"));
+  } else {
+    out.RemoveAtCommit((dir / "metrics.json").string());
+  }
+  if (!a.export_features.empty()) {
+    TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_features, [&](const std::string& p) {
+      return td::WriteFeatures(p, target, result.stage1.rho, labels ? &*labels : nullptr);
+    }));
+  }
+  if (!a.export_tests.empty() && result.peer) {
+    TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_tests, [&](const std::string& p) {
+      return td::WriteTests(p, target, *result.peer);
+    }));
+  }
+  if (!a.no_html) {
+    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "report.html").string(), td::RenderHtmlReport(result.diagnoses, ctx)));
+  } else {
+    out.RemoveAtCommit((dir / "report.html").string());
+  }
+  stats["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "stats.json").string(), stats.dump(2) + "\n"));
+  return out.Commit();
+}
+
+// The stdout table and summary (nothing with --quiet).
+void PrintSummary(const Args& a, const td::PipelineResult& result, const std::string& metrics_text,
+                  const td::StageTwoStats& s2, double secs) {
+  if (a.quiet) return;
+  const auto& s1 = result.stage1;
+  std::fputs(td::FormatAbnormalTable(result.diagnoses).c_str(), stdout);
+  if (!metrics_text.empty()) {
+    std::printf("\nEvaluation against %s:\n%s", truffld::EscapeForTerminal(a.labels).c_str(),
+                truffld::EscapeLinesForTerminal(metrics_text).c_str());
+  }
+  std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures. "
+              "Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
+              "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
+              a.mode.c_str(), (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
+              (unsigned long long)s1.fit_failures, (long long)s2.llm_decisions, (long long)s2.cache_hits,
+              (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,
+              (long long)(s2.prompt_tokens + s2.completion_tokens), secs, a.outdir.c_str(),
+              a.no_html ? "" : "report.html,", !a.labels.empty() ? ",metrics.json" : "");
+}
+
 int Run(Args& a) {
   namespace fs = std::filesystem;
+  using truffld::kExitInput, truffld::kExitOutput, truffld::kExitUsage;
   auto t0 = std::chrono::steady_clock::now();
   a.s1.mode = ParseMode(a.mode);
   a.s1.auto_covariance = a.covariance == "auto";
   a.s1.gmm.covariance = a.covariance == "full" ? td::CovarianceType::kFull : td::CovarianceType::kDiagonal;
   if (a.rho != "paper" && a.rho != "gated" && a.rho != "calibrated") {
-    return Fail(1, "--rho must be calibrated, gated or paper (got '" + a.rho + "')");
+    return Fail(kExitUsage, "--rho must be calibrated, gated or paper (got '" + a.rho + "')");
   }
   a.s1.rho = a.rho == "paper" ? td::RhoRule::kPaper
              : a.rho == "gated" ? td::RhoRule::kGated : td::RhoRule::kCalibrated;
   if (a.s1.mode == td::ScoringMode::kReference && a.reference.empty()) {
-    return Fail(1, "--mode reference needs --reference DIR (trees of a healthy run)");
+    return Fail(kExitUsage, "--mode reference needs --reference DIR (trees of a healthy run)");
   }
   if (a.s1.threads <= 0) a.s1.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   td::StageTwoConfig cfg = td::StageTwoConfig::FromEnvironment();
   auto mode = td::ParseLlmMode(a.llm);
-  if (!mode.ok()) return Fail(1, mode.status().message());
+  if (!mode.ok()) return Fail(kExitUsage, mode.status().message());
   cfg.mode = *mode;
   cfg.url = a.llm_url;
   if (!a.llm_model.empty()) cfg.model = a.llm_model;
   cfg.cache_dir = a.llm_cache.empty() ? (fs::path(a.outdir) / "llm-cache").string() : a.llm_cache;
-  if (auto st = cfg.Validate(); !st.ok()) return Fail(1, st.message());
+  if (auto st = cfg.Validate(); !st.ok()) return Fail(kExitUsage, st.message());
 
-  std::error_code ec;
-  fs::create_directories(a.outdir, ec);
-  if (ec) return Fail(3, a.outdir + ": cannot create output directory: " + ec.message());
-
+  truffld::Progress progress(a.quiet);
   nlohmann::json stats;
-  auto target = Load(a.input, "input", &stats, a.quiet, a.graph_vertical_ops);
-  if (!target.ok()) return Fail(2, target.status().ToString());
+  auto target = Load(a.input, "input", &stats, a.quiet, a.graph_vertical_ops, &progress);
+  if (!target.ok()) return Fail(kExitInput, target.status().ToString());
   std::optional<td::InstanceTable> reference;
   if (!a.reference.empty()) {
-    auto ref = Load(a.reference, "reference", &stats, a.quiet, a.graph_vertical_ops);
-    if (!ref.ok()) return Fail(2, ref.status().ToString());
+    auto ref = Load(a.reference, "reference", &stats, a.quiet, a.graph_vertical_ops, &progress);
+    if (!ref.ok()) return Fail(kExitInput, ref.status().ToString());
     reference = std::move(ref).value();
   }
   std::optional<td::LabelSet> labels;
   if (!a.labels.empty()) {
     auto l = td::ReadLabels(a.labels);
-    if (!l.ok()) return Fail(2, l.status().ToString());
+    if (!l.ok()) return Fail(kExitInput, l.status().ToString());
     labels = std::move(l).value();
-    for (const auto& p : labels->problems) std::fprintf(stderr, "labels: %s\n", p.c_str());
+    for (const auto& p : labels->problems) std::fprintf(stderr, "labels: %s\n", truffld::EscapeForTerminal(p).c_str());
   }
+  std::error_code ec;
+  fs::create_directories(a.outdir, ec);
+  if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
 
   td::StageTwo stage2(cfg);
   a.peer.threads = a.s1.threads;
-  auto result = td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, a.peer, stage2);
-  if (!result.ok()) return Fail(1, result.status().ToString());
+  auto result = [&] {
+    truffld::ProgressTimer timer(progress, cfg.UsesLlm() ? "scoring (Stage I) and asking the LLM (Stage II)..."
+                                                         : "scoring (Stage I and II)...");
+    return td::RunPipeline(*target, reference ? &*reference : nullptr, a.s1, a.peer, stage2);
+  }();
+  if (!result.ok()) return Fail(kExitInput, result.status().ToString());
+  if (const auto s2 = stage2.stats(); s2.breaker_tripped) {
+    std::fprintf(stderr, "truffld-diagnose: warning: LLM endpoint given up (%s); the offline policy decided "
+                 "the remaining %lld step(s)\n", truffld::EscapeForTerminal(s2.breaker_reason).c_str(),
+                 (long long)s2.breaker_steps);
+  }
   const auto& s1 = result->stage1;
   stats["stage1"] = nlohmann::json::object();
   stats["stage1"]["mode"] = a.mode;
@@ -173,55 +248,29 @@ int Run(Args& a) {
   stats["stage2"] = stage2.stats().ToJson();
   stats["stage2"]["config"] = cfg.Describe();
 
-  std::string out_jsonl = (fs::path(a.outdir) / "diagnosis.jsonl").string();
-  if (auto st = td::WriteDiagnosisJsonl(out_jsonl, result->diagnoses, a.mode); !st.ok()) return Fail(3, st.message());
   std::string metrics_text;
+  std::optional<nlohmann::json> metrics;
   if (labels) {
     auto ev = td::Evaluate(td::ToPredictions(result->diagnoses), *labels);
     metrics_text = td::FormatEvaluation(ev);
-    nlohmann::json mj = td::EvaluationToJson(ev);
-    mj["mode"] = a.mode;
-    mj["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
-    std::ofstream m((fs::path(a.outdir) / "metrics.json").string());
-    m << mj.dump(2) << '\n';
-    if (!m) return Fail(3, a.outdir + "/metrics.json: write failed");
+    metrics = td::EvaluationToJson(ev);
+    (*metrics)["mode"] = a.mode;
+    (*metrics)["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
   }
-  if (!a.export_tests.empty() && result->peer) {
-    if (auto st = td::WriteTests(a.export_tests, *target, *result->peer); !st.ok()) return Fail(3, st.message());
-  }
-  if (!a.export_features.empty()) {
-    if (auto st = td::WriteFeatures(a.export_features, *target, s1.rho, labels ? &*labels : nullptr); !st.ok()) {
-      return Fail(3, st.message());
-    }
-  }
-  if (!a.no_html) {
-    td::ReportContext ctx;
-    ctx.input = a.input;
-    ctx.mode = a.mode;
-    ctx.stage2 = cfg.Describe();
-    ctx.metrics_text = metrics_text;
-    ctx.notes = s1.notes;
-    for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
-    std::ofstream h((fs::path(a.outdir) / "report.html").string());
-    h << td::RenderHtmlReport(result->diagnoses, ctx);
-    if (!h) return Fail(3, a.outdir + "/report.html: write failed");
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  stats["seconds"] = secs;
-  std::ofstream(fs::path(a.outdir) / "stats.json") << stats.dump(2) << '\n';
-
-  std::fputs(td::FormatAbnormalTable(result->diagnoses).c_str(), stdout);
-  if (!metrics_text.empty()) std::printf("\nEvaluation against %s:\n%s", a.labels.c_str(), metrics_text.c_str());
-  const auto s2 = stage2.stats();
-  std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures. "
-              "Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
-              "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
-              a.mode.c_str(), (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
-              (unsigned long long)s1.fit_failures, (long long)s2.llm_decisions, (long long)s2.cache_hits,
-              (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,
-              (long long)(s2.prompt_tokens + s2.completion_tokens), secs, a.outdir.c_str(),
-              a.no_html ? "" : "report.html,", labels ? ",metrics.json" : "");
-  return 0;
+  td::ReportContext ctx;
+  ctx.input = a.input;
+  ctx.mode = a.mode;
+  ctx.stage2 = cfg.Describe();
+  ctx.metrics_text = metrics_text;
+  ctx.notes = s1.notes;
+  for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
+  truffld::Status written = [&] {
+    truffld::ProgressTimer timer(progress, "writing outputs...");
+    return WriteOutputs(a, *result, *target, labels, metrics, ctx, stats, t0);
+  }();
+  if (!written.ok()) return Fail(kExitOutput, written.ToString());
+  PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>());
+  return truffld::kExitOk;
 }
 
 }  // namespace
@@ -232,7 +281,8 @@ int main(int argc, char** argv) {
   CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
                "Stage I fits Gaussian mixtures over operator features; Stage II confirms with an LLM\n"
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
-  app.footer(kFooter);
+  app.footer(std::string(kFooter) + truffld::kExitStatusHelp);
+  truffld::AddVersionFlag(app, "truffld-diagnose");
   app.add_option("input", a.input, "trees.jsonl[.gz|.zst] or a truffld-merge output directory")->required();
   app.add_option("-o,--out", a.outdir, "output directory (created if missing)")->required();
   app.add_option("--mode", a.mode, "Stage I scoring: peer | pooled | reference | within-step")
@@ -287,14 +337,9 @@ int main(int argc, char** argv) {
   app.add_option("--labels", a.labels, "ground truth labels.jsonl: print and write metrics.json");
   app.add_option("--export-features", a.export_features, "write phi per instance (CSV if *.csv, else JSONL)");
   app.add_option("--threads", a.s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
-  app.add_flag("--no-html", a.no_html, "skip report.html");
-  app.add_flag("-q,--quiet", a.quiet, "less progress output on stderr");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 1;
-  }
+  app.add_flag("--no-html", a.no_html, "skip report.html (an earlier run's report.html in OUTDIR is removed)");
+  app.add_flag("-q,--quiet", a.quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
+  if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;
   if (!a.reference.empty() && app.count("--mode") == 0) a.mode = "reference";
   return Run(a);
 }

@@ -34,6 +34,25 @@ Result<std::unique_ptr<DirectWriter>> DirectWriter::Open(const std::string& path
 #endif
 }
 
+Result<std::unique_ptr<DirectWriter>> DirectWriter::Adopt(int fd, const std::string& name, Options opt) {
+#if defined(__linux__) && defined(O_DIRECT)
+  if (opt.o_direct) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) return IoError(name + ": cannot read the file's flags: " + std::strerror(errno));
+    if (::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
+      if (errno == EINVAL) return std::unique_ptr<DirectWriter>();  // refused
+      return IoError(name + ": cannot turn on direct I/O: " + std::strerror(errno));
+    }
+  }
+  return std::unique_ptr<DirectWriter>(new DirectWriter(fd, name, opt));
+#else
+  (void)fd;
+  (void)name;
+  (void)opt;
+  return std::unique_ptr<DirectWriter>();
+#endif
+}
+
 DirectWriter::DirectWriter(int fd, std::string name, Options opt)
     : fd_(fd), name_(std::move(name)), opt_(opt), direct_(true) {
 #if defined(__linux__)

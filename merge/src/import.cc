@@ -2,11 +2,16 @@
 // parallel import of several files.
 #include "truffld/merge/import.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "truffld/byte_source.h"
 #include "truffld/line_reader.h"
@@ -199,10 +204,7 @@ static bool LooksLikeTrace(const std::string& name) {
 // A file found inside a directory is taken when its content looks like a trace: an nsys SQLite
 // database, a JSON object whose first record has a "type" (raw dump), or a Chrome/Kineto trace.
 // Empty and unreadable files are taken too, so that importing them reports the problem.
-static bool TraceContent(const std::string& path, std::string* why) {
-  auto read = ReadPrefix(path);
-  if (!read.ok()) return true;
-  const std::string& prefix = *read;
+static bool TraceContent(const std::string& prefix, std::string* why) {
   size_t i = prefix.find_first_not_of(" \t\r\n");
   if (i == std::string::npos) return true;  // empty: reported by the importer
   if (SniffFormatFromPrefix(prefix) == InputFormat::kNsys) return true;
@@ -216,28 +218,133 @@ static bool TraceContent(const std::string& path, std::string* why) {
   return false;
 }
 
+const char* SkipKindName(SkipKind k) noexcept {
+  switch (k) {
+    case SkipKind::kNotTrace: return "not_a_trace";
+    case SkipKind::kTruffldOutput: return "truffld_output";
+    case SkipKind::kDuplicate: return "duplicate";
+  }
+  return "?";
+}
+
+std::string TruffldOutputKind(std::string_view prefix) {
+  static constexpr std::pair<const char*, const char*> kMarkers[] = {
+      {"\"truffld.trees/", "trees.jsonl"},
+      {"\"truffld.summary/", "summary.json"},
+      {"\"truffld.diagnosis/", "diagnosis.jsonl"},
+      {"\"generator\":\"truffld-merge\"", "trace.json"}};
+  const std::string_view head = prefix.substr(0, 512);  // the markers open their files
+  for (const auto& [marker, file] : kMarkers) {
+    if (head.find(marker) != std::string_view::npos) return std::string(file) + " written by truffld";
+  }
+  return "";
+}
+
+namespace {
+
+// What the input listing needs to know about one candidate file.
+struct Candidate {
+  std::string path;
+  std::string own_output;  // TruffldOutputKind of its content
+  std::string meta;        // a raw dump's first line when it is a META record
+  std::string content_key;  // meta + a hash of the first 64 KiB (decompressed): the dump's identity
+  bool have_id = false;    // (dev, ino) known: a regular file
+  std::pair<uint64_t, uint64_t> id;
+};
+
+// Reads what Candidate needs. Only regular files are opened (a named pipe would lose the data
+// read here); `why` is set when a file found in a directory is not a trace.
+Candidate Probe(const std::string& path, bool in_directory, std::string* why) {
+  Candidate c;
+  c.path = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return c;
+  c.have_id = true;
+  c.id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+  auto read = ReadPrefix(path);
+  if (!read.ok()) return c;
+  const std::string& prefix = *read;
+  c.own_output = TruffldOutputKind(prefix);
+  if (!c.own_output.empty() || (in_directory && !TraceContent(prefix, why))) return c;
+  const size_t i = prefix.find_first_not_of(" \t\r\n");
+  const size_t nl = prefix.find('\n', i == std::string::npos ? 0 : i);
+  if (i != std::string::npos && nl != std::string::npos) {
+    std::string_view first = std::string_view(prefix).substr(i, nl - i);
+    if (first.find("\"type\":\"META\"") != std::string_view::npos ||
+        first.find("\"type\": \"META\"") != std::string_view::npos) {
+      c.meta = std::string(first);
+      c.content_key = c.meta + "\n" + std::to_string(prefix.size()) + ":" +
+                      std::to_string(std::hash<std::string>()(prefix));
+    }
+  }
+  return c;
+}
+
+// "host h, process 12, rank 0" from a META line (as much of it as is there).
+std::string DescribeMeta(const std::string& meta) {
+  const nlohmann::json j = nlohmann::json::parse(meta, nullptr, false);
+  if (!j.is_object()) return "identical META record";
+  std::string s = "identical META record:";
+  for (const char* key : {"host", "process_id", "rank"}) {
+    if (!j.contains(key)) continue;
+    s += std::string(s.back() == ':' ? " " : ", ") + key + " " +
+         (j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
-                                              std::vector<std::pair<std::string, std::string>>* skipped) {
+                                              std::vector<SkippedInput>* skipped) {
   namespace fs = std::filesystem;
-  std::vector<std::string> out;
+  auto skip = [&](std::string path, std::string why, SkipKind kind) {
+    if (skipped) skipped->push_back({std::move(path), std::move(why), kind});
+  };
+  std::vector<Candidate> listed;
   for (const std::string& in : inputs) {
     std::error_code ec;
-    if (in == "-") { out.push_back(in); continue; }
+    if (in == "-") { listed.push_back(Candidate{in, "", "", "", false, {}}); continue; }
     auto st = fs::status(in, ec);
+    std::string why;
     // Missing or odd paths are kept: importing them fails with a message naming them, and the
     // caller reports them while merging the rest.
-    if (ec || !fs::exists(st) || !fs::is_directory(st)) { out.push_back(in); continue; }
-    std::vector<std::string> found;
+    if (ec || !fs::exists(st) || !fs::is_directory(st)) { listed.push_back(Probe(in, false, &why)); continue; }
+    std::vector<Candidate> found;
     for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       if (!it->is_regular_file(ec) || !LooksLikeTrace(it->path().filename().string())) continue;
-      std::string why;
-      if (TraceContent(it->path().string(), &why)) found.push_back(it->path().string());
-      else if (skipped) skipped->emplace_back(it->path().string(), why);
+      why.clear();
+      Candidate c = Probe(it->path().string(), true, &why);
+      if (why.empty()) found.push_back(std::move(c));
+      else skip(it->path().string(), why, SkipKind::kNotTrace);
     }
     if (ec) return IoError(in + ": cannot list directory: " + ec.message());
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
+    std::sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.path < b.path; });
+    for (Candidate& c : found) listed.push_back(std::move(c));
+  }
+  // truffld's own outputs and repeats are left out; the first occurrence of a dump is kept.
+  std::vector<std::string> out;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> seen_files;
+  std::map<std::string, std::string> seen_meta;
+  for (const Candidate& c : listed) {
+    if (!c.own_output.empty()) {
+      skip(c.path, c.own_output + ", not an input (merge the raw dumps instead)", SkipKind::kTruffldOutput);
+      continue;
+    }
+    if (c.have_id) {
+      auto [it, fresh] = seen_files.emplace(c.id, c.path);
+      if (!fresh) { skip(c.path, "the same file as " + it->second, SkipKind::kDuplicate); continue; }
+    }
+    if (!c.content_key.empty()) {
+      auto [it, fresh] = seen_meta.emplace(c.content_key, c.path);
+      if (!fresh) {
+        skip(c.path, "the same dump as " + it->second + " (" + DescribeMeta(c.meta) + ", same first 64 KiB)",
+             SkipKind::kDuplicate);
+        continue;
+      }
+    }
+    out.push_back(c.path);
   }
   return out;
 }

@@ -64,8 +64,14 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   for (const auto& [p, why] : run.failed_inputs) failed.push_back({{"path", p}, {"error", why}});
   j["failed_inputs"] = failed;
   ordered_json skipped = ordered_json::array();
-  for (const auto& [p, why] : run.skipped_inputs) skipped.push_back({{"path", p}, {"reason", why}});
+  ordered_json skipped_by_kind = ordered_json::object();
+  for (SkipKind k : {SkipKind::kNotTrace, SkipKind::kTruffldOutput, SkipKind::kDuplicate}) skipped_by_kind[SkipKindName(k)] = 0;
+  for (const SkippedInput& in : run.skipped_inputs) {
+    skipped.push_back({{"path", in.path}, {"reason", in.reason}, {"kind", SkipKindName(in.kind)}});
+    skipped_by_kind[SkipKindName(in.kind)] = skipped_by_kind[SkipKindName(in.kind)].get<uint64_t>() + 1;
+  }
   j["skipped_inputs"] = skipped;
+  j["skipped_by_kind"] = skipped_by_kind;
   j["trees_written"] = run.trees_written;
   j["trees_layout"] = TreeLayoutName(run.tree_layout);
   if (run.trace_written) {
@@ -159,10 +165,17 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
       << ", negative durations " << c.negative_durations << ", injector-dropped records " << c.injector_dropped
       << " (details in summary.json)\n";
   for (const auto& [p, why] : run.failed_inputs) s << "  not merged: " << why << "\n";
-  if (!run.skipped_inputs.empty()) {
-    s << "  skipped " << run.skipped_inputs.size() << " non-trace file(s) found in input directories:";
-    for (size_t i = 0; i < run.skipped_inputs.size() && i < 4; ++i) s << " " << run.skipped_inputs[i].first;
-    s << (run.skipped_inputs.size() > 4 ? " ...\n" : "\n");
+  static constexpr std::pair<SkipKind, const char*> kSkipped[] = {
+      {SkipKind::kNotTrace, "non-trace file(s) found in input directories"},
+      {SkipKind::kTruffldOutput, "truffld output(s), not inputs"},
+      {SkipKind::kDuplicate, "repeated input(s) (same file or same dump as an earlier one)"}};
+  for (const auto& [kind, what] : kSkipped) {
+    std::vector<const std::string*> paths;
+    for (const SkippedInput& in : run.skipped_inputs) if (in.kind == kind) paths.push_back(&in.path);
+    if (paths.empty()) continue;
+    s << "  skipped " << paths.size() << " " << what << ":";
+    for (size_t i = 0; i < paths.size() && i < 4; ++i) s << " " << *paths[i];
+    s << (paths.size() > 4 ? " ...\n" : "\n");
   }
   if (run.trace_written && run.trace.moved_to_overflow_track)
     s << "  trace.json: " << run.trace.moved_to_overflow_track << " overlapping slice(s) moved to overflow tracks\n";

@@ -8,13 +8,18 @@
 #include <functional>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include "truffld/atomic_file.h"
+#include "truffld/cli.h"
+#include "truffld/cli_parse.h"
 #include "truffld/hugepages.h"
 #include "truffld/merge/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
+#include "truffld/terminal_text.h"
 
 using namespace truffld;
 using namespace truffld::merge;
@@ -32,6 +37,10 @@ is detected from the content. Directories are searched recursively. Writes into 
   trace.json    Chrome/Perfetto trace: a process per rank, threads and GPU streams as tracks
   summary.json  what was read, linked, dropped and why               [schemas/summary.schema.json]
 Bad records are counted and reported with file:line; the rest is merged (--strict: fail).
+truffld's own outputs (an earlier merge's trace.json, trees.jsonl, ...) and repeated inputs (the
+same file twice, or x.jsonl beside x.jsonl.gz) are skipped and reported. Outputs are written under
+temporary names and renamed into place when complete; with --no-trace-json an earlier run's
+trace.json is removed.
 
 Examples:
   truffld-merge /tmp/truffld-dumps -o merged/
@@ -40,16 +49,10 @@ Examples:
   truffld-merge dumps/ -o out --request-regex 'reqs=([^;]*)'
 )";
 
-class Progress {
- public:
-  Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
-  void Say(const std::string& s) {
-    if (tty_) std::fprintf(stderr, "\r\033[K%s", s.c_str());
-  }
-  void Done() { if (tty_) std::fprintf(stderr, "\r\033[K"); }
- private:
-  bool tty_;
-};
+int Fail(int code, const std::string& message) {
+  std::cerr << "truffld-merge: " << EscapeForTerminal(message) << "\n";
+  return code;
+}
 
 // How the outputs reach the disk. kDirect: direct I/O from the writers' own buffers
 // (truffld/merge/direct_writer.h), or kWriteBehind where the file system refuses it; kWriteBehind:
@@ -57,25 +60,182 @@ class Progress {
 // page cache, as any program writes.
 enum class WriteMode { kDirect, kWriteBehind, kCached };
 
-Status WriteFile(const std::filesystem::path& path, WriteMode mode,
-                 const std::function<void(JsonOut*)>& body) {
+// Writes one output under a temporary name beside `path` (truffld/atomic_file.h); the caller
+// commits it once every output is complete.
+Result<AtomicFile> WriteFile(const std::filesystem::path& path, WriteMode mode,
+                             const std::function<void(JsonOut*)>& body) {
+  auto file = AtomicFile::Create(path.string());
+  if (!file.ok()) return file.status();
   if (mode == WriteMode::kDirect) {
-    auto dw = DirectWriter::Open(path.string());
+    auto dw = DirectWriter::Adopt(file->fd(), path.string());
     if (!dw.ok()) return dw.status();
     if (*dw) {
+      file->ReleaseFd();  // the DirectWriter closes it
       JsonOut out(dw->get(), path.string());
       body(&out);
-      return out.Close();
+      if (Status st = out.Close(); !st.ok()) return st;
+      return std::move(file).value();
     }
   }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return IoError(path.string() + ": cannot create: " + std::strerror(errno));
+  std::FILE* f = ::fdopen(file->fd(), "wb");
+  if (!f) return IoError(path.string() + ": cannot write: " + std::strerror(errno));
+  file->ReleaseFd();  // fclose closes it
   WriteBehind wb(mode == WriteMode::kCached ? nullptr : f, path.string());
   JsonOut out(f, path.string(), &wb);
   body(&out);
   Status st = out.Close();
   if (std::fclose(f) != 0 && st.ok()) st = IoError(path.string() + ": close failed: " + std::strerror(errno));
-  return st;
+  if (!st.ok()) return st;
+  return std::move(file).value();
+}
+
+// A named input that does not exist at all (a typo) stops the run before any work: exit 1 naming
+// it. One that exists but cannot be read (a dangling link, no permission) is reported and skipped
+// like any unreadable file, so the rest is still merged.
+std::optional<std::string> MissingInput(const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (in != "-" && !std::filesystem::exists(std::filesystem::symlink_status(in, ec))) {
+      return in + ": " + (ec ? ec.message() : std::string("no such file or directory"));
+    }
+  }
+  return std::nullopt;
+}
+
+struct Args {
+  std::vector<std::string> inputs;
+  std::string outdir, rules_path, request_regex;
+  bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
+  bool keep_cache = false, no_direct = false;
+  int threads = 2;
+};
+
+void AddFlags(CLI::App& app, Args& a) {
+  app.add_option("inputs", a.inputs, "Input files or directories (format detected from content)")->required();
+  app.add_option("-o,--out", a.outdir, "Output directory (created if missing)")->required();
+  app.add_option("--rules", a.rules_path,
+                 "Classification rules JSON (schemas/rules.schema.json); tried before the built-in rules");
+  app.add_option("--request-regex", a.request_regex,
+                 "Regex whose first group holds a step's request ids separated by '_' "
+                 "(default: request_ids:(...) as in step_execute_model[request_ids:0_1_2])");
+  app.add_flag("--strict", a.strict, "Any bad record, unreadable file or unlinkable device op is fatal");
+  app.add_option("--threads", a.threads, "Threads for parsing and building (one file per thread); with 2 or more, trees.jsonl and trace.json are also written at the same time")
+      ->default_val(2)->check(CLI::Range(1, 256));
+  app.add_flag("--no-trace-json", a.no_trace, "Skip trace.json (faster, less disk); an earlier run's trace.json in OUTDIR is removed");
+  app.add_flag("--no-implicit-steps", a.no_implicit,
+               "Do not invent one step per process for files without any step range");
+  app.add_flag("--per-request-trees", a.per_request,
+               "Write one trees.jsonl line per (rank, step, request, view) even when requests share "
+               "an identical tree (default: one line per group of requests, listed in request_group; "
+               "a step batching N requests then costs one line, not N)");
+  app.add_flag("--keep-page-cache", a.keep_cache,
+               "Write the outputs through the page cache and leave them there, as most programs do "
+               "(default: direct I/O, see --no-direct-io; a later reader reads the files from disk)");
+  app.add_flag("--no-direct-io", a.no_direct,
+               "Write the outputs through the page cache, sending every 32 MiB to disk and dropping "
+               "it from the cache as it goes, instead of with direct I/O (the default, which skips "
+               "the cache entirely and costs the least CPU; used anyway where the file system "
+               "refuses direct I/O, such as tmpfs). Either way a multi-GB output neither fills "
+               "memory nor evicts what the host keeps cached; on storage slower than the writers "
+               "the merge waits for it");
+  app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
+}
+
+// Writes trees.jsonl, trace.json (unless --no-trace-json) and summary.json under temporary names
+// and, when all are complete, renames them into place; with --no-trace-json an earlier run's
+// trace.json is removed. Any failure leaves OUTDIR as it was.
+Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress& progress,
+                    std::chrono::steady_clock::time_point t0) {
+  namespace fs = std::filesystem;
+  const WriteMode mode = a.keep_cache ? WriteMode::kCached : a.no_direct ? WriteMode::kWriteBehind : WriteMode::kDirect;
+  const fs::path out(a.outdir);
+  // trees.jsonl and trace.json only read the merge result: with two or more threads they are
+  // written at the same time (each writer owns its file, its buffer and its counters).
+  ProgressTimer timer(progress, a.no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
+  std::optional<Result<AtomicFile>> trace;
+  auto write_trace = [&] {
+    trace.emplace(WriteFile(out / "trace.json", mode, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); }));
+  };
+  std::thread trace_writer;
+  if (!a.no_trace && a.threads > 1) trace_writer = std::thread(write_trace);
+  Result<AtomicFile> trees = WriteFile(out / "trees.jsonl", mode, [&](JsonOut* o) {
+    run.trees_written = WriteTreesJsonl(r, o, run.tree_layout);
+  });
+  if (trace_writer.joinable()) trace_writer.join();
+  if (!trees.ok()) return trees.status();
+  if (!a.no_trace) {
+    if (!trace) write_trace();
+    if (!trace->ok()) return trace->status();
+    run.trace_written = true;
+  }
+  run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Result<AtomicFile> summary = WriteFile(out / "summary.json", mode, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
+  if (!summary.ok()) return summary.status();
+  TRUFFLD_RETURN_IF_ERROR(trees->Commit());
+  if (trace) TRUFFLD_RETURN_IF_ERROR((*trace)->Commit());
+  else TRUFFLD_RETURN_IF_ERROR(RemoveStaleOutput((out / "trace.json").string()));
+  return summary->Commit();
+}
+
+int Run(const Args& a) {
+  auto t0 = std::chrono::steady_clock::now();
+  MergeOptions opt;
+  opt.strict = a.strict;
+  opt.threads = a.threads;
+  opt.implicit_steps = !a.no_implicit;
+  if (!a.rules_path.empty()) {
+    auto rules = Rules::Load(a.rules_path);
+    if (!rules.ok()) return Fail(kExitUsage, rules.status().ToString());
+    opt.rules = std::move(*rules);
+  }
+  if (!a.request_regex.empty()) {
+    Status st = opt.rules.SetRequestRegex(a.request_regex);
+    if (!st.ok()) return Fail(kExitUsage, st.ToString());
+  }
+  if (auto missing = MissingInput(a.inputs)) return Fail(kExitInput, *missing);
+  RunInfo run;
+  auto paths = ExpandInputs(a.inputs, &run.skipped_inputs);
+  if (!paths.ok()) return Fail(kExitInput, paths.status().ToString());
+  for (const SkippedInput& s : run.skipped_inputs) {
+    if (s.kind != SkipKind::kNotTrace) std::cerr << "truffld-merge: skipping " << EscapeForTerminal(s.path) << ": " << EscapeForTerminal(s.reason) << "\n";
+  }
+  if (paths->empty()) return Fail(kExitInput, "nothing to merge: no trace file among the inputs");
+  std::error_code ec;
+  std::filesystem::create_directories(a.outdir, ec);
+  if (ec) return Fail(kExitOutput, a.outdir + ": cannot create directory: " + ec.message());
+
+  Progress progress(a.quiet);
+  run.version = VersionString();
+  run.inputs = *paths;
+  run.tree_layout = a.per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
+  std::vector<TraceFile> files;
+  std::vector<Result<TraceFile>> imported;
+  {
+    ProgressTimer timer(progress, "reading " + std::to_string(paths->size()) + " file(s)...");
+    imported = ImportAll(*paths, a.strict, a.threads);
+  }
+  for (size_t i = 0; i < imported.size(); ++i) {
+    if (imported[i].ok()) { files.push_back(std::move(imported[i].value())); continue; }
+    std::string why = imported[i].status().ToString();
+    if (a.strict) return Fail(kExitInput, why);
+    std::cerr << "truffld-merge: warning: skipping " << EscapeForTerminal((*paths)[i]) << ": " << EscapeForTerminal(why) << "\n";
+    run.failed_inputs.emplace_back((*paths)[i], why);
+  }
+  if (files.empty()) return Fail(kExitInput, "nothing to merge: no input could be read");
+  std::optional<Result<MergeResult>> merged;
+  {
+    ProgressTimer timer(progress, "merging...");
+    merged.emplace(Merge(std::move(files), opt));
+  }
+  if (!merged->ok()) return Fail(kExitInput, merged->status().ToString());
+  const MergeResult& r = merged->value();
+  Status st = WriteOutputs(a, r, run, progress, t0);
+  if (!st.ok()) return Fail(kExitOutput, st.ToString());
+  if (!a.quiet) std::cout << EscapeLinesForTerminal(FormatTextSummary(r, run));
+  for (const FileSummary& f : r.summary.files)
+    for (const IngestIssue& i : f.issues)
+      if (&i - f.issues.data() < 5) std::cerr << "truffld-merge: " << EscapeForTerminal(i.where) << ": " << EscapeForTerminal(i.message) << "\n";
+  return kExitOk;
 }
 
 }  // namespace
@@ -84,108 +244,10 @@ int main(int argc, char** argv) {
   MaybeReexecWithHugePages(argv);  // large heaps: see truffld/hugepages.h
   MapLargeBlocksApart();
   CLI::App app{kDescription, "truffld-merge"};
-  std::vector<std::string> inputs;
-  std::string outdir, rules_path, request_regex;
-  bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
-  bool keep_cache = false, no_direct = false;
-  int threads = 2;
-  app.add_option("inputs", inputs, "Input files or directories (format detected from content)")->required();
-  app.add_option("-o,--out", outdir, "Output directory (created if missing)")->required();
-  app.add_option("--rules", rules_path,
-                 "Classification rules JSON (schemas/rules.schema.json); tried before the built-in rules");
-  app.add_option("--request-regex", request_regex,
-                 "Regex whose first group holds a step's request ids separated by '_' "
-                 "(default: request_ids:(...) as in step_execute_model[request_ids:0_1_2])");
-  app.add_flag("--strict", strict, "Any bad record, unreadable file or unlinkable device op is fatal");
-  app.add_option("--threads", threads, "Threads for parsing and building (one file per thread); with 2 or more, trees.jsonl and trace.json are also written at the same time")
-      ->default_val(2)->check(CLI::Range(1, 256));
-  app.add_flag("--no-trace-json", no_trace, "Skip trace.json (faster, less disk)");
-  app.add_flag("--no-implicit-steps", no_implicit,
-               "Do not invent one step per process for files without any step range");
-  app.add_flag("--per-request-trees", per_request,
-               "Write one trees.jsonl line per (rank, step, request, view) even when requests share "
-               "an identical tree (default: one line per group of requests, listed in request_group; "
-               "a step batching N requests then costs one line, not N)");
-  app.add_flag("--keep-page-cache", keep_cache,
-               "Write the outputs through the page cache and leave them there, as most programs do "
-               "(default: direct I/O, see --no-direct-io; a later reader reads the files from disk)");
-  app.add_flag("--no-direct-io", no_direct,
-               "Write the outputs through the page cache, sending every 32 MiB to disk and dropping "
-               "it from the cache as it goes, instead of with direct I/O (the default, which skips "
-               "the cache entirely and costs the least CPU; used anyway where the file system "
-               "refuses direct I/O, such as tmpfs). Either way a multi-GB output neither fills "
-               "memory nor evicts what the host keeps cached; on storage slower than the writers "
-               "the merge waits for it");
-  app.add_flag("-q,--quiet", quiet, "No stdout summary");
-  CLI11_PARSE(app, argc, argv);
-
-  auto t0 = std::chrono::steady_clock::now();
-  const WriteMode write_mode = keep_cache ? WriteMode::kCached
-                               : no_direct ? WriteMode::kWriteBehind
-                                           : WriteMode::kDirect;
-  MergeOptions opt;
-  opt.strict = strict;
-  opt.threads = threads;
-  opt.implicit_steps = !no_implicit;
-  if (!rules_path.empty()) {
-    auto rules = Rules::Load(rules_path);
-    if (!rules.ok()) { std::cerr << "truffld-merge: " << rules.status().ToString() << "\n"; return 2; }
-    opt.rules = std::move(*rules);
-  }
-  if (!request_regex.empty()) {
-    Status st = opt.rules.SetRequestRegex(request_regex);
-    if (!st.ok()) { std::cerr << "truffld-merge: " << st.ToString() << "\n"; return 2; }
-  }
-  std::vector<std::pair<std::string, std::string>> skipped;
-  auto paths = ExpandInputs(inputs, &skipped);
-  if (!paths.ok()) { std::cerr << "truffld-merge: " << paths.status().ToString() << "\n"; return 2; }
-  std::error_code ec;
-  std::filesystem::create_directories(outdir, ec);
-  if (ec) { std::cerr << "truffld-merge: " << outdir << ": cannot create directory: " << ec.message() << "\n"; return 2; }
-
-  Progress progress;
-  progress.Say("reading " + std::to_string(paths->size()) + " file(s)...");
-  RunInfo run;
-  run.inputs = *paths;
-  run.skipped_inputs = skipped;
-  run.tree_layout = per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
-  std::vector<TraceFile> files;
-  auto imported = ImportAll(*paths, strict, threads);
-  for (size_t i = 0; i < imported.size(); ++i) {
-    if (imported[i].ok()) { files.push_back(std::move(imported[i].value())); continue; }
-    std::string why = imported[i].status().ToString();
-    if (strict) { progress.Done(); std::cerr << "truffld-merge: " << why << "\n"; return 1; }
-    std::cerr << "truffld-merge: warning: skipping " << (*paths)[i] << ": " << why << "\n";
-    run.failed_inputs.emplace_back((*paths)[i], why);
-  }
-  progress.Say("merging...");
-  auto merged = Merge(std::move(files), opt);
-  if (!merged.ok()) { progress.Done(); std::cerr << "truffld-merge: " << merged.status().ToString() << "\n"; return 1; }
-  const MergeResult& r = *merged;
-  namespace fs = std::filesystem;
-  // trees.jsonl and trace.json only read the merge result: with two or more threads they are
-  // written at the same time (each writer owns its file, its buffer and its counters).
-  progress.Say(no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
-  Status trace_st = Status::Ok();
-  std::thread trace_writer;
-  auto write_trace = [&] {
-    trace_st = WriteFile(fs::path(outdir) / "trace.json", write_mode, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); });
-  };
-  if (!no_trace && threads > 1) trace_writer = std::thread(write_trace);
-  Status st = WriteFile(fs::path(outdir) / "trees.jsonl", write_mode, [&](JsonOut* o) { run.trees_written = WriteTreesJsonl(r, o, run.tree_layout); });
-  if (!no_trace) {
-    if (trace_writer.joinable()) trace_writer.join();
-    else if (st.ok()) write_trace();
-    if (st.ok()) st = trace_st;
-    run.trace_written = true;
-  }
-  run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (st.ok()) st = WriteFile(fs::path(outdir) / "summary.json", write_mode, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
-  progress.Done();
-  if (!st.ok()) { std::cerr << "truffld-merge: " << st.ToString() << "\n"; return 1; }
-  if (!quiet) std::cout << FormatTextSummary(r, run);
-  for (const FileSummary& f : r.summary.files)
-    for (const IngestIssue& i : f.issues)
-      if (&i - f.issues.data() < 5) std::cerr << "truffld-merge: " << i.where << ": " << i.message << "\n";
-  return 0;
+  app.footer(std::string("\n") + kExitStatusHelp);
+  AddVersionFlag(app, "truffld-merge");
+  Args a;
+  AddFlags(app, a);
+  if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
+  return Run(a);
 }

@@ -23,7 +23,20 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def decide_calibrated(js, inject_name=None):
+    """Peer-mode summaries: keep the statistical verdict, name every candidate (the documented
+    default of the calibrated prompt)."""
+    names = [c["name"] for c in js["candidates"]]
+    if inject_name:
+        names.append(inject_name)
+    abnormal = js["statistical_verdict"] == "abnormal" and bool(names)
+    return {"step_anomaly": abnormal, "op_error_names": names if abnormal else [],
+            "rationale": "p = %g below threshold %g" % (js["p_value"], js["threshold"])}
+
+
 def decide(js, inject_name=None):
+    if "candidates" in js:
+        return decide_calibrated(js, inject_name)
     parent, strong, weak = {}, [], []
     s = 0  # strong anomalies are counted per operator instance
     for op in js["operators"]:

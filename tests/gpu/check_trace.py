@@ -16,7 +16,8 @@ Checks (each prints PASS/FAIL with numbers; exit status 1 when any FAIL):
      pop carries the communicator (nvtxRangePopPayload), and each ncclAllReduce range contains
      device work (with one rank NCCL runs a copy or a small kernel, not a collective kernel);
   7. META first, STATS last, nothing dropped (a WARN, not a FAIL, when records were dropped);
-  8. optional: every line validates against the events schema (needs python jsonschema).
+  8. with a schema argument: every line validates against the events schema (needs python
+     jsonschema; missing, the check fails).
 """
 import collections
 import glob
@@ -195,7 +196,8 @@ def main(argv):
             bad = sum(1 for r in recs for _ in v.iter_errors(r))
             report(bad == 0, "schema validation", f"{bad} errors in {len(recs)} records")
         except ImportError:
-            print("INFO jsonschema not installed; schema validation skipped")
+            report(False, "schema validation", "python jsonschema is not installed (a missing test "
+                   "dependency fails the check; install python3-jsonschema or pip install jsonschema)")
     print(("FAILED " if failures else "OK ") + f"{failures} failed checks; dump: {', '.join(paths)}")
     return 1 if failures else 0
 

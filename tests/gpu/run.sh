@@ -13,7 +13,8 @@
 #        TRUFFLD_MERGE      a truffld-merge binary for the hooks check when CMake cannot build one
 #                           here (the project's dependencies are missing); without it that check
 #                           prints SKIP and the suite says so
-# Exit status: 0 all checks passed (or no GPU: prints SKIP), 1 a check failed.
+# Exit status: 0 all checks passed, 1 a check failed, 77 no GPU here (prints SKIP; ctest reports
+# the suite as skipped, not passed).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${TRUFFLD_GPU_BUILD:-$ROOT/build-gpu}
@@ -28,7 +29,7 @@ status=0
 
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: no NVIDIA GPU visible (nvidia-smi -L failed); the GPU suite needs one"
-  exit 0
+  exit 77
 fi
 mkdir -p "$BUILD" "$OUTDIR"
 nvidia-smi -L

@@ -13,6 +13,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.dirname(HERE))  # tests/: truffld_unittest (last: shadows nothing)
+from truffld_unittest import main, require  # noqa: E402,F401  (the hooks tests' runner)
 SOURCE_DIR = os.environ.get("TRUFFLD_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", ".."))
 HOOKS_SRC = os.environ.get("TRUFFLD_HOOKS_SRC") or os.path.join(SOURCE_DIR, "inject", "python")
 STANDINS = os.path.join(HERE, "standins")

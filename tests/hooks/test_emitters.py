@@ -128,4 +128,4 @@ class BackendTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

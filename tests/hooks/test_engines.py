@@ -205,4 +205,4 @@ print(json.dumps({"installed": truffld_hooks.installed(),
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

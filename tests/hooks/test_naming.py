@@ -114,10 +114,7 @@ class InjectionTableTest(unittest.TestCase):
             table = json.load(handle)
         with open(os.path.join(schemas, "injection_table.schema.json")) as handle:
             schema = json.load(handle)
-        try:
-            import jsonschema
-        except ImportError:
-            self.skipTest("python3-jsonschema not installed")
+        jsonschema = hookstest.require("jsonschema", "python3-jsonschema")
         jsonschema.validate(table, schema)
         entries, problems = frontend.load_table(table_path)
         self.assertEqual([], problems)
@@ -128,10 +125,7 @@ class InjectionTableTest(unittest.TestCase):
     def test_schema_rejects_a_malformed_entry(self):
         import json
         import os
-        try:
-            import jsonschema
-        except ImportError:
-            self.skipTest("python3-jsonschema not installed")
+        jsonschema = hookstest.require("jsonschema", "python3-jsonschema")
         with open(os.path.join(hookstest.SOURCE_DIR, "schemas",
                                "injection_table.schema.json")) as handle:
             schema = json.load(handle)
@@ -141,4 +135,4 @@ class InjectionTableTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

@@ -141,4 +141,4 @@ class NameForTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

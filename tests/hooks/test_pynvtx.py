@@ -79,4 +79,4 @@ import truffld_hooks; print(truffld_hooks.stats()["nvtx_binding"])
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

@@ -116,4 +116,4 @@ if __name__ == "__main__":
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

@@ -124,4 +124,4 @@ def _linear_line():
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

@@ -53,7 +53,9 @@ class TruffldEnvTest(unittest.TestCase):
             self._check_line("%s --build-dir %s" % (tool, BUILD), tmp)
 
     def test_evaluating_twice_keeps_pythonpath(self):
-        tool = os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")
+        if not BUILD:
+            self.skipTest("no build dir given")
+        tool = "%s --build-dir %s" % (os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env"), BUILD)
         proc = sh('export PYTHONPATH=/a:/b; eval "$(%s 2>/dev/null)"; eval "$(%s 2>/dev/null)"; '
                   'echo "$PYTHONPATH"' % (tool, tool))
         self.assertEqual(0, proc.returncode, proc.stderr)
@@ -98,4 +100,4 @@ class TruffldEnvTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    hookstest.main()

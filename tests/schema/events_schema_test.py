@@ -11,6 +11,9 @@ import unittest
 
 import jsonschema
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # truffld_unittest
+import truffld_unittest  # noqa: E402
+
 ROOT = os.environ.get("TRUFFLD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
@@ -179,4 +182,4 @@ class AllSchemasTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=1)
+    truffld_unittest.main()

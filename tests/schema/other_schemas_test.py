@@ -9,9 +9,13 @@ Run with Debian's python3 (python3-jsonschema).
 import copy
 import json
 import os
+import sys
 import unittest
 
 import jsonschema
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # truffld_unittest
+import truffld_unittest  # noqa: E402
 
 ROOT = os.environ.get("TRUFFLD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -189,4 +193,4 @@ class SummaryTest(SchemaCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=1)
+    truffld_unittest.main()

@@ -147,8 +147,29 @@ TEST(Phase, EveryStepNameCarriesItsPhase) {
   const std::string& d = files.lower_bound("truffld-")->second;  // rank 0's dump
   const int steps = Count(d, "\"name\":\"step_execute_model[");
   EXPECT_EQ(steps, 24);
-  EXPECT_EQ(Count(d, "][phase:prefill]\""), Count(files["labels.jsonl"], "\"phase\":\"prefill\"") / 4);
-  EXPECT_EQ(Count(d, "][phase:prefill]\"") + Count(d, "][phase:decode]\""), steps);
+  EXPECT_EQ(Count(d, "][phase:prefill][tokens:"), Count(files["labels.jsonl"], "\"phase\":\"prefill\"") / 4);
+  EXPECT_EQ(Count(d, "][phase:prefill][tokens:") + Count(d, "][phase:decode][tokens:"), steps);
+  EXPECT_EQ(Count(d, "][ctx:"), steps);  // every step also names its token count and context
+  EXPECT_EQ(StepRangeName({"a"}, StepTags{"mixed", 40, 900}), "step_execute_model[request_ids:a][phase:mixed][tokens:40][ctx:900]");
+  SynthConfig untagged = Small(3, 2, 1, 1);
+  untagged.phase_tags = untagged.workload_tags = false;
+  auto plain = RunSim(untagged);
+  const std::string& p = plain.lower_bound("truffld-")->second;
+  EXPECT_EQ(Count(p, "[phase:") + Count(p, "[tokens:") + Count(p, "[ctx:"), 0);
+}
+
+TEST(ChunkedPrefill, MixedStepsDecodeAndPrefillTogetherWithinTheBudget) {
+  SynthConfig c = Small(5, 2, 1, 1);
+  c.chunked_prefill = true;
+  c.steps = 60;
+  auto files = RunSim(c);
+  const std::string& d = files.lower_bound("truffld-")->second;
+  EXPECT_GT(Count(d, "[phase:mixed]"), 0);
+  EXPECT_EQ(Count(files["labels.jsonl"], "\"phase\":\"mixed\"") / 4, Count(d, "[phase:mixed]"));
+  // No step schedules more tokens than the budget.
+  for (size_t at = d.find("[tokens:"); at != std::string::npos; at = d.find("[tokens:", at + 1)) {
+    EXPECT_LE(std::stoll(d.substr(at + 8)), c.max_prefill_tokens);
+  }
 }
 
 TEST(CommScopes, LedgerRecordsScopeAndPeersAndLabelsStayLocal) {

@@ -345,6 +345,101 @@ TEST(LlmClient, ConnectionRefusedFallsBack) {
   EXPECT_NE(d.note.find("failed"), std::string::npos) << d.note;
 }
 
+// A dead endpoint costs a few attempts, not the retry schedule of every step: after
+// breaker_failures consecutive transport failures the rest of the run is decided offline.
+TEST(LlmClient, CircuitBreakerGivesUpOnARefusingEndpoint) {
+  int port = 0;
+  {
+    StubServer closed([](const StubRequest&) { return Ok(""); });
+    port = closed.port();
+  }
+  StageTwoConfig c;
+  c.mode = LlmMode::kOn;
+  c.url = "http://127.0.0.1:" + std::to_string(port);
+  c.max_retries = 3;
+  c.initial_backoff_ms = 1;
+  c.max_concurrency = 1;
+  c.breaker_failures = 3;
+  StageTwo two(c);
+  std::vector<StepEvidence> steps(40, AbnormalStep());
+  std::vector<StageTwoDecision> out = two.Decide(steps);
+  ASSERT_EQ(out.size(), steps.size());
+  const StageTwoStats st = two.stats();
+  EXPECT_EQ(st.requests, 3);  // not 40 x 4
+  EXPECT_TRUE(st.breaker_tripped);
+  EXPECT_EQ(st.breaker_steps, 39);
+  EXPECT_EQ(st.fallbacks, 40);
+  EXPECT_NE(st.breaker_reason.find("3 consecutive transport failures"), std::string::npos) << st.breaker_reason;
+  for (const StageTwoDecision& d : out) {
+    EXPECT_EQ(d.source, DecisionSource::kLlmFallbackOffline);
+    EXPECT_NE(d.note.find("offline policy decides the rest of the run"), std::string::npos) << d.note;
+  }
+  const json j = st.ToJson();
+  EXPECT_EQ(j["circuit_breaker"]["tripped"], true);
+  EXPECT_EQ(j["circuit_breaker"]["steps_decided_offline"], 39);
+}
+
+// Transport failures separated by HTTP replies are not consecutive: the breaker stays closed.
+TEST(LlmClient, CircuitBreakerCountsOnlyConsecutiveFailures) {
+  std::atomic<int> calls{0};
+  StubServer server([&](const StubRequest&) {
+    return (calls.fetch_add(1) % 2 == 0) ? StubReply{200, "", {}, /*hang=*/true}
+                                         : Ok(Answer(true, {"aten::mm"}, "ok"));
+  });
+  StageTwoConfig c = ConfigFor(server);
+  c.timeout_ms = 200;
+  c.max_concurrency = 1;
+  c.breaker_failures = 2;
+  StageTwo two(c);
+  std::vector<StageTwoDecision> out = two.Decide(std::vector<StepEvidence>(4, AbnormalStep()));
+  for (const StageTwoDecision& d : out) EXPECT_EQ(d.source, DecisionSource::kLlm) << d.note;
+  EXPECT_FALSE(two.stats().breaker_tripped);
+  EXPECT_EQ(two.stats().requests, 8);  // each step: one timeout, then an answer
+}
+
+TEST(LlmClient, CircuitBreakerZeroNeverTrips) {
+  int port = 0;
+  {
+    StubServer closed([](const StubRequest&) { return Ok(""); });
+    port = closed.port();
+  }
+  StageTwoConfig c;
+  c.mode = LlmMode::kOn;
+  c.url = "http://127.0.0.1:" + std::to_string(port);
+  c.max_retries = 1;
+  c.initial_backoff_ms = 1;
+  c.max_concurrency = 1;
+  c.breaker_failures = 0;
+  StageTwo two(c);
+  two.Decide(std::vector<StepEvidence>(5, AbnormalStep()));
+  EXPECT_EQ(two.stats().requests, 10);
+  EXPECT_FALSE(two.stats().breaker_tripped);
+}
+
+// Azure-style base URL: the path is completed before the query string, which arrives intact;
+// the URL's credentials never reach a decision, even when the server echoes them back.
+TEST(LlmClient, QueryStringUrlAndUrlCredentialsStayOutOfTheOutput) {
+  StubServer server([](const StubRequest& r) {
+    return Ok(Answer(true, {"aten::mm"}, "seen " + r.path + " " + r.headers.at("authorization")));
+  });
+  StageTwoConfig c = ConfigFor(server);
+  c.url = "http://bob:pa55word-x@127.0.0.1:" + std::to_string(server.port()) +
+          "/openai/deployments/dep?api-version=2024-06-01&key=qk-777777";
+  c.api_key.clear();
+  StageTwo two(c);
+  StageTwoDecision d = two.Decide({AbnormalStep()})[0];
+  ASSERT_EQ(d.source, DecisionSource::kLlm) << d.note;
+  std::vector<StubRequest> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].path, "/openai/deployments/dep/chat/completions?api-version=2024-06-01&key=qk-777777");
+  EXPECT_EQ(reqs[0].headers["authorization"].rfind("Basic ", 0), 0u) << reqs[0].headers["authorization"];
+  for (const std::string& text : {d.rationale, d.raw, d.note, c.Describe()}) {
+    EXPECT_EQ(text.find("pa55word-x"), std::string::npos) << text;
+    EXPECT_EQ(text.find("qk-777777"), std::string::npos) << text;
+  }
+  EXPECT_NE(d.rationale.find("[redacted]"), std::string::npos) << d.rationale;
+}
+
 TEST(LlmClient, ModeOnWithoutUrlFallsBackWithTheReason) {
   StageTwoConfig c;
   c.mode = LlmMode::kOn;

@@ -48,6 +48,10 @@ TEST(LlmConfig, IntegerOverridesFromTheEnvironment) {
   ::unsetenv("TRUFFLD_LLM_TIMEOUT_MS");
   ::unsetenv("TRUFFLD_LLM_CONCURRENCY");
   ::unsetenv("TRUFFLD_LLM_SEED");
+  EXPECT_EQ(StageTwoConfig::FromEnvironment().breaker_failures, 3);
+  ::setenv("TRUFFLD_LLM_BREAKER_FAILURES", "0", 1);
+  EXPECT_EQ(StageTwoConfig::FromEnvironment().breaker_failures, 0);
+  ::unsetenv("TRUFFLD_LLM_BREAKER_FAILURES");
 }
 
 TEST(LlmConfig, AutoUsesTheLlmOnlyWithAUrl) {
@@ -98,6 +102,41 @@ TEST(LlmConfig, ResolvesChatCompletionsUrlWithOrWithoutV1) {
             "https://api.example.com/openai/v1/chat/completions");
   EXPECT_FALSE(ResolveChatCompletionsUrl("").ok());
   EXPECT_FALSE(ResolveChatCompletionsUrl("h:8000").ok());
+  EXPECT_FALSE(ResolveChatCompletionsUrl("http://").ok());
+}
+
+// A query string (Azure's ?api-version=) stays after the path, which is completed before it.
+TEST(LlmConfig, ResolvesUrlsWithQueryCredentialsAndAzureDeployments) {
+  EXPECT_EQ(ResolveChatCompletionsUrl("https://x.openai.azure.com/openai/deployments/gpt4o?api-version=2024-06-01").value(),
+            "https://x.openai.azure.com/openai/deployments/gpt4o/chat/completions?api-version=2024-06-01");
+  EXPECT_EQ(ResolveChatCompletionsUrl("https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=1").value(),
+            "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=1");
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000/?key=abc&x=1").value(), "http://h:8000/v1/chat/completions?key=abc&x=1");
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://h:8000/v1?key=abc#frag").value(), "http://h:8000/v1/chat/completions?key=abc");
+  EXPECT_EQ(ResolveChatCompletionsUrl("http://u:p@h:8000").value(), "http://u:p@h:8000/v1/chat/completions");
+  EXPECT_EQ(ResolveChatCompletionsUrl(" http://h:8000/v1 \n").value(), "http://h:8000/v1/chat/completions");
+}
+
+TEST(LlmConfig, RedactsCredentialsInUrls) {
+  EXPECT_EQ(RedactUrl("http://alice:s3cret-pw@h:8000/v1"), "http://[redacted]@h:8000/v1");
+  EXPECT_EQ(RedactUrl("https://h/openai/deployments/d?api-version=2024-06-01&api-key=k123456&sig=zz"),
+            "https://h/openai/deployments/d?api-version=2024-06-01&api-key=[redacted]&sig=[redacted]");
+  EXPECT_EQ(RedactUrl("http://h:1/v1?tokenonly"), "http://h:1/v1?[redacted]");
+  EXPECT_EQ(RedactUrl("http://h:1/v1"), "http://h:1/v1");
+  EXPECT_EQ(RedactUrl("user:pw@h?key=1"), "[redacted]@h?[redacted]");
+  const std::vector<std::string> secrets = UrlSecrets("http://alice:s3cret-pw@h/v1?api-version=1&key=abcdef");
+  EXPECT_EQ(secrets, (std::vector<std::string>{"alice:s3cret-pw", "YWxpY2U6czNjcmV0LXB3", "s3cret-pw", "abcdef"}));
+  StageTwoConfig c;
+  c.url = "http://alice:s3cret-pw@h:8000/v1?key=abcdef";
+  const std::string text = c.Describe();
+  EXPECT_EQ(text.find("s3cret-pw"), std::string::npos) << text;
+  EXPECT_EQ(text.find("abcdef"), std::string::npos) << text;
+  EXPECT_NE(text.find("url=http://[redacted]@h:8000/v1?key=[redacted]"), std::string::npos) << text;
+  c.url = "ftp://alice:s3cret-pw@h";
+  c.mode = LlmMode::kOn;
+  const Status st = c.Validate();
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find("s3cret-pw"), std::string::npos) << st.message();
 }
 
 TEST(LlmConfig, RetryableStatuses) {

@@ -48,14 +48,38 @@ TEST(Output, HostileNamesAreEscapedEverywhere) {
   EXPECT_EQ(back["faulty"][0]["parent_chain"][0], "torch.nn.functional.linear");
 }
 
-TEST(Output, TableListsOnlyAbnormalSteps) {
+TEST(Output, TableListsOnlyAbnormalUnits) {
   StepDiagnosis s = HostileStep();
   StepDiagnosis normal = s;
   normal.abnormal = false;
   normal.faulty.clear();
   std::string table = FormatAbnormalTable({s, normal});
-  EXPECT_NE(table.find("1 abnormal of 2 steps"), std::string::npos);
-  EXPECT_EQ(FormatAbnormalTable({normal}), "No abnormal steps among 1 steps.\n");
+  EXPECT_NE(table.find("1 of 2 (rank, step, view) units abnormal\n"), std::string::npos) << table;
+  EXPECT_EQ(FormatAbnormalTable({normal}), "No abnormal unit among 1 (rank, step, view) units.\n");
+}
+
+// Trace names reach the terminal: control bytes are escaped, long names cut with an ellipsis,
+// and every table line holds exactly one entry of bounded width.
+TEST(Output, TableEscapesAndTruncatesNames) {
+  StepDiagnosis s = HostileStep();
+  s.faulty[0].family = "evil\x1b]0;pwned\x07\x1b[2J" + std::string(1000, 'x');
+  s.faulty[0].parent_chain = {std::string(500, 'p') + "\r\n", "outer\x9b"};
+  s.faulty.push_back(s.faulty[0]);
+  s.faulty[1].family = "second\nline";
+  s.evidence.view = "vert\x1b[31mical";
+  std::string table = FormatAbnormalTable({s});
+  for (char c : table) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "raw control byte " << int(u) << " in:\n" << table;
+  }
+  EXPECT_NE(table.find("evil\\e]0;pwned\\x07\\e[2J"), std::string::npos) << table;
+  EXPECT_NE(table.find("second\\nline"), std::string::npos) << table;
+  EXPECT_NE(table.find("\xE2\x80\xA6"), std::string::npos) << "no ellipsis:\n" << table;
+  size_t lines = 0, start = 0;
+  for (size_t nl; (nl = table.find('\n', start)) != std::string::npos; start = nl + 1, ++lines) {
+    EXPECT_LE(nl - start, 200u) << table.substr(start, nl - start);
+  }
+  EXPECT_EQ(lines, 4u) << table;  // header, two faulty operators, count line
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include "../../common/test_files.h"
 
@@ -74,19 +75,72 @@ TEST_F(ImportTest, ExpandInputsWalksDirectoriesSortedAndFiltersNames) {
   std::string labels = Write("labels.jsonl", "{\"rank\":0,\"step_index\":1,\"view\":\"vertical\"}\n");
   Write("dump.jsonl", "{\"type\":\"META\",\"schema\":\"truffld.events/1\"}\n");
   Write("trace.json", "{\"schemaVersion\":1,\"traceEvents\":[]}");
-  std::vector<std::pair<std::string, std::string>> skipped;
+  std::vector<SkippedInput> skipped;
   auto again = ExpandInputs({dir_.string()}, &skipped);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->size(), 5u);  // a, b (empty: reported on import), dump, trace, sub/c
   ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_EQ(fs::path(skipped[0].first).filename(), "labels.jsonl");
-  EXPECT_NE(skipped[0].second.find("not a trace"), std::string::npos);
+  EXPECT_EQ(fs::path(skipped[0].path).filename(), "labels.jsonl");
+  EXPECT_NE(skipped[0].reason.find("not a trace"), std::string::npos);
+  EXPECT_EQ(skipped[0].kind, SkipKind::kNotTrace);
   auto named = ExpandInputs({labels}, &skipped);
   ASSERT_TRUE(named.ok());
   EXPECT_EQ(named->size(), 1u);
   auto missing = ExpandInputs({(dir_ / "missing").string()});
   ASSERT_TRUE(missing.ok());  // kept, so that importing it reports the path
   EXPECT_EQ(missing->size(), 1u);
+}
+
+TEST(OwnOutputs, RecognisedByTheirMarker) {
+  EXPECT_EQ(TruffldOutputKind("{\"schema\":\"truffld.trees/1\",\"rank\":0}\n"), "trees.jsonl written by truffld");
+  EXPECT_EQ(TruffldOutputKind("{\n  \"schema\": \"truffld.summary/1\",\n"), "summary.json written by truffld");
+  EXPECT_EQ(TruffldOutputKind("{\"schema\":\"truffld.diagnosis/1\"}"), "diagnosis.jsonl written by truffld");
+  EXPECT_EQ(TruffldOutputKind("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\"}"),
+            "trace.json written by truffld");
+  EXPECT_EQ(TruffldOutputKind("{\"schemaVersion\":1,\"traceEvents\":[]}"), "");
+  EXPECT_EQ(TruffldOutputKind("{\"type\":\"META\",\"schema\":\"truffld.events/1\"}\n"), "");
+}
+
+// An earlier merge's outputs in an input directory, the same dump named twice, and a dump
+// beside its compressed copy are all left out (and said why); the first copy of a dump is kept.
+TEST_F(ImportTest, ExpandInputsSkipsOwnOutputsAndRepeatedDumps) {
+  const std::string meta =
+      "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":7,\"rank\":0,"
+      "\"clock\":\"realtime\",\"clock_sync\":{\"realtime_ns\":1,\"monotonic_ns\":1}}\n";
+  fs::create_directories(dir_ / "d" / "merged");
+  const std::string body = meta + "{\"type\":\"NVTX_MARK\",\"name\":\"m\",\"timestamp\":2,\"process_id\":7,\"thread_id\":1}\n";
+  const std::string dump = Write("d/x.jsonl", body);
+  Write("d/x.jsonl.gz", truffld::testing::Gzip(body));
+  std::string other = Write("d/y.jsonl", "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":8,\"rank\":1}\n");
+  Write("d/merged/trace.json", "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\"},\"traceEvents\":[]}");
+  Write("d/merged/trees.jsonl", "{\"schema\":\"truffld.trees/1\",\"rank\":0,\"type\":\"x\"}\n");
+  Write("d/merged/summary.json", "{\n  \"schema\": \"truffld.summary/1\"\n}\n");
+  std::vector<SkippedInput> skipped;
+  auto got = ExpandInputs({(dir_ / "d").string(), dump, other}, &skipped);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0], dump);
+  EXPECT_EQ((*got)[1], other);
+  std::map<std::string, SkipKind> kinds;
+  for (const SkippedInput& s : skipped) kinds[fs::path(s.path).filename().string() + (s.path == dump ? "@named" : "")] = s.kind;
+  EXPECT_EQ(kinds.size(), 6u);
+  EXPECT_EQ(kinds["trace.json"], SkipKind::kTruffldOutput);
+  EXPECT_EQ(kinds["trees.jsonl"], SkipKind::kTruffldOutput);
+  EXPECT_EQ(kinds["summary.json"], SkipKind::kTruffldOutput);
+  EXPECT_EQ(kinds["x.jsonl.gz"], SkipKind::kDuplicate);
+  EXPECT_EQ(kinds["x.jsonl@named"], SkipKind::kDuplicate);
+  EXPECT_EQ(kinds["y.jsonl"], SkipKind::kDuplicate);
+  // Hand-made files sharing a META line but not their content are different inputs: kept.
+  const std::string twin = Write("twin.jsonl", meta + "{\"type\":\"NVTX_MARK\",\"name\":\"other\",\"timestamp\":3,\"process_id\":7,\"thread_id\":1}\n");
+  auto both = ExpandInputs({dump, twin});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->size(), 2u);
+  for (const SkippedInput& s : skipped) {
+    if (fs::path(s.path).filename() == "x.jsonl.gz") {
+      EXPECT_NE(s.reason.find("same dump as " + dump), std::string::npos) << s.reason;
+      EXPECT_NE(s.reason.find("host h, process_id 7, rank 0"), std::string::npos) << s.reason;
+    }
+  }
 }
 
 TEST_F(ImportTest, ImportAllKeepsOrderAndReportsFailures) {

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "truffld/cli.h"
+#include "truffld/cli_parse.h"
 #include "truffld/synth/config.h"
 #include "truffld/synth/simulator.h"
 
@@ -134,6 +136,8 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
 int main(int argc, char** argv) {
   SynthConfig cfg;
   CLI::App app{std::string(kDescription) + PresetHelp() + kExamples, "truffld-synth"};
+  app.footer(std::string("\n") + kExitStatusHelp);
+  AddVersionFlag(app, "truffld-synth");
   app.get_formatter()->column_width(34);
   std::string preset, faults = "all", intensities = "all", comm_scopes = "all";
   bool no_graphs = false;
@@ -167,28 +171,20 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
 
   // Presets apply first so explicit flags win: parse once to find it, then again over it.
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
   if (!preset.empty()) {
     SynthConfig base;
     Status st = ApplyPreset(preset, &base);
     if (!st.ok()) {
       std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
-      return 2;
+      return kExitUsage;
     }
     const std::string f0 = faults, i0 = intensities;
     const double a0 = base.abnormal_fraction;
     cfg = base;
     faults = "all";
     intensities = "all";
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      return app.exit(e);
-    }
+    if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
     if (app.count("--faults") == 0) faults = "";
     if (app.count("--intensities") == 0) intensities = "";
     if (app.count("--abnormal-fraction") == 0) cfg.abnormal_fraction = a0;
@@ -213,7 +209,7 @@ int main(int argc, char** argv) {
         if (!ParseFaultClass(item, &fc)) {
           std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
                                "contention, communication, engine)\n", item.c_str());
-          return 2;
+          return kExitUsage;
         }
         cfg.fault_classes.push_back(fc);
         pos = c + 1;
@@ -224,7 +220,7 @@ int main(int argc, char** argv) {
     auto iv = ParseIntensities(intensities);
     if (!iv.ok()) {
       std::fprintf(stderr, "truffld-synth: %s\n", iv.status().message().c_str());
-      return 2;
+      return kExitUsage;
     }
     cfg.intensities = *iv;
   }
@@ -232,19 +228,19 @@ int main(int argc, char** argv) {
     auto sc = ParseCommScopes(comm_scopes);
     if (!sc.ok()) {
       std::fprintf(stderr, "truffld-synth: %s\n", sc.status().message().c_str());
-      return 2;
+      return kExitUsage;
     }
     cfg.comm_scopes = *sc;
   }
   if (Status st = cfg.Validate(); !st.ok()) {
     std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
-    return 2;
+    return kExitUsage;
   }
   std::error_code ec;
   fs::create_directories(cfg.out_dir, ec);
   if (ec) {
     std::fprintf(stderr, "truffld-synth: cannot create %s: %s\n", cfg.out_dir.c_str(), ec.message().c_str());
-    return 1;
+    return kExitOutput;
   }
   const std::string dir = cfg.out_dir;
   const int level = cfg.zstd ? cfg.zstd_level : 0;
@@ -255,9 +251,9 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
   Simulator sim(cfg, factory);
-  if (Status st = sim.Run(); !st.ok()) {
+  if (Status st = sim.Run(); !st.ok()) {  // the simulation itself cannot fail: its sinks did
     std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
-    return 1;
+    return kExitOutput;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
@@ -265,7 +261,7 @@ int main(int argc, char** argv) {
   auto sink = OpenFileSink((fs::path(dir) / "synth_summary.json").string(), 0);
   if (!sink.ok() || !(*sink)->Write(summary).ok() || !(*sink)->Close().ok()) {
     std::fprintf(stderr, "truffld-synth: cannot write %s/synth_summary.json\n", dir.c_str());
-    return 1;
+    return kExitOutput;
   }
   if (app.count("--quiet") == 0) {
     const RunReport& rep = sim.report();

@@ -48,11 +48,16 @@ struct StageTwoConfig {
   int64_t seed = 42;                  // sent as "seed" (servers that honour it are reproducible)
   int max_tokens = 512;               // completion budget per answer
   bool skip_without_candidates = true;  // steps with no Stage I candidate are decided offline
+  // Circuit breaker: after this many consecutive transport failures (no HTTP reply at all:
+  // refused, DNS, TLS, timeout) the endpoint is taken as dead and every remaining step of the
+  // run is decided by the offline policy without contacting it. 0 = never give up.
+  int breaker_failures = 3;
   std::string env_error;  // set by FromEnvironment for a malformed variable; Validate reports it
 
   // Defaults plus the API key from the environment (TRUFFLD_LLM_API_KEY wins over
   // OPENAI_API_KEY) and optional integer overrides TRUFFLD_LLM_TIMEOUT_MS,
-  // TRUFFLD_LLM_MAX_RETRIES, TRUFFLD_LLM_CONCURRENCY, TRUFFLD_LLM_SEED, TRUFFLD_LLM_MAX_TOKENS.
+  // TRUFFLD_LLM_MAX_RETRIES, TRUFFLD_LLM_CONCURRENCY, TRUFFLD_LLM_SEED, TRUFFLD_LLM_MAX_TOKENS,
+  // TRUFFLD_LLM_BREAKER_FAILURES.
   // Reads getenv only; thread-safe as long as nobody calls setenv concurrently.
   static StageTwoConfig FromEnvironment();
 
@@ -61,7 +66,8 @@ struct StageTwoConfig {
   // kInvalidArgument for mode=on without URL, a bad URL, non-positive timeout/concurrency,
   // negative retries, or a malformed environment variable (env_error).
   Status Validate() const;
-  // One line for logs: mode, url, model, timeout, concurrency, cache, "api key: set|unset".
+  // One line for logs: mode, url (redacted: RedactUrl), model, timeout, concurrency, cache,
+  // "api key: set|unset".
   std::string Describe() const;
 };
 
@@ -80,6 +86,9 @@ struct StageTwoStats {
   int64_t invalid_answers = 0;    // model answers that failed schema validation
   int64_t dropped_names = 0;      // names in answers that were not in the input
   int64_t backoff_ms = 0;         // total wall-clock time slept between retries (ms)
+  bool breaker_tripped = false;   // the circuit breaker gave up on the endpoint during the run
+  int64_t breaker_steps = 0;      // steps decided offline because the breaker had tripped
+  std::string breaker_reason;     // why it tripped (failure count and the last transport error)
 
   nlohmann::json ToJson() const;
 };

@@ -72,6 +72,14 @@ class DirectWriter {
   // file cannot be created at all (the message names it).
   static Result<std::unique_ptr<DirectWriter>> Open(const std::string& path, Options opt);
   static Result<std::unique_ptr<DirectWriter>> Open(const std::string& path) { return Open(path, Options()); }
+  // The same over a file the caller created (truffld/atomic_file.h: O_EXCL, mode 0640), open
+  // for writing and empty; `name` is used in messages. Turns O_DIRECT on with fcntl. A null
+  // result: direct I/O refused, `fd` untouched and still the caller's. Otherwise the writer owns
+  // `fd` and closes it (Finish or destructor).
+  static Result<std::unique_ptr<DirectWriter>> Adopt(int fd, const std::string& name, Options opt);
+  static Result<std::unique_ptr<DirectWriter>> Adopt(int fd, const std::string& name) {
+    return Adopt(fd, name, Options());
+  }
   ~DirectWriter();  // without Finish: stops the thread and closes the file, written or not
   DirectWriter(const DirectWriter&) = delete;
   DirectWriter& operator=(const DirectWriter&) = delete;

@@ -49,16 +49,38 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
 // Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records).
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
 
+// Why ExpandInputs left a file out (summary.json: skipped_inputs[].kind).
+enum class SkipKind {
+  kNotTrace,       // found in a directory, content is not a trace (ledger.jsonl, labels.jsonl)
+  kTruffldOutput,  // an output of truffld itself (trees.jsonl, trace.json, summary.json, ...)
+  kDuplicate,      // the same file, or the same dump (identical META and start), as an earlier input
+};
+const char* SkipKindName(SkipKind k) noexcept;  // "not_a_trace", "truffld_output", "duplicate"
+
+struct SkippedInput {
+  std::string path;
+  std::string reason;  // one line naming what it is (and for a duplicate, which input it repeats)
+  SkipKind kind = SkipKind::kNotTrace;
+};
+
+// Names the truffld output a content prefix starts with ("trees.jsonl (truffld.trees/1)"), or ""
+// for anything else. Outputs are recognised by their marker near the start: the "schema" of
+// trees.jsonl, summary.json and diagnosis.jsonl, the "generator" of trace.json. Pure.
+std::string TruffldOutputKind(std::string_view prefix);
+
 // Expands directories (recursively, sorted by name) into the trace files they hold: names
 // *.jsonl, *.json, *.gz, *.zst, *.sqlite, *.sqlite3, *.db whose content looks like a trace (a
 // raw dump's first record has a "type"; Chrome/Kineto JSON has traceEvents; nsys is SQLite).
 // Other such files in a directory (truffld-synth's ledger.jsonl and labels.jsonl, configs) go to
-// `skipped` with the reason, so the caller can say so. Paths given explicitly (files, missing
-// paths) are always kept as given, so that importing them reports any problem. Fails only
-// when a directory cannot be listed.
-Result<std::vector<std::string>> ExpandInputs(
-    const std::vector<std::string>& inputs,
-    std::vector<std::pair<std::string, std::string>>* skipped = nullptr);
+// `skipped` with the reason, so the caller can say so. Wherever they come from (directory or
+// named), truffld's own outputs (an earlier merge's trace.json would import as a Kineto trace)
+// and repeated inputs (the same file twice, or the same dump twice: x.jsonl beside x.jsonl.gz,
+// recognised by an identical META record - host, process, rank, clock sync - and identical first
+// 64 KiB of content) are skipped too; the first occurrence is kept.
+// Other paths given explicitly (files, missing paths) are kept as given, so that importing them
+// reports any problem. Fails only when a directory cannot be listed.
+Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
+                                              std::vector<SkippedInput>* skipped = nullptr);
 
 // Imports every path on up to `threads` threads (one file per thread); results in input order.
 // A failed file is a non-ok entry: the caller decides whether to skip it or stop.

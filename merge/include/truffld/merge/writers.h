@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "truffld/merge/import.h"
 #include "truffld/merge/json_out.h"
 #include "truffld/merge/pipeline.h"
 
@@ -52,8 +53,8 @@ TimeNs TraceTimeOrigin(TimeNs earliest);
 struct RunInfo {
   std::vector<std::string> inputs;
   std::vector<std::pair<std::string, std::string>> failed_inputs;  // path, reason
-  std::vector<std::pair<std::string, std::string>> skipped_inputs;  // found in a directory, not a trace
-  std::string version = "0.1.0";
+  std::vector<SkippedInput> skipped_inputs;  // not traces, truffld outputs, repeated inputs
+  std::string version = "0.1.0";  // the command line sets truffld::VersionString()
   double wall_seconds = 0;
   uint64_t trees_written = 0;         // trees.jsonl lines (grouped: fewer than total.trees)
   TreeLayout tree_layout = TreeLayout::kGrouped;

@@ -1,0 +1,43 @@
+// Terminal-safe text: control bytes escaped (C0, DEL, C1, invalid UTF-8), UTF-8 kept, long text
+// cut on a code point with an ellipsis, table cells of exact width.
+#include "truffld/terminal_text.h"
+
+#include <gtest/gtest.h>
+
+namespace truffld {
+namespace {
+
+TEST(TerminalText, EscapesControlBytesAndKeepsUtf8) {
+  EXPECT_EQ(EscapeForTerminal("plain name aten::mm"), "plain name aten::mm");
+  EXPECT_EQ(EscapeForTerminal("a\x1b[31mb\x07\n\t\r\x7f"), "a\\e[31mb\\x07\\n\\t\\r\\x7f");
+  EXPECT_EQ(EscapeForTerminal(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(EscapeForTerminal("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(EscapeForTerminal("caf\xC3\xA9 \xE2\x80\xA6"), "caf\xC3\xA9 \xE2\x80\xA6");
+  EXPECT_EQ(EscapeForTerminal("csi\xC2\x9B" "2J"), "csi\\u009b2J");  // C1 CSI as UTF-8
+  EXPECT_EQ(EscapeForTerminal("bad\xff\xc3("), "bad\\xff\\xc3(");   // invalid UTF-8
+  EXPECT_EQ(EscapeForTerminal("\xED\xA0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+}
+
+TEST(TerminalText, EscapesLineByLine) {
+  EXPECT_EQ(EscapeLinesForTerminal("a\x1b\nb\r\n"), "a\\e\nb\\r\n");
+  EXPECT_EQ(EscapeLinesForTerminal("no newline"), "no newline\n");
+  EXPECT_EQ(EscapeLinesForTerminal(""), "");
+}
+
+TEST(TerminalText, TruncatesOnCodePointsWithAnEllipsis) {
+  EXPECT_EQ(TruncateForDisplay("short", 10), "short");
+  EXPECT_EQ(TruncateForDisplay("exactly10!", 10), "exactly10!");
+  EXPECT_EQ(TruncateForDisplay("0123456789abc", 10), "012345678\xE2\x80\xA6");
+  EXPECT_EQ(DisplayWidth(TruncateForDisplay(std::string(1000, 'x'), 40)), 40u);
+  EXPECT_EQ(TruncateForDisplay("\xC3\xA9\xC3\xA9\xC3\xA9", 2), "\xC3\xA9\xE2\x80\xA6");
+  EXPECT_EQ(TruncateForDisplay("abc", 0), "");
+}
+
+TEST(TerminalText, TableCellsHaveTheirWidth) {
+  EXPECT_EQ(TableCell("ab", 5), "ab   ");
+  EXPECT_EQ(DisplayWidth(TableCell(std::string(300, 'y') + "\x1b", 40)), 40u);
+  EXPECT_EQ(TableCell("a\nb", 6), "a\\nb  ");
+}
+
+}  // namespace
+}  // namespace truffld
