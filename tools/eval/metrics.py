@@ -4,6 +4,7 @@ Step level: Accuracy, Precision, Recall, F1 over (rank, step) items of one view.
 Operator level, per family t over the same items: TP_t, FP_t, FN_t; P_t = TP/(TP+FP+eps),
 R_t = TP/(TP+FN+eps), F1_t = 2PR/(P+R+eps), J_t = TP/(TP+FP+FN+eps). Macro averages run over
 every family of the view (T); Macro+ only over families with at least one true faulty item (T+).
+Operator precision: correct blames / all blames, micro over (item, family) pairs.
 Items are keyed by any hashable id (the harness uses (scenario, rank, step_index)).
 Pure functions over dicts and sets; no I/O.
 """
@@ -65,32 +66,55 @@ def operator_metrics(truth, pred, families):
     return {"macro": macro(per), "macro_plus": macro(t for t in per if per[t]["positive"]), "families": per}
 
 
+def operator_precision(truth, pred):
+    """Micro precision over (unit, family) blames: correct blames / all blames (None when nothing
+    is blamed). The step-only marker '__abnormal__' is not a blame."""
+    blames = correct = 0
+    for k, ps in pred.items():
+        for f in ps:
+            if f == "__abnormal__":
+                continue
+            blames += 1
+            correct += f in truth.get(k, ())
+    return {"blames": blames, "correct": correct, "precision": correct / blames if blames else None}
+
+
 def evaluate_view(truth, pred, families):
     """truth/pred: {key: set(faulty families)}; a key is abnormal when its set is non-empty,
     except that pred may also carry an explicit '__abnormal__' marker for step-only methods."""
     t_step = {k: bool(v) for k, v in truth.items()}
     p_step = {k: bool(v) for k, v in pred.items()}
     clean_pred = {k: {f for f in v if f != "__abnormal__"} for k, v in pred.items()}
-    return {"step": step_metrics(t_step, p_step), "operator": operator_metrics(truth, clean_pred, families)}
+    return {"step": step_metrics(t_step, p_step), "operator": operator_metrics(truth, clean_pred, families),
+            "blame": operator_precision(truth, pred)}
 
 
-def row(name, view_result):
-    """Flattened Table-2 row."""
+def row(name, view_result, insufficient=None):
+    """Flattened Table-2 row; insufficient = units the method declined to judge (None: not applicable)."""
     s, o = view_result["step"], view_result["operator"]
-    return {"method": name, "acc": s["accuracy"], "prec": s["precision"], "f1": s["f1"],
+    b = view_result.get("blame", {})
+    return {"method": name, "acc": s["accuracy"], "prec": s["precision"], "rec": s["recall"], "f1": s["f1"],
             "m_prec": o["macro"]["precision"], "m_f1": o["macro"]["f1"], "m_jac": o["macro"]["jaccard"],
             "mp_prec": o["macro_plus"]["precision"], "mp_f1": o["macro_plus"]["f1"],
-            "mp_jac": o["macro_plus"]["jaccard"], "n": s["n"]}
+            "mp_jac": o["macro_plus"]["jaccard"], "op_prec": b.get("precision"), "blames": b.get("blames", 0),
+            "insufficient": insufficient, "n": s["n"], "positives": s["tp"] + s["fn"],
+            "tp": s["tp"], "fp": s["fp"], "fn": s["fn"]}
+
+
+def _f(x):
+    return "–" if x is None else f"{x:.3f}"
 
 
 def format_table(title, rows):
-    head = (f"| {title} | Acc | Prec | F1 | Macro P | Macro F1 | Macro J | Macro+ P | Macro+ F1 | Macro+ J | steps |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = (f"| {title} | Acc | Prec | Rec | F1 | Macro P | Macro F1 | Macro J | Macro+ P | Macro+ F1 | Macro+ J "
+            "| Op prec (blames) | insufficient | units |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     body = ""
     for r in rows:
-        body += (f"| {r['method']} | {r['acc']:.3f} | {r['prec']:.3f} | {r['f1']:.3f} | {r['m_prec']:.3f} | "
-                 f"{r['m_f1']:.3f} | {r['m_jac']:.3f} | {r['mp_prec']:.3f} | {r['mp_f1']:.3f} | {r['mp_jac']:.3f} | "
-                 f"{r['n']} |\n")
+        ins = "–" if r.get("insufficient") is None else str(r["insufficient"])
+        body += (f"| {r['method']} | {r['acc']:.3f} | {r['prec']:.3f} | {r.get('rec', 0.0):.3f} | {r['f1']:.3f} | "
+                 f"{r['m_prec']:.3f} | {r['m_f1']:.3f} | {r['m_jac']:.3f} | {r['mp_prec']:.3f} | {r['mp_f1']:.3f} | "
+                 f"{r['mp_jac']:.3f} | {_f(r.get('op_prec'))} ({r.get('blames', 0)}) | {ins} | {r['n']} |\n")
     return head + body
 
 
@@ -102,4 +126,7 @@ if __name__ == "__main__":  # self-check of the formulas on a tiny hand-made cas
     assert abs(r["operator"]["families"]["a"]["precision"] - 0.5) < 1e-9
     assert r["operator"]["macro"]["families"] == 3 and r["operator"]["macro_plus"]["families"] == 2
     assert abs(r["operator"]["macro_plus"]["f1"] - (2 / 3) / 2) < 1e-6
+    assert r["blame"] == {"blames": 2, "correct": 1, "precision": 0.5}
+    r = evaluate_view(truth, {1: {"__abnormal__"}, 2: set()}, ["a"])
+    assert r["step"]["tp"] == 1 and r["blame"]["precision"] is None and r["operator"]["macro"]["precision"] == 0
     print("metrics.py self-check ok")

@@ -4,7 +4,7 @@
   generation   truffld-synth --preset bench --events N (1 M and 10 M; --quick: 1 M only):
                wall time, records/s, bytes
   merge        truffld-merge on those dumps: wall time, records/s, peak RSS (/usr/bin/time -v)
-  diagnose     truffld-diagnose (pooled, --llm off) on the 1 M merge
+  diagnose     truffld-diagnose (peer mode, --llm off) on the 1 M merge
   inject       the injector's Google Benchmark microbenchmarks (tests/bench/inject_bench) if built
   kineto       truffld-merge importing ../shared/data/kineto/hta_df_index_resolver.json.gz
                vs /usr/bin/python3 json.load of the same file (the usual first step of Python
@@ -16,7 +16,6 @@ import argparse
 import glob
 import json
 import os
-import re
 import subprocess
 import tempfile
 import sys
@@ -44,6 +43,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--shared-data", default=os.environ.get("TRUFFLD_SHARED_DATA", ""))
+    ap.add_argument("--inject-bin", default="", help="build directory holding truffld_inject_bench (default: --bin)")
     ap.add_argument("--sizes", default="", help="comma list of record budgets (default 1M,10M; --quick 1M)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -75,7 +75,7 @@ def main():
                 log(f"merge {n}: {mw:.2f} s ({summ['records'] / mw / 1e6:.2f} M records/s), peak RSS {mrss:.0f} MiB")
                 if n == sizes[0] and os.path.exists(diag):
                     ok, dw, drss, _ = timed([diag, os.path.join(d, "merged"), "-o", os.path.join(d, "diag"),
-                                             "--llm", "off", "--no-html", "-q"], log)
+                                             "--mode", "peer", "--llm", "off", "--no-html", "-q"], log)
                     if ok:
                         run.update(diagnose_wall_s=dw, diagnose_rss_mib=drss)
                         log(f"diagnose {n}: {dw:.2f} s, peak RSS {drss:.0f} MiB")
@@ -97,7 +97,7 @@ def main():
     # The injector's Google Benchmark microbenchmarks, when that target is built: the same calls
     # with capture off (NVTX's no-op path) and on (injector attached), in one run of this script,
     # so the figure that matters is the difference (ns added per call by capture).
-    out["inject_bench"] = inject_bench(args.bin, log)
+    out["inject_bench"] = inject_bench(args.inject_bin or args.bin, log)
     json.dump(out, open(os.path.join(args.work, "speed.json"), "w"), indent=1)
     return 0
 
