@@ -171,10 +171,10 @@ void PrintSummary(const Args& a, const td::PipelineResult& result, const std::st
               a.no_html ? "" : "report.html,", !a.labels.empty() ? ",metrics.json" : "");
 }
 
-int Run(Args& a) {
+// Checks and applies the Stage I and Stage II options; returns an exit status (0 when valid).
+int Configure(Args& a, td::StageTwoConfig* cfg) {
   namespace fs = std::filesystem;
-  using truffld::kExitInput, truffld::kExitOutput, truffld::kExitUsage;
-  auto t0 = std::chrono::steady_clock::now();
+  using truffld::kExitUsage;
   a.s1.mode = ParseMode(a.mode);
   a.s1.auto_covariance = a.covariance == "auto";
   a.s1.gmm.covariance = a.covariance == "full" ? td::CovarianceType::kFull : td::CovarianceType::kDiagonal;
@@ -187,15 +187,37 @@ int Run(Args& a) {
     return Fail(kExitUsage, "--mode reference needs --reference DIR (trees of a healthy run)");
   }
   if (a.s1.threads <= 0) a.s1.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
-  td::StageTwoConfig cfg = td::StageTwoConfig::FromEnvironment();
+  a.peer.threads = a.s1.threads;
+  *cfg = td::StageTwoConfig::FromEnvironment();
   auto mode = td::ParseLlmMode(a.llm);
   if (!mode.ok()) return Fail(kExitUsage, mode.status().message());
-  cfg.mode = *mode;
-  cfg.url = a.llm_url;
-  if (!a.llm_model.empty()) cfg.model = a.llm_model;
-  cfg.cache_dir = a.llm_cache.empty() ? (fs::path(a.outdir) / "llm-cache").string() : a.llm_cache;
-  if (auto st = cfg.Validate(); !st.ok()) return Fail(kExitUsage, st.message());
+  cfg->mode = *mode;
+  cfg->url = a.llm_url;
+  if (!a.llm_model.empty()) cfg->model = a.llm_model;
+  cfg->cache_dir = a.llm_cache.empty() ? (fs::path(a.outdir) / "llm-cache").string() : a.llm_cache;
+  if (auto st = cfg->Validate(); !st.ok()) return Fail(kExitUsage, st.message());
+  return truffld::kExitOk;
+}
+
+// stats.json's "stage1": the mode, fit counters and (legacy modes) every mixture's choice.
+nlohmann::json StageOneStats(const Args& a, const td::StageOneResult& s1) {
+  nlohmann::json j = {{"mode", a.mode}, {"gmm_fits", s1.gmm_fits}, {"robust_z_groups", s1.robust_z_groups},
+                      {"fit_failures", s1.fit_failures}, {"missing_in_reference", s1.missing_in_reference},
+                      {"notes", s1.notes}, {"models", nlohmann::json::array()}};
+  for (const auto& m : s1.models) {
+    j["models"].push_back({{"view", m.view}, {"family", m.family}, {"method", m.method}, {"k", m.k},
+                           {"covariance", m.covariance}, {"dims", m.dims}, {"fit_samples", m.fit_samples},
+                           {"bic", m.bics}});
+  }
+  return j;
+}
+
+int Run(Args& a) {
+  namespace fs = std::filesystem;
+  using truffld::kExitInput, truffld::kExitOutput, truffld::kExitUsage;
+  auto t0 = std::chrono::steady_clock::now();
+  td::StageTwoConfig cfg;
+  if (int rc = Configure(a, &cfg); rc != truffld::kExitOk) return rc;
 
   truffld::Progress progress(a.quiet);
   nlohmann::json stats;
@@ -219,7 +241,6 @@ int Run(Args& a) {
   if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
 
   td::StageTwo stage2(cfg);
-  a.peer.threads = a.s1.threads;
   auto result = [&] {
     truffld::ProgressTimer timer(progress, cfg.UsesLlm() ? "scoring (Stage I) and asking the LLM (Stage II)..."
                                                          : "scoring (Stage I and II)...");
@@ -232,18 +253,7 @@ int Run(Args& a) {
                  (long long)s2.breaker_steps);
   }
   const auto& s1 = result->stage1;
-  stats["stage1"] = nlohmann::json::object();
-  stats["stage1"]["mode"] = a.mode;
-  stats["stage1"]["gmm_fits"] = s1.gmm_fits;
-  stats["stage1"]["robust_z_groups"] = s1.robust_z_groups;
-  stats["stage1"]["fit_failures"] = s1.fit_failures;
-  stats["stage1"]["missing_in_reference"] = s1.missing_in_reference;
-  stats["stage1"]["notes"] = s1.notes;
-  stats["stage1"]["models"] = nlohmann::json::array();
-  for (const auto& m : s1.models) {
-    stats["stage1"]["models"].push_back({{"view", m.view}, {"family", m.family}, {"method", m.method},
-                                         {"k", m.k}, {"covariance", m.covariance}, {"dims", m.dims}, {"fit_samples", m.fit_samples}, {"bic", m.bics}});
-  }
+  stats["stage1"] = StageOneStats(a, s1);
   if (result->peer) stats["peer"] = td::PeerStatsJson(*target, *result->peer);
   stats["stage2"] = stage2.stats().ToJson();
   stats["stage2"]["config"] = cfg.Describe();
