@@ -68,7 +68,11 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
   std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
     if (!Tested(rows[r])) continue;
-    if (rows[r].instance == kFamilyRow || RowRatio(rows[r]) >= o.SingleRatio(rows[r])) {
+    const StepInfo& st = t.steps[rows[r].unit];
+    const double excess = rows[r].observed - BestExpected(rows[r], nullptr);
+    const bool strong = RowRatio(rows[r]) >= o.SingleRatio(rows[r]) &&
+                        (rows[r].shared_tp || excess >= o.lone_min_share * static_cast<double>(st.end_ns - st.start_ns));
+    if (rows[r].instance == kFamilyRow || strong) {
       support[r] = rows[r].p_value;  // a family sum, or one instance strong enough on its own
     } else {
       by_unit[rows[r].unit].push_back(r);

@@ -311,6 +311,9 @@ int main(int argc, char** argv) {
   app.add_option("--single-ratio-transfer", a.peer.decision.single_ratio_transfer,
                  "peer mode: the same for a collective's transfer (seen by every participant)")
       ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+  app.add_option("--lone-min-share", a.peer.decision.lone_min_share,
+                 "peer mode: a lone slow instance must also cost at least this share of its step")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");
   app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();

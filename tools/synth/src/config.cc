@@ -125,6 +125,10 @@ Status SynthConfig::Validate() const {
     return InvalidArgument("--max-prefill-tokens must be in [16, 65536]");
   }
   if (!(prompt_scale > 0 && prompt_scale <= 100)) return InvalidArgument("--prompt-scale must be in (0, 100]");
+  if (!(noise.device_jitter >= 0 && noise.device_jitter <= 1)) return InvalidArgument("--device-jitter must be in [0, 1]");
+  if (!(noise.hiccup_rate >= 0 && noise.hiccup_rate <= 1)) return InvalidArgument("--hiccup-rate must be in [0, 1]");
+  if (!(noise.hiccup_max >= 1.15 && noise.hiccup_max <= 10)) return InvalidArgument("--hiccup-max must be in [1.15, 10]");
+  if (!(noise.host_scale >= 0 && noise.host_scale <= 10)) return InvalidArgument("--host-jitter-scale must be in [0, 10]");
   if (!(abnormal_fraction >= 0.0 && abnormal_fraction <= 0.95)) {
     return InvalidArgument("--abnormal-fraction must be in [0, 0.95]");
   }

@@ -160,6 +160,10 @@ int main(int argc, char** argv) {
   app.add_flag("--chunked-prefill", chunked, "vLLM V1 scheduling: each step decodes every running request and fills its token budget with prompt chunks (phase mixed)");
   app.add_flag("--no-phase-tags", no_phase, "leave [phase:X] out of step names (older hooks, other engines)");
   app.add_flag("--no-workload-tags", no_workload, "leave [tokens:N][ctx:N] out of step names");
+  app.add_option("--device-jitter", cfg.noise.device_jitter, "healthy noise: log-normal sigma of kernel and copy durations")->capture_default_str();
+  app.add_option("--hiccup-rate", cfg.noise.hiccup_rate, "healthy noise: share of kernels that run long for no reason (unlabelled)")->capture_default_str();
+  app.add_option("--hiccup-max", cfg.noise.hiccup_max, "healthy noise: how long at most (x its usual time; at least 1.15)")->capture_default_str();
+  app.add_option("--host-jitter-scale", cfg.noise.host_scale, "healthy noise: factor on every host-side jitter")->capture_default_str();
   app.add_option("--faults", faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
   app.add_option("--intensities", intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
   app.add_option("--comm-scopes", comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();

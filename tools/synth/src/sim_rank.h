@@ -45,6 +45,7 @@ struct Simulator::Rank {
       : rank(rank_), local(local_), host(hc.name), file(std::move(file_)), pid(pid_),
         sink(std::move(sink_)), rng(cfg.seed, 0x7A11ULL + static_cast<uint64_t>(rank_)), host_t(t0),
         offset(hc.offset_ns), drift(hc.drift_ppm * 1e-6), t_start(t0) {
+    noise = cfg.noise;
     w = std::make_unique<RankWriter>(sink.get(), pid, pid, pid + 64 + local);
     gpu_t[0] = gpu_t[1] = t0;
     mono_base = 180000000000000LL + static_cast<int64_t>(rng.Int(0, 900000000000LL));
@@ -82,15 +83,18 @@ struct Simulator::Rank {
       last_clock = host_t;
     }
   }
-  // base x lognormal jitter, at least 1 ns.
+  // base x lognormal jitter (host times: sigma scaled by NoiseModel::host_scale), at least 1 ns.
   int64_t Jit(int64_t base, double sigma) {
-    const int64_t v = static_cast<int64_t>(static_cast<double>(base) * rng.LogNormalFactor(sigma));
+    const int64_t v = static_cast<int64_t>(static_cast<double>(base) * rng.LogNormalFactor(sigma * noise.host_scale));
     return v > 0 ? v : 1;
   }
-  // Device duration: 4% jitter plus a rare natural hiccup (unlabelled noise, as in real runs).
+  // Device duration: jitter plus a rare natural hiccup (unlabelled noise, as in real runs);
+  // defaults 4%, 0.2% of kernels 1.15-1.4x (NoiseModel).
+  NoiseModel noise;  // set from the config by the constructor
+
   int64_t DevDur(int64_t nominal) {
-    double f = rng.LogNormalFactor(0.04);
-    if (rng.Uniform() < 0.002) f *= rng.Uniform(1.15, 1.4);
+    double f = rng.LogNormalFactor(noise.device_jitter);
+    if (rng.Uniform() < noise.hiccup_rate) f *= rng.Uniform(1.15, noise.hiccup_max);
     const int64_t v = static_cast<int64_t>(static_cast<double>(nominal) * f);
     return v > 500 ? v : 500;
   }

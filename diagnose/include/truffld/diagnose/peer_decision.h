@@ -60,6 +60,10 @@ struct DecisionOptions {
   // A collective's transfer is shared by every participant, so a lone slow one is already seen
   // by all of them: it needs less.
   double single_ratio_transfer = 1.5;
+  // ... and its excess must be at least this share of its step: a lone kernel or range that
+  // cost a fraction of a percent more is noise a user does not want to be woken for (not
+  // asked of a collective's transfer, which every participant saw).
+  double lone_min_share = 0.005;
   double cluster_window = 0.1;  // share of the unit's duration around a device row
   int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {

@@ -51,6 +51,15 @@ const char* CommScopeName(CommScope s) noexcept;  // "group", "rank", "link"
 // "all" or a comma list of scope names.
 Result<std::vector<CommScope>> ParseCommScopes(std::string_view spec);
 
+// How noisy healthy work is (nothing here is labelled): log-normal sigma of device durations, the
+// share of kernels that hiccup and by how much at most, and a factor on every host-side jitter.
+struct NoiseModel {
+  double device_jitter = 0.04;
+  double hiccup_rate = 0.002;
+  double hiccup_max = 1.4;
+  double host_scale = 1.0;
+};
+
 struct SynthConfig {
   uint64_t seed = 1;
   // Topology: `ranks` processes over `hosts` hosts; each host runs one tensor-parallel group of
@@ -74,6 +83,7 @@ struct SynthConfig {
   double prompt_scale = 1.0;       // multiplies every prompt length (before the budget clamp)
   bool phase_tags = true;          // step names carry [phase:X]
   bool workload_tags = true;       // step names carry [tokens:N][ctx:N]
+  NoiseModel noise;
   // Faults.
   std::vector<FaultClass> fault_classes;  // empty = none enabled
   std::vector<double> intensities = {1.1, 1.3, 1.6, 2.5, 4.0};
