@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "truffld/diagnose/output.h"
+#include "truffld/diagnose/peer_evidence.h"
 #include "truffld/diagnose/peer_stage.h"
 
 namespace truffld::diagnose {
@@ -63,11 +64,34 @@ nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : r.stragglers.stragglers) {
     st.push_back({{"rank", s.rank}, {"step_index", s.step_index}, {"caused_ns", std::llround(s.caused_ns)},
-                  {"last_in", s.last_in}, {"collectives", s.collectives}, {"step_ns", std::llround(s.step_ns)}});
+                  {"last_in", s.last_in}, {"collectives", s.collectives}, {"step_ns", std::llround(s.step_ns)},
+                  {"cause", StragglerCause(t, r, s)}});
   }
   j["stragglers"] = st;
-  (void)t;
   return j;
+}
+
+std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s) {
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const StepInfo& st = t.steps[u];
+    if (st.view == "horizontal" || st.rank.value_or(-1) != s.rank || st.step_index != s.step_index) continue;
+    if (r.blame[u].empty()) return "no abnormal operator on the rank";
+    const BlamedFamily& b = r.blame[u][0];
+    const std::string fam = t.strings.Get(b.family);
+    const std::string kind = b.metric == Metric::kHost ? "host" : (fam.find("copy") != std::string::npos ? "copy" : "compute");
+    return kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
+  }
+  return "no vertical view of the rank in that step";
+}
+
+std::string FormatPeerSummary(const PeerStageResult& r) {
+  const DecisionResult& d = r.decision;
+  char line[256];
+  std::snprintf(line, sizeof line, "\nStage I (peer, false-alarm rate %g): vertical %d judged, %d abnormal, %d insufficient "
+                "evidence; horizontal %d judged, %d abnormal, %d insufficient evidence; %zu straggler step(s).",
+                d.alpha, d.judged[0], d.flagged[0], d.insufficient[0], d.judged[1], d.flagged[1], d.insufficient[1],
+                r.stragglers.stragglers.size());
+  return line;
 }
 
 }  // namespace truffld::diagnose

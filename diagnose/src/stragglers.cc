@@ -7,8 +7,9 @@
 namespace truffld::diagnose {
 
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
-                               const std::vector<CommTiming>& comm, double min_share) {
+                               const std::vector<CommTiming>& comm, double min_share, double unusual) {
   StragglerResult out;
+  std::vector<StragglerRow> candidates;
   out.waits.resize(t.steps.size());
   if (comm.size() != t.size()) return out;
   for (uint32_t g = 0; g < groups.members.size(); ++g) {
@@ -56,7 +57,18 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
         row.step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
       }
     }
-    if (row.step_ns > 0 && row.caused_ns >= min_share * row.step_ns) out.stragglers.push_back(row);
+    candidates.push_back(row);
+  }
+  // Someone always enters last; a straggler is unusually late for this run and consistently so.
+  std::vector<double> caused;
+  for (const auto& c : candidates) caused.push_back(c.caused_ns);
+  std::nth_element(caused.begin(), caused.begin() + static_cast<std::ptrdiff_t>(caused.size() / 2), caused.end());
+  const double typical = caused.empty() ? 0.0 : caused[caused.size() / 2];
+  for (const auto& c : candidates) {
+    if (c.step_ns > 0 && c.caused_ns >= min_share * c.step_ns && c.caused_ns >= unusual * typical &&
+        2 * c.last_in >= c.collectives) {
+      out.stragglers.push_back(c);
+    }
   }
   return out;
 }

@@ -161,11 +161,16 @@ void PrintSummary(const Args& a, const td::PipelineResult& result, const std::st
     std::printf("\nEvaluation against %s:\n%s", truffld::EscapeForTerminal(a.labels).c_str(),
                 truffld::EscapeLinesForTerminal(metrics_text).c_str());
   }
-  std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures. "
-              "Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
+  if (result.peer) {
+    std::fputs(td::FormatPeerSummary(*result.peer).c_str(), stdout);
+  } else {
+    std::printf("\nStage I (%s): %llu mixture fits, %llu robust-z groups, %llu fit failures.", a.mode.c_str(),
+                (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
+                (unsigned long long)s1.fit_failures);
+  }
+  std::printf(" Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
               "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
-              a.mode.c_str(), (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
-              (unsigned long long)s1.fit_failures, (long long)s2.llm_decisions, (long long)s2.cache_hits,
+              (long long)s2.llm_decisions, (long long)s2.cache_hits,
               (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,
               (long long)(s2.prompt_tokens + s2.completion_tokens), secs, a.outdir.c_str(),
               a.no_html ? "" : "report.html,", !a.labels.empty() ? ",metrics.json" : "");

@@ -102,7 +102,7 @@ TEST(MatchCollectives, WaitAndTransferOfEachParticipant) {
   EXPECT_EQ(c[0].last_rank, 1);
   EXPECT_EQ(c[1].last_rank, 1);
 
-  const StragglerResult s = FindStragglers(b.t, g, c, 0.0);
+  const StragglerResult s = FindStragglers(b.t, g, c, 0.0, 0.0);  // one step: nothing to compare with
   ASSERT_EQ(s.stragglers.size(), 1u);
   EXPECT_EQ(s.stragglers[0].rank, 1);
   EXPECT_DOUBLE_EQ(s.stragglers[0].caused_ns, 300000);

@@ -36,10 +36,17 @@ Status WriteFeatures(const std::string& path, const InstanceTable& t,
 // rank, step_index, view, family, level, metric, observed_ns, expected and peers per source,
 // p per source, p_value, unit verdict. For analysis and for checking a verdict by hand.
 struct PeerStageResult;
+struct StragglerRow;
 Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
 // stats.json's "peer" object: the false-alarm rate and per-view thresholds and counts (judged,
 // abnormal, insufficient_evidence), every residual mixture, and the straggler table.
 nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r);
+// Two stdout lines for peer mode: per view, units judged, abnormal and with insufficient
+// evidence at the stated false-alarm rate, and the stragglers found (no trailing newline).
+std::string FormatPeerSummary(const PeerStageResult& r);
+// Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
+// "host" (its top blamed family's cost), or "no abnormal operator on the rank".
+std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s);
 
 // CSV field quoting (RFC 4180): quotes when needed, doubles inner quotes.
 std::string CsvField(const std::string& s);

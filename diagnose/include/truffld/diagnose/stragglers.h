@@ -40,8 +40,11 @@ struct StragglerResult {
   std::vector<StragglerRow> stragglers;  // one per logical step whose delay reaches min_share
 };
 
-// `min_share`: report a step when the delay caused is at least this share of its duration.
+// A logical step's straggler is reported when the delay it caused is at least `min_share` of its
+// step, at least `unusual` times the run's median caused delay (someone always enters last), and
+// it entered at least half of the step's collectives last.
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
-                               const std::vector<CommTiming>& comm, double min_share = 0.02);
+                               const std::vector<CommTiming>& comm, double min_share = 0.02,
+                               double unusual = 3.0);
 
 }  // namespace truffld::diagnose
