@@ -155,7 +155,9 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
       cand.clear();
       const size_t lo = i > window ? i - window : 0, hi = std::min(units.size(), i + window + 1);
       for (size_t j = lo; j < hi; ++j) {
-        if (j == i) continue;
+        // The steps right next to it are left out: a fault that lasts a few steps would
+        // otherwise be its own reference.
+        if (std::abs(static_cast<long long>(j) - static_cast<long long>(i)) <= o.time_exclusion) continue;
         const double d = WorkloadDistance(w[units[i]], w[units[j]]);
         if (d <= o.max_workload_distance) cand.emplace_back(d, units[j]);
       }
