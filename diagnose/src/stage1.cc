@@ -11,6 +11,7 @@
 
 #include "graph_replay.h"
 #include "truffld/diagnose/features.h"
+#include "truffld/parallel_for.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -177,19 +178,6 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
     g[k].push_back(i);
   }
   return g;
-}
-
-template <typename F>
-void ParallelFor(size_t n, int threads, F&& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&]() {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  int nt = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < nt; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
 }
 
 }  // namespace

@@ -18,11 +18,6 @@ namespace {
 // std::regex recurses per character and would exhaust the stack on a 1 MB name.
 constexpr size_t kMaxMatchedNameBytes = 4096;
 
-constexpr const char* kLayerNames[] = {"step", "frontend_op", "backend_op", "comm", "other",
-                                       "runtime_call", "driver_call", "kernel", "memcpy",
-                                       "memset", "sync"};
-static_assert(std::size(kLayerNames) == kLayerCount, "one name per layer");
-
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
 constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";
 
@@ -176,19 +171,6 @@ std::string KernelFamily(std::string_view name) {
 }
 
 }  // namespace
-
-const char* LayerName(Layer l) noexcept {
-  auto i = static_cast<size_t>(l);
-  return i < std::size(kLayerNames) ? kLayerNames[i] : "other";
-}
-
-bool ParseLayerName(std::string_view s, Layer* out) noexcept {
-  for (size_t i = 0; i < std::size(kLayerNames); ++i)
-    if (s == kLayerNames[i]) { *out = static_cast<Layer>(i); return true; }
-  if (s == "frontend") { *out = Layer::kFrontend; return true; }
-  if (s == "backend") { *out = Layer::kBackend; return true; }
-  return false;
-}
 
 Rules Rules::Defaults() {
   Rules r;

@@ -6,20 +6,23 @@
 namespace truffld::merge {
 
 const char* EventKindName(EventKind k) noexcept {
+  // The record types' contract spelling (truffld/wire.h; its literals end in '\0'), and two
+  // kinds no record type names: Kineto/nsys complete ranges and folded push/pop pairs.
+  auto wire = [](RecordType t) { return RecordTypeName(t).data(); };
   switch (k) {
-    case EventKind::kNvtxPush: return "NVTX_PUSH";
-    case EventKind::kNvtxPop: return "NVTX_POP";
-    case EventKind::kNvtxStart: return "NVTX_START";
-    case EventKind::kNvtxEnd: return "NVTX_END";
-    case EventKind::kNvtxMark: return "NVTX_MARK";
+    case EventKind::kNvtxPush: return wire(RecordType::kNvtxPush);
+    case EventKind::kNvtxPop: return wire(RecordType::kNvtxPop);
+    case EventKind::kNvtxStart: return wire(RecordType::kNvtxStart);
+    case EventKind::kNvtxEnd: return wire(RecordType::kNvtxEnd);
+    case EventKind::kNvtxMark: return wire(RecordType::kNvtxMark);
     case EventKind::kRange: return "RANGE";
-    case EventKind::kRuntime: return "RUNTIME";
-    case EventKind::kDriver: return "DRIVER";
-    case EventKind::kKernel: return "KERNEL";
-    case EventKind::kMemcpy: return "MEMCPY";
-    case EventKind::kMemset: return "MEMSET";
-    case EventKind::kSync: return "SYNC";
-    case EventKind::kGraphNode: return "GRAPH_NODE";
+    case EventKind::kRuntime: return wire(RecordType::kRuntime);
+    case EventKind::kDriver: return wire(RecordType::kDriver);
+    case EventKind::kKernel: return wire(RecordType::kKernel);
+    case EventKind::kMemcpy: return wire(RecordType::kMemcpy);
+    case EventKind::kMemset: return wire(RecordType::kMemset);
+    case EventKind::kSync: return wire(RecordType::kSync);
+    case EventKind::kGraphNode: return wire(RecordType::kGraphNode);
     case EventKind::kNvtxRange: return "NVTX_RANGE";  // internal: a folded NVTX_PUSH + NVTX_POP
   }
   return "?";

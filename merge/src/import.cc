@@ -10,6 +10,7 @@
 
 #include "truffld/byte_source.h"
 #include "truffld/line_reader.h"
+#include "truffld/parallel_for.h"
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/import_nsys.h"
 #include "truffld/merge/pipeline.h"
@@ -245,17 +246,9 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
 std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
                                           int threads) {
   std::vector<std::optional<Result<TraceFile>>> slots(paths.size());
-  std::atomic<size_t> next{0};
   ImportOptions opt;
   opt.strict = strict;
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < paths.size();) slots[i].emplace(ImportFile(paths[i], opt));
-  };
-  size_t n = std::clamp<size_t>(threads < 1 ? 1 : size_t(threads), 1, std::max<size_t>(1, paths.size()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  ParallelFor(paths.size(), threads, [&](size_t i) { slots[i].emplace(ImportFile(paths[i], opt)); });
   std::vector<Result<TraceFile>> out;
   out.reserve(paths.size());
   for (auto& s : slots) out.push_back(std::move(*s));

@@ -4,62 +4,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "json_bytes.h"
+#include "truffld/json_escape.h"
 
 namespace truffld::merge {
 namespace {
-
-// Writes s escaped (without quotes) at dst, which has room for 6 * s.size() bytes.
-char* Escape(char* dst, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const size_t run = i + JsonPlainPrefix(s.data() + i, n - i);  // copied as is
-    std::memcpy(dst, p + i, run - i);
-    dst += run - i;
-    i = run;
-    if (i >= n) break;
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      *dst++ = '\\';
-      switch (c) {
-        case '"': *dst++ = '"'; break;
-        case '\\': *dst++ = '\\'; break;
-        case '\n': *dst++ = 'n'; break;
-        case '\r': *dst++ = 'r'; break;
-        case '\t': *dst++ = 't'; break;
-        default:
-          std::memcpy(dst, "u00", 3);
-          dst[3] = kHex[c >> 4];
-          dst[4] = kHex[c & 15];
-          dst += 5;
-      }
-      ++i;
-      continue;
-    }
-    size_t len = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok) {
-      uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
-      ok = (len == 2 && cp >= 0x80) || (len == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) ||
-           (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
-    }
-    if (ok) {
-      std::memcpy(dst, p + i, len);
-      dst += len;
-      i += len;
-    } else {
-      std::memcpy(dst, "\\ufffd", 6);
-      dst += 6;
-      ++i;
-    }
-  }
-  return dst;
-}
 
 // Decimal digits of non-negative integers in independent 8-digit chunks (one timestamp in ns
 // since the epoch has 19 digits, and the writers print millions of them: std::to_chars's
@@ -129,18 +77,6 @@ char* WriteI64(char* p, int64_t v) {
 
 }  // namespace
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  const size_t old = out->size();
-  out->resize(old + 6 * s.size() + 2);
-  char* d = out->data() + old;
-  *d++ = '"';
-  d = Escape(d, s);
-  *d++ = '"';
-  out->resize(size_t(d - out->data()));
-}
-
-bool JsonNeedsNoEscape(std::string_view s) { return JsonPlainPrefix(s.data(), s.size()) == s.size(); }
-
 JsonOut::JsonOut(std::FILE* f, std::string name, WriteBehind* wb) : f_(f), name_(std::move(name)), wb_(wb) {
   buf_.reset(new char[kBlock]);
   buf_cap_ = kBlock;
@@ -193,9 +129,9 @@ char* JsonOut::GrowDirect(size_t n) {
 }
 
 void JsonOut::String(std::string_view s) {
-  char* d = Room(6 * s.size() + 2);
+  char* d = Room(JsonEscapedBound(s.size()) + 2);
   *d++ = '"';
-  d = Escape(d, s);
+  d = EscapeJsonTo(d, s);
   *d++ = '"';
   p_ = d;
 }

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "tree_builder.h"
+#include "truffld/parallel_for.h"
 
 namespace truffld::merge {
 
@@ -207,16 +208,9 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
     res.files[i].extra_interner.Release(res.files[i].extras);  // the import is done: no more sharing to find
     res.files[i].SortThreads();             // (importers did; files built by hand may not have)
   }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < nf;)
-      built[i] = BuildFileTrees(uint32_t(i), res.files[i], maps[i], options);
-  };
-  size_t nt = std::clamp<size_t>(options.threads < 1 ? 1 : size_t(options.threads), 1, std::max<size_t>(nf, 1));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < nt; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  ParallelFor(nf, options.threads, [&](size_t i) {
+    built[i] = BuildFileTrees(uint32_t(i), res.files[i], maps[i], options);
+  });
 #ifdef __GLIBC__
   // The builders' temporaries were freed in the worker threads' malloc arenas, which keep freed
   // memory resident; hand it back before the nodes are concatenated (the merge's memory peak).

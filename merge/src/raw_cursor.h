@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "json_bytes.h"
+#include "truffld/json_escape.h"
 #include "raw_fields.h"
 
 namespace truffld::merge::raw {

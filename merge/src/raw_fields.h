@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "truffld/time.h"
+#include "truffld/wire.h"
 
 namespace truffld::merge::raw {
 
@@ -21,27 +22,9 @@ enum F : int {
   kLocalRank, kWorldSize, kCategoryNum, kCount
 };
 
-// The record types the raw dialects define; kUnknown for any other `type` text.
-enum class RecordType : uint8_t {
-  kUnknown, kMeta, kClock, kStats, kNvtxPush, kNvtxMark, kNvtxStart, kNvtxPop, kNvtxEnd, kNvtxMarker,
-  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync, kGraphNode
-};
-
-// The type named by `t`. Pure function.
-inline RecordType RecordTypeOf(std::string_view t) {
-  struct Name { std::string_view text; RecordType type; };
-  static constexpr Name kNames[] = {
-      {"META", RecordType::kMeta}, {"CLOCK", RecordType::kClock}, {"STATS", RecordType::kStats},
-      {"NVTX_PUSH", RecordType::kNvtxPush}, {"NVTX_MARK", RecordType::kNvtxMark},
-      {"NVTX_START", RecordType::kNvtxStart}, {"NVTX_POP", RecordType::kNvtxPop},
-      {"NVTX_END", RecordType::kNvtxEnd}, {"NVTX_MARKER", RecordType::kNvtxMarker},
-      {"RUNTIME", RecordType::kRuntime}, {"DRIVER", RecordType::kDriver}, {"KERNEL", RecordType::kKernel},
-      {"MEMCPY", RecordType::kMemcpy}, {"MEMSET", RecordType::kMemset}, {"SYNC", RecordType::kSync},
-      {"GRAPH_NODE", RecordType::kGraphNode}};
-  for (const Name& n : kNames)
-    if (n.text == t) return n.type;
-  return RecordType::kUnknown;
-}
+// Record types and their spelling: the shared wire vocabulary (truffld/wire.h).
+using truffld::RecordType;
+using truffld::RecordTypeOf;
 
 // Field values of one record, collected in one pass over its keys in order (a key seen twice:
 // the later value wins; the `type` may come last).

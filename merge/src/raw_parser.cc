@@ -425,35 +425,4 @@ bool RawLineParser::Fold(Event& e, StrId payload) {
   return true;
 }
 
-size_t RepairUtf8(std::string* s) {
-  std::string out;
-  size_t bad = 0;
-  const auto* p = reinterpret_cast<const unsigned char*>(s->data());
-  size_t n = s->size(), i = 0;
-  bool changed = false;
-  while (i < n) {
-    unsigned char c = p[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok && len > 1) {
-      uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
-      ok = (len == 2 && cp >= 0x80) || (len == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) ||
-           (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
-    }
-    if (ok) {
-      if (changed) out.append(s->data() + i, len);
-      i += len;
-    } else {
-      if (!changed) { out.assign(s->data(), i); changed = true; }
-      out += "\xEF\xBF\xBD";
-      ++bad;
-      ++i;
-    }
-  }
-  if (changed) *s = std::move(out);
-  return bad;
-}
-
 }  // namespace truffld::merge

@@ -24,6 +24,7 @@
 #include "truffld/merge/index_table.h"
 #include "truffld/merge/string_pool.h"
 #include "truffld/time.h"
+#include "truffld/wire.h"
 
 namespace truffld::merge {
 

@@ -1,6 +1,7 @@
 // JsonOut: a buffered, append-only JSON text writer for the merge outputs.
 //
-// Strings are escaped per RFC 8259 and any invalid UTF-8 byte sequence is written as \ufffd,
+// Strings are escaped by the shared routine (truffld/json_escape.h: RFC 8259, strict UTF-8,
+// every bad byte written as \ufffd),
 // so every file truffld-merge writes is valid JSON whatever the input names held. Text goes
 // into one plain byte buffer through a write pointer (each append checks the room left once and
 // copies; no std::string bookkeeping per piece: the writers append ~20 pieces per slice, for
@@ -22,6 +23,7 @@
 
 #include "truffld/merge/direct_writer.h"
 #include "truffld/merge/write_behind.h"
+#include "truffld/json_escape.h"
 #include "truffld/status.h"
 
 namespace truffld::merge {
@@ -102,10 +104,8 @@ class JsonOut {
   HighDigits int_high_, micros_high_;
 };
 
-// Appends `s` as a JSON string literal (with quotes) to *out.
-void AppendJsonString(std::string* out, std::string_view s);
-
-// True when `s` is printable ASCII without '"' or '\\': it can be written between quotes as is.
-bool JsonNeedsNoEscape(std::string_view s);
+// The shared escaping routine (truffld/json_escape.h) under the names the writers use.
+using truffld::AppendJsonString;
+using truffld::JsonNeedsNoEscape;
 
 }  // namespace truffld::merge

@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "truffld/merge/event.h"
+#include "truffld/utf8.h"
 
 namespace truffld::merge {
 namespace raw { struct Fields; }
@@ -73,7 +74,7 @@ class RawLineParser {
   std::string first_problem_;
 };
 
-// Replaces every invalid UTF-8 sequence in `s` with U+FFFD; returns the number replaced.
-size_t RepairUtf8(std::string* s);
+// The shared repair (truffld/utf8.h): each byte that starts no valid sequence becomes U+FFFD.
+using truffld::RepairUtf8;
 
 }  // namespace truffld::merge

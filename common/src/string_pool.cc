@@ -1,8 +1,8 @@
-#include "truffld/merge/string_pool.h"
+#include "truffld/string_pool.h"
 
 #include <cstring>
 
-namespace truffld::merge {
+namespace truffld {
 
 namespace {
 constexpr size_t kFirstChunk = 64 << 10;
@@ -106,4 +106,4 @@ StrId StringPool::Intern(std::string_view s) {
   return id;
 }
 
-}  // namespace truffld::merge
+}  // namespace truffld
