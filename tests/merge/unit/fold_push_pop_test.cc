@@ -13,7 +13,7 @@
 
 #include "../../common/test_files.h"
 #include "merge_test_util.h"
-#include "truffld/merge/host_ranges.h"
+#include "core/host_ranges.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -89,7 +89,7 @@ TEST(FoldPushPop, PayloadPopsUnmatchedPopsAndOpenPushesAreStored) {
   EXPECT_EQ(closes[0].range, 1u);
   EXPECT_EQ(closes[0].close_event, 3u);
   EXPECT_EQ(r[2].end, 16);
-  EXPECT_EQ(JoinClosingPayloads(closes, &f), 1u);
+  EXPECT_EQ(JoinClosingPayloads(closes, f, &f.strings).size(), 1u);
 }
 
 TEST(FoldPushPop, AThreadSteppingBackStopsFoldingOrConflicts) {

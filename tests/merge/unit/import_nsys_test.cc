@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "../../../merge/src/import_nsys_map.h"
+#include "importers/nsys/nsys_map.h"
 
 namespace truffld::merge {
 namespace {

@@ -405,11 +405,11 @@ TEST(Merge, RangesPastTheClassCacheKeepLayerFamilyAndRequests) {
   EXPECT_GT(late, 3000u);
 }
 
-// Nodes read their times and names from their events (Merge maps every event onto the merged
-// axis and gives a range's opening event the range's end); implicit steps have no event and
-// read theirs from implicit_spans, whose node indices must follow each file's nodes when the
-// files are concatenated.
-TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
+// Nodes carry their own times on the merged axis (a range's end is its closing event's time);
+// implicit steps have no event and are named by MergeResult::implicit_step_names, per file, so
+// the second file's implicit steps find their name after the files are concatenated. The
+// events themselves keep their file times.
+TEST(Merge, NodeTimesAreMappedAndImplicitStepsNamedPerFile) {
   auto file = [](int rank, long long offset, long long base) {
     std::string d = Meta(rank, "monotonic_raw", 1000 + offset, 1000, 5);
     auto t = [&](long long v) { return std::to_string(base + v); };
@@ -427,38 +427,39 @@ TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
   auto merged = Merge(std::move(files), MergeOptions{});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   const MergeResult& r = *merged;
-  ASSERT_EQ(r.implicit_spans.size(), 4u);  // two implicit steps, a vertical and a horizontal root each
+  ASSERT_EQ(r.implicit_step_names.size(), 2u);
   int seen = 0;
   for (const Tree& t : r.trees) {
     if (t.view != View::kVertical) continue;
     const long long shift = t.rank == 1 ? 7000 + 100 : 0;  // rank 1: clock offset 7000, times +100
     const Node& root = r.node(t.root);
     EXPECT_EQ(root.event, kNoEvent);
+    EXPECT_EQ(root.file, t.rank == 1 ? 1u : 0u);
     EXPECT_EQ(r.Name(root), "<implicit step>");
-    const Node copy = root;  // not an element of r.nodes: no span to find, defaults rather than a wild read
-    EXPECT_EQ(r.Name(copy), "");
-    EXPECT_EQ(r.Start(copy), 0);
     EXPECT_EQ(r.Start(root), shift + 10);
     EXPECT_EQ(r.End(root), shift + 50);
     const Node* mm = FindNode(r, t.root, "aten::mm");
     ASSERT_NE(mm, nullptr);
     EXPECT_EQ(r.Start(*mm), shift + 10);
-    EXPECT_EQ(r.End(*mm), shift + 50);  // the pop's time, kept in the push event
+    EXPECT_EQ(r.End(*mm), shift + 50);  // the pop's time
     const Node* k = FindNode(r, t.root, "k");
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(r.Start(*k), shift + 40);
     EXPECT_EQ(r.End(*k), shift + 40);  // clamped to zero length
+    // The input events are not rewritten: the push keeps its own instant, on the file's clock.
+    const Event* push = r.EventOf(*mm);
+    ASSERT_NE(push, nullptr);
+    EXPECT_EQ(push->start, (t.rank == 1 ? 100 : 0) + 10);
     ++seen;
   }
   EXPECT_EQ(seen, 2);
 }
 
-// Once ranges are built, closing events (pops, ends) are dropped from the file's events in
-// place; the rest keep their order, ranges are renumbered onto them, and the summary still
-// counts what was read.
-TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
+// Closing events (pops, ends) stay among the file's events; ranges span from their opening to
+// their closing event, and the summary counts what was read.
+TEST(Merge, RangesSpanTheirClosingEventsWhichStayInTheFile) {
   std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
-  for (int i = 0; i < 100; ++i) {  // more than 64 events: the renumbering spans bitmap words
+  for (int i = 0; i < 100; ++i) {
     const std::string t = std::to_string(10 + i * 9);
     d += "{\"type\":\"NVTX_PUSH\",\"name\":\"op" + std::to_string(i) + "\",\"timestamp\":" + t + ",\"process_id\":1,\"thread_id\":1}\n";
     d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(10 + i * 9 + 5) + ",\"process_id\":1,\"thread_id\":1}\n";
@@ -466,11 +467,9 @@ TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
   d += "{\"type\":\"NVTX_START\",\"name\":\"crossing\",\"id\":7,\"timestamp\":20,\"process_id\":1,\"thread_id\":1}\n"
        "{\"type\":\"NVTX_END\",\"id\":7,\"timestamp\":30,\"process_id\":1,\"thread_id\":2}\n";
   MergeResult r = MergeOne(d);
-  for (const Event& e : r.files[0].events) {
-    EXPECT_NE(e.kind, EventKind::kNvtxPop);
-    EXPECT_NE(e.kind, EventKind::kNvtxEnd);
-  }
-  EXPECT_EQ(r.files[0].events.size(), 102u);  // the step, 100 ops, the start/end range
+  size_t closing = 0;
+  for (const Event& e : r.files[0].events) closing += e.kind == EventKind::kNvtxPop || e.kind == EventKind::kNvtxEnd;
+  EXPECT_EQ(closing, 102u);  // the step's pop, 100 ops' pops, the end (FileFromLines does not fold)
   for (int i = 0; i < 100; ++i) {
     const Node* op = FindNode(r, r.trees[0].root, "op" + std::to_string(i));
     ASSERT_NE(op, nullptr) << i;

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "truffld/json_escape.h"
-#include "raw_fields.h"
+#include "importers/raw/raw_fields.h"
 
 namespace truffld::merge::raw {
 

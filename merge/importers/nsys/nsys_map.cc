@@ -1,5 +1,7 @@
 // Pure mapping helpers of the Nsight Systems importer (see import_nsys_map.h).
-#include "import_nsys_map.h"
+#include "importers/nsys/nsys_map.h"
+
+#include "importers/main_process.h"
 
 #include <algorithm>
 #include <charconv>
@@ -98,30 +100,10 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
   } else {
     tf->stats.Add("nsys.relative_times");
   }
-  std::unordered_map<int64_t, uint64_t> api_count;
-  std::unordered_map<int64_t, int64_t> api_pid;
-  for (const Event& e : tf->events) {
-    if (!IsApiKind(e.kind)) continue;
-    ++api_count[tf->ProcessOf(e)];
-    if (const int64_t c = tf->Correlation(e); c != kNone) api_pid.emplace(c, tf->ProcessOf(e));
-  }
-  int64_t main_pid = kNone;
-  uint64_t best = 0;
-  for (auto [pid, n] : api_count)
-    if (n > best || (n == best && pid < main_pid)) best = n, main_pid = pid;
-  if (main_pid == kNone)
-    for (const Event& e : tf->events)
-      if (tf->ProcessOf(e) != kNone) { main_pid = tf->ProcessOf(e); break; }
-  tf->meta.process_id = main_pid;
+  const int64_t main_pid = AssignDeviceProcesses(tf);
   if (auto it = mpi_rank.find(main_pid); it != mpi_rank.end()) tf->meta.rank = it->second;
   uint64_t kept[16] = {};
-  for (Event& e : tf->events) {
-    ++kept[static_cast<int>(e.kind) & 15];
-    if (!IsDeviceKind(e.kind) || tf->ProcessOf(e) != kNone) continue;
-    const int64_t c = tf->Correlation(e);
-    auto it = c == kNone ? api_pid.end() : api_pid.find(c);
-    tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
-  }
+  for (const Event& e : tf->events) ++kept[static_cast<int>(e.kind) & 15];
   for (int k = 0; k < 16; ++k)
     if (kept[k]) tf->stats.Add(EventKindName(static_cast<EventKind>(k)), kept[k]);
 }

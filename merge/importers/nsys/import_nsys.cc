@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "import_nsys_map.h"
+#include "importers/nsys/nsys_map.h"
 
 namespace truffld::merge {
 namespace {

@@ -1,5 +1,5 @@
 // RangeClasses: see range_classes.h.
-#include "range_classes.h"
+#include "core/range_classes.h"
 
 #include <utility>
 

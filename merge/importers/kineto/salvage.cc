@@ -6,7 +6,7 @@
 // `{"traceEvents": [ ..., {...}`) was complete, cuts there and appends the closers the stack
 // needs. The importer then parses the repaired copy and reports what was lost and where.
 // Pure logic; only run when the normal parse failed for an unbalanced document.
-#include "import_kineto_salvage.h"
+#include "importers/kineto/salvage.h"
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // Reading one Kineto trace event (simdjson on-demand) and mapping it to the event model.
-#include "import_kineto_record.h"
+#include "importers/kineto/kineto_record.h"
 
 #include <charconv>
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "interned_json.h"
+#include "writers/interned_json.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
 
@@ -59,9 +59,9 @@ class TreeWriter {
     out_.Raw("\",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");
     out_.Raw(",\"start\":");
-    out_.Int(r_.Start(root));
+    out_.Int(root.start);
     out_.Raw(",\"end\":");
-    out_.Int(r_.End(root));
+    out_.Int(root.end);
     out_.Raw(",\"root\":");
     NodeJson(t.root, request);
     out_.Raw("}\n");
@@ -77,7 +77,31 @@ class TreeWriter {
     out_.Char(']');
   }
 
-  void NodeJson(uint32_t i, const std::string& q) {
+  // The tree under node `root` as seen by request q, without recursion: a step can be tens of
+  // thousands of ranges deep (an application leaking one push per step), and each open node is
+  // a frame on an explicit stack instead of the call stack.
+  void NodeJson(uint32_t root, const std::string& q) {
+    stack_.clear();
+    OpenNode(root);
+    while (!stack_.empty()) {
+      Frame& f = stack_.back();
+      while (f.next != kNoNode && !r_.InRequestSet(r_.Requests(r_.nodes[f.next]), q)) f.next = r_.nodes[f.next].next_sibling;
+      if (f.next == kNoNode) {  // every child written: close the node
+        if (!f.first) out_.Char(']');
+        out_.Char('}');
+        stack_.pop_back();
+        continue;
+      }
+      const uint32_t c = f.next;
+      f.next = r_.nodes[c].next_sibling;
+      out_.Raw(f.first ? ",\"children\":[" : ",");
+      f.first = false;
+      OpenNode(c);  // (may move the stack: f is not used after)
+    }
+  }
+
+  // Writes node i's fields, up to its children, and pushes its frame.
+  void OpenNode(uint32_t i) {
     r_.PrefetchEvent(i + 16);  // nodes lie in tree order: node i + 16 is written soon
     const Node& n = r_.nodes[i];
     const Event* e = r_.EventOf(n);
@@ -86,34 +110,27 @@ class TreeWriter {
     out_.Raw(layer_keys_[uint32_t(n.layer)]);
     strings_.Write(n.file, n.family);
     out_.Raw(",\"start\":");
-    out_.Int(e ? e->start : r_.Start(n));
+    out_.Int(n.start);
     out_.Raw(",\"end\":");
-    out_.Int(e ? e->end : r_.End(n));
+    out_.Int(n.end);
     if (const int64_t thread = r_.ThreadOf(n); thread != kNone) { out_.Raw(",\"thread_id\":"); out_.Int(thread); }
     if (e) EventFields(n, *e);
     if (n.has_requests) {
       out_.Raw(",\"requests\":");
       StringArray(r_.request_sets[r_.Requests(n)]);
     }
-    if (n.has_anchor) {
-      const Node& a = r_.nodes[r_.Anchor(n)];
-      bool device = IsDeviceLayer(n.layer);
-      out_.Raw(device ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
-      strings_.Write(a.file, r_.NameId(a));
-      out_.Raw(",\"layer\":\"");
-      out_.Raw(LayerName(a.layer));
-      out_.Raw("\",\"family\":");
-      strings_.Write(a.file, a.family);
-      out_.Char('}');
-    }
-    bool first = true;
-    for (uint32_t c = n.first_child; c != kNoNode; c = r_.nodes[c].next_sibling) {
-      if (!r_.InRequestSet(r_.Requests(r_.nodes[c]), q)) continue;
-      out_.Raw(first ? ",\"children\":[" : ",");
-      first = false;
-      NodeJson(c, q);
-    }
-    if (!first) out_.Char(']');
+    if (n.has_anchor) AnchorJson(n);
+    stack_.push_back({n.first_child, true});
+  }
+
+  void AnchorJson(const Node& n) {
+    const Node& a = r_.nodes[r_.Anchor(n)];
+    out_.Raw(IsDeviceLayer(n.layer) ? ",\"captured_in\":{\"name\":" : ",\"anchor\":{\"name\":");
+    strings_.Write(a.file, r_.NameId(a));
+    out_.Raw(",\"layer\":\"");
+    out_.Raw(LayerName(a.layer));
+    out_.Raw("\",\"family\":");
+    strings_.Write(a.file, a.family);
     out_.Char('}');
   }
 
@@ -128,8 +145,8 @@ class TreeWriter {
       }
     }
     if (e.extra != kNoExtra) out_.Raw(ExtraText(n, e));  // all defaults write nothing
-    if (x.payload != kNoStr) {
-      std::string_view p = sp.Get(x.payload);
+    if (const StrId payload = n.has_payload ? r_.Payload(n) : x.payload; payload != kNoStr) {
+      std::string_view p = sp.Get(payload);
       if (p.size() >= 2 && p.front() == '{' && p.back() == '}') { out_.Raw(",\"payload\":"); out_.Raw(p); }
     } else if (n.layer == Layer::kComm) {
       std::string p = CommPayloadFromName(sp.Get(e.name));
@@ -204,6 +221,11 @@ class TreeWriter {
   std::vector<std::vector<Cached>> extra_text_;  // per file, per extra record
   std::string text_;
   JsonOut scratch_;  // memory mode
+  struct Frame {
+    uint32_t next;  // the next child to look at
+    bool first;     // no child written yet
+  };
+  std::vector<Frame> stack_;  // NodeJson's open nodes, innermost last
   std::string layer_keys_[kLayerCount];  // `,"layer":"L","family":` per layer
 };
 

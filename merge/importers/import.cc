@@ -70,18 +70,6 @@ Result<InputFormat> SniffFormat(const std::string& path) {
   return SniffFormatFromPrefix(*prefix);
 }
 
-#ifdef TRUFFLD_MERGE_NO_NSYS
-// The Nsight Systems importer is not in this tree yet (merge/CMakeLists.txt detects it).
-Result<TraceFile> ImportNsys(const std::string& path, const ImportOptions&) {
-  return Unsupported(path + ": Nsight Systems SQLite import is not built into this truffld-merge");
-}
-#endif
-#ifdef TRUFFLD_MERGE_NO_KINETO
-Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions&) {
-  return Unsupported(path + ": Kineto import is not built into this truffld-merge");
-}
-#endif
-
 Status ThreadCapacityStatus(const TraceFile& f) {
   if (!f.threads.overflowed()) return Status::Ok();
   return Unsupported(f.meta.path + ": more than " + std::to_string(f.threads.capacity() - 1) +

@@ -9,8 +9,9 @@
 
 #include <simdjson.h>
 
-#include "import_kineto_record.h"
-#include "import_kineto_salvage.h"
+#include "importers/kineto/kineto_record.h"
+#include "importers/main_process.h"
+#include "importers/kineto/salvage.h"
 #include "truffld/byte_source.h"
 
 namespace truffld::merge {
@@ -126,33 +127,6 @@ void ReadDistributedInfo(od::value v, FileMeta* meta) {
   }
 }
 
-// Device events carry pid = device in Kineto. Give each the host process of the API call with
-// the same correlation id, or the trace's main host process when no call matches.
-void AssignDeviceProcesses(TraceFile* tf) {
-  std::unordered_map<int64_t, int64_t> api_pid;
-  std::unordered_map<int64_t, uint64_t> api_count;
-  for (const Event& e : tf->events) {
-    if (!IsApiKind(e.kind)) continue;
-    ++api_count[tf->ProcessOf(e)];
-    if (const int64_t c = tf->Correlation(e); c != kNone) api_pid.emplace(c, tf->ProcessOf(e));
-  }
-  int64_t main_pid = kNone;
-  uint64_t best = 0;
-  for (auto [pid, n] : api_count)
-    if (n > best || (n == best && pid < main_pid)) best = n, main_pid = pid;
-  if (main_pid == kNone) {  // no API calls at all: the first host range's process
-    for (const Event& e : tf->events)
-      if (e.kind == EventKind::kRange) { main_pid = tf->ProcessOf(e); break; }
-  }
-  tf->meta.process_id = main_pid;
-  for (Event& e : tf->events) {
-    if (!IsDeviceKind(e.kind)) continue;
-    const int64_t c = tf->Correlation(e);
-    auto it = c == kNone ? api_pid.end() : api_pid.find(c);
-    tf->SetProcess(e, it != api_pid.end() ? it->second : main_pid);
-  }
-}
-
 bool LooksTruncated(simdjson::error_code e) {
   return e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING;
 }
@@ -241,7 +215,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
       }
     }
   }
-  AssignDeviceProcesses(&tf);
+  AssignDeviceProcesses(&tf);  // device events carry pid = device in Kineto
   tf.SortThreads();
   for (int k = 0; k < 16; ++k)
     if (w.kept[k]) tf.stats.Add(EventKindName(static_cast<EventKind>(k)), w.kept[k]);
