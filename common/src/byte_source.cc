@@ -1,8 +1,10 @@
 #include "truffld/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_FRAMEHEADERSIZE_MAX
 #include <zstd.h>
 
 #include <cerrno>
@@ -189,6 +191,26 @@ class ZstdSource final : public CompressedSource {
   size_t last_hint_ = 0;
 };
 
+// The decompressed size of a regular file, read without moving its offset: its size, a gzip
+// member's ISIZE trailer (the last member's size mod 2^32: a hint only), a zstd frame's content
+// size when the frame header states it. 0 when unknown (pipes, other files).
+uint64_t SizeHint(int fd, Compression kind) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return 0;
+  const uint64_t size = uint64_t(st.st_size);
+  if (kind == Compression::kNone) return size;
+  if (kind == Compression::kGzip) {
+    unsigned char t[4];
+    if (size < 18 || ::pread(fd, t, 4, off_t(size - 4)) != 4) return 0;
+    return uint64_t(t[0]) | uint64_t(t[1]) << 8 | uint64_t(t[2]) << 16 | uint64_t(t[3]) << 24;
+  }
+  char h[ZSTD_FRAMEHEADERSIZE_MAX];
+  const ssize_t n = ::pread(fd, h, sizeof h, 0);
+  if (n <= 0) return 0;
+  const unsigned long long c = ZSTD_getFrameContentSize(h, size_t(n));
+  return c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR ? 0 : uint64_t(c);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
@@ -211,27 +233,37 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   }
   head.resize(got);
   const auto* u = reinterpret_cast<const unsigned char*>(head.data());
-  if (got >= 2 && u[0] == 0x1f && u[1] == 0x8b)
-    return std::unique_ptr<ByteSource>(new GzipSource(path, std::move(file), std::move(head)));
-  if (got >= 4 && u[0] == 0x28 && u[1] == 0xb5 && u[2] == 0x2f && u[3] == 0xfd)
-    return std::unique_ptr<ByteSource>(new ZstdSource(path, std::move(file), std::move(head)));
-  return std::unique_ptr<ByteSource>(new PlainSource(path, std::move(file), std::move(head)));
+  std::unique_ptr<ByteSource> src;
+  Compression kind = Compression::kNone;
+  if (got >= 2 && u[0] == 0x1f && u[1] == 0x8b) kind = Compression::kGzip;
+  if (got >= 4 && u[0] == 0x28 && u[1] == 0xb5 && u[2] == 0x2f && u[3] == 0xfd) kind = Compression::kZstd;
+  const uint64_t hint = SizeHint(fd, kind);
+  if (kind == Compression::kGzip) src.reset(new GzipSource(path, std::move(file), std::move(head)));
+  else if (kind == Compression::kZstd) src.reset(new ZstdSource(path, std::move(file), std::move(head)));
+  else src.reset(new PlainSource(path, std::move(file), std::move(head)));
+  src->set_size_hint(hint);
+  return src;
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated) {
+Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
   auto src = OpenByteSource(path);
   if (!src.ok()) return src.status();
   std::string out;
-  size_t cap = 1 << 20;
+  // One allocation when the size is known: the data, the spare bytes and room for the read
+  // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
+  constexpr size_t kMinRead = 4096;
+  if (const uint64_t hint = (*src)->size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
+    out.reserve(size_t(hint) + std::max(spare, kMinRead));
   for (;;) {
-    size_t old = out.size();
-    if (out.capacity() - old < cap) out.reserve(std::max(out.capacity() * 2, old + cap));
+    const size_t old = out.size();
+    if (out.capacity() - old < kMinRead) out.reserve(std::max(out.capacity() * 2, old + (size_t{1} << 20)));
     out.resize(out.capacity());
     auto r = (*src)->Read(out.data() + old, out.size() - old);
     if (!r.ok()) return r.status();
     out.resize(old + *r);
     if (*r == 0) break;
   }
+  if (out.capacity() - out.size() < spare) out.reserve(out.size() + spare);
   if ((*src)->truncated() && !allow_truncated)
     return Truncated(path + ": " + CompressionName((*src)->compression()) +
                      " stream ends early (file cut short?) after " + std::to_string(out.size()) +

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <unordered_map>
 
 #include "core/classify_ranges.h"
 #include "core/sorted_runs.h"
@@ -29,7 +30,7 @@ class TreeBuilder {
     in_comm_.assign(node_of_.size(), 0);
     // Step roots first: a range adopted from another thread can sort before its step.
     for (int pass = 0; pass < 2; ++pass) EmitRanges(pass == 0);
-    std::vector<uint8_t>().swap(in_comm_);
+    ReleaseRangeTables();
     EmitApiCalls();
     EmitDeviceWork();
     LinkSiblings();
@@ -63,6 +64,19 @@ class TreeBuilder {
     if (it == p.end() || it->event != event) return false;
     joined_payload_ = it->payload;
     return true;
+  }
+
+  // The range tables are done with, apart from the few capturing ranges outside every step
+  // (CaptureAnchor): those are kept, the rest freed before most nodes are made.
+  void ReleaseRangeTables() {
+    for (const auto& [graph_node, r] : *in_.capture)
+      if (node_of_[r] == kNoNode) outside_[r] = {ranges_[r], nest_.layer[r]};
+    std::vector<uint8_t>().swap(in_comm_);
+    std::vector<HostRange>().swap(ranges_);
+    for (auto* v : {&nest_.order, &nest_.parent, &nest_.step}) std::vector<uint32_t>().swap(*v);
+    std::vector<Layer>().swap(nest_.layer);
+    std::vector<RangeClasses::Source>().swap(in_.layers->source);
+    std::vector<Layer>().swap(in_.layers->layer);
   }
 
   void EmitImplicitSteps() {
@@ -162,8 +176,13 @@ class TreeBuilder {
   const TraceFile& f_;
   const std::vector<Event>& ev_;
   const BuildInputs& in_;
-  const std::vector<HostRange>& ranges_;
-  const Nesting& nest_;
+  std::vector<HostRange>& ranges_;
+  Nesting& nest_;
+  struct OutsideRange {
+    HostRange range;
+    Layer layer;
+  };
+  std::unordered_map<uint32_t, OutsideRange> outside_;  // capturing ranges in no step, by range
   RangeClasses& classes_;
   StringPool& strings_;
   FileTrees out_;
@@ -246,8 +265,7 @@ uint32_t TreeBuilder::CaptureAnchor(const Event& e) {
   if (it == in_.capture->end()) return kNoNode;
   const uint32_t r = it->second;
   if (node_of_[r] == kNoNode) {
-    const HostRange& h = ranges_[r];
-    const Layer layer = nest_.layer[r];
+    const auto& [h, layer] = outside_.at(r);
     const StrId family = strings_.Intern(NormaliseFamily(layer, strings_.Get(ev_[h.event].name)));
     node_of_[r] = NewNode(h.event, layer, family, h.start, h.end, kNoNode);
     ++out_.counters.capture_ranges_outside_steps;

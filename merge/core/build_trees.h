@@ -9,9 +9,11 @@
 // is anchored to the range that captured it ("captured_in"), which gets a node of its own
 // (in no tree) when it lies outside every step. Children are kept in (start, node) order.
 // Node times are mapped onto the merged axis here (ClockMap); the events are not changed.
-// Inputs: the outputs of passes 1-7 (BuildInputs). Output: FileTrees, node indices local to
-// the file (Merge concatenates and shifts them). Thread-safety: one call per file; families
-// are interned into the file's string pool.
+// Inputs: the outputs of passes 1-7 (BuildInputs). The range tables are consumed: emptied once
+// the range nodes exist, before the call and device nodes (most nodes) are made, so they are
+// not held at the merge's memory peak. Output: FileTrees, node indices local to the file (Merge
+// concatenates and shifts them). Thread-safety: one call per file; families are interned into
+// the file's string pool.
 #pragma once
 
 #include <string>
@@ -53,10 +55,10 @@ struct FileTrees {
 struct BuildInputs {
   uint32_t file_index = 0;
   const ClockMap* clock = nullptr;
-  const std::vector<HostRange>* ranges = nullptr;               // pass 1
+  std::vector<HostRange>* ranges = nullptr;                     // pass 1 (consumed)
   const std::vector<JoinedPayload>* payloads = nullptr;         // pass 1
-  const RangeLayers* layers = nullptr;                          // pass 2
-  const Nesting* nesting = nullptr;                             // pass 3
+  RangeLayers* layers = nullptr;                                // pass 2 (consumed)
+  Nesting* nesting = nullptr;                                   // pass 3 (consumed)
   const ApiCalls* api = nullptr;                                // pass 4
   const DeviceLinks* links = nullptr;                           // pass 6
   const std::unordered_map<int64_t, uint32_t>* capture = nullptr;  // pass 7 (graph node -> range)

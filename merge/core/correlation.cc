@@ -40,7 +40,7 @@ CorrelationIndex IndexCorrelations(const TraceFile& file, const std::vector<uint
     outer = i;
     if (c[i].corr == kNone || !same_process) continue;
     ++out.duplicate_correlations;
-    issues->Report(file.meta.path + ":" + std::to_string(file.LineOf(c[i].event)), "duplicate_correlation",
+    issues->Report(file.meta.path + ":" + std::to_string(file.LineOf(c[i].event)), Problem::kDuplicateCorrelation,
                    "correlation id " + std::to_string(c[i].corr) +
                        " used by more than one API call; device activity goes to the latest call before it");
   }

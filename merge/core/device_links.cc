@@ -5,15 +5,6 @@
 
 namespace truffld::merge {
 
-const char* UnattributedName(Unattributed u) noexcept {
-  switch (u) {
-    case Unattributed::kNoLaunchApi: return "no_launch_api";
-    case Unattributed::kStartsBeforeLaunch: return "starts_before_launch";
-    case Unattributed::kLaunchOutsideStep: return "launch_outside_step";
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr uint32_t kNoCall = UINT32_MAX;
@@ -34,12 +25,6 @@ uint32_t LaunchOf(const TraceFile& file, const CorrelationIndex& index, const Ev
     if (a.start <= d.start && (api == kNoCall || !NestedIn(a, file.events[api]))) api = it->event;
   }
   return api;
-}
-
-void Count(DeviceLinks* out, Unattributed why) {
-  for (auto& [u, n] : out->reasons)
-    if (u == why) { ++n; return; }
-  out->reasons.emplace_back(why, 1);
 }
 
 }  // namespace
@@ -67,11 +52,12 @@ DeviceLinks LinkDeviceWork(const TraceFile& file, const CorrelationIndex& index,
     const Unattributed why = corr == kNone || !any ? Unattributed::kNoLaunchApi
                              : call == kNoCall     ? Unattributed::kStartsBeforeLaunch
                                                    : Unattributed::kLaunchOutsideStep;
-    Count(&out, why);
+    out.reasons.Add(why);
     ++out.unattributed;
     out.kernels_unattributed += d.kind == EventKind::kKernel;
     if (why == Unattributed::kLaunchOutsideStep) continue;  // counted, not reported: warm-up work is normal
-    issues->Report(file.meta.path + ":" + std::to_string(file.LineOf(i)), std::string("device_") + UnattributedName(why),
+    issues->Report(file.meta.path + ":" + std::to_string(file.LineOf(i)),
+                   why == Unattributed::kNoLaunchApi ? Problem::kDeviceNoLaunchApi : Problem::kDeviceStartsBeforeLaunch,
                    std::string(EventKindName(d.kind)) + " with correlation id " + std::to_string(corr) +
                        (why == Unattributed::kNoLaunchApi ? " has no launching API call in this file"
                                                           : " starts before its launching API call"));

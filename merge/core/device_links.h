@@ -21,14 +21,11 @@
 
 namespace truffld::merge {
 
-enum class Unattributed : uint8_t { kNoLaunchApi, kStartsBeforeLaunch, kLaunchOutsideStep };
-const char* UnattributedName(Unattributed u) noexcept;  // "no_launch_api", ...
-
 struct DeviceLinks {
   std::vector<std::pair<uint32_t, uint32_t>> links;  // (API call event, device event), device order
   uint64_t linked = 0, kernels_linked = 0;           // device ops (not SYNC) linked
   uint64_t unattributed = 0, kernels_unattributed = 0;
-  std::vector<std::pair<Unattributed, uint64_t>> reasons;  // in the order first met
+  FirstSeenCounts<Unattributed> reasons;
 };
 
 // `device_ops`: how many device ops the file holds (a capacity hint).

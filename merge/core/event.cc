@@ -28,27 +28,15 @@ const char* EventKindName(EventKind k) noexcept {
   return "?";
 }
 
-void IngestStats::Add(std::string_view key, uint64_t n) {
-  for (auto& [k, v] : counts) {
-    if (k == key) {
-      v += n;
-      return;
-    }
-  }
-  counts.emplace_back(std::string(key), n);
+const char* IngestStats::Name(Key k) noexcept {
+  return k.id >= kKeptBase ? EventKindName(EventKind(k.id - kKeptBase)) : ProblemKey(Problem(k.id));
 }
 
-uint64_t IngestStats::Get(std::string_view key) const {
-  for (auto& [k, v] : counts)
-    if (k == key) return v;
-  return 0;
-}
-
-void IngestStats::Report(std::string where, std::string kind, std::string message) {
+void IngestStats::Report(std::string where, Problem kind, std::string message) {
   size_t kept = 0;
-  for (auto& i : issues) kept += i.kind == kind;
+  for (const IngestIssue& i : issues) kept += i.kind == kind;
   Add(kind);
-  if (kept < kMaxIssuesKept) issues.push_back({std::move(where), std::move(kind), std::move(message)});
+  if (kept < kMaxIssuesKept) issues.push_back({std::move(where), kind, std::move(message)});
 }
 
 namespace {

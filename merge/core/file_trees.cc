@@ -19,7 +19,7 @@ MergeCounters CountRead(const TraceFile& file, uint64_t* graph_nodes) {
   per_kind[int(EventKind::kNvtxPop)] += folded;
   MergeCounters c;
   for (int k = 0; k < int(EventKind::kNvtxRange); ++k)
-    if (per_kind[k]) c.events_read.emplace_back(EventKindName(EventKind(k)), per_kind[k]);
+    if (per_kind[k]) c.events_read.Add(EventKind(k), per_kind[k]);
   c.kernels_read = per_kind[int(EventKind::kKernel)];
   c.memcpys_read = per_kind[int(EventKind::kMemcpy)];
   c.memsets_read = per_kind[int(EventKind::kMemset)];
@@ -33,7 +33,7 @@ void AddDeviceCounters(const DeviceLinks& links, MergeCounters* c) {
   c->kernels_linked_unique = links.kernels_linked;
   c->device_ops_unattributed = links.unattributed;
   c->kernels_unattributed = links.kernels_unattributed;
-  for (const auto& [why, n] : links.reasons) c->AddReason(UnattributedName(why), n);
+  c->unattributed_reasons = links.reasons;
 }
 
 }  // namespace
@@ -43,11 +43,11 @@ FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& c
   MergeCounters c = CountRead(file, &graph_nodes);
   RangeCounters rc;
   std::vector<RangeClose> closes;
-  const std::vector<HostRange> ranges = BuildHostRanges(file, &rc, &file.stats, &closes);
+  std::vector<HostRange> ranges = BuildHostRanges(file, &rc, &file.stats, &closes);
   const std::vector<JoinedPayload> payloads = JoinClosingPayloads(closes, file, &file.strings);
   RangeClasses classes(options.rules, file.strings);
-  const RangeLayers layers = ClassifyRanges(file, ranges, &classes, options.implicit_steps);
-  const Nesting nesting = NestRanges(file, ranges, layers);
+  RangeLayers layers = ClassifyRanges(file, ranges, &classes, options.implicit_steps);
+  Nesting nesting = NestRanges(file, ranges, layers);
   const bool graphs = graph_nodes > 0;  // capture ranges serve graph attribution only
   ApiCalls api = AttachApiCalls(file, ranges, layers.implicit, nesting, graphs);
   CorrelationIndex index = IndexCorrelations(file, api.order, &file.stats);

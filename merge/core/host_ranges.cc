@@ -101,7 +101,7 @@ class Reconstruction {
         out_.push_back({e.start, e.start, e.thread, i});
       } else if (const uint32_t slot = pairing.Pop(); slot == PushPopPairing::kUnmatched) {
         ++c_.unmatched_pops;
-        issues_.Report(Where(e), "unmatched_pop", "NVTX_POP with no open push on this thread; ignored");
+        issues_.Report(Where(e), Problem::kUnmatchedPop, "NVTX_POP with no open push on this thread; ignored");
       } else {
         out_[slot].end = e.start;
         ClosedBy(slot, i);
@@ -124,7 +124,7 @@ class Reconstruction {
         if (inserted) continue;
         ++c_.duplicate_range_ids;
         ++c_.unclosed_ranges;
-        issues_.Report(Where(e), "duplicate_range_id", "range id " + std::to_string(id) +
+        issues_.Report(Where(e), Problem::kDuplicateRangeId, "range id " + std::to_string(id) +
                        " started again while open; the earlier one is closed here");
         out_.push_back({ev_[it->second].start, e.start, ev_[it->second].thread, it->second});
         it->second = i;
@@ -133,7 +133,7 @@ class Reconstruction {
       auto it = open.find(key);
       if (it == open.end()) {
         ++c_.unmatched_pops;
-        issues_.Report(Where(e), "unmatched_pop", "range end for id " + std::to_string(id) + " with no open start; ignored");
+        issues_.Report(Where(e), Problem::kUnmatchedPop, "range end for id " + std::to_string(id) + " with no open start; ignored");
         continue;
       }
       out_.push_back({ev_[it->second].start, e.start, ev_[it->second].thread, it->second});
@@ -147,7 +147,7 @@ class Reconstruction {
       const Event& s = ev_[i];
       out_.push_back({s.start, std::max(s.start, last_), s.thread, i});
       ++c_.unclosed_ranges;
-      issues_.Report(Where(s), "unclosed_range", "range id " + std::to_string(f_.Extra(s).range_id) + " ('" +
+      issues_.Report(Where(s), Problem::kUnclosedRange, "range id " + std::to_string(f_.Extra(s).range_id) + " ('" +
                      std::string(f_.strings.Get(s.name)).substr(0, 200) + "') never ended; closed at the end of the file");
     }
   }
@@ -175,7 +175,7 @@ class Reconstruction {
       const Event& s = ev_[r.event];
       r.end = std::max(s.start, last_);
       ++c_.unclosed_ranges;
-      issues_.Report(Where(s), "unclosed_range", "NVTX range '" + std::string(f_.strings.Get(s.name)).substr(0, 200) +
+      issues_.Report(Where(s), Problem::kUnclosedRange, "NVTX range '" + std::string(f_.strings.Get(s.name)).substr(0, 200) +
                      "' pushed but never popped; closed at the end of the file");
     }
     pairing->Reset();

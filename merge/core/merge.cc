@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 #include "core/file_trees.h"
 #include "truffld/merge/pipeline.h"
@@ -86,7 +87,7 @@ void SummariseFile(const TraceFile& f, MergeCounters counters, FileSummary* fs) 
   fs->counters = std::move(counters);
   fs->counters.malformed_lines = MalformedLines(f.stats);
   fs->counters.negative_durations = NegativeDurations(f.stats);
-  fs->counters.injector_dropped = f.stats.Get("injector_dropped");
+  fs->counters.injector_dropped = f.stats.Get(Problem::kInjectorDropped);
   fs->issues = f.stats.issues;
   fs->ingest_counts = f.stats.counts;
 }
@@ -125,17 +126,27 @@ void NumberSteps(std::vector<StepRef> steps, MergeResult* res) {
   for (auto& [k, rs] : ranks) res->summary.ranks.push_back(rs);
 }
 
-// --strict: the first counted problem of the merge, as an error.
+// --strict: the first counted problem of the merge (a kProblem row of the stats table, or a
+// device op unattributed for a kProblem reason), as an error.
 Status StrictCheck(const MergeSummary& summary) {
+  auto nonzero = [](const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Count>) return v != 0;
+    else return false;  // the per-kind and per-reason tables are judged below
+  };
   for (const FileSummary& fs : summary.files) {
     const MergeCounters& c = fs.counters;
-    if (c.unmatched_pops || c.unclosed_ranges || c.duplicate_correlations || c.malformed_lines || c.negative_durations) {
+    bool problem = false;
+#define TRUFFLD_COUNTER_PROBLEM(name, type, severity, description) \
+  problem |= Severity::severity == Severity::kProblem && nonzero(c.name);
+    TRUFFLD_MERGE_COUNTERS(TRUFFLD_COUNTER_PROBLEM)
+#undef TRUFFLD_COUNTER_PROBLEM
+    if (problem) {
       std::string first = fs.issues.empty() ? fs.path : fs.issues[0].where + ": " + fs.issues[0].message;
       return ParseError("--strict: " + first);
     }
-    for (const auto& [k, v] : c.unattributed_reasons)
-      if (k != "launch_outside_step" && v)
-        return ParseError("--strict: " + fs.path + ": " + std::to_string(v) + " device operation(s) " + k);
+    for (const auto& [why, v] : c.unattributed_reasons.items)
+      if (SeverityOf(why) == Severity::kProblem && v)
+        return ParseError("--strict: " + fs.path + ": " + std::to_string(v) + " device operation(s) " + UnattributedName(why));
   }
   return Status::Ok();
 }

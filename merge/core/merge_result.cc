@@ -9,42 +9,16 @@ namespace truffld::merge {
 
 const char* ViewName(View v) noexcept { return v == View::kVertical ? "vertical" : "horizontal"; }
 
-void MergeCounters::AddReason(const std::string& reason, uint64_t n) {
-  for (auto& [k, v] : unattributed_reasons)
-    if (k == reason) { v += n; return; }
-  unattributed_reasons.emplace_back(reason, n);
-}
+namespace {
+void AddTo(Count* a, Count b) { *a += b; }
+template <class Key>
+void AddTo(FirstSeenCounts<Key>* a, const FirstSeenCounts<Key>& b) { a->Add(b); }
+}  // namespace
+
 void MergeCounters::Add(const MergeCounters& o) {
-  for (const auto& kv : o.events_read) {
-    auto it = std::find_if(events_read.begin(), events_read.end(), [&](auto& p) { return p.first == kv.first; });
-    if (it == events_read.end()) events_read.push_back(kv);
-    else it->second += kv.second;
-  }
-  for (const auto& [k, n] : o.unattributed_reasons) AddReason(k, n);
-  malformed_lines += o.malformed_lines;
-  unmatched_pops += o.unmatched_pops;
-  unclosed_ranges += o.unclosed_ranges;
-  zero_length_ranges += o.zero_length_ranges;
-  negative_durations += o.negative_durations;
-  duplicate_correlations += o.duplicate_correlations;
-  nested_api_calls += o.nested_api_calls;
-  kernels_read += o.kernels_read;
-  memcpys_read += o.memcpys_read;
-  memsets_read += o.memsets_read;
-  device_ops_read += o.device_ops_read;
-  device_ops_linked_unique += o.device_ops_linked_unique;
-  device_ops_unattributed += o.device_ops_unattributed;
-  kernels_linked_unique += o.kernels_linked_unique;
-  kernels_unattributed += o.kernels_unattributed;
-  api_calls_outside_step += o.api_calls_outside_step;
-  adopted_ranges += o.adopted_ranges;
-  adopted_api_calls += o.adopted_api_calls;
-  graph_ops_attributed += o.graph_ops_attributed;
-  capture_ranges_outside_steps += o.capture_ranges_outside_steps;
-  injector_dropped += o.injector_dropped;
-  steps += o.steps;
-  implicit_steps += o.implicit_steps;
-  trees += o.trees;
+#define TRUFFLD_COUNTER_ADD(name, type, severity, description) AddTo(&name, o.name);
+  TRUFFLD_MERGE_COUNTERS(TRUFFLD_COUNTER_ADD)
+#undef TRUFFLD_COUNTER_ADD
 }
 
 uint32_t LookUpSide(const NodeSideTable& t, uint32_t i, uint32_t none) {
@@ -65,35 +39,17 @@ bool MergeResult::InRequestSet(uint32_t set, std::string_view q) const {
   return false;
 }
 
-namespace {
-
-// Importer problem keys are the raw parser's ("missing_field") or prefixed by the importer
-// ("kineto.bad_number", "nsys.missing_field"); "*.skipped.*" counts records skipped by design.
-std::string_view ProblemBase(std::string_view k) {
-  for (std::string_view prefix : {"kineto.", "nsys."})
-    if (k.substr(0, prefix.size()) == prefix) return k.substr(prefix.size());
-  return k;
-}
-
-}  // namespace
-
 uint64_t MalformedLines(const IngestStats& s) {
   uint64_t n = 0;
-  for (const auto& [key, v] : s.counts) {
-    std::string_view k = ProblemBase(key);
-    if (k == "malformed_json" || k == "unknown_type" || k == "missing_field" || k == "bad_field" ||
-        k == "invalid_utf8" || k == "truncated_last_line" || k == "truncated" || k == "long_lines_skipped" ||
-        k == "read_warning" || k == "not_an_object" || k == "bad_number" || k == "bad_time" ||
-        k == "missing_correlation")
-      n += v;
-  }
+  for (const auto& [key, v] : s.counts.items)
+    if (key.id < IngestStats::kKeptBase && InfoOf(Problem(key.id)).counts_as == CountsAs::kMalformedLine) n += v;
   return n;
 }
 
 uint64_t NegativeDurations(const IngestStats& s) {
   uint64_t n = 0;
-  for (const auto& [key, v] : s.counts)
-    if (ProblemBase(key) == "negative_duration") n += v;
+  for (const auto& [key, v] : s.counts.items)
+    if (key.id < IngestStats::kKeptBase && InfoOf(Problem(key.id)).counts_as == CountsAs::kNegativeDuration) n += v;
   return n;
 }
 

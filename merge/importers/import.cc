@@ -134,16 +134,16 @@ Result<TraceFile> ReadRawJsonl(const std::string& path, const ImportOptions& opt
     }
   }
   for (const LineWarning& w : r.warnings()) {
-    file.stats.Report(path + ":" + std::to_string(w.line), "read_warning", w.message);
+    file.stats.Report(path + ":" + std::to_string(w.line), Problem::kReadWarning, w.message);
   }
-  if (r.truncated_last_line()) file.stats.Add("truncated_last_line");
-  if (r.long_lines_skipped()) file.stats.Add("long_lines_skipped", r.long_lines_skipped());
+  if (r.truncated_last_line()) file.stats.Add(Problem::kTruncatedLastLine);
+  if (r.long_lines_skipped()) file.stats.Add(Problem::kLongLinesSkipped, r.long_lines_skipped());
   if (!r.status().ok()) {
-    file.stats.Report(r.Where(), "read_error", r.status().message() + " (data before it kept)");
+    file.stats.Report(r.Where(), Problem::kReadError, r.status().message() + " (data before it kept)");
   }
-  if (r.line_number() == 0) file.stats.Report(path + ":0", "empty_file", "file holds no records");
+  if (r.line_number() == 0) file.stats.Report(path + ":0", Problem::kEmptyFile, "file holds no records");
   else if (!file.meta.has_meta && file.meta.format != "truffld-marker")
-    file.stats.Report(path + ":1", "missing_meta",
+    file.stats.Report(path + ":1", Problem::kMissingMeta,
                       "no META record: rank unknown, clock taken as realtime, no clock alignment");
   if (file.meta.format.empty()) file.meta.format = "truffld";
   if (file.meta.process_id == kNone) {
@@ -172,7 +172,7 @@ Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& o
   // A thread stepped back in time after pops had been folded (RawLineParser): read again
   // without folding, which is what the folded read stands for whenever it succeeds.
   Result<TraceFile> plain = ReadRawJsonl(path, options, false, &conflict);
-  if (plain.ok() && conflict) plain->stats.Add("fold_retried");
+  if (plain.ok() && conflict) plain->stats.Add(Problem::kFoldRetried);
   return plain;
 }
 

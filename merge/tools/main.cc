@@ -10,7 +10,6 @@
 #include <iostream>
 #include <thread>
 
-#include "truffld/hugepages.h"
 #include "truffld/merge/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
@@ -52,10 +51,9 @@ class Progress {
 };
 
 // How the outputs reach the disk. kDirect: direct I/O from the writers' own buffers
-// (truffld/merge/direct_writer.h), or kWriteBehind where the file system refuses it; kWriteBehind:
-// through the page cache, leaving it as written (truffld/merge/write_behind.h); kCached: the
-// page cache, as any program writes.
-enum class WriteMode { kDirect, kWriteBehind, kCached };
+// (truffld/merge/direct_writer.h), or the page cache where the file system refuses it; kCached:
+// the page cache, as any program writes.
+enum class WriteMode { kDirect, kCached };
 
 Status WriteFile(const std::filesystem::path& path, WriteMode mode,
                  const std::function<void(JsonOut*)>& body) {
@@ -70,8 +68,7 @@ Status WriteFile(const std::filesystem::path& path, WriteMode mode,
   }
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return IoError(path.string() + ": cannot create: " + std::strerror(errno));
-  WriteBehind wb(mode == WriteMode::kCached ? nullptr : f, path.string());
-  JsonOut out(f, path.string(), &wb);
+  JsonOut out(f, path.string());
   body(&out);
   Status st = out.Close();
   if (std::fclose(f) != 0 && st.ok()) st = IoError(path.string() + ": close failed: " + std::strerror(errno));
@@ -81,8 +78,6 @@ Status WriteFile(const std::filesystem::path& path, WriteMode mode,
 }  // namespace
 
 int main(int argc, char** argv) {
-  MaybeReexecWithHugePages(argv);  // large heaps: see truffld/hugepages.h
-  MapLargeBlocksApart();
   CLI::App app{kDescription, "truffld-merge"};
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;
@@ -107,22 +102,18 @@ int main(int argc, char** argv) {
                "an identical tree (default: one line per group of requests, listed in request_group; "
                "a step batching N requests then costs one line, not N)");
   app.add_flag("--keep-page-cache", keep_cache,
-               "Write the outputs through the page cache and leave them there, as most programs do "
-               "(default: direct I/O, see --no-direct-io; a later reader reads the files from disk)");
+               "Write the outputs through the page cache, as most programs do (the same as "
+               "--no-direct-io)");
   app.add_flag("--no-direct-io", no_direct,
-               "Write the outputs through the page cache, sending every 32 MiB to disk and dropping "
-               "it from the cache as it goes, instead of with direct I/O (the default, which skips "
-               "the cache entirely and costs the least CPU; used anyway where the file system "
-               "refuses direct I/O, such as tmpfs). Either way a multi-GB output neither fills "
-               "memory nor evicts what the host keeps cached; on storage slower than the writers "
-               "the merge waits for it");
+               "Write the outputs through the page cache instead of with direct I/O (the default, "
+               "which skips the cache, costs the least CPU and leaves what the host keeps cached "
+               "alone; the page cache is used anyway where the file system refuses direct I/O, "
+               "such as tmpfs)");
   app.add_flag("-q,--quiet", quiet, "No stdout summary");
   CLI11_PARSE(app, argc, argv);
 
   auto t0 = std::chrono::steady_clock::now();
-  const WriteMode write_mode = keep_cache ? WriteMode::kCached
-                               : no_direct ? WriteMode::kWriteBehind
-                                           : WriteMode::kDirect;
+  const WriteMode write_mode = keep_cache || no_direct ? WriteMode::kCached : WriteMode::kDirect;
   MergeOptions opt;
   opt.strict = strict;
   opt.threads = threads;

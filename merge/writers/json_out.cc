@@ -77,7 +77,7 @@ char* WriteI64(char* p, int64_t v) {
 
 }  // namespace
 
-JsonOut::JsonOut(std::FILE* f, std::string name, WriteBehind* wb) : f_(f), name_(std::move(name)), wb_(wb) {
+JsonOut::JsonOut(std::FILE* f, std::string name) : f_(f), name_(std::move(name)) {
   buf_.reset(new char[kBlock]);
   buf_cap_ = kBlock;
   base_ = p_ = buf_.get();
@@ -191,8 +191,6 @@ Status JsonOut::Flush() {
   if (error_.ok() && used) {
     if (std::fwrite(base_, 1, used, f_) != used)
       error_ = IoError(name_ + ": write failed: " + std::strerror(errno));
-    else if (wb_)
-      error_ = wb_->Wrote(used);
   }
   p_ = base_;
   return error_;

@@ -12,40 +12,29 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json Pairs(const std::vector<std::pair<std::string, uint64_t>>& v) {
+ordered_json ToJson(Count n) { return n; }
+ordered_json ToJson(const KindCounts& c) {
   ordered_json o = ordered_json::object();
-  for (const auto& [k, n] : v) o[k] = n;
+  for (const auto& [k, n] : c.items) o[EventKindName(k)] = n;
+  return o;
+}
+ordered_json ToJson(const ReasonCounts& c) {
+  ordered_json o = ordered_json::object();
+  for (const auto& [k, n] : c.items) o[UnattributedName(k)] = n;
+  return o;
+}
+ordered_json ToJson(const FirstSeenCounts<IngestStats::Key>& c) {
+  ordered_json o = ordered_json::object();
+  for (const auto& [k, n] : c.items) o[IngestStats::Name(k)] = n;
   return o;
 }
 
+// The counters object: one member per row of the stats table, in its order.
 ordered_json Counters(const MergeCounters& c) {
   ordered_json j;
-  j["events_read"] = Pairs(c.events_read);
-  j["malformed_lines"] = c.malformed_lines;
-  j["unmatched_pops"] = c.unmatched_pops;
-  j["unclosed_ranges"] = c.unclosed_ranges;
-  j["zero_length_ranges"] = c.zero_length_ranges;
-  j["negative_durations"] = c.negative_durations;
-  j["duplicate_correlations"] = c.duplicate_correlations;
-  j["nested_api_calls"] = c.nested_api_calls;
-  j["kernels_read"] = c.kernels_read;
-  j["memcpys_read"] = c.memcpys_read;
-  j["memsets_read"] = c.memsets_read;
-  j["device_ops_read"] = c.device_ops_read;
-  j["device_ops_linked_unique"] = c.device_ops_linked_unique;
-  j["device_ops_unattributed"] = c.device_ops_unattributed;
-  j["kernels_linked_unique"] = c.kernels_linked_unique;
-  j["kernels_unattributed"] = c.kernels_unattributed;
-  j["unattributed_reasons"] = Pairs(c.unattributed_reasons);
-  j["api_calls_outside_step"] = c.api_calls_outside_step;
-  j["adopted_ranges"] = c.adopted_ranges;
-  j["adopted_api_calls"] = c.adopted_api_calls;
-  j["graph_ops_attributed"] = c.graph_ops_attributed;
-  j["capture_ranges_outside_steps"] = c.capture_ranges_outside_steps;
-  j["injector_dropped"] = c.injector_dropped;
-  j["steps"] = c.steps;
-  j["implicit_steps"] = c.implicit_steps;
-  j["trees"] = c.trees;
+#define TRUFFLD_COUNTER_JSON(name, type, severity, description) j[#name] = ToJson(c.name);
+  TRUFFLD_MERGE_COUNTERS(TRUFFLD_COUNTER_JSON)
+#undef TRUFFLD_COUNTER_JSON
   return j;
 }
 
@@ -92,9 +81,10 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
     fj["clock_drift_ppm"] = f.clock_drift_ppm;
     fj["clock_ref_ns"] = f.clock_ref_ns;
     fj["counters"] = Counters(f.counters);
-    fj["ingest"] = Pairs(f.ingest_counts);
+    fj["ingest"] = ToJson(f.ingest_counts);
     ordered_json issues = ordered_json::array();
-    for (const IngestIssue& i : f.issues) issues.push_back({{"where", i.where}, {"kind", i.kind}, {"message", i.message}});
+    for (const IngestIssue& i : f.issues)
+      issues.push_back({{"where", i.where}, {"kind", ProblemKey(i.kind)}, {"message", i.message}});
     fj["issues"] = issues;
     if (!f.injector_stats_json.empty()) {
       auto stats = ordered_json::parse(f.injector_stats_json, nullptr, false);
@@ -111,12 +101,12 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
   const MergeCounters& c = r.summary.total;
   std::ostringstream s;
   uint64_t events = 0;
-  for (const auto& [k, n] : c.events_read) events += n;
+  for (const auto& [k, n] : c.events_read.items) events += n;
   s << "truffld-merge: " << r.files.size() << " file(s), " << events << " events";
   if (!c.events_read.empty()) {
     s << " (";
-    for (size_t i = 0; i < c.events_read.size(); ++i)
-      s << (i ? ", " : "") << c.events_read[i].first << " " << c.events_read[i].second;
+    for (size_t i = 0; i < c.events_read.items.size(); ++i)
+      s << (i ? ", " : "") << EventKindName(c.events_read.items[i].first) << " " << c.events_read.items[i].second;
     s << ")";
   }
   if (!run.failed_inputs.empty()) s << ", " << run.failed_inputs.size() << " unreadable";
@@ -147,8 +137,9 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
     << c.device_ops_unattributed;
   if (!c.unattributed_reasons.empty()) {
     s << " (";
-    for (size_t i = 0; i < c.unattributed_reasons.size(); ++i)
-      s << (i ? ", " : "") << c.unattributed_reasons[i].first << " " << c.unattributed_reasons[i].second;
+    for (size_t i = 0; i < c.unattributed_reasons.items.size(); ++i)
+      s << (i ? ", " : "") << UnattributedName(c.unattributed_reasons.items[i].first) << " "
+        << c.unattributed_reasons.items[i].second;
     s << ")";
   }
   s << "\n";

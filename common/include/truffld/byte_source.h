@@ -30,10 +30,16 @@ class ByteSource {
   virtual Compression compression() const = 0;
   // Bytes consumed from the underlying file so far (compressed size).
   virtual uint64_t raw_bytes_read() const = 0;
+  // The decompressed size when it is known up front, else 0: a regular file's size, a gzip
+  // file's ISIZE trailer, a zstd frame's content size. A hint for sizing buffers (so a reader
+  // allocates once instead of doubling), never trusted for anything else.
+  uint64_t size_hint() const { return size_hint_; }
   const std::string& path() const { return path_; }
+  void set_size_hint(uint64_t bytes) { size_hint_ = bytes; }
 
  protected:
   explicit ByteSource(std::string path) : path_(std::move(path)) {}
+  uint64_t size_hint_ = 0;
 
  private:
   std::string path_;
@@ -42,8 +48,9 @@ class ByteSource {
 // Opens path ("-" is standard input). NotFound / IoError with the path in the message.
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 
-// Reads a whole (possibly compressed) file into memory. A truncated compressed stream is an
-// error here unless allow_truncated is set.
-Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated = false);
+// Reads a whole (possibly compressed) file into memory, sized from ByteSource::size_hint when
+// known; `spare` more bytes of capacity are left after the data (simdjson's padding). A
+// truncated compressed stream is an error here unless allow_truncated is set.
+Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated = false, size_t spare = 0);
 
 }  // namespace truffld

@@ -74,7 +74,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
     od::object obj;
     if (auto e = item.get_object().get(obj)) {
       if (e != simdjson::INCORRECT_TYPE) return e;
-      w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.not_an_object",
+      w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoNotAnObject,
                            "traceEvents element #" + std::to_string(w->index) +
                                " is not a JSON object");
       continue;
@@ -87,19 +87,19 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->stats.Add(m.key);
         break;
       case Disposition::kProblem:
-        w->out->stats.Report(w->loc->Where(Location(*w->doc)), std::string(m.key),
+        w->out->stats.Report(w->loc->Where(Location(*w->doc)), m.key,
                              "event #" + std::to_string(w->index) + ": " + m.message);
         break;
       case Disposition::kEvent: {
         const int64_t corr = rec.correlation.value_or(kNone);
         w->out->SetCorrelation(m.event, corr);
         if ((IsApiKind(m.event.kind) || IsDeviceKind(m.event.kind)) && corr == kNone)
-          w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.missing_correlation",
+          w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoMissingCorrelation,
                                "event #" + std::to_string(w->index) + ": " +
                                    std::string(EventKindName(m.event.kind)) +
                                    " without args.correlation (kept, cannot be linked)");
         if (!rec.ignored_field.empty())
-          w->out->stats.Report(w->loc->Where(Location(*w->doc)), "kineto.ignored_field",
+          w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoIgnoredField,
                                "event #" + std::to_string(w->index) + ": args." +
                                    std::string(rec.ignored_field) +
                                    " has the wrong JSON type; field ignored, event kept");
@@ -144,7 +144,7 @@ Result<TraceFile> ImportSalvaged(std::string_view text, const std::string& name,
   simdjson::padded_string repaired(s->text);
   Result<TraceFile> r = ImportPadded(repaired, name, options, text.size());
   if (!r.ok()) return original;
-  r->stats.Report(Locator(text, name).Where(text.data() + s->kept_bytes), "kineto.truncated",
+  r->stats.Report(Locator(text, name).Where(text.data() + s->kept_bytes), Problem::kKinetoTruncated,
                   "document ends at byte " + std::to_string(text.size()) +
                       " with brackets still open (" + original.message() +
                       "); imported the complete events before this point, dropped the rest");
@@ -193,7 +193,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
       raw = v.raw_json_token();
       base_ns = ParseInt(raw);
       if (!base_ns)
-        tf.stats.Report(loc.Where(Location(doc)), "kineto.bad_field",
+        tf.stats.Report(loc.Where(Location(doc)), Problem::kKinetoBadField,
                         "baseTimeNanoseconds is not an integer; times left relative");
     }
   }
@@ -201,7 +201,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
     std::string msg = loc.Where(Location(doc)) + ": malformed JSON after " +
                       std::to_string(w.index) + " trace events: " + simdjson::error_message(err);
     if (!saw_events || tf.events.empty() || options.strict) return ParseError(msg);
-    tf.stats.Report(name, "kineto.malformed_json", msg + "; the events before it were kept");
+    tf.stats.Report(name, Problem::kKinetoMalformedJson, msg + "; the events before it were kept");
   } else if (!saw_events) {
     return ParseError(name + ": no 'traceEvents' array; not a Kineto/Chrome trace");
   }
@@ -209,7 +209,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
     for (Event& e : tf.events) {
       if (__builtin_add_overflow(e.start, *base_ns, &e.start) ||
           __builtin_add_overflow(e.end, *base_ns, &e.end)) {
-        tf.stats.Report(name, "kineto.bad_number",
+        tf.stats.Report(name, Problem::kKinetoBadNumber,
                         "baseTimeNanoseconds + ts overflows int64 ns at event #" +
                             std::to_string(tf.LineOf(e)));
       }
@@ -218,11 +218,11 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
   AssignDeviceProcesses(&tf);  // device events carry pid = device in Kineto
   tf.SortThreads();
   for (int k = 0; k < 16; ++k)
-    if (w.kept[k]) tf.stats.Add(EventKindName(static_cast<EventKind>(k)), w.kept[k]);
-  tf.stats.Add("kineto.trace_events", w.index);
+    if (w.kept[k]) tf.stats.AddKept(static_cast<EventKind>(k), w.kept[k]);
+  tf.stats.Add(Problem::kKinetoTraceEvents, w.index);
   if (options.strict && !tf.stats.issues.empty()) {
     const IngestIssue& i = tf.stats.issues.front();
-    return ParseError(i.where + ": " + i.kind + ": " + i.message + " (--strict)");
+    return ParseError(i.where + ": " + ProblemKey(i.kind) + ": " + i.message + " (--strict)");
   }
   return tf;
 }
@@ -238,11 +238,11 @@ Result<TraceFile> ImportKinetoFromBuffer(std::string_view json, const std::strin
 Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options) {
   // A cut-short gzip/zstd stream still yields its decodable bytes; the JSON salvage then keeps
   // the complete events and reports the truncation.
-  Result<std::string> bytes = ReadWholeFile(path, /*allow_truncated=*/true);
+  Result<std::string> bytes = ReadWholeFile(path, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
   if (!bytes.ok()) return bytes.status();
   std::string& s = bytes.value();
   const size_t size = s.size();
-  s.reserve(size + simdjson::SIMDJSON_PADDING);  // in place when the reader left room
+  s.reserve(size + simdjson::SIMDJSON_PADDING);  // (room left by the reader: no copy)
   return ImportPadded(simdjson::padded_string_view(s.data(), size, s.capacity()), path, options);
 }
 

@@ -136,26 +136,26 @@ simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
   return simdjson::SUCCESS;
 }
 
-std::string_view SkipKey(std::string_view ph, std::string_view cat) {
-  if (ph == "M") return "kineto.skipped.metadata";
+Problem SkipKey(std::string_view ph, std::string_view cat) {
+  if (ph == "M") return Problem::kKinetoSkippedMetadata;
   if (ph == "s" || ph == "f" || ph == "t") {
-    if (cat == "ac2g") return "kineto.skipped.flow.ac2g";
-    if (cat == "async_cpu_to_gpu") return "kineto.skipped.flow.async_cpu_to_gpu";
-    if (cat == "fwdbwd") return "kineto.skipped.flow.fwdbwd";
-    return "kineto.skipped.flow.other";
+    if (cat == "ac2g") return Problem::kKinetoSkippedFlowAc2g;
+    if (cat == "async_cpu_to_gpu") return Problem::kKinetoSkippedFlowAsync;
+    if (cat == "fwdbwd") return Problem::kKinetoSkippedFlowFwdbwd;
+    return Problem::kKinetoSkippedFlowOther;
   }
   if (ph == "i" || ph == "I") {
-    if (cat == "cpu_instant_event") return "kineto.skipped.instant.cpu_instant_event";
-    return "kineto.skipped.instant.other";
+    if (cat == "cpu_instant_event") return Problem::kKinetoSkippedInstantCpu;
+    return Problem::kKinetoSkippedInstantOther;
   }
-  if (ph == "C") return "kineto.skipped.counter";
+  if (ph == "C") return Problem::kKinetoSkippedCounter;
   if (ph == "X") {
-    if (cat == "Trace") return "kineto.skipped.complete.Trace";
-    if (cat == "overhead") return "kineto.skipped.complete.overhead";
-    return "kineto.skipped.complete.other";
+    if (cat == "Trace") return Problem::kKinetoSkippedTrace;
+    if (cat == "overhead") return Problem::kKinetoSkippedOverhead;
+    return Problem::kKinetoSkippedComplete;
   }
-  if (ph.empty()) return "kineto.skipped.no_ph";
-  return "kineto.skipped.other_ph";
+  if (ph.empty()) return Problem::kKinetoSkippedNoPh;
+  return Problem::kKinetoSkippedOtherPh;
 }
 
 std::string_view CopyKindOf(std::string_view kind_arg, std::string_view name) {
@@ -184,7 +184,7 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
     m.key = SkipKey(rec.ph, rec.cat);
     return m;
   }
-  auto problem = [&](std::string_view key, std::string msg) {
+  auto problem = [&](Problem key, std::string msg) {
     m.what = Disposition::kProblem;
     m.key = key;
     m.message = std::string(rec.cat) + " event '" + std::string(rec.name.substr(0, 80)) + "': " +
@@ -192,7 +192,7 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
     return m;
   };
   if (!rec.bad_field.empty())
-    return problem("kineto.bad_field", "field '" + std::string(rec.bad_field) +
+    return problem(Problem::kKinetoBadField, "field '" + std::string(rec.bad_field) +
                                            "' has the wrong JSON type");
   const char* missing = rec.ts_text.empty()    ? "ts"
                         : rec.dur_text.empty() ? "dur"
@@ -202,18 +202,18 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
   if (!missing && !device && !(rec.pid_is_int && rec.tid_is_int)) missing = "pid/tid (integers)";
   if (!missing && device && !rec.device && !rec.pid_is_int) missing = "args.device";
   if (!missing && device && !rec.stream && !rec.tid_is_int) missing = "args.stream";
-  if (missing) return problem("kineto.missing_field", std::string("missing '") + missing + "'");
+  if (missing) return problem(Problem::kKinetoMissingField, std::string("missing '") + missing + "'");
   std::optional<TimeNs> ts = ParseMicrosToNs(rec.ts_text);
   std::optional<TimeNs> dur = ParseMicrosToNs(rec.dur_text);
   if (!ts || !dur)
-    return problem("kineto.bad_number",
+    return problem(Problem::kKinetoBadNumber,
                    "cannot convert ts/dur '" + std::string(rec.ts_text.substr(0, 40)) + "'/'" +
                        std::string(rec.dur_text.substr(0, 40)) + "' us to ns");
   if (*dur < 0)
-    return problem("kineto.negative_duration", "dur " + std::string(rec.dur_text) + " us < 0");
+    return problem(Problem::kKinetoNegativeDuration, "dur " + std::string(rec.dur_text) + " us < 0");
   Event& e = m.event;
   if (__builtin_add_overflow(*ts, *dur, &e.end))
-    return problem("kineto.bad_number", "ts + dur overflows int64 ns");
+    return problem(Problem::kKinetoBadNumber, "ts + dur overflows int64 ns");
   e.kind = kind;
   e.start = *ts;
   e.name = pool->Intern(rec.name);

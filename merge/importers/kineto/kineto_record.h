@@ -51,7 +51,7 @@ struct Mapped {
   Event event;             // without its correlation id: the caller stores rec.correlation (TraceFile::SetCorrelation)
   EventExtra extra;        // kernel geometry; the caller stores it (TraceFile::SetExtra)
   HostThread host;         // host events' (pid, tid); the caller stores it (TraceFile::SetThread)
-  std::string_view key;  // stable stats key for kSkip/kProblem
+  Problem key = Problem::kKinetoSkippedOtherPh;  // the stats row for kSkip/kProblem
   std::string message;   // for kProblem
 };
 
@@ -60,8 +60,8 @@ struct Mapped {
 // host process afterwards. `pool` interns name and category.
 Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool);
 
-// The stable stats key for a skipped record with this ph/cat, e.g. "kineto.skipped.flow.ac2g".
-std::string_view SkipKey(std::string_view ph, std::string_view cat);
+// The stats row for a skipped record with this ph/cat, e.g. Problem::kKinetoSkippedFlowAc2g.
+Problem SkipKey(std::string_view ph, std::string_view cat);
 
 // Copy kind from args.kind or from a Kineto memcpy name "Memcpy DtoH (Device -> Pinned)";
 // "" when neither says.

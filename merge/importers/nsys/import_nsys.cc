@@ -108,11 +108,11 @@ class Reader {
       ++row;
       auto start = s.Int(0), end = s.Int(1), gid = s.Int(2);
       if (!start || !end || (api && !gid)) {
-        Report(table, row, "nsys.missing_field", "row without start/end/globalTid; skipped");
+        Report(table, row, Problem::kNsysMissingField, "row without start/end/globalTid; skipped");
         continue;
       }
       if (*end < *start) {
-        Report(table, row, "nsys.negative_duration", "end < start; skipped");
+        Report(table, row, Problem::kNsysNegativeDuration, "end < start; skipped");
         continue;
       }
       Event e;
@@ -184,11 +184,11 @@ class Reader {
         continue;
       }
       if (!start || !gid) {
-        Report("NVTX_EVENTS", row, "nsys.missing_field", "NVTX row without start/globalTid; skipped");
+        Report("NVTX_EVENTS", row, Problem::kNsysMissingField, "NVTX row without start/globalTid; skipped");
         continue;
       }
       if (end && *end < *start) {
-        Report("NVTX_EVENTS", row, "nsys.negative_duration", "NVTX range end < start; skipped");
+        Report("NVTX_EVENTS", row, Problem::kNsysNegativeDuration, "NVTX range end < start; skipped");
         continue;
       }
       Event e;
@@ -249,7 +249,7 @@ class Reader {
     StrId id = Str(s.Int(id_col));
     return id != kNoStr ? id : tf_->strings.Intern("");
   }
-  void Report(const std::string& table, uint64_t row, const char* kind, const char* msg) {
+  void Report(const std::string& table, uint64_t row, Problem kind, const char* msg) {
     tf_->stats.Report(path() + ":" + table + " row " + std::to_string(row), kind, msg);
   }
   Status Error(const std::string& table) {
@@ -299,7 +299,7 @@ Result<TraceFile> ImportNsys(const std::string& path, const ImportOptions& optio
   tf.SortThreads();
   if (options.strict && !tf.stats.issues.empty()) {
     const IngestIssue& i = tf.stats.issues.front();
-    return ParseError(i.where + ": " + i.kind + ": " + i.message + " (--strict)");
+    return ParseError(i.where + ": " + ProblemKey(i.kind) + ": " + i.message + " (--strict)");
   }
   return tf;
 }

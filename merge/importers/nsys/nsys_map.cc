@@ -39,13 +39,13 @@ NvtxRow ClassifyNvtxRow(int64_t t) {
   }
 }
 
-std::string_view NvtxSkipKey(int64_t t) {
+Problem NvtxSkipKey(int64_t t) {
   switch (t) {
-    case 33: return "nsys.skipped.nvtx.category";
-    case 39: return "nsys.skipped.nvtx.thread_name";
-    case 75: return "nsys.skipped.nvtx.domain_create";
-    case 76: return "nsys.skipped.nvtx.domain_destroy";
-    default: return "nsys.skipped.nvtx.other";
+    case 33: return Problem::kNsysSkippedNvtxCategory;
+    case 39: return Problem::kNsysSkippedNvtxThreadName;
+    case 75: return Problem::kNsysSkippedNvtxDomainCreate;
+    case 76: return Problem::kNsysSkippedNvtxDomainDestroy;
+    default: return Problem::kNsysSkippedNvtxOther;
   }
 }
 
@@ -82,7 +82,7 @@ size_t DropNestedApiAliases(TraceFile* tf) {
   }
   if (dropped) {
     tf->KeepEvents([&](size_t i) { return !drop[i]; });
-    tf->stats.Add("nsys.skipped.nested_api_alias", dropped);
+    tf->stats.Add(Problem::kNsysSkippedNestedApiAlias, dropped);
   }
   return dropped;
 }
@@ -94,18 +94,18 @@ void FinishFile(TraceFile* tf, std::optional<int64_t> session_start,
     for (Event& e : tf->events) {
       if (__builtin_add_overflow(e.start, *session_start, &e.start) ||
           __builtin_add_overflow(e.end, *session_start, &e.end))
-        tf->stats.Report(tf->meta.path, "nsys.bad_time",
+        tf->stats.Report(tf->meta.path, Problem::kNsysBadTime,
                          "session start + event time overflows int64 ns");
     }
   } else {
-    tf->stats.Add("nsys.relative_times");
+    tf->stats.Add(Problem::kNsysRelativeTimes);
   }
   const int64_t main_pid = AssignDeviceProcesses(tf);
   if (auto it = mpi_rank.find(main_pid); it != mpi_rank.end()) tf->meta.rank = it->second;
   uint64_t kept[16] = {};
   for (const Event& e : tf->events) ++kept[static_cast<int>(e.kind) & 15];
   for (int k = 0; k < 16; ++k)
-    if (kept[k]) tf->stats.Add(EventKindName(static_cast<EventKind>(k)), kept[k]);
+    if (kept[k]) tf->stats.AddKept(static_cast<EventKind>(k), kept[k]);
 }
 
 }  // namespace truffld::merge::nsys

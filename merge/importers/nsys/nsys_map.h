@@ -33,7 +33,7 @@ enum class NvtxRow {
 };
 NvtxRow ClassifyNvtxRow(int64_t event_type);
 // Stable stats key for an NVTX row the importer does not turn into an event.
-std::string_view NvtxSkipKey(int64_t event_type);
+Problem NvtxSkipKey(int64_t event_type);
 
 // The MPI NVTX wrappers name their thread "MPI Rank <n>"; returns n when `text` is that.
 std::optional<int64_t> MpiRankFromThreadName(std::string_view text);
@@ -41,11 +41,11 @@ std::optional<int64_t> MpiRankFromThreadName(std::string_view text);
 // nsys records some runtime calls twice with one correlation id: the public entry point and,
 // nested inside it on the same thread, its versioned alias (cudaMalloc / cudaMalloc_v3020).
 // Keeps the outermost call of each such group, drops the nested aliases and counts them under
-// "nsys.skipped.nested_api_alias". Returns how many were dropped.
+// Problem::kNsysSkippedNestedApiAlias. Returns how many were dropped.
 size_t DropNestedApiAliases(TraceFile* tf);
 
 // File-level finishing once every table is read: drops nested API aliases (above), shifts all times by the session start (UTC ns,
-// when known; otherwise times stay session-relative and "nsys.relative_times" is counted),
+// when known; otherwise times stay session-relative and Problem::kNsysRelativeTimes is counted),
 // picks the main process (most runtime calls), gives device rows without globalPid the process
 // of their launching call (same correlation id) or the main one, sets the rank from the main
 // process's "MPI Rank n" thread name, and adds per-kind counts to the stats.

@@ -109,7 +109,7 @@ bool DomRecordReader::Read(std::string_view line, uint64_t line_no, Fields* f) {
   if (err == simdjson::UTF8_ERROR) {
     repaired.assign(line);
     size_t n = RepairUtf8(&repaired);
-    report_(line_no, "invalid_utf8",
+    report_(line_no, Problem::kInvalidUtf8,
             std::to_string(n) + " invalid UTF-8 sequence(s) replaced by U+FFFD");
     load(repaired);
     len = repaired.size();
@@ -118,13 +118,13 @@ bool DomRecordReader::Read(std::string_view line, uint64_t line_no, Fields* f) {
   dom::object obj;
   if (!err) err = doc.get_object().get(obj);
   if (err) {
-    report_(line_no, "malformed_json", std::string("not a JSON object: ") + simdjson::error_message(err));
+    report_(line_no, Problem::kMalformedJson, std::string("not a JSON object: ") + simdjson::error_message(err));
     return false;
   }
   for (auto [key, v] : obj) {
     err = Member(key, v, line_no, f);
     if (err) {
-      report_(line_no, "bad_field", "field \"" + std::string(key.substr(0, 64)) + "\" has the wrong type: " +
+      report_(line_no, Problem::kBadField, "field \"" + std::string(key.substr(0, 64)) + "\" has the wrong type: " +
               simdjson::error_message(err));
       return false;
     }
@@ -164,7 +164,7 @@ simdjson::error_code DomRecordReader::Member(std::string_view key, dom::element 
     if (!v.is_null()) f->schema = StringOrToken(v, &schema);
   } else if (key == "clock_sync") {
     if (!ParseClockSync(v, &f->clock_sync))
-      report_(line_no, "bad_clock_sync", "clock_sync is not {realtime_ns, monotonic_ns}");
+      report_(line_no, Problem::kBadClockSync, "clock_sync is not {realtime_ns, monotonic_ns}");
   } else if (key == "records_dropped" || key == "cupti_dropped") {
     f->dropped += SumCounts(v);
     f->has_dropped = true;
@@ -184,8 +184,7 @@ class FastRecordReader final : public RawRecordReader {
  public:
   explicit FastRecordReader(Report report) : dom_(std::move(report)) {}
   bool Read(std::string_view line, uint64_t line_no, Fields* f) override {
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (FastScan(line.substr(first), f, &memo_)) return true;
+    if (FastScan(line, f, &memo_)) return true;
     *f = Fields{};
     return dom_.Read(line, line_no, f);
   }

@@ -69,7 +69,7 @@ class RawLineParser::EventBuilder {
     }
     std::string shown(f_.type.substr(0, 64));
     RepairUtf8(&shown);
-    p_.Problem(line_, "unknown_type", "unknown record type '" + shown + "' skipped");
+    p_.ReportProblem(line_, Problem::kUnknownType, "unknown record type '" + shown + "' skipped");
     return false;
   }
 
@@ -144,7 +144,7 @@ class RawLineParser::EventBuilder {
       e.name = sp_.Intern(named ? f_.name : rt == RecordType::kMemcpy ? std::string_view("Memcpy") : std::string_view("Memset"));
     }
     if (!f_.has[kCorr])
-      p_.Problem(line_, "missing_field", std::string(f_.type) + " record without \"correlation_id\"; kept, cannot be linked");
+      p_.ReportProblem(line_, Problem::kMissingField, std::string(f_.type) + " record without \"correlation_id\"; kept, cannot be linked");
     return true;
   }
 
@@ -170,7 +170,7 @@ class RawLineParser::EventBuilder {
   }
 
   bool Missing(const char* what) {
-    p_.Problem(line_, "missing_field", std::string(f_.type) + " record without \"" + what + "\"");
+    p_.ReportProblem(line_, Problem::kMissingField, std::string(f_.type) + " record without \"" + what + "\"");
     return false;
   }
   bool need(F a, const char* what) { return f_.has[a] || Missing(what); }
@@ -219,7 +219,7 @@ bool RawLineParser::EventBuilder::interval(F s, F en, F alt_s) {
   }
   if (e.end < e.start) {
     // unsigned: the difference of two untrusted int64s may not fit one
-    p_.Problem(line_, "negative_duration", std::string(f_.type) + " ends " + std::to_string(uint64_t(e.start) - uint64_t(e.end)) +
+    p_.ReportProblem(line_, Problem::kNegativeDuration, std::string(f_.type) + " ends " + std::to_string(uint64_t(e.start) - uint64_t(e.end)) +
                " ns before it starts; clamped to zero length");
     e.end = e.start;
   }
@@ -234,23 +234,25 @@ RawLineParser::~RawLineParser() = default;
 
 void RawLineParser::set_fast_path(bool on) {
   impl_->reader = MakeRawRecordReader(on ? RawReaderKind::kFast : RawReaderKind::kSimdjson,
-                                      [this](uint64_t line_no, const char* kind, std::string message) {
-                                        Problem(line_no, kind, std::move(message));
+                                      [this](uint64_t line_no, Problem kind, std::string message) {
+                                        ReportProblem(line_no, kind, std::move(message));
                                       });
 }
 
-void RawLineParser::Problem(uint64_t line_no, const char* kind, std::string message) {
+void RawLineParser::ReportProblem(uint64_t line_no, Problem kind, std::string message) {
   std::string where = source_ + ":" + std::to_string(line_no);
   if (problems_++ == 0) first_problem_ = where + ": " + message;
   out_->stats.Report(std::move(where), kind, std::move(message));
 }
 
 void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank
+  const size_t first = line.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return;  // blank
+  line.remove_prefix(first);  // (leading blanks are no part of the record)
   Fields f;
   if (!impl_->reader->Read(line, line_no, &f)) return;
   if (f.type.empty()) {
-    Problem(line_no, "missing_field", "record has no \"type\"");
+    ReportProblem(line_no, Problem::kMissingField, "record has no \"type\"");
     return;
   }
   const RecordType rt = f.type_code_set ? f.type_code : RecordTypeOf(f.type);
@@ -261,7 +263,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
       return;
     case RecordType::kStats:
       out_->meta.stats_json.assign(line);
-      if (f.dropped) out_->stats.Add("injector_dropped", f.dropped);
+      if (f.dropped) out_->stats.Add(Problem::kInjectorDropped, f.dropped);
       return;
     default: break;
   }
@@ -273,7 +275,7 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
 void RawLineParser::ReadMeta(const raw::Fields& f, uint64_t line_no) {
   FileMeta& meta = out_->meta;
   if (meta.has_meta) {
-    Problem(line_no, "duplicate_meta", "second META record ignored");
+    ReportProblem(line_no, Problem::kDuplicateMeta, "second META record ignored");
     return;
   }
   meta.has_meta = true;
@@ -285,11 +287,11 @@ void RawLineParser::ReadMeta(const raw::Fields& f, uint64_t line_no) {
   if (f.has[kWorldSize]) meta.world_size = f.v[kWorldSize];
   if (!f.clock.empty()) {
     if (auto c = ParseClockName(f.clock)) meta.clock = *c;
-    else Problem(line_no, "bad_field", "unknown clock '" + std::string(f.clock) + "'");
+    else ReportProblem(line_no, Problem::kBadField, "unknown clock '" + std::string(f.clock) + "'");
   }
   meta.clock_sync.insert(meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
   if (!f.schema.empty() && f.schema != "truffld.events/1")
-    Problem(line_no, "unknown_schema", "schema '" + std::string(f.schema) + "' read as truffld.events/1");
+    ReportProblem(line_no, Problem::kUnknownSchema, "schema '" + std::string(f.schema) + "' read as truffld.events/1");
 }
 
 // Gives `e` its rare fields, domain and thread, and appends it (or folds it, see Fold).

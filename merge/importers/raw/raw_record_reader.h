@@ -17,16 +17,17 @@
 #include <string_view>
 
 #include "importers/raw/raw_fields.h"
+#include "truffld/merge/stats.h"
 
 namespace truffld::merge::raw {
 
 class RawRecordReader {
  public:
   // Receives each problem found in a line: its number, the summary key, the message.
-  using Report = std::function<void(uint64_t line_no, const char* kind, std::string message)>;
+  using Report = std::function<void(uint64_t line_no, Problem kind, std::string message)>;
   virtual ~RawRecordReader() = default;
-  // Reads a non-blank line into *f (fresh Fields). False when it yields no record: the problem
-  // has been reported.
+  // Reads a line holding a record (not blank, no leading blanks) into *f (fresh Fields). False
+  // when it yields no record: the problem has been reported.
   virtual bool Read(std::string_view line, uint64_t line_no, Fields* f) = 0;
 };
 

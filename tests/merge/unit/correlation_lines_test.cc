@@ -130,8 +130,8 @@ TEST(EventCorrelation, MessagesNameTheirLineWhetherPopsWereFoldedOrNot) {
   for (const TraceFile& f : r->files) {
     std::string dup, orphan;
     for (const IngestIssue& i : f.stats.issues) {
-      if (i.kind == "duplicate_correlation") dup = i.where;
-      if (i.kind == "device_no_launch_api") orphan = i.where;
+      if (i.kind == Problem::kDuplicateCorrelation) dup = i.where;
+      if (i.kind == Problem::kDeviceNoLaunchApi) orphan = i.where;
     }
     EXPECT_EQ(dup, "f.jsonl:" + dup_line);
     EXPECT_EQ(orphan, "f.jsonl:" + orphan_line);

@@ -180,7 +180,7 @@ class FoldMergeTest : public truffld::testing::TempDirTest {
     EXPECT_TRUE(tf.ok());
     if (!tf.ok()) return "";
     *folded = tf->folded_pops;
-    *retried = tf->stats.Get("fold_retried");
+    *retried = tf->stats.Get(Problem::kFoldRetried);
     std::vector<TraceFile> files;
     files.push_back(std::move(*tf));
     auto r = Merge(std::move(files), {});
@@ -264,7 +264,7 @@ TEST_F(FoldMergeTest, ACompressedOrStrictReadIsReadAgainWhenAThreadStepsBack) {
     strict.strict = true;
     auto s = ImportFile(path, strict);
     ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();  // a second read is no problem in the data
-    EXPECT_EQ(s->stats.Get("fold_retried"), 1u);
+    EXPECT_EQ(s->stats.Get(Problem::kFoldRetried), 1u);
     EXPECT_EQ(s->events.size(), 6u);  // every push and pop stored
   }
 }

@@ -53,7 +53,7 @@ TEST(HostRanges, UnmatchedPopAndUnclosedPushAreCounted) {
   EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "never closed");
   EXPECT_EQ(r[0].end, 99);  // closed at the file's last timestamp
   EXPECT_EQ(r[1].end, 14);
-  EXPECT_EQ(f.stats.Get("unmatched_pop"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kUnmatchedPop), 1u);
   EXPECT_EQ(f.stats.issues[0].where, "mem.jsonl:1");
 }
 

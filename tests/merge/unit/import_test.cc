@@ -31,9 +31,9 @@ TEST_F(ImportTest, TruncatedLastLineMissingMetaAndEmpty) {
   auto f = ImportFile(p, {});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->events.size(), 1u);
-  EXPECT_EQ(f->stats.Get("truncated_last_line"), 1u);
-  EXPECT_EQ(f->stats.Get("malformed_json"), 1u);
-  EXPECT_EQ(f->stats.Get("missing_meta"), 1u);
+  EXPECT_EQ(f->stats.Get(Problem::kTruncatedLastLine), 1u);
+  EXPECT_EQ(f->stats.Get(Problem::kMalformedJson), 1u);
+  EXPECT_EQ(f->stats.Get(Problem::kMissingMeta), 1u);
   EXPECT_EQ(f->meta.process_id, 4);
   ImportOptions strict;
   strict.strict = true;
@@ -43,7 +43,7 @@ TEST_F(ImportTest, TruncatedLastLineMissingMetaAndEmpty) {
 
   auto e = ImportFile(Write("empty.jsonl", ""), {});
   ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->stats.Get("empty_file"), 1u);
+  EXPECT_EQ(e->stats.Get(Problem::kEmptyFile), 1u);
   EXPECT_TRUE(e->events.empty());
 }
 

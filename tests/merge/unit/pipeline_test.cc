@@ -108,13 +108,8 @@ TEST(Merge, AppendixExampleCountersAndRequests) {
   EXPECT_EQ(c.device_ops_linked_unique, 4u);
   EXPECT_EQ(c.device_ops_unattributed, 2u);
   EXPECT_EQ(c.kernels_linked_unique + c.kernels_unattributed, c.kernels_read);
-  uint64_t no_launch = 0, outside = 0;
-  for (auto& [k, n] : c.unattributed_reasons) {
-    if (k == "no_launch_api") no_launch = n;
-    if (k == "launch_outside_step") outside = n;
-  }
-  EXPECT_EQ(no_launch, 1u);
-  EXPECT_EQ(outside, 1u);
+  EXPECT_EQ(c.unattributed_reasons.Get(Unattributed::kNoLaunchApi), 1u);
+  EXPECT_EQ(c.unattributed_reasons.Get(Unattributed::kLaunchOutsideStep), 1u);
   EXPECT_EQ(c.api_calls_outside_step, 1u);
   EXPECT_EQ(c.injector_dropped, 3u);
   EXPECT_EQ(c.steps, 1u);
@@ -319,7 +314,7 @@ TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
   ASSERT_NE(b->first_child, kNoNode);  // latest call starting before the kernel
   EXPECT_EQ(r.Name(r.node(b->first_child)), "k");
   EXPECT_EQ(r.summary.total.device_ops_unattributed, 1u);
-  EXPECT_EQ(r.summary.total.unattributed_reasons.at(0).first, "starts_before_launch");
+  EXPECT_EQ(r.summary.total.unattributed_reasons.items.at(0).first, Unattributed::kStartsBeforeLaunch);
   MergeOptions strict;
   strict.strict = true;
   std::vector<TraceFile> files;
@@ -479,10 +474,7 @@ TEST(Merge, RangesSpanTheirClosingEventsWhichStayInTheFile) {
   const Node* crossing = FindNode(r, r.trees[0].root, "crossing");
   ASSERT_NE(crossing, nullptr);
   EXPECT_EQ(r.End(*crossing), 30);
-  uint64_t pops = 0;
-  for (const auto& [kind, n] : r.summary.total.events_read)
-    if (kind == "NVTX_POP") pops = n;
-  EXPECT_EQ(pops, 101u);
+  EXPECT_EQ(r.summary.total.events_read.Get(EventKind::kNvtxPop), 101u);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST(RawParser, MetaClockAndStats) {
   EXPECT_EQ(f.meta.clock, ClockId::kMonotonicRaw);
   ASSERT_EQ(f.meta.clock_sync.size(), 2u);
   EXPECT_EQ(f.meta.clock_sync[1].first, 2000);
-  EXPECT_EQ(f.stats.Get("injector_dropped"), 7u);
+  EXPECT_EQ(f.stats.Get(Problem::kInjectorDropped), 7u);
   EXPECT_NE(f.meta.stats_json.find("records_dropped"), std::string::npos);
   EXPECT_TRUE(f.stats.issues.empty());
 }
@@ -96,11 +96,11 @@ TEST(RawParser, BadLinesAreCountedWithLocationAndSkipped) {
       "\n"
       "{\"type\":\"NVTX_POP\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1} trailing\n",  // 9
       "bad.jsonl");
-  EXPECT_EQ(f.stats.Get("malformed_json"), 3u);
-  EXPECT_EQ(f.stats.Get("unknown_type"), 1u);
-  EXPECT_EQ(f.stats.Get("missing_field"), 2u);
-  EXPECT_EQ(f.stats.Get("negative_duration"), 1u);
-  EXPECT_EQ(f.stats.Get("bad_field"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kMalformedJson), 3u);
+  EXPECT_EQ(f.stats.Get(Problem::kUnknownType), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kMissingField), 2u);
+  EXPECT_EQ(f.stats.Get(Problem::kNegativeDuration), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kBadField), 1u);
   ASSERT_EQ(f.events.size(), 1u);  // the clamped RUNTIME survives
   EXPECT_EQ(f.events[0].start, 9);
   EXPECT_EQ(f.events[0].end, 9);
@@ -108,7 +108,7 @@ TEST(RawParser, BadLinesAreCountedWithLocationAndSkipped) {
   EXPECT_EQ(f.stats.issues[0].where, "bad.jsonl:1");
   bool saw_unknown = false;
   for (const auto& i : f.stats.issues)
-    if (i.kind == "unknown_type") { saw_unknown = true; EXPECT_EQ(i.where, "bad.jsonl:3"); }
+    if (i.kind == Problem::kUnknownType) { saw_unknown = true; EXPECT_EQ(i.where, "bad.jsonl:3"); }
   EXPECT_TRUE(saw_unknown);
 }
 
@@ -116,7 +116,7 @@ TEST(RawParser, InvalidUtf8IsRepairedAndKept) {
   std::string line = "{\"type\":\"NVTX_PUSH\",\"name\":\"bad\xff\xfe name\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}";
   TraceFile f = FileFromLines(line);
   ASSERT_EQ(f.events.size(), 1u);
-  EXPECT_EQ(f.stats.Get("invalid_utf8"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kInvalidUtf8), 1u);
   EXPECT_EQ(f.strings.Get(f.events[0].name), "bad\xEF\xBF\xBD\xEF\xBF\xBD name");
 }
 

@@ -78,34 +78,17 @@ struct Tree {
   bool implicit_step = false;
 };
 
-// Counters kept per file and in total; reach summary.json under these names.
+// Counters kept per file and in total: one field per row of the stats table
+// (TRUFFLD_MERGE_COUNTERS in truffld/merge/stats.h, which gives each its summary.json name,
+// severity and description).
+using Count = uint64_t;
+using KindCounts = FirstSeenCounts<EventKind>;
+using ReasonCounts = FirstSeenCounts<Unattributed>;
 struct MergeCounters {
-  std::vector<std::pair<std::string, uint64_t>> events_read;  // per EventKind name
-  uint64_t malformed_lines = 0;       // any line-level input problem the importer counted
-  uint64_t unmatched_pops = 0;        // NVTX_POP with no open push, NVTX_END with no start
-  uint64_t unclosed_ranges = 0;       // pushes/starts never closed (closed at the file's end)
-  uint64_t zero_length_ranges = 0;
-  uint64_t negative_durations = 0;    // end < start (clamped to start)
-  uint64_t duplicate_correlations = 0;  // one id on API calls that are not nested in each other
-  uint64_t nested_api_calls = 0;  // driver calls inside a runtime call with its correlation id
-  uint64_t kernels_read = 0, memcpys_read = 0, memsets_read = 0;
-  uint64_t device_ops_read = 0;
-  uint64_t device_ops_linked_unique = 0;  // device ops placed in at least one tree
-  uint64_t device_ops_unattributed = 0;   // device ops placed in no tree (sum of reasons)
-  uint64_t kernels_linked_unique = 0, kernels_unattributed = 0;
-  // Reason -> count: "no_launch_api" (no API call in the file has its correlation id),
-  // "launch_outside_step" (its launch lies in no step), "starts_before_launch".
-  std::vector<std::pair<std::string, uint64_t>> unattributed_reasons;
-  uint64_t api_calls_outside_step = 0;
-  // Ranges / API calls on another thread of a step's process, inside the step's interval,
-  // attached to that step ("cross-thread adoption").
-  uint64_t adopted_ranges = 0, adopted_api_calls = 0;
-  uint64_t graph_ops_attributed = 0;  // graph device ops named after their capturing operator
-  uint64_t capture_ranges_outside_steps = 0;  // capturing ranges outside every step (warm-up capture)
-  uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
-  uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
+#define TRUFFLD_COUNTER_FIELD(name, type, severity, description) type name{};
+  TRUFFLD_MERGE_COUNTERS(TRUFFLD_COUNTER_FIELD)
+#undef TRUFFLD_COUNTER_FIELD
   void Add(const MergeCounters& o);
-  void AddReason(const std::string& reason, uint64_t n = 1);
 };
 
 // The line-level input problems an importer counted (malformed_lines), and its clamped negative
@@ -153,7 +136,7 @@ struct FileSummary {
   std::string injector_stats_json;    // STATS record verbatim
   MergeCounters counters;
   std::vector<IngestIssue> issues;    // first messages per kind, with file:line
-  std::vector<std::pair<std::string, uint64_t>> ingest_counts;  // importer's table, verbatim
+  FirstSeenCounts<IngestStats::Key> ingest_counts;  // the importer's table
 };
 
 struct RankSummary {

@@ -64,7 +64,7 @@ class RawLineParser {
  private:
   struct Impl;
   class EventBuilder;
-  void Problem(uint64_t line_no, const char* kind, std::string message);
+  void ReportProblem(uint64_t line_no, Problem kind, std::string message);
   void ReadMeta(const raw::Fields& f, uint64_t line_no);
   void Store(Event& e, EventExtra& x, bool extra, std::string_view domain, int64_t pid, int64_t tid, uint64_t line_no);
   bool Fold(Event& e, StrId payload);
