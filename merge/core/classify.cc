@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+
+#include "truffld/json_get.h"
 #include <sstream>
 
 namespace truffld::merge {
@@ -149,36 +151,50 @@ Status Rules::SetRequestRegex(const std::string& re) {
   return Status::Ok();
 }
 
+namespace {
+
+// One element of a rules file's "rules" array. Members of the wrong type are errors (the
+// typed getters of truffld/json_get.h never throw).
+Result<Rule> RuleFromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("layer") || !j["layer"].is_string())
+    return ParseError(where + ": needs a string \"layer\"");
+  Rule r;
+  if (!ParseLayerName(j["layer"].get<std::string>(), &r.layer) || r.layer == Layer::kRuntime || r.layer > Layer::kOther)
+    return ParseError(where + ": layer must be step, frontend_op, backend_op, comm or other");
+  for (auto [key, dst] : {std::pair{"name_regex", &r.name_regex}, {"domain", &r.domain}, {"category", &r.category}}) {
+    if (j.contains(key) && !j[key].is_string()) return ParseError(where + ": \"" + key + "\" must be a string");
+    Result<std::string> v = json::GetString(j, key, "", where);
+    if (!v.ok()) return v.status();
+    *dst = std::move(*v);
+  }
+  Result<bool> icase = json::GetBool(j, "ignore_case", false, where);
+  if (!icase.ok()) return icase.status();
+  TRUFFLD_RETURN_IF_ERROR(CompileRule(&r, *icase, where));
+  return r;
+}
+
+}  // namespace
+
 Result<Rules> Rules::FromJson(std::string_view text, std::string_view origin) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     return ParseError(std::string(origin) + ": not a JSON object (see schemas/rules.schema.json)");
+  const std::string where(origin);
   Rules out = Defaults();
-  bool replace = doc.value("replace_defaults", false);
-  std::vector<Rule> user;
+  Result<bool> replace = json::GetBool(doc, "replace_defaults", false, where);
+  if (!replace.ok()) return replace.status();
   const auto& arr = doc.contains("rules") ? doc["rules"] : nlohmann::json::array();
-  if (!arr.is_array()) return ParseError(std::string(origin) + ": \"rules\" must be an array");
+  if (!arr.is_array()) return ParseError(where + ": \"rules\" must be an array");
+  std::vector<Rule> user;
   for (size_t i = 0; i < arr.size(); ++i) {
-    const auto& j = arr[i];
-    std::string where = std::string(origin) + ": rules[" + std::to_string(i) + "]";
-    if (!j.is_object() || !j.contains("layer") || !j["layer"].is_string())
-      return ParseError(where + ": needs a string \"layer\"");
-    Rule r;
-    if (!ParseLayerName(j["layer"].get<std::string>(), &r.layer) || r.layer == Layer::kRuntime ||
-        r.layer > Layer::kOther)
-      return ParseError(where + ": layer must be step, frontend_op, backend_op, comm or other");
-    for (auto [key, dst] : {std::pair{"name_regex", &r.name_regex}, {"domain", &r.domain}, {"category", &r.category}}) {
-      if (!j.contains(key)) continue;
-      if (!j[key].is_string()) return ParseError(where + ": \"" + key + "\" must be a string");
-      *dst = j[key].get<std::string>();
-    }
-    TRUFFLD_RETURN_IF_ERROR(CompileRule(&r, j.value("ignore_case", false), where));
-    user.push_back(std::move(r));
+    Result<Rule> r = RuleFromJson(arr[i], where + ": rules[" + std::to_string(i) + "]");
+    if (!r.ok()) return r.status();
+    user.push_back(std::move(*r));
   }
-  if (replace) out.rules_.clear();
+  if (*replace) out.rules_.clear();
   out.rules_.insert(out.rules_.begin(), std::make_move_iterator(user.begin()), std::make_move_iterator(user.end()));
   if (doc.contains("request_regex")) {
-    if (!doc["request_regex"].is_string()) return ParseError(std::string(origin) + ": \"request_regex\" must be a string");
+    if (!doc["request_regex"].is_string()) return ParseError(where + ": \"request_regex\" must be a string");
     TRUFFLD_RETURN_IF_ERROR(out.SetRequestRegex(doc["request_regex"].get<std::string>()));
   }
   return out;

@@ -270,7 +270,30 @@ def badinput(merge, src):
         strict = run(merge, [os.path.join(ind, "malformed.jsonl"), "-o", os.path.join(tmp, "strict"), "--strict"], check=False)
         if strict.returncode == 0 or "malformed.jsonl:3" not in strict.stderr:
             sys.exit(f"--strict did not fail with a location ({strict.returncode}): {strict.stderr}")
+        bad_rules(merge, tmp, os.path.join(ind, "nometa.jsonl"))
         print(f"badinput: {len(cases) + 1} hostile inputs handled, {len(trees)} trees still written")
+
+
+# --rules files whose members have the wrong JSON type: each is a usage error (exit 2) naming the
+# file and the member, never an abort (nlohmann's value() threw on them: exit 134).
+def bad_rules(merge, tmp, dump):
+    cases = {
+        "icase.json": ({"rules": [{"layer": "comm", "name_regex": "^x", "ignore_case": 1}]}, "ignore_case"),
+        "replace.json": ({"replace_defaults": "yes", "rules": []}, "replace_defaults"),
+        "regex.json": ({"rules": [{"layer": "comm", "name_regex": 5}]}, "name_regex"),
+        "domain.json": ({"rules": [{"layer": "comm", "domain": ["NCCL"]}]}, "domain"),
+        "layer.json": ({"rules": [{"layer": 3}]}, "layer"),
+        "rules.json": ({"rules": {"layer": "comm"}}, "rules"),
+        "request.json": ({"request_regex": 7}, "request_regex"),
+        "notobject.json": ([1, 2], "not a JSON object"),
+    }
+    for name, (doc, member) in cases.items():
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        p = run(merge, [dump, "-o", os.path.join(tmp, "rules-out"), "--rules", path], check=False)
+        if p.returncode != 2 or name not in p.stderr or member not in p.stderr:
+            sys.exit(f"--rules {name}: expected exit 2 naming the file and '{member}', got {p.returncode}: {p.stderr}")
 
 
 def main():
