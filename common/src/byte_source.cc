@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace truffld {
@@ -59,7 +60,7 @@ class PlainSource final : public ByteSource {
  public:
   PlainSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
       : ByteSource(std::move(path)), file_(std::move(f)), head_(std::move(head)) {}
-  Result<size_t> Read(char* buf, size_t n) override {
+  Result<size_t> ReadMore(char* buf, size_t n) override {
     if (head_pos_ < head_.size()) {
       size_t k = std::min(n, head_.size() - head_pos_);
       std::memcpy(buf, head_.data() + head_pos_, k);
@@ -104,6 +105,7 @@ class CompressedSource : public ByteSource {
   size_t in_pos_ = 0, in_len_ = 0;
   bool eof_ = false;
   bool truncated_ = false;
+  Status error_;  // corruption met; returned once the bytes decoded before it are
 };
 
 class GzipSource final : public CompressedSource {
@@ -114,8 +116,9 @@ class GzipSource final : public CompressedSource {
     ok_ = inflateInit2(&zs_, 15 + 32) == Z_OK;
   }
   ~GzipSource() override { inflateEnd(&zs_); }
-  Result<size_t> Read(char* buf, size_t n) override {
+  Result<size_t> ReadMore(char* buf, size_t n) override {
     if (!ok_) return Internal(path() + ": zlib initialisation failed");
+    if (!error_.ok()) return error_;
     size_t produced = 0;
     while (produced == 0 && !eof_) {
       auto more = Refill();
@@ -137,9 +140,10 @@ class GzipSource final : public CompressedSource {
         in_member_ = false;
         inflateReset(&zs_);  // a following gzip member, if any, starts fresh
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        return ParseError(path() + ": corrupt gzip data after " +
-                          std::to_string(raw_bytes_read()) + " compressed bytes (" +
-                          (zs_.msg ? zs_.msg : "zlib error") + ")");
+        // What was decoded before the corruption is returned first; the error comes next.
+        error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
+                            " compressed bytes (" + (zs_.msg ? zs_.msg : "zlib error") + ")");
+        return produced ? Result<size_t>(produced) : Result<size_t>(error_);
       }
     }
     return produced;
@@ -158,28 +162,35 @@ class ZstdSource final : public CompressedSource {
   ZstdSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
       : CompressedSource(std::move(path), std::move(f), std::move(head)), ds_(ZSTD_createDStream()) {}
   ~ZstdSource() override { ZSTD_freeDStream(ds_); }
-  Result<size_t> Read(char* buf, size_t n) override {
+  // Input and output go in slices of zstd's recommended stream buffer sizes, one block or so a
+  // call, as the zstd tool decodes: the output of a call that meets corruption is lost, so
+  // small calls keep what was decoded before it, and it is returned before the error.
+  Result<size_t> ReadMore(char* buf, size_t n) override {
     if (!ds_) return Internal(path() + ": zstd initialisation failed");
+    if (!error_.ok()) return error_;
     size_t produced = 0;
-    while (produced == 0 && !eof_) {
+    while (produced < n && !eof_) {
       auto more = Refill();
       if (!more.ok()) return more.status();
-      if (!*more) {
+      // At the end of the input, zstd may still hold decoded bytes a full output slice left
+      // behind: called with no input until it gives none.
+      ZSTD_inBuffer in{in_.data(), *more ? std::min(in_len_, in_pos_ + ZSTD_DStreamInSize()) : in_pos_, in_pos_};
+      ZSTD_outBuffer out{buf + produced, std::min(n - produced, ZSTD_DStreamOutSize()), 0};
+      const size_t hint = ZSTD_decompressStream(ds_, &out, &in);
+      if (ZSTD_isError(hint)) {
+        error_ = ParseError(path() + ": corrupt zstd data after " + std::to_string(raw_bytes_read()) +
+                            " compressed bytes (" + ZSTD_getErrorName(hint) + ")");
+        return produced ? Result<size_t>(produced) : Result<size_t>(error_);
+      }
+      if (!*more && out.pos == 0) {  // the end: judged by the last call that did something
         eof_ = true;
         truncated_ = last_hint_ != 0;
         break;
       }
-      ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
-      ZSTD_outBuffer out{buf, n, 0};
-      size_t hint = ZSTD_decompressStream(ds_, &out, &in);
-      if (ZSTD_isError(hint)) {
-        return ParseError(path() + ": corrupt zstd data after " +
-                          std::to_string(raw_bytes_read()) + " compressed bytes (" +
-                          ZSTD_getErrorName(hint) + ")");
-      }
       last_hint_ = hint;
       in_pos_ = in.pos;
-      produced = out.pos;
+      produced += out.pos;
+      if (out.pos == 0 && produced > 0) break;  // nothing more without new input: hand over
     }
     return produced;
   }
@@ -242,33 +253,71 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   else if (kind == Compression::kZstd) src.reset(new ZstdSource(path, std::move(file), std::move(head)));
   else src.reset(new PlainSource(path, std::move(file), std::move(head)));
   src->set_size_hint(hint);
+  struct stat st;
+  src->set_rereadable(path != "-" && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode));
   return src;
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
-  auto src = OpenByteSource(path);
-  if (!src.ok()) return src.status();
+Result<size_t> ByteSource::Read(char* buf, size_t n) {
+  if (peeked_pos_ < peeked_.size()) {
+    const size_t k = std::min(n, peeked_.size() - peeked_pos_);
+    std::memcpy(buf, peeked_.data() + peeked_pos_, k);
+    peeked_pos_ += k;
+    if (peeked_pos_ == peeked_.size()) {
+      std::string().swap(peeked_);
+      peeked_pos_ = 0;
+    }
+    return k;
+  }
+  if (!pending_.ok()) return std::exchange(pending_, Status::Ok());
+  return ReadMore(buf, n);
+}
+
+Result<std::string_view> ByteSource::Peek(size_t n) {
+  if (peeked_pos_ > 0) {  // keep only what is still unread
+    peeked_.erase(0, peeked_pos_);
+    peeked_pos_ = 0;
+  }
+  while (peeked_.size() < n && pending_.ok()) {
+    const size_t have = peeked_.size();
+    peeked_.resize(n);
+    Result<size_t> r = ReadMore(peeked_.data() + have, n - have);
+    peeked_.resize(have + (r.ok() ? *r : 0));
+    if (!r.ok()) pending_ = r.status();
+    else if (*r == 0) break;
+  }
+  if (peeked_.empty() && !pending_.ok()) return std::exchange(pending_, Status::Ok());
+  return std::string_view(peeked_).substr(0, n);
+}
+
+Result<std::string> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
   std::string out;
   // One allocation when the size is known: the data, the spare bytes and room for the read
   // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
   constexpr size_t kMinRead = 4096;
-  if (const uint64_t hint = (*src)->size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
+  if (const uint64_t hint = src.size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
     out.reserve(size_t(hint) + std::max(spare, kMinRead));
   for (;;) {
     const size_t old = out.size();
     if (out.capacity() - old < kMinRead) out.reserve(std::max(out.capacity() * 2, old + (size_t{1} << 20)));
     out.resize(out.capacity());
-    auto r = (*src)->Read(out.data() + old, out.size() - old);
+    auto r = src.Read(out.data() + old, out.size() - old);
     if (!r.ok()) return r.status();
     out.resize(old + *r);
     if (*r == 0) break;
   }
   if (out.capacity() - out.size() < spare) out.reserve(out.size() + spare);
-  if ((*src)->truncated() && !allow_truncated)
-    return Truncated(path + ": " + CompressionName((*src)->compression()) +
+  if (src.truncated() && !allow_truncated)
+    return Truncated(src.path() + ": " + CompressionName(src.compression()) +
                      " stream ends early (file cut short?) after " + std::to_string(out.size()) +
                      " decompressed bytes");
   return out;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  return ReadAll(**src, allow_truncated, spare);
 }
 
 }  // namespace truffld

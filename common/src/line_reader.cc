@@ -16,10 +16,15 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
   return std::unique_ptr<LineReader>(new LineReader(std::move(src).value(), options));
 }
 
+std::unique_ptr<LineReader> LineReader::Open(std::unique_ptr<ByteSource> src, Options options) {
+  if (options.block_bytes < 4096) options.block_bytes = 4096;
+  return std::unique_ptr<LineReader>(new LineReader(std::move(src), options));
+}
+
 std::string LineReader::Where() const { return path() + ":" + std::to_string(line_no_); }
 
 void LineReader::Warn(long long line, std::string message) {
-  warnings_.push_back({line, AtLocation(path(), line, message)});
+  warnings_.push_back({line, AtLocation(path(), line, message), message});
 }
 
 bool LineReader::Fill() {

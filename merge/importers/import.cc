@@ -45,24 +45,20 @@ InputFormat SniffFormatFromPrefix(std::string_view p) {
   return InputFormat::kRawJsonl;
 }
 
+namespace {
+
+constexpr size_t kSniffBytes = size_t{64} << 10;
+
 // Up to the first 64 KiB of `path`, decompressed. Fails only when nothing could be read.
-static Result<std::string> ReadPrefix(const std::string& path) {
+Result<std::string> ReadPrefix(const std::string& path) {
   auto src = OpenByteSource(path);
   if (!src.ok()) return src.status();
-  std::string prefix(64 << 10, '\0');
-  size_t have = 0;
-  while (have < prefix.size()) {
-    auto n = (*src)->Read(prefix.data() + have, prefix.size() - have);
-    if (!n.ok()) {
-      if (have == 0) return n.status();
-      break;
-    }
-    if (*n == 0) break;
-    have += *n;
-  }
-  prefix.resize(have);
-  return prefix;
+  auto head = (*src)->Peek(kSniffBytes);
+  if (!head.ok()) return head.status();
+  return std::string(*head);
 }
+
+}  // namespace
 
 Result<InputFormat> SniffFormat(const std::string& path) {
   auto prefix = ReadPrefix(path);
@@ -87,93 +83,25 @@ Result<TraceFile> CheckThreadCount(Result<TraceFile> r) {
 
 }  // namespace
 
+// The file is opened once and its start peeked at, so "-", pipes and FIFOs lose no bytes to
+// the sniffing; the importer reads on from the same source.
 Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options) {
-  auto fmt = SniffFormat(path);
-  if (!fmt.ok()) return fmt.status();
-  switch (*fmt) {
-    case InputFormat::kNsys: return CheckThreadCount(ImportNsys(path, options));
-    case InputFormat::kKineto: return CheckThreadCount(ImportKineto(path, options));
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  auto head = (*src)->Peek(kSniffBytes);
+  if (!head.ok()) return head.status();
+  switch (SniffFormatFromPrefix(*head)) {
+    case InputFormat::kNsys:
+      // SQLite reads the database in place, by its path.
+      if (!(*src)->rereadable())
+        return Unsupported(path + ": an Nsight Systems export is read in place: give it as a regular file, "
+                           "not a pipe or a stream");
+      src->reset();
+      return CheckThreadCount(ImportNsys(path, options));
+    case InputFormat::kKineto: return CheckThreadCount(ImportKineto(std::move(*src), options));
     case InputFormat::kRawJsonl: break;
   }
-  return CheckThreadCount(ImportRawJsonl(path, options));
-}
-
-namespace {
-
-// One read of a raw dump; `fold`: RawLineParser::set_fold_push_pop. Sets *conflict (and returns
-// a TraceFile to be discarded) when folding met a thread out of time order.
-Result<TraceFile> ReadRawJsonl(const std::string& path, const ImportOptions& options, bool fold, bool* conflict) {
-  auto reader = LineReader::Open(path);
-  if (!reader.ok()) return reader.status();
-  LineReader& r = **reader;
-  TraceFile file;
-  file.meta.path = path;
-  {
-    // Reserve from the file size so the event vector never doubles (a doubling briefly holds
-    // old and new copies: 3x the events at peak). Unused capacity is never touched, so it costs
-    // address space, not resident memory. Compressed input: assume ~8x.
-    std::error_code ec;
-    uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!ec && size > 0) {
-      uintmax_t raw = r.compression() == Compression::kNone ? size : size * 8;
-      const size_t cap = static_cast<size_t>(std::min<uintmax_t>(raw / 64 + 16, uintmax_t{1} << 31));
-      file.events.reserve(cap);
-      file.lines.reserve(cap);
-      file.extras.reserve(cap / 2);  // kernels (grid, block) and copies have extras
-    }
-  }
-  RawLineParser parser(&file, path);
-  parser.set_fold_push_pop(fold);
-  std::string_view line;
-  while (r.Next(&line)) {
-    parser.ParseLine(line, static_cast<uint64_t>(r.line_number()));
-    if (options.strict && parser.problems()) return ParseError(parser.first_problem());
-    if (parser.fold_conflict()) {
-      *conflict = true;
-      return file;
-    }
-  }
-  for (const LineWarning& w : r.warnings()) {
-    file.stats.Report(path + ":" + std::to_string(w.line), Problem::kReadWarning, w.message);
-  }
-  if (r.truncated_last_line()) file.stats.Add(Problem::kTruncatedLastLine);
-  if (r.long_lines_skipped()) file.stats.Add(Problem::kLongLinesSkipped, r.long_lines_skipped());
-  if (!r.status().ok()) {
-    file.stats.Report(r.Where(), Problem::kReadError, r.status().message() + " (data before it kept)");
-  }
-  if (r.line_number() == 0) file.stats.Report(path + ":0", Problem::kEmptyFile, "file holds no records");
-  else if (!file.meta.has_meta && file.meta.format != "truffld-marker")
-    file.stats.Report(path + ":1", Problem::kMissingMeta,
-                      "no META record: rank unknown, clock taken as realtime, no clock alignment");
-  if (file.meta.format.empty()) file.meta.format = "truffld";
-  if (file.meta.process_id == kNone) {
-    for (const Event& e : file.events)
-      if (file.ProcessOf(e) != kNone) { file.meta.process_id = file.ProcessOf(e); break; }
-  }
-  if (options.strict && (!r.status().ok() || !r.warnings().empty() || file.stats.issues.size()))
-    return ParseError(file.stats.issues.empty() ? r.status().ToString()
-                                                : file.stats.issues[0].where + ": " + file.stats.issues[0].message);
-  file.SortThreads();
-  return file;
-}
-
-}  // namespace
-
-Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options) {
-  bool conflict = false;
-  // Folding may need a second read: only a regular file can be read twice (not "-", a pipe or
-  // a process substitution, which would go on from where the first read stopped).
-  std::error_code ec;
-  const bool rereadable = std::filesystem::is_regular_file(path, ec);
-  if (options.fold_push_pop && rereadable) {
-    Result<TraceFile> folded = ReadRawJsonl(path, options, true, &conflict);
-    if (!conflict) return folded;
-  }
-  // A thread stepped back in time after pops had been folded (RawLineParser): read again
-  // without folding, which is what the folded read stands for whenever it succeeds.
-  Result<TraceFile> plain = ReadRawJsonl(path, options, false, &conflict);
-  if (plain.ok() && conflict) plain->stats.Add(Problem::kFoldRetried);
-  return plain;
+  return CheckThreadCount(ImportRawJsonl(std::move(*src), options));
 }
 
 // Inside directories only trace-like names are taken (files named explicitly always are).

@@ -134,4 +134,48 @@ inline std::string JsonEscaped(std::string_view s) {
   return out;
 }
 
+// The value of the 4 hex digits at p (-1 when they are not hex).
+inline int32_t Hex4(const char* p) noexcept {
+  int32_t v = 0;
+  for (int i = 0; i < 4; ++i) {
+    const char c = p[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// Rewrites, in place, every \uXXXX escape of JSON text that is half a UTF-16 surrogate pair
+// without its other half (what Python's json writes for undecodable bytes, "\udcff") as
+// \ufffd, so a strict parser reads U+FFFD instead of rejecting the document; returns how many.
+// A high surrogate followed by a low one is a pair and stays. Same length: offsets keep.
+inline size_t ReplaceLoneSurrogateEscapes(std::string* json) {
+  size_t replaced = 0;
+  char* p = json->data();
+  const size_t n = json->size();
+  auto escape_at = [&](size_t i) { return i + 6 <= n && p[i] == '\\' && p[i + 1] == 'u' ? Hex4(p + i + 2) : -1; };
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] != '\\') continue;
+    const int32_t u = escape_at(i);
+    if (u < 0) {
+      ++i;  // another escape (\\, \", ...): its second byte is no escape start
+      continue;
+    }
+    if (u >= 0xD800 && u <= 0xDBFF) {
+      const int32_t next = escape_at(i + 6);
+      if (next >= 0xDC00 && next <= 0xDFFF) {
+        i += 11;  // a pair
+        continue;
+      }
+    }
+    if (u >= 0xD800 && u <= 0xDFFF) {
+      std::memcpy(p + i + 2, "fffd", 4);
+      ++replaced;
+    }
+    i += 5;
+  }
+  return replaced;
+}
+
 }  // namespace truffld

@@ -24,6 +24,7 @@ namespace truffld {
 struct LineWarning {
   long long line = 0;   // 1-based line number the warning is about (0: whole file)
   std::string message;  // already prefixed with "file:line: "
+  std::string text;     // the same without the location
 };
 
 class LineReader {
@@ -38,6 +39,8 @@ class LineReader {
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path) {
     return Open(path, Options{});
   }
+  // Reads an already opened source (possibly peeked at: its peeked bytes come first).
+  static std::unique_ptr<LineReader> Open(std::unique_ptr<ByteSource> src, Options options);
 
   // Sets *line to the next line (without its terminator) and returns true; returns false at
   // the end of input or on a hard error (check status()). The view is valid until the next call.

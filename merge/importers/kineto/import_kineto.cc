@@ -127,6 +127,16 @@ void ReadDistributedInfo(od::value v, FileMeta* meta) {
   }
 }
 
+// --strict: the whole document must be valid JSON. The on-demand walk below only looks at the
+// values the importer uses, so an invalid token elsewhere ("x":tru) would pass unseen; the DOM
+// parser checks every byte (with --strict only: it costs a second pass over the document).
+Status ValidateDocument(simdjson::padded_string_view buf, const std::string& name) {
+  simdjson::dom::parser validator;
+  if (auto e = validator.parse(buf.data(), buf.size(), false).error())
+    return ParseError(name + ": not valid JSON (" + simdjson::error_message(e) + "); --strict reads only valid documents");
+  return Status::Ok();
+}
+
 bool LooksTruncated(simdjson::error_code e) {
   return e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING;
 }
@@ -159,6 +169,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
   tf.meta.clock = ClockId::kRealtime;
   std::string_view text(buf.data(), buf.size());
   Locator loc(text, name);
+  if (options.strict) TRUFFLD_RETURN_IF_ERROR(ValidateDocument(buf, name));
   od::parser parser;
   od::document doc;
   if (auto e = parser.iterate(buf).get(doc)) {
@@ -235,15 +246,22 @@ Result<TraceFile> ImportKinetoFromBuffer(std::string_view json, const std::strin
   return ImportPadded(copy, name, options);
 }
 
-Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options) {
+Result<TraceFile> ImportKineto(std::unique_ptr<ByteSource> src, const ImportOptions& options) {
   // A cut-short gzip/zstd stream still yields its decodable bytes; the JSON salvage then keeps
   // the complete events and reports the truncation.
-  Result<std::string> bytes = ReadWholeFile(path, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
+  const std::string path = src->path();
+  Result<std::string> bytes = ReadAll(*src, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
   if (!bytes.ok()) return bytes.status();
   std::string& s = bytes.value();
   const size_t size = s.size();
   s.reserve(size + simdjson::SIMDJSON_PADDING);  // (room left by the reader: no copy)
   return ImportPadded(simdjson::padded_string_view(s.data(), size, s.capacity()), path, options);
+}
+
+Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options) {
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  return ImportKineto(std::move(*src), options);
 }
 
 }  // namespace truffld::merge

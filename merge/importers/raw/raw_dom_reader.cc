@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "truffld/json_escape.h"
 #include "truffld/utf8.h"
 
 namespace truffld::merge::raw {
@@ -114,6 +115,17 @@ bool DomRecordReader::Read(std::string_view line, uint64_t line_no, Fields* f) {
     load(repaired);
     len = repaired.size();
     err = parser.parse(buf.data(), len, false).get(doc);
+  }
+  if (err == simdjson::STRING_ERROR) {
+    // Half a surrogate pair (Python's json writes "\udcff" for an undecodable byte): read as
+    // U+FFFD and keep the record, like invalid UTF-8 bytes.
+    repaired.assign(buf.data(), len);  // the line as read so far (UTF-8 repaired or not)
+    if (const size_t n = ReplaceLoneSurrogateEscapes(&repaired)) {
+      report_(line_no, Problem::kInvalidUtf8,
+              std::to_string(n) + " unpaired UTF-16 surrogate escape(s) read as U+FFFD");
+      load(repaired);
+      err = parser.parse(buf.data(), len, false).get(doc);
+    }
   }
   dom::object obj;
   if (!err) err = doc.get_object().get(obj);

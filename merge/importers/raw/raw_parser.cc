@@ -239,7 +239,23 @@ void RawLineParser::set_fast_path(bool on) {
                                       });
 }
 
+void RawLineParser::ParseCutLine(std::string_view line, uint64_t line_no) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank: nothing lost
+  cut_line_ = true;
+  cut_error_.clear();
+  ParseLine(line, line_no);
+  cut_line_ = false;
+  ReportProblem(line_no, Problem::kTruncatedLastLine,
+                cut_error_.empty() ? "last line has no newline terminator (file cut short?); its record was read"
+                                   : "last line has no newline terminator and is no complete record (file cut "
+                                     "short?): " + cut_error_ + "; dropped");
+}
+
 void RawLineParser::ReportProblem(uint64_t line_no, Problem kind, std::string message) {
+  if (cut_line_ && kind == Problem::kMalformedJson) {  // the cut itself: ParseCutLine reports it
+    cut_error_ = std::move(message);
+    return;
+  }
   std::string where = source_ + ":" + std::to_string(line_no);
   if (problems_++ == 0) first_problem_ = where + ": " + message;
   out_->stats.Report(std::move(where), kind, std::move(message));

@@ -219,6 +219,21 @@ TEST(ImportKineto, MalformedEventStopsTheWalkButKeepsEarlierEvents) {
   EXPECT_FALSE(Import(doc, /*strict=*/true).ok());
 }
 
+// --strict reads only valid JSON: the on-demand walk skips the values it does not use, so an
+// invalid token there ("x":tru, "name":broken in a record the importer skips) went unseen.
+TEST(ImportKineto, StrictRejectsInvalidJsonInValuesTheImporterSkips) {
+  const std::string good = R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2)";
+  for (const std::string& bad : {good + R"(,"x":tru}]})", good + R"(}, {"ph":"i","name":broken}]})",
+                                 good + R"(,"args":{"n":[1,2,}}]})"}) {
+    auto strict = Import(bad, true);
+    ASSERT_FALSE(strict.ok()) << bad;
+    EXPECT_NE(strict.status().message().find("t.json"), std::string::npos) << strict.status().ToString();
+  }
+  auto valid = Import(good + "}]}", true);
+  ASSERT_TRUE(valid.ok()) << valid.status().ToString();
+  EXPECT_EQ(valid->events.size(), 1u);
+}
+
 TEST(ImportKineto, DocumentsThatAreNotTracesAreErrors) {
   for (const char* bad : {"", "[1,2]", "{\"a\":1}", "{\"traceEvents\":{}}", "nul", "{\"traceEvents\":[}"}) {
     auto r = Import(bad);

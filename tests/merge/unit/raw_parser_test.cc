@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "merge_test_util.h"
+#include "truffld/merge/pipeline.h"
 
 namespace truffld::merge {
 namespace {
@@ -118,6 +119,34 @@ TEST(RawParser, InvalidUtf8IsRepairedAndKept) {
   ASSERT_EQ(f.events.size(), 1u);
   EXPECT_EQ(f.stats.Get(Problem::kInvalidUtf8), 1u);
   EXPECT_EQ(f.strings.Get(f.events[0].name), "bad\xEF\xBF\xBD\xEF\xBF\xBD name");
+}
+
+// Python's json writes an undecodable byte as a lone surrogate escape ("\udcff"): the record is
+// kept with U+FFFD there (and counted as invalid UTF-8). Dropping it, as a string error did,
+// lost a push, so its pop then closed the enclosing step early.
+TEST(RawParser, LoneSurrogateEscapesReadAsReplacementAndTheRecordIsKept) {
+  const std::string text =
+      R"({"type":"NVTX_PUSH","name":"step_execute_model[request_ids:1]","timestamp":1,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_PUSH","name":"op\udcff\udcfe","timestamp":2,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_PUSH","name":"pair \ud83d\ude00 and \\udcff","timestamp":3,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":4,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":5,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":9,"process_id":1,"thread_id":1})" "\n";
+  for (bool fast : {true, false}) {
+    TraceFile f = FileFromLines(text, "s.jsonl", fast);
+    ASSERT_EQ(f.events.size(), 6u) << "fast path " << fast;
+    EXPECT_EQ(f.strings.Get(f.events[1].name), "op\xEF\xBF\xBD\xEF\xBF\xBD");
+    // A valid pair is one character; an escaped backslash before "udcff" is no escape.
+    EXPECT_EQ(f.strings.Get(f.events[2].name), "pair \xF0\x9F\x98\x80 and \\udcff");
+    EXPECT_EQ(f.stats.Get(Problem::kInvalidUtf8), 1u);
+    EXPECT_EQ(f.stats.Get(Problem::kMalformedJson), 0u);
+  }
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(text, "s.jsonl"));
+  auto r = Merge(std::move(files), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->End(r->node(r->trees[0].root)), 9);  // the step ends at its own pop
+  EXPECT_EQ(r->summary.total.unmatched_pops, 0u);
 }
 
 TEST(RawParser, OneMegabyteName) {

@@ -43,6 +43,10 @@ class RawLineParser {
 
   // Parses one line (without terminator). Blank lines are ignored.
   void ParseLine(std::string_view line, uint64_t line_no);
+  // Parses the last line of a file that ends without a newline (a writer killed mid-record).
+  // It is one problem, counted once as truncated_last_line with its file:line: its record is
+  // kept when it still reads as one, and dropped (not also counted as malformed) when not.
+  void ParseCutLine(std::string_view line, uint64_t line_no);
 
   // false: every line through the simdjson DOM reader (the default is the plain-record scanner
   // with the DOM reader behind it, or the DOM reader alone when TRUFFLD_RAW_READER=simdjson;
@@ -74,6 +78,8 @@ class RawLineParser {
   uint64_t problems_ = 0;
   bool fold_ = false;
   bool fold_conflict_ = false;
+  bool cut_line_ = false;     // ParseCutLine is parsing
+  std::string cut_error_;     // why the cut line is no record (empty: it is one)
   std::string first_problem_;
 };
 
