@@ -20,11 +20,8 @@ double PhaseCode(const std::string& phase) noexcept {
 }
 
 uint32_t StringTable::Intern(std::string_view s) {
-  auto it = index_.find(std::string(s));
-  if (it != index_.end()) return it->second;
-  uint32_t id = static_cast<uint32_t>(strings_.size());
-  strings_.emplace_back(s);
-  index_.emplace(strings_.back(), id);
+  const uint32_t id = pool_.Intern(s) - 1;  // pool ids start at 1 (0 is its "no string")
+  if (id == strings_.size()) strings_.emplace_back(s);
   return id;
 }
 

@@ -7,35 +7,12 @@
 
 #include "truffld/diagnose/llm_context.h"
 #include "truffld/diagnose/llm_policy.h"
+#include "truffld/utf8.h"
 
 namespace truffld::diagnose {
 namespace {
 
 using json = nlohmann::json;
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are invalid.
-size_t Utf8SequenceLength(const std::string& s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t len = 0;
-  uint32_t cp = 0;
-  if (b0 < 0x80) return 1;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; cp = b0 & 0x1F; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; cp = b0 & 0x0F; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; cp = b0 & 0x07; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  // Reject overlong forms, surrogates and code points past U+10FFFF.
-  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-      (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-    return 0;
-  }
-  return len;
-}
 
 double NsToMs(double ns) { return ns / 1e6; }
 
@@ -50,21 +27,7 @@ json TextList(const std::vector<std::string>& items) {
 }  // namespace
 
 std::string SanitizeForPrompt(const std::string& text, size_t max_bytes) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_bytes) + 8);
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t len = Utf8SequenceLength(text, i);
-    if (i + std::max<size_t>(len, 1) > max_bytes) break;
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD for one bad byte
-      ++i;
-    } else {
-      out.append(text, i, len);
-      i += len;
-    }
-  }
-  return out;
+  return RepairedUtf8(text, max_bytes);  // the shared rule (truffld/utf8.h)
 }
 
 const std::string& PromptNames::Register(const std::string& real) {

@@ -20,6 +20,7 @@
 #include "truffld/diagnose/llm_http.h"
 #include "truffld/diagnose/llm_policy.h"
 #include "truffld/diagnose/llm_prompt.h"
+#include "truffld/parallel_for.h"
 
 namespace truffld::diagnose {
 
@@ -259,23 +260,9 @@ StageTwo::~StageTwo() = default;
 std::vector<StageTwoDecision> StageTwo::Decide(const std::vector<StepEvidence>& steps) {
   std::lock_guard<std::mutex> batch(impl_->decide_mu);
   std::vector<StageTwoDecision> out(steps.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next.fetch_add(1); i < steps.size(); i = next.fetch_add(1)) {
-      out[i] = impl_->DecideOne(steps[i]);
-    }
-  };
   const bool parallel = impl_->config.UsesLlm() && impl_->config_status.ok();
-  const size_t n_threads =
-      parallel ? std::min<size_t>(static_cast<size_t>(impl_->config.max_concurrency), steps.size()) : 0;
-  if (n_threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(n_threads);
-    for (size_t t = 0; t < n_threads; ++t) pool.emplace_back(worker);
-    for (std::thread& th : pool) th.join();
-  }
+  const int n_threads = parallel ? std::max(1, static_cast<int>(impl_->config.max_concurrency)) : 1;
+  ParallelFor(steps.size(), n_threads, [&](size_t i) { out[i] = impl_->DecideOne(steps[i]); });
   impl_->Count([&](StageTwoStats& s) { s.steps += static_cast<int64_t>(steps.size()); });
   return out;
 }

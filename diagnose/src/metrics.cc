@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "truffld/json_get.h"
 #include "truffld/line_reader.h"
 
 namespace truffld::diagnose {
@@ -21,12 +22,13 @@ void ParseLabelLine(std::string_view line, const std::string& where, LabelSet* o
   if (!j.contains("step_index") || !j["step_index"].is_number_integer() || j["step_index"].get<long long>() < 0) {
     return bad("missing or invalid step_index");
   }
-  std::string view = j.value("view", std::string());
-  if (view != "vertical" && view != "horizontal") return bad("view must be vertical or horizontal");
+  // Typed reads (truffld/json_get.h): a member of the wrong type is a bad line, never a throw.
+  Result<std::string> view = json::GetString(j, "view", "", "labels");
+  if (!view.ok() || (*view != "vertical" && *view != "horizontal")) return bad("view must be vertical or horizontal");
   StepKey key;
   key.rank = j.contains("rank") && j["rank"].is_number_integer() ? j["rank"].get<int64_t>() : -1;
   key.step_index = j["step_index"].get<int64_t>();
-  key.horizontal = view == "horizontal";
+  key.horizontal = *view == "horizontal";
   StepLabel label;
   if (j.contains("faulty")) {
     if (!j["faulty"].is_array()) return bad("faulty must be an array of family names");
@@ -35,8 +37,9 @@ void ParseLabelLine(std::string_view line, const std::string& where, LabelSet* o
       label.faulty.push_back(f.get<std::string>());
     }
   }
-  if (j.contains("abnormal") && !j["abnormal"].is_boolean()) return bad("abnormal must be a boolean");
-  label.abnormal = j.value("abnormal", !label.faulty.empty());
+  Result<bool> abnormal = json::GetBool(j, "abnormal", !label.faulty.empty(), "labels");
+  if (!abnormal.ok() || (j.contains("abnormal") && j["abnormal"].is_null())) return bad("abnormal must be a boolean");
+  label.abnormal = *abnormal;
   auto [it, fresh] = out->steps.emplace(key, label);
   if (!fresh) {  // the same step twice: merge, and say so
     it->second.abnormal = it->second.abnormal || label.abnormal;

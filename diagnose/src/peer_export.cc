@@ -86,9 +86,11 @@ std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, con
 
 std::string FormatPeerSummary(const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
-  char line[256];
-  std::snprintf(line, sizeof line, "\nStage I (peer, false-alarm rate %g): vertical %d judged, %d abnormal, %d insufficient "
-                "evidence; horizontal %d judged, %d abnormal, %d insufficient evidence; %zu straggler step(s).",
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "\nStage I (peer, false-alarm rate %g):\n"
+                "  vertical:   %d units judged, %d abnormal, %d with insufficient evidence\n"
+                "  horizontal: %d units judged, %d abnormal, %d with insufficient evidence; %zu straggler step(s)",
                 d.alpha, d.judged[0], d.flagged[0], d.insufficient[0], d.judged[1], d.flagged[1], d.insufficient[1],
                 r.stragglers.stragglers.size());
   return line;

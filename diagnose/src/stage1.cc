@@ -10,6 +10,7 @@
 #include "graph_replay.h"
 #include "parallel.h"
 #include "truffld/diagnose/features.h"
+#include "truffld/parallel_for.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -177,7 +178,6 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
   }
   return g;
 }
-
 
 }  // namespace
 

@@ -168,7 +168,7 @@ void PrintSummary(const Args& a, const td::PipelineResult& result, const std::st
                 (unsigned long long)s1.gmm_fits, (unsigned long long)s1.robust_z_groups,
                 (unsigned long long)s1.fit_failures);
   }
-  std::printf(" Stage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
+  std::printf("\nStage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
               "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
               (long long)s2.llm_decisions, (long long)s2.cache_hits,
               (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,

@@ -1,8 +1,9 @@
 // JsonLine: appends one flat-ish JSON object to a std::string, with correct string escaping.
 //
 // The writer thread formats every record through this helper, so it favours speed over
-// generality: keys are trusted literals, values are escaped (control characters as \u00XX,
-// invalid UTF-8 bytes replaced by U+FFFD so every line stays valid UTF-8 JSON).
+// generality: keys are trusted literals, values are escaped by the project's one routine
+// (truffld/json_escape.h, header-only: strict UTF-8, so lone surrogates, overlong forms and code
+// points above U+10FFFF in a name become \ufffd and every line is valid UTF-8 JSON).
 // Thread-safety: none needed; one instance per formatting call on one thread.
 #pragma once
 
@@ -11,10 +12,12 @@
 #include <string>
 #include <string_view>
 
+#include "truffld/json_escape.h"
+
 namespace truffld::inject {
 
-// Appends `s` as a JSON string literal (with quotes) to `out`.
-void AppendJsonString(std::string& out, std::string_view s);
+// Appends `s` as a JSON string literal (with quotes) to `out` (truffld::AppendJsonString).
+inline void AppendJsonString(std::string& out, std::string_view s) { truffld::AppendJsonString(&out, s); }
 
 // Appends the decimal form of an integer without allocating.
 template <class T>

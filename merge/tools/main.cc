@@ -14,7 +14,6 @@
 #include "truffld/atomic_file.h"
 #include "truffld/cli.h"
 #include "truffld/cli_parse.h"
-#include "truffld/hugepages.h"
 #include "truffld/merge/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
@@ -55,10 +54,9 @@ int Fail(int code, const std::string& message) {
 }
 
 // How the outputs reach the disk. kDirect: direct I/O from the writers' own buffers
-// (truffld/merge/direct_writer.h), or kWriteBehind where the file system refuses it; kWriteBehind:
-// through the page cache, leaving it as written (truffld/merge/write_behind.h); kCached: the
-// page cache, as any program writes.
-enum class WriteMode { kDirect, kWriteBehind, kCached };
+// (truffld/merge/direct_writer.h), or the page cache where the file system refuses it; kCached:
+// the page cache, as any program writes.
+enum class WriteMode { kDirect, kCached };
 
 // Writes one output under a temporary name beside `path` (truffld/atomic_file.h); the caller
 // commits it once every output is complete.
@@ -80,8 +78,7 @@ Result<AtomicFile> WriteFile(const std::filesystem::path& path, WriteMode mode,
   std::FILE* f = ::fdopen(file->fd(), "wb");
   if (!f) return IoError(path.string() + ": cannot write: " + std::strerror(errno));
   file->ReleaseFd();  // fclose closes it
-  WriteBehind wb(mode == WriteMode::kCached ? nullptr : f, path.string());
-  JsonOut out(f, path.string(), &wb);
+  JsonOut out(f, path.string());
   body(&out);
   Status st = out.Close();
   if (std::fclose(f) != 0 && st.ok()) st = IoError(path.string() + ": close failed: " + std::strerror(errno));
@@ -132,12 +129,9 @@ void AddFlags(CLI::App& app, Args& a) {
                "Write the outputs through the page cache and leave them there, as most programs do "
                "(default: direct I/O, see --no-direct-io; a later reader reads the files from disk)");
   app.add_flag("--no-direct-io", a.no_direct,
-               "Write the outputs through the page cache, sending every 32 MiB to disk and dropping "
-               "it from the cache as it goes, instead of with direct I/O (the default, which skips "
-               "the cache entirely and costs the least CPU; used anyway where the file system "
-               "refuses direct I/O, such as tmpfs). Either way a multi-GB output neither fills "
-               "memory nor evicts what the host keeps cached; on storage slower than the writers "
-               "the merge waits for it");
+               "Write the outputs through the page cache instead of with direct I/O (the default, "
+               "which skips the cache and costs the least CPU; the page cache is used anyway where "
+               "the file system refuses direct I/O, such as tmpfs); the same as --keep-page-cache");
   app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
 }
 
@@ -147,7 +141,7 @@ void AddFlags(CLI::App& app, Args& a) {
 Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress& progress,
                     std::chrono::steady_clock::time_point t0) {
   namespace fs = std::filesystem;
-  const WriteMode mode = a.keep_cache ? WriteMode::kCached : a.no_direct ? WriteMode::kWriteBehind : WriteMode::kDirect;
+  const WriteMode mode = a.keep_cache || a.no_direct ? WriteMode::kCached : WriteMode::kDirect;
   const fs::path out(a.outdir);
   // trees.jsonl and trace.json only read the merge result: with two or more threads they are
   // written at the same time (each writer owns its file, its buffer and its counters).
@@ -241,8 +235,6 @@ int Run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MaybeReexecWithHugePages(argv);  // large heaps: see truffld/hugepages.h
-  MapLargeBlocksApart();
   CLI::App app{kDescription, "truffld-merge"};
   app.footer(std::string("\n") + kExitStatusHelp);
   AddVersionFlag(app, "truffld-merge");

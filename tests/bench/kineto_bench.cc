@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "truffld/hugepages.h"
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -63,8 +62,6 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  truffld::MaybeReexecWithHugePages(argv);  // as the CLI
-  truffld::MapLargeBlocksApart();
   std::string file, python = "/usr/bin/python3";
   int repeat = 3;
   for (int i = 1; i < argc; ++i) {

@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "truffld/hugepages.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -215,8 +214,6 @@ int Touch(size_t mb) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  truffld::MaybeReexecWithHugePages(argv);  // as the CLI
-  truffld::MapLargeBlocksApart();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: merge_bench gen --events N --out FILE [--ranks R]\n"

@@ -30,7 +30,7 @@ void CheckFile(const TraceFile& tf) {
     if (IsDeviceKind(e.kind)) Check(tf.ThreadIdOf(e) == kNone);
     if (IsDeviceKind(e.kind) && tf.meta.process_id != kNone) Check(tf.ProcessOf(e) != kNone);
   }
-  Check(tf.stats.Get("kineto.trace_events") >= tf.events.size());
+  Check(tf.stats.Get(Problem::kKinetoTraceEvents) >= tf.events.size());
   Check(tf.threads.sorted());  // importers sort the thread table last
 }
 

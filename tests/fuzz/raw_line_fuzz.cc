@@ -13,7 +13,6 @@
 
 #include "../merge/unit/trace_file_text.h"
 
-#include "truffld/merge/host_ranges.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/raw_parser.h"
 #include "truffld/merge/writers.h"

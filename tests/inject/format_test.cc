@@ -23,8 +23,31 @@ json Line(const std::string& s) {
 TEST(Json, EscapesControlQuotesAndInvalidUtf8) {
   std::string out;
   AppendJsonString(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xC3\xA9\"");
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\\ufffd\xC3\xA9\"");
   EXPECT_NO_THROW(json::parse(out));
+}
+
+// Strict UTF-8 (truffld/json_escape.h): what a lenient decoder lets through is replaced, one
+// \ufffd per byte, so the merge never counts invalid_utf8 in the injector's own dumps.
+TEST(Json, RejectsSurrogatesOverlongFormsAndCodePointsAboveU10FFFF) {
+  struct Case { std::string in, out; };
+  const Case cases[] = {
+      {"\xED\xA0\x80", "\\ufffd\\ufffd\\ufffd"},          // U+D800, a lone surrogate
+      {"\xED\xBF\xBF", "\\ufffd\\ufffd\\ufffd"},          // U+DFFF
+      {"\xC0\xAF", "\\ufffd\\ufffd"},                      // overlong '/'
+      {"\xE0\x80\xAF", "\\ufffd\\ufffd\\ufffd"},          // overlong '/', three bytes
+      {"\xF0\x80\x80\xAF", "\\ufffd\\ufffd\\ufffd\\ufffd"},  // overlong, four bytes
+      {"\xF4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},  // U+110000
+      {"\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"},          // U+10FFFF: valid, kept
+      {"\xED\x9F\xBF", "\xED\x9F\xBF"},                   // U+D7FF: valid, kept
+      {"\x7F", "\x7F"},                                 // DEL is not a control JSON escapes
+  };
+  for (const Case& c : cases) {
+    std::string out;
+    AppendJsonString(out, c.in);
+    EXPECT_EQ(out, "\"" + c.out + "\"") << json(c.out).dump();
+    EXPECT_NO_THROW(json::parse(out));
+  }
 }
 
 TEST(Format, NvtxPushWithDomainCategoryColorAndScalarPayload) {

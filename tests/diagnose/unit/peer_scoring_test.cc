@@ -41,7 +41,7 @@ InstanceTable FourLayers(int ranks, int steps, double slow_rank1, int slow_step)
 }
 
 TEST(PeerExpectations, LayersTpPeersAndSimilarSteps) {
-  const InstanceTable t = FourLayers(2, 8, 3.0, 5);
+  const InstanceTable t = FourLayers(2, 16, 3.0, 5);
   const UnitGroups g = GroupUnits(t);
   const std::vector<CommTiming> comm = MatchCollectives(t, g);
   const std::vector<TestRow> rows = BuildTests(t, g, comm, PeerOptions{});

@@ -14,6 +14,8 @@
 //   sigkill N       N push/pop pairs, prints "ready", then sleeps until killed
 //   fsize BYTES N   sets RLIMIT_FSIZE to BYTES, then N push/pop pairs
 //   exec MS         a mark, sleeps MS ms (past a flush), then exec()s itself in noflush mode
+//   hostile         push/pop ranges named with bytes a lenient UTF-8 decoder lets through:
+//                   a lone surrogate, overlong forms, a code point above U+10FFFF, controls
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 #include <signal.h>
@@ -174,11 +176,25 @@ void OnTerm(int) {
 
 }  // namespace
 
+// Names no valid UTF-8 text holds, each inside a push/pop pair on the main thread.
+void Hostile() {
+  const char* names[] = {"lone \xED\xA0\x80 surrogate", "overlong \xC0\xAF slash", "overlong \xE0\x80\xAF three",
+                         "above \xF4\x90\x80\x80 U+10FFFF", "controls \x01\x1f\x7f end", "cut \xE2\x82"};
+  nvtxRangePushA("step_execute_model[request_ids:1]");
+  for (const char* n : names) {
+    nvtxRangePushA(n);
+    nvtxRangePop();
+  }
+  nvtxRangePop();
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "basic";
   auto arg = [&](int i, long dflt) { return argc > i ? std::atol(argv[i]) : dflt; };
   if (mode == "basic") {
     Basic();
+  } else if (mode == "hostile") {
+    Hostile();
   } else if (mode == "threads") {
     const int n = static_cast<int>(arg(2, 64)), m = static_cast<int>(arg(3, 1000));
     std::vector<std::thread> ts;

@@ -4,14 +4,19 @@
   check_merge_cli.py golden   MERGE SRC          committed dump -> committed expected outputs
   check_merge_cli.py realdata MERGE SRC DATA     every real trace: schema, nesting, accounting
   check_merge_cli.py badinput MERGE SRC          hostile inputs: counted, located, never a crash
+  check_merge_cli.py streams  MERGE SRC          stdin, a pipe and a FIFO: read once, nothing lost
+  check_merge_cli.py deep     MERGE SRC          a step 52,000 ranges deep: written whole
 
 Set TRUFFLD_UPDATE_GOLDEN=1 to rewrite the golden expectations after an intended change.
 """
+import gzip
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 
 try:
     import jsonschema
@@ -266,7 +271,126 @@ def badinput(merge, src):
         strict = run(merge, [os.path.join(ind, "malformed.jsonl"), "-o", os.path.join(tmp, "strict"), "--strict"], check=False)
         if strict.returncode == 0 or "malformed.jsonl:3" not in strict.stderr:
             sys.exit(f"--strict did not fail with a location ({strict.returncode}): {strict.stderr}")
+        bad_rules(merge, tmp, os.path.join(ind, "nometa.jsonl"))
         print(f"badinput: {len(cases) + 1} hostile inputs handled, {len(trees)} trees still written")
+
+
+# --rules files whose members have the wrong JSON type: each is a usage error (exit 2) naming the
+# file and the member, never an abort (nlohmann's value() threw on them: exit 134).
+def bad_rules(merge, tmp, dump):
+    cases = {
+        "icase.json": ({"rules": [{"layer": "comm", "name_regex": "^x", "ignore_case": 1}]}, "ignore_case"),
+        "replace.json": ({"replace_defaults": "yes", "rules": []}, "replace_defaults"),
+        "regex.json": ({"rules": [{"layer": "comm", "name_regex": 5}]}, "name_regex"),
+        "domain.json": ({"rules": [{"layer": "comm", "domain": ["NCCL"]}]}, "domain"),
+        "layer.json": ({"rules": [{"layer": 3}]}, "layer"),
+        "rules.json": ({"rules": {"layer": "comm"}}, "rules"),
+        "request.json": ({"request_regex": 7}, "request_regex"),
+        "notobject.json": ([1, 2], "not a JSON object"),
+    }
+    for name, (doc, member) in cases.items():
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        p = run(merge, [dump, "-o", os.path.join(tmp, "rules-out"), "--rules", path], check=False)
+        if p.returncode != 2 or name not in p.stderr or member not in p.stderr:
+            sys.exit(f"--rules {name}: expected exit 2 naming the file and '{member}', got {p.returncode}: {p.stderr}")
+
+
+def small_dump():
+    meta = ('{"type":"META","schema":"truffld.events/1","host":"h","process_id":1,"rank":0,'
+            '"clock":"realtime","clock_sync":{"realtime_ns":1,"monotonic_ns":1}}\n')
+    body = meta + '{"type":"NVTX_PUSH","name":"step_execute_model[request_ids:1]","timestamp":10,"process_id":1,"thread_id":1}\n'
+    for i in range(20):
+        body += ('{"type":"RUNTIME","name":"cudaLaunchKernel","start":%d,"end":%d,"correlation_id":%d,'
+                 '"process_id":1,"thread_id":1}\n' % (20 + 10 * i, 25 + 10 * i, i + 1))
+        body += '{"type":"KERNEL","name":"k","gpu_start":%d,"gpu_end":%d,"correlation_id":%d,"device":0,"stream":1}\n' % (
+            30 + 10 * i, 33 + 10 * i, i + 1)
+    return body + '{"type":"NVTX_POP","timestamp":1000,"process_id":1,"thread_id":1}\n'
+
+
+def events_read(out):
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+        return sum(json.load(f)["total"]["events_read"].values())
+
+
+# Inputs that can be read only once: standard input ("-"), a pipe (/dev/fd/N, what <(...) gives)
+# and a FIFO whose writer finishes. Format sniffing must not eat their first bytes (a small
+# dump then merged to 0 events) and a FIFO must not be opened twice (the second open waited
+# forever for a writer that had gone).
+def streams(merge, src):
+    body = small_dump().encode()
+    want = body.count(b"\n") - 1  # every record but META is an event
+    with tempfile.TemporaryDirectory() as tmp:
+        gz = gzip.compress(body)
+        for name, data in [("stdin", body), ("stdin.gz", gz)]:
+            out = os.path.join(tmp, name)
+            p = subprocess.run([merge, "-", "-o", out, "-q"], input=data, capture_output=True, timeout=60)
+            if p.returncode != 0 or events_read(out) != want:
+                sys.exit(f"{name}: exit {p.returncode}, events {events_read(out) if p.returncode == 0 else '?'} "
+                         f"of {want}: {p.stderr.decode()[-500:]}")
+        r, w = os.pipe()
+        writer = threading.Thread(target=lambda: (os.write(w, body), os.close(w)))
+        writer.start()
+        out = os.path.join(tmp, "pipe")
+        p = subprocess.run([merge, f"/dev/fd/{r}", "-o", out, "-q"], pass_fds=[r], capture_output=True, timeout=60)
+        os.close(r)
+        writer.join()
+        if p.returncode != 0 or events_read(out) != want:
+            sys.exit(f"pipe: exit {p.returncode}: {p.stderr.decode()[-500:]}")
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+
+        def feed():
+            with open(fifo, "wb") as f:  # blocks until the merge opens it; then writes and closes
+                f.write(body)
+        writer = threading.Thread(target=feed)
+        writer.start()
+        out = os.path.join(tmp, "fifo-out")
+        try:
+            p = subprocess.run([merge, fifo, "-o", out, "-q"], capture_output=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            sys.exit("FIFO: the merge hung after its writer finished")
+        writer.join()
+        if p.returncode != 0 or events_read(out) != want:
+            sys.exit(f"fifo: exit {p.returncode}: {p.stderr.decode()[-500:]}")
+    print(f"streams: stdin, gzip on stdin, a pipe and a FIFO each merged all {want} records")
+
+
+# A step 52,000 ranges deep (an application leaking one push per step, or a deep Kineto
+# trace): every pass and writer must be iterative; the recursive tree writer overflowed the
+# stack and left a truncated trees.jsonl without a summary.
+def deep(merge, src):
+    depth = 52000
+    lines = ['{"type":"NVTX_PUSH","name":"step_execute_model[request_ids:1]","timestamp":1,"process_id":1,"thread_id":1}']
+    for i in range(depth):
+        lines.append('{"type":"NVTX_PUSH","name":"r%d","timestamp":%d,"process_id":1,"thread_id":1}' % (i, 10 + i))
+    for i in range(depth + 1):
+        lines.append('{"type":"NVTX_POP","timestamp":%d,"process_id":1,"thread_id":1}' % (10 + depth + i))
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "deep.jsonl")
+        with open(dump, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        out = os.path.join(tmp, "out")
+        # With a 1 MiB stack (a quarter of the usual 8 MiB's headroom under ASan, where frames
+        # are larger): no code path may need stack in proportion to the depth.
+        p = subprocess.run([merge, dump, "-o", out, "-q"], capture_output=True, timeout=300,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, 1 << 20)))
+        if p.returncode != 0:
+            sys.exit(f"a {depth}-deep step: exit {p.returncode}: {p.stderr.decode(errors='replace')[-500:]}")
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+            s = json.load(f)
+        with open(os.path.join(out, "trees.jsonl"), "rb") as f:
+            text = f.read()
+        # (json.loads would need a recursion limit above 52,000: count the nodes instead.)
+        ranges = text.count(b'"name":"r')
+        if ranges != depth or not text.endswith(b"}\n") or s["total"]["trees"] != 2:
+            sys.exit(f"a {depth}-deep step: trees.jsonl holds {ranges} ranges, expected {depth}; "
+                     f"trees {s['total']['trees']}")
+        with open(os.path.join(out, "trace.json"), "rb") as f:
+            if f.read().count(b'"ph":"X"') != depth + 1:
+                sys.exit("trace.json lacks slices of the deep step")
+    print(f"deep: a step {depth} ranges deep written whole")
 
 
 def main():
@@ -277,6 +401,10 @@ def main():
         realdata(merge, src, sys.argv[4])
     elif mode == "badinput":
         badinput(merge, src)
+    elif mode == "streams":
+        streams(merge, src)
+    elif mode == "deep":
+        deep(merge, src)
     else:
         sys.exit(f"unknown mode {mode}")
 

@@ -53,7 +53,7 @@ TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
   EXPECT_EQ(tf.meta.format, "kineto");
   EXPECT_EQ(tf.meta.rank, x.rank);
   EXPECT_NE(tf.meta.process_id, kNone);
-  EXPECT_EQ(tf.stats.Get("kineto.trace_events"), x.trace_events);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoTraceEvents), x.trace_events);
   EXPECT_EQ(CountKind(tf, EventKind::kRange), x.host_ranges);
   EXPECT_EQ(CountKind(tf, EventKind::kRuntime), x.runtime);
   EXPECT_EQ(CountKind(tf, EventKind::kDriver), x.driver);
@@ -63,11 +63,11 @@ TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
   EXPECT_EQ(x.kernels + x.memcpys + x.memsets, x.device_ops);
   EXPECT_EQ(DeviceOpsWithLaunch(tf), x.linked);
   // No real file has a problem record: nothing counted as missing, malformed or mistyped.
-  for (const IngestIssue& i : tf.stats.issues) ADD_FAILURE() << i.where << ": " << i.kind << ": " << i.message;
+  for (const IngestIssue& i : tf.stats.issues) ADD_FAILURE() << i.where << ": " << ProblemKey(i.kind) << ": " << i.message;
   // Every trace event is accounted for: imported, or skipped under a named key.
   uint64_t accounted = 0;
-  for (const auto& [k, n] : tf.stats.counts)
-    if (k != "kineto.trace_events") accounted += n;
+  for (const auto& [k, n] : tf.stats.counts.items)
+    if (!(k == IngestStats::Of(Problem::kKinetoTraceEvents))) accounted += n;
   EXPECT_EQ(accounted, x.trace_events);
   // Times: baseTimeNanoseconds applied (all files are from 2022 or later, UTC ns).
   for (const Event& e : tf.events) {

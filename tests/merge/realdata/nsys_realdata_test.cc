@@ -85,14 +85,14 @@ TEST_P(NsysRealData, ImportsEveryRowAndMergesCleanly) {
       "CUPTI_ACTIVITY_KIND_RUNTIME o WHERE o.correlationId = i.correlationId AND o.globalTid = "
       "i.globalTid AND o.rowid != i.rowid AND o.start <= i.start AND i.end <= o.end AND "
       "(o.start < i.start OR o.end > i.end OR o.rowid < i.rowid))");
-  EXPECT_EQ(static_cast<int64_t>(tf.stats.Get("nsys.skipped.nested_api_alias")), aliases);
+  EXPECT_EQ(static_cast<int64_t>(tf.stats.Get(Problem::kNsysSkippedNestedApiAlias)), aliases);
   EXPECT_EQ(static_cast<int64_t>(CountKind(tf, EventKind::kRuntime)), runtime - aliases);
   EXPECT_EQ(static_cast<int64_t>(CountKind(tf, EventKind::kMemcpy)), memcpys);
   EXPECT_EQ(static_cast<int64_t>(CountKind(tf, EventKind::kMemset)), memsets);
   EXPECT_EQ(static_cast<int64_t>(CountKind(tf, EventKind::kRange)), nvtx_ranges);
   EXPECT_EQ(static_cast<int64_t>(CountKind(tf, EventKind::kNvtxMark)), nvtx_marks);
   EXPECT_EQ(static_cast<int64_t>(DeviceOpsWithLaunch(tf)), linked);
-  for (const IngestIssue& i : tf.stats.issues) ADD_FAILURE() << i.where << ": " << i.kind << ": " << i.message;
+  for (const IngestIssue& i : tf.stats.issues) ADD_FAILURE() << i.where << ": " << ProblemKey(i.kind) << ": " << i.message;
   // Session start applied: UTC ns of 2023.
   for (const Event& e : tf.events) ASSERT_GT(e.start, int64_t{1600000000} * 1000000000);
 

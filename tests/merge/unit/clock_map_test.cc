@@ -116,10 +116,10 @@ TEST(MergeCounters, ImporterProblemsReachTheTotals) {
   // Kineto and nsys importers report under prefixed keys; they must count like raw problems.
   TraceFile f = FileFromLines("{\"type\":\"NVTX_MARK\",\"name\":\"x\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}\n",
                               "k.json");
-  f.stats.Report("k.json:3", "kineto.bad_number", "ts is not a number");
-  f.stats.Report("k.json:4", "kineto.negative_duration", "dur -5 us < 0");
-  f.stats.Report("n.sqlite:CUPTI_ACTIVITY_KIND_KERNEL:9", "nsys.missing_field", "no start");
-  f.stats.Add("kineto.skipped.metadata", 40);  // skipped by design: not a problem
+  f.stats.Report("k.json:3", Problem::kKinetoBadNumber, "ts is not a number");
+  f.stats.Report("k.json:4", Problem::kKinetoNegativeDuration, "dur -5 us < 0");
+  f.stats.Report("n.sqlite:CUPTI_ACTIVITY_KIND_KERNEL:9", Problem::kNsysMissingField, "no start");
+  f.stats.Add(Problem::kKinetoSkippedMetadata, 40);  // skipped by design: not a problem
   std::vector<TraceFile> files;
   files.push_back(std::move(f));
   auto r = Merge(std::move(files), {});

@@ -1,7 +1,7 @@
 // EventRank must give, for every event, whether it is a member and how many members precede it,
 // exactly as counting one by one does: at word edges (63, 64, 65 events), with members at bit 0
 // and bit 63 of a word, all members, none, and no events at all.
-#include "event_rank.h"
+#include "core/event_rank.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 
 #include "../../common/test_files.h"
 #include "merge_test_util.h"
-#include "truffld/merge/host_ranges.h"
+#include "core/host_ranges.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
@@ -89,7 +89,7 @@ TEST(FoldPushPop, PayloadPopsUnmatchedPopsAndOpenPushesAreStored) {
   EXPECT_EQ(closes[0].range, 1u);
   EXPECT_EQ(closes[0].close_event, 3u);
   EXPECT_EQ(r[2].end, 16);
-  EXPECT_EQ(JoinClosingPayloads(closes, &f), 1u);
+  EXPECT_EQ(JoinClosingPayloads(closes, f, &f.strings).size(), 1u);
 }
 
 TEST(FoldPushPop, AThreadSteppingBackStopsFoldingOrConflicts) {
@@ -180,7 +180,7 @@ class FoldMergeTest : public truffld::testing::TempDirTest {
     EXPECT_TRUE(tf.ok());
     if (!tf.ok()) return "";
     *folded = tf->folded_pops;
-    *retried = tf->stats.Get("fold_retried");
+    *retried = tf->stats.Get(Problem::kFoldRetried);
     std::vector<TraceFile> files;
     files.push_back(std::move(*tf));
     auto r = Merge(std::move(files), {});
@@ -264,7 +264,7 @@ TEST_F(FoldMergeTest, ACompressedOrStrictReadIsReadAgainWhenAThreadStepsBack) {
     strict.strict = true;
     auto s = ImportFile(path, strict);
     ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();  // a second read is no problem in the data
-    EXPECT_EQ(s->stats.Get("fold_retried"), 1u);
+    EXPECT_EQ(s->stats.Get(Problem::kFoldRetried), 1u);
     EXPECT_EQ(s->events.size(), 6u);  // every push and pop stored
   }
 }

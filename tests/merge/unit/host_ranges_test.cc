@@ -1,5 +1,5 @@
 // Range reconstruction: push/pop stacks, start/end ids across threads, and the counted cases.
-#include "truffld/merge/host_ranges.h"
+#include "core/host_ranges.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ TEST(HostRanges, UnmatchedPopAndUnclosedPushAreCounted) {
   EXPECT_EQ(f.strings.Get(f.events[r[0].event].name), "never closed");
   EXPECT_EQ(r[0].end, 99);  // closed at the file's last timestamp
   EXPECT_EQ(r[1].end, 14);
-  EXPECT_EQ(f.stats.Get("unmatched_pop"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kUnmatchedPop), 1u);
   EXPECT_EQ(f.stats.issues[0].where, "mem.jsonl:1");
 }
 
@@ -168,10 +168,12 @@ TEST(HostRanges, ClosingPayloadsJoinTheRange) {
   auto r = Sorted(BuildHostRanges(f, &c, &f.stats, &closes));
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(closes.size(), 3u);  // the plain pop carries nothing
-  EXPECT_EQ(JoinClosingPayloads(closes, &f), 3u);
-  auto payload = [&](size_t i) {
-    const StrId p = f.Extra(f.events[r[i].event]).payload;
-    return p == kNoStr ? std::string() : std::string(f.strings.Get(p));
+  const std::vector<JoinedPayload> joined = JoinClosingPayloads(closes, f, &f.strings);
+  EXPECT_EQ(joined.size(), 3u);
+  auto payload = [&](size_t i) {  // the joined payload of range i (none: "")
+    for (const JoinedPayload& j : joined)
+      if (j.event == r[i].event) return std::string(f.strings.Get(j.payload));
+    return std::string();
   };
   EXPECT_EQ(nlohmann::json::parse(payload(0)), nlohmann::json::parse(R"({"comm":77,"nranks":8})"));
   EXPECT_EQ(nlohmann::json::parse(payload(1)), nlohmann::json::parse(R"({"comm":77,"rank":5})"));
@@ -181,7 +183,7 @@ TEST(HostRanges, ClosingPayloadsJoinTheRange) {
 }
 
 // Two pushes carry the same payload, so the importer shares one extras record between them;
-// only the first is closed with a payload. Joining it must not change the other push's payload.
+// only the first is closed with a payload. The join is the pass's output: no event changes.
 TEST(HostRanges, JoiningAPayloadLeavesEventsSharingItAlone) {
   TraceFile f = FileFromLines(
       "{\"type\":\"NVTX_PUSH\",\"name\":\"a\",\"timestamp\":10,\"payload\":{\"comm\":7},\"process_id\":1,\"thread_id\":1}\n"
@@ -195,9 +197,13 @@ TEST(HostRanges, JoiningAPayloadLeavesEventsSharingItAlone) {
   std::vector<RangeClose> closes;
   auto r = Sorted(BuildHostRanges(f, &c, &f.stats, &closes));
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(JoinClosingPayloads(closes, &f), 1u);
+  const std::vector<JoinedPayload> joined = JoinClosingPayloads(closes, f, &f.strings);
+  ASSERT_EQ(joined.size(), 1u);
+  EXPECT_EQ(joined[0].event, 0u);
+  EXPECT_EQ(nlohmann::json::parse(f.strings.Get(joined[0].payload)), nlohmann::json::parse(R"({"comm":7,"rank":5})"));
+  // The events, and the extras record both pushes share, are not changed.
   auto payload = [&](size_t ev) { return nlohmann::json::parse(f.strings.Get(f.Extra(f.events[ev]).payload)); };
-  EXPECT_EQ(payload(0), nlohmann::json::parse(R"({"comm":7,"rank":5})"));
+  EXPECT_EQ(payload(0), nlohmann::json::parse(R"({"comm":7})"));
   EXPECT_EQ(payload(2), nlohmann::json::parse(R"({"comm":7})"));
 }
 

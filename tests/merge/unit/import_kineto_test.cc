@@ -110,14 +110,14 @@ TEST(ImportKineto, MapsEveryCategoryToTheEventModel) {
   EXPECT_EQ(ms->kind, EventKind::kMemset);
   EXPECT_EQ(tf.ProcessOf(*ms), 100);  // no matching launch: the trace's main host process
 
-  EXPECT_EQ(tf.stats.Get("RANGE"), 4u);  // incl. gpu_user_annotation
-  EXPECT_EQ(tf.stats.Get("RUNTIME"), 1u);
-  EXPECT_EQ(tf.stats.Get("KERNEL"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.skipped.flow.ac2g"), 2u);
-  EXPECT_EQ(tf.stats.Get("kineto.skipped.metadata"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.skipped.instant.cpu_instant_event"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.skipped.complete.Trace"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.trace_events"), 14u);
+  EXPECT_EQ(tf.stats.Kept(EventKind::kRange), 4u);  // incl. gpu_user_annotation
+  EXPECT_EQ(tf.stats.Kept(EventKind::kRuntime), 1u);
+  EXPECT_EQ(tf.stats.Kept(EventKind::kKernel), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoSkippedFlowAc2g), 2u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoSkippedMetadata), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoSkippedInstantCpu), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoSkippedTrace), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoTraceEvents), 14u);
   EXPECT_TRUE(tf.stats.issues.empty());
 }
 
@@ -171,12 +171,12 @@ TEST(ImportKineto, BadRecordsAreCountedWithLocationAndTheRestKept) {
   const Event* hip = Find(tf, "hipMemcpyAsync");
   ASSERT_NE(hip, nullptr);
   EXPECT_EQ(tf.Extra(*hip).bytes, 128);  // HIP writes some integers as strings
-  EXPECT_EQ(tf.stats.Get("kineto.ignored_field"), 1u);  // grid: kept without it
-  EXPECT_EQ(tf.stats.Get("kineto.missing_field"), 2u);
-  EXPECT_EQ(tf.stats.Get("kineto.negative_duration"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.bad_field"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.missing_correlation"), 1u);
-  EXPECT_EQ(tf.stats.Get("kineto.not_an_object"), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoIgnoredField), 1u);  // grid: kept without it
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoMissingField), 2u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoNegativeDuration), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoBadField), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoMissingCorrelation), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kKinetoNotAnObject), 1u);
   ASSERT_FALSE(tf.stats.issues.empty());
   EXPECT_EQ(tf.stats.issues[0].where.rfind("t.json:2 (byte", 0), 0u) << tf.stats.issues[0].where;
   EXPECT_NE(tf.stats.issues[0].message.find("'ts'"), std::string::npos);
@@ -195,7 +195,7 @@ TEST(ImportKineto, TruncatedDocumentKeepsEarlierEventsAndSaysWhere) {
   auto r = Import(doc);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->events.size(), 2u);
-  EXPECT_EQ(r->stats.Get("kineto.truncated"), 1u);
+  EXPECT_EQ(r->stats.Get(Problem::kKinetoTruncated), 1u);
   ASSERT_EQ(r->stats.issues.size(), 1u);
   EXPECT_NE(r->stats.issues[0].where.find("t.json:3 (byte"), std::string::npos)
       << r->stats.issues[0].where;
@@ -212,11 +212,26 @@ TEST(ImportKineto, MalformedEventStopsTheWalkButKeepsEarlierEvents) {
   auto r = Import(doc);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->events.size(), 2u);
-  EXPECT_EQ(r->stats.Get("kineto.malformed_json"), 1u);
+  EXPECT_EQ(r->stats.Get(Problem::kKinetoMalformedJson), 1u);
   ASSERT_EQ(r->stats.issues.size(), 1u);
   EXPECT_NE(r->stats.issues[0].message.find("t.json:4 (byte"), std::string::npos)
       << r->stats.issues[0].message;
   EXPECT_FALSE(Import(doc, /*strict=*/true).ok());
+}
+
+// --strict reads only valid JSON: the on-demand walk skips the values it does not use, so an
+// invalid token there ("x":tru, "name":broken in a record the importer skips) went unseen.
+TEST(ImportKineto, StrictRejectsInvalidJsonInValuesTheImporterSkips) {
+  const std::string good = R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2)";
+  for (const std::string& bad : {good + R"(,"x":tru}]})", good + R"(}, {"ph":"i","name":broken}]})",
+                                 good + R"(,"args":{"n":[1,2,}}]})"}) {
+    auto strict = Import(bad, true);
+    ASSERT_FALSE(strict.ok()) << bad;
+    EXPECT_NE(strict.status().message().find("t.json"), std::string::npos) << strict.status().ToString();
+  }
+  auto valid = Import(good + "}]}", true);
+  ASSERT_TRUE(valid.ok()) << valid.status().ToString();
+  EXPECT_EQ(valid->events.size(), 1u);
 }
 
 TEST(ImportKineto, DocumentsThatAreNotTracesAreErrors) {

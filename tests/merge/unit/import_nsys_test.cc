@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "../../../merge/src/import_nsys_map.h"
+#include "importers/nsys/nsys_map.h"
 
 namespace truffld::merge {
 namespace {
@@ -166,16 +166,16 @@ TEST(ImportNsys, ReadsEveryTableIntoTheEventModel) {
   ASSERT_NE(ne, nullptr);
   EXPECT_EQ(tf.Extra(*ne).range_id, 78);
 
-  EXPECT_EQ(tf.stats.Get("RUNTIME"), 4u);
-  EXPECT_EQ(tf.stats.Get("nsys.skipped.nested_api_alias"), 1u);  // cudaMemcpyAsync_v3020
+  EXPECT_EQ(tf.stats.Kept(EventKind::kRuntime), 4u);
+  EXPECT_EQ(tf.stats.Get(Problem::kNsysSkippedNestedApiAlias), 1u);  // cudaMemcpyAsync_v3020
   EXPECT_EQ(Find(tf, "cudaMemcpyAsync_v3020", EventKind::kRuntime), nullptr);
   EXPECT_NE(Find(tf, "cudaMemcpyAsync", EventKind::kRuntime), nullptr);
-  EXPECT_EQ(tf.stats.Get("KERNEL"), 2u);
-  EXPECT_EQ(tf.stats.Get("MEMCPY"), 1u);
-  EXPECT_EQ(tf.stats.Get("RANGE"), 3u);
-  EXPECT_EQ(tf.stats.Get("nsys.missing_field"), 1u);
-  EXPECT_EQ(tf.stats.Get("nsys.negative_duration"), 1u);
-  EXPECT_EQ(tf.stats.Get("nsys.skipped.nvtx.thread_name"), 1u);
+  EXPECT_EQ(tf.stats.Kept(EventKind::kKernel), 2u);
+  EXPECT_EQ(tf.stats.Kept(EventKind::kMemcpy), 1u);
+  EXPECT_EQ(tf.stats.Kept(EventKind::kRange), 3u);
+  EXPECT_EQ(tf.stats.Get(Problem::kNsysMissingField), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kNsysNegativeDuration), 1u);
+  EXPECT_EQ(tf.stats.Get(Problem::kNsysSkippedNvtxThreadName), 1u);
   ASSERT_FALSE(tf.stats.issues.empty());
   EXPECT_NE(tf.stats.issues[0].where.find("nsys_sample.sqlite:CUPTI_ACTIVITY_KIND_RUNTIME row 5"),
             std::string::npos)
@@ -204,7 +204,7 @@ TEST(ImportNsys, MissingTablesAreFineButNoTablesIsAnError) {
     ASSERT_EQ(r->events.size(), 1u);
     EXPECT_EQ(r->ProcessOf(r->events[0]), 5);
     EXPECT_EQ(r->events[0].start, 1);  // no session start: session-relative, counted
-    EXPECT_EQ(r->stats.Get("nsys.relative_times"), 1u);
+    EXPECT_EQ(r->stats.Get(Problem::kNsysRelativeTimes), 1u);
   }
   {
     NsysDb db("nsys_empty.sqlite");

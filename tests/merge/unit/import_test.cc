@@ -1,5 +1,6 @@
 // Format sniffing and the raw JSONL file importer on real files (temporary directory).
 #include "truffld/merge/import.h"
+#include "truffld/merge/pipeline.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -32,9 +33,21 @@ TEST_F(ImportTest, TruncatedLastLineMissingMetaAndEmpty) {
   auto f = ImportFile(p, {});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->events.size(), 1u);
-  EXPECT_EQ(f->stats.Get("truncated_last_line"), 1u);
-  EXPECT_EQ(f->stats.Get("malformed_json"), 1u);
-  EXPECT_EQ(f->stats.Get("missing_meta"), 1u);
+  // The cut line is one problem: counted once (not also as malformed JSON or a read warning),
+  // its file:line given once (in `where`, not again in the message).
+  EXPECT_EQ(f->stats.Get(Problem::kTruncatedLastLine), 1u);
+  EXPECT_EQ(f->stats.Get(Problem::kMalformedJson), 0u);
+  EXPECT_EQ(f->stats.Get(Problem::kReadWarning), 0u);
+  EXPECT_EQ(MalformedLines(f->stats), 1u);
+  int cut = 0;
+  for (const IngestIssue& i : f->stats.issues) {
+    if (i.kind != Problem::kTruncatedLastLine) continue;
+    ++cut;
+    EXPECT_EQ(i.where, p + ":2");
+    EXPECT_EQ(i.message.find("t.jsonl"), std::string::npos) << i.message;
+  }
+  EXPECT_EQ(cut, 1);
+  EXPECT_EQ(f->stats.Get(Problem::kMissingMeta), 1u);
   EXPECT_EQ(f->meta.process_id, 4);
   ImportOptions strict;
   strict.strict = true;
@@ -44,7 +57,7 @@ TEST_F(ImportTest, TruncatedLastLineMissingMetaAndEmpty) {
 
   auto e = ImportFile(Write("empty.jsonl", ""), {});
   ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->stats.Get("empty_file"), 1u);
+  EXPECT_EQ(e->stats.Get(Problem::kEmptyFile), 1u);
   EXPECT_TRUE(e->events.empty());
 }
 

@@ -108,13 +108,8 @@ TEST(Merge, AppendixExampleCountersAndRequests) {
   EXPECT_EQ(c.device_ops_linked_unique, 4u);
   EXPECT_EQ(c.device_ops_unattributed, 2u);
   EXPECT_EQ(c.kernels_linked_unique + c.kernels_unattributed, c.kernels_read);
-  uint64_t no_launch = 0, outside = 0;
-  for (auto& [k, n] : c.unattributed_reasons) {
-    if (k == "no_launch_api") no_launch = n;
-    if (k == "launch_outside_step") outside = n;
-  }
-  EXPECT_EQ(no_launch, 1u);
-  EXPECT_EQ(outside, 1u);
+  EXPECT_EQ(c.unattributed_reasons.Get(Unattributed::kNoLaunchApi), 1u);
+  EXPECT_EQ(c.unattributed_reasons.Get(Unattributed::kLaunchOutsideStep), 1u);
   EXPECT_EQ(c.api_calls_outside_step, 1u);
   EXPECT_EQ(c.injector_dropped, 3u);
   EXPECT_EQ(c.steps, 1u);
@@ -319,7 +314,7 @@ TEST(Merge, DuplicateCorrelationAndDeviceBeforeLaunch) {
   ASSERT_NE(b->first_child, kNoNode);  // latest call starting before the kernel
   EXPECT_EQ(r.Name(r.node(b->first_child)), "k");
   EXPECT_EQ(r.summary.total.device_ops_unattributed, 1u);
-  EXPECT_EQ(r.summary.total.unattributed_reasons.at(0).first, "starts_before_launch");
+  EXPECT_EQ(r.summary.total.unattributed_reasons.items.at(0).first, Unattributed::kStartsBeforeLaunch);
   MergeOptions strict;
   strict.strict = true;
   std::vector<TraceFile> files;
@@ -405,11 +400,11 @@ TEST(Merge, RangesPastTheClassCacheKeepLayerFamilyAndRequests) {
   EXPECT_GT(late, 3000u);
 }
 
-// Nodes read their times and names from their events (Merge maps every event onto the merged
-// axis and gives a range's opening event the range's end); implicit steps have no event and
-// read theirs from implicit_spans, whose node indices must follow each file's nodes when the
-// files are concatenated.
-TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
+// Nodes carry their own times on the merged axis (a range's end is its closing event's time);
+// implicit steps have no event and are named by MergeResult::implicit_step_names, per file, so
+// the second file's implicit steps find their name after the files are concatenated. The
+// events themselves keep their file times.
+TEST(Merge, NodeTimesAreMappedAndImplicitStepsNamedPerFile) {
   auto file = [](int rank, long long offset, long long base) {
     std::string d = Meta(rank, "monotonic_raw", 1000 + offset, 1000, 5);
     auto t = [&](long long v) { return std::to_string(base + v); };
@@ -427,38 +422,39 @@ TEST(Merge, NodeTimesAndNamesComeFromEventsOrImplicitSpans) {
   auto merged = Merge(std::move(files), MergeOptions{});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   const MergeResult& r = *merged;
-  ASSERT_EQ(r.implicit_spans.size(), 4u);  // two implicit steps, a vertical and a horizontal root each
+  ASSERT_EQ(r.implicit_step_names.size(), 2u);
   int seen = 0;
   for (const Tree& t : r.trees) {
     if (t.view != View::kVertical) continue;
     const long long shift = t.rank == 1 ? 7000 + 100 : 0;  // rank 1: clock offset 7000, times +100
     const Node& root = r.node(t.root);
     EXPECT_EQ(root.event, kNoEvent);
+    EXPECT_EQ(root.file, t.rank == 1 ? 1u : 0u);
     EXPECT_EQ(r.Name(root), "<implicit step>");
-    const Node copy = root;  // not an element of r.nodes: no span to find, defaults rather than a wild read
-    EXPECT_EQ(r.Name(copy), "");
-    EXPECT_EQ(r.Start(copy), 0);
     EXPECT_EQ(r.Start(root), shift + 10);
     EXPECT_EQ(r.End(root), shift + 50);
     const Node* mm = FindNode(r, t.root, "aten::mm");
     ASSERT_NE(mm, nullptr);
     EXPECT_EQ(r.Start(*mm), shift + 10);
-    EXPECT_EQ(r.End(*mm), shift + 50);  // the pop's time, kept in the push event
+    EXPECT_EQ(r.End(*mm), shift + 50);  // the pop's time
     const Node* k = FindNode(r, t.root, "k");
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(r.Start(*k), shift + 40);
     EXPECT_EQ(r.End(*k), shift + 40);  // clamped to zero length
+    // The input events are not rewritten: the push keeps its own instant, on the file's clock.
+    const Event* push = r.EventOf(*mm);
+    ASSERT_NE(push, nullptr);
+    EXPECT_EQ(push->start, (t.rank == 1 ? 100 : 0) + 10);
     ++seen;
   }
   EXPECT_EQ(seen, 2);
 }
 
-// Once ranges are built, closing events (pops, ends) are dropped from the file's events in
-// place; the rest keep their order, ranges are renumbered onto them, and the summary still
-// counts what was read.
-TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
+// Closing events (pops, ends) stay among the file's events; ranges span from their opening to
+// their closing event, and the summary counts what was read.
+TEST(Merge, RangesSpanTheirClosingEventsWhichStayInTheFile) {
   std::string d = Meta(0, "realtime", 0, 0, 1) + Step("run_batch", 0, 1000, 1);
-  for (int i = 0; i < 100; ++i) {  // more than 64 events: the renumbering spans bitmap words
+  for (int i = 0; i < 100; ++i) {
     const std::string t = std::to_string(10 + i * 9);
     d += "{\"type\":\"NVTX_PUSH\",\"name\":\"op" + std::to_string(i) + "\",\"timestamp\":" + t + ",\"process_id\":1,\"thread_id\":1}\n";
     d += "{\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(10 + i * 9 + 5) + ",\"process_id\":1,\"thread_id\":1}\n";
@@ -466,11 +462,9 @@ TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
   d += "{\"type\":\"NVTX_START\",\"name\":\"crossing\",\"id\":7,\"timestamp\":20,\"process_id\":1,\"thread_id\":1}\n"
        "{\"type\":\"NVTX_END\",\"id\":7,\"timestamp\":30,\"process_id\":1,\"thread_id\":2}\n";
   MergeResult r = MergeOne(d);
-  for (const Event& e : r.files[0].events) {
-    EXPECT_NE(e.kind, EventKind::kNvtxPop);
-    EXPECT_NE(e.kind, EventKind::kNvtxEnd);
-  }
-  EXPECT_EQ(r.files[0].events.size(), 102u);  // the step, 100 ops, the start/end range
+  size_t closing = 0;
+  for (const Event& e : r.files[0].events) closing += e.kind == EventKind::kNvtxPop || e.kind == EventKind::kNvtxEnd;
+  EXPECT_EQ(closing, 102u);  // the step's pop, 100 ops' pops, the end (FileFromLines does not fold)
   for (int i = 0; i < 100; ++i) {
     const Node* op = FindNode(r, r.trees[0].root, "op" + std::to_string(i));
     ASSERT_NE(op, nullptr) << i;
@@ -480,10 +474,7 @@ TEST(Merge, ClosingEventsAreDroppedAndRangesRenumbered) {
   const Node* crossing = FindNode(r, r.trees[0].root, "crossing");
   ASSERT_NE(crossing, nullptr);
   EXPECT_EQ(r.End(*crossing), 30);
-  uint64_t pops = 0;
-  for (const auto& [kind, n] : r.summary.total.events_read)
-    if (kind == "NVTX_POP") pops = n;
-  EXPECT_EQ(pops, 101u);
+  EXPECT_EQ(r.summary.total.events_read.Get(EventKind::kNvtxPop), 101u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // RangeClasses (the tree builder's class caches) against the rules themselves, and the
 // number-blindness test that decides whether numbered names may share one answer.
-#include "range_classes.h"
+#include "core/range_classes.h"
 
 #include <gtest/gtest.h>
 

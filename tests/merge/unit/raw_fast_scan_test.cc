@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "merge_test_util.h"
-#include "raw_fields.h"
+#include "importers/raw/raw_fields.h"
 #include "trace_file_text.h"
 
 namespace truffld::merge {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "merge_test_util.h"
+#include "truffld/merge/pipeline.h"
 
 namespace truffld::merge {
 namespace {
@@ -26,7 +27,7 @@ TEST(RawParser, MetaClockAndStats) {
   EXPECT_EQ(f.meta.clock, ClockId::kMonotonicRaw);
   ASSERT_EQ(f.meta.clock_sync.size(), 2u);
   EXPECT_EQ(f.meta.clock_sync[1].first, 2000);
-  EXPECT_EQ(f.stats.Get("injector_dropped"), 7u);
+  EXPECT_EQ(f.stats.Get(Problem::kInjectorDropped), 7u);
   EXPECT_NE(f.meta.stats_json.find("records_dropped"), std::string::npos);
   EXPECT_TRUE(f.stats.issues.empty());
 }
@@ -96,11 +97,11 @@ TEST(RawParser, BadLinesAreCountedWithLocationAndSkipped) {
       "\n"
       "{\"type\":\"NVTX_POP\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1} trailing\n",  // 9
       "bad.jsonl");
-  EXPECT_EQ(f.stats.Get("malformed_json"), 3u);
-  EXPECT_EQ(f.stats.Get("unknown_type"), 1u);
-  EXPECT_EQ(f.stats.Get("missing_field"), 2u);
-  EXPECT_EQ(f.stats.Get("negative_duration"), 1u);
-  EXPECT_EQ(f.stats.Get("bad_field"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kMalformedJson), 3u);
+  EXPECT_EQ(f.stats.Get(Problem::kUnknownType), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kMissingField), 2u);
+  EXPECT_EQ(f.stats.Get(Problem::kNegativeDuration), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kBadField), 1u);
   ASSERT_EQ(f.events.size(), 1u);  // the clamped RUNTIME survives
   EXPECT_EQ(f.events[0].start, 9);
   EXPECT_EQ(f.events[0].end, 9);
@@ -108,7 +109,7 @@ TEST(RawParser, BadLinesAreCountedWithLocationAndSkipped) {
   EXPECT_EQ(f.stats.issues[0].where, "bad.jsonl:1");
   bool saw_unknown = false;
   for (const auto& i : f.stats.issues)
-    if (i.kind == "unknown_type") { saw_unknown = true; EXPECT_EQ(i.where, "bad.jsonl:3"); }
+    if (i.kind == Problem::kUnknownType) { saw_unknown = true; EXPECT_EQ(i.where, "bad.jsonl:3"); }
   EXPECT_TRUE(saw_unknown);
 }
 
@@ -116,8 +117,36 @@ TEST(RawParser, InvalidUtf8IsRepairedAndKept) {
   std::string line = "{\"type\":\"NVTX_PUSH\",\"name\":\"bad\xff\xfe name\",\"timestamp\":1,\"process_id\":1,\"thread_id\":1}";
   TraceFile f = FileFromLines(line);
   ASSERT_EQ(f.events.size(), 1u);
-  EXPECT_EQ(f.stats.Get("invalid_utf8"), 1u);
+  EXPECT_EQ(f.stats.Get(Problem::kInvalidUtf8), 1u);
   EXPECT_EQ(f.strings.Get(f.events[0].name), "bad\xEF\xBF\xBD\xEF\xBF\xBD name");
+}
+
+// Python's json writes an undecodable byte as a lone surrogate escape ("\udcff"): the record is
+// kept with U+FFFD there (and counted as invalid UTF-8). Dropping it, as a string error did,
+// lost a push, so its pop then closed the enclosing step early.
+TEST(RawParser, LoneSurrogateEscapesReadAsReplacementAndTheRecordIsKept) {
+  const std::string text =
+      R"({"type":"NVTX_PUSH","name":"step_execute_model[request_ids:1]","timestamp":1,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_PUSH","name":"op\udcff\udcfe","timestamp":2,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_PUSH","name":"pair \ud83d\ude00 and \\udcff","timestamp":3,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":4,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":5,"process_id":1,"thread_id":1})" "\n"
+      R"({"type":"NVTX_POP","timestamp":9,"process_id":1,"thread_id":1})" "\n";
+  for (bool fast : {true, false}) {
+    TraceFile f = FileFromLines(text, "s.jsonl", fast);
+    ASSERT_EQ(f.events.size(), 6u) << "fast path " << fast;
+    EXPECT_EQ(f.strings.Get(f.events[1].name), "op\xEF\xBF\xBD\xEF\xBF\xBD");
+    // A valid pair is one character; an escaped backslash before "udcff" is no escape.
+    EXPECT_EQ(f.strings.Get(f.events[2].name), "pair \xF0\x9F\x98\x80 and \\udcff");
+    EXPECT_EQ(f.stats.Get(Problem::kInvalidUtf8), 1u);
+    EXPECT_EQ(f.stats.Get(Problem::kMalformedJson), 0u);
+  }
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(text, "s.jsonl"));
+  auto r = Merge(std::move(files), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->End(r->node(r->trees[0].root)), 9);  // the step ends at its own pop
+  EXPECT_EQ(r->summary.total.unmatched_pops, 0u);
 }
 
 TEST(RawParser, OneMegabyteName) {

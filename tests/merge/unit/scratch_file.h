@@ -1,4 +1,4 @@
-// A scratch output file for the merge unit tests that write real files (write-behind, direct
+// A scratch output file for the merge unit tests that write real files (direct
 // I/O): the fixture, reading it back, and how much of it the page cache holds.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SortRuns must give std::sort's result for any input: already sorted, a few appended sorted
 // blocks (merged), many blocks (the std::sort fallback), duplicates under a tie-broken order.
-#include "sorted_runs.h"
+#include "core/sorted_runs.h"
 
 #include <gtest/gtest.h>
 

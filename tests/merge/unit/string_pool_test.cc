@@ -73,11 +73,17 @@ TEST(StringPool, HashDependsOnEveryByteLengthAndSeed) {
 
 TEST(IngestStats, CountsEveryIssueButKeepsFewMessages) {
   IngestStats s;
-  for (int i = 0; i < 100; ++i) s.Report("f:" + std::to_string(i), "malformed_json", "bad");
-  s.Add("KERNEL", 3);
-  EXPECT_EQ(s.Get("malformed_json"), 100u);
-  EXPECT_EQ(s.Get("KERNEL"), 3u);
+  for (int i = 0; i < 100; ++i) s.Report("f:" + std::to_string(i), Problem::kMalformedJson, "bad");
+  s.AddKept(EventKind::kKernel, 3);
+  s.Add(Problem::kMissingMeta);
+  EXPECT_EQ(s.Get(Problem::kMalformedJson), 100u);
+  EXPECT_EQ(s.Kept(EventKind::kKernel), 3u);
   EXPECT_EQ(s.issues.size(), IngestStats::kMaxIssuesKept);
+  // summary.json lists the keys in the order first met, by their stats-table names.
+  ASSERT_EQ(s.counts.items.size(), 3u);
+  EXPECT_STREQ(IngestStats::Name(s.counts.items[0].first), "malformed_json");
+  EXPECT_STREQ(IngestStats::Name(s.counts.items[1].first), "KERNEL");
+  EXPECT_STREQ(IngestStats::Name(s.counts.items[2].first), "missing_meta");
 }
 
 }  // namespace

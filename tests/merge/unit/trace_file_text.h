@@ -31,8 +31,8 @@ inline std::string TraceFileText(const TraceFile& f) {
       << " " << x.grid[0] << "," << x.grid[1] << "," << x.grid[2] << " " << x.block[0] << "," << x.block[1]
       << "," << x.block[2] << "]\n";
   }
-  for (const auto& [k, n] : f.stats.counts) o << "count " << k << "=" << n << "\n";
-  for (const IngestIssue& i : f.stats.issues) o << "issue " << i.where << " " << i.kind << " " << i.message << "\n";
+  for (const auto& [k, n] : f.stats.counts.items) o << "count " << IngestStats::Name(k) << "=" << n << "\n";
+  for (const IngestIssue& i : f.stats.issues) o << "issue " << i.where << " " << ProblemKey(i.kind) << " " << i.message << "\n";
   return o.str();
 }
 

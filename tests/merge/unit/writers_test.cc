@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "appendix_example.h"
-#include "json_bytes.h"
+#include "truffld/json_escape.h"
 #include "merge_test_util.h"
 
 namespace truffld::merge {

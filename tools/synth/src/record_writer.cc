@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "truffld/json_escape.h"
+
 namespace truffld::synth {
 namespace {
 
@@ -12,9 +14,11 @@ constexpr size_t kMainFlushBytes = 96 * 1024;
 constexpr size_t kAuxFlushBytes = 8 * 1024;
 constexpr uint32_t kActivityFlushRecords = 700;
 
-constexpr const char* kTypeNames[] = {"META",   "NVTX_PUSH", "NVTX_POP", "RUNTIME",    "DRIVER",
-                                      "KERNEL", "MEMCPY",    "MEMSET",   "SYNC",       "GRAPH_NODE",
-                                      "CLOCK",  "STATS"};
+// The types counted in the STATS record's records_written, in the order it lists them.
+constexpr RecordType kCountedTypes[] = {RecordType::kMeta,   RecordType::kNvtxPush, RecordType::kNvtxPop,
+                                        RecordType::kRuntime, RecordType::kDriver,  RecordType::kKernel,
+                                        RecordType::kMemcpy, RecordType::kMemset,  RecordType::kSync,
+                                        RecordType::kGraphNode, RecordType::kClock};
 
 inline void Int(std::string& b, int64_t v) {
   char tmp[24];
@@ -50,31 +54,8 @@ inline void KTriple(std::string& b, std::string_view k, const std::array<int, 3>
 
 }  // namespace
 
-const char* RecordTypeName(RecordType t) noexcept { return kTypeNames[static_cast<int>(t)]; }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static const char* kHex = "0123456789abcdef";
-          out += "\\u00";
-          out.push_back(kHex[(c >> 4) & 0xf]);
-          out.push_back(kHex[c & 0xf]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out;
-}
+std::string JsonEscape(std::string_view s) { return JsonEscaped(s); }  // truffld/json_escape.h
 
 RankWriter::RankWriter(ByteSink* sink, int64_t pid, int64_t main_tid, int64_t aux_tid)
     : sink_(sink), pid_(pid), tids_{main_tid, aux_tid} {
@@ -84,7 +65,7 @@ RankWriter::RankWriter(ByteSink* sink, int64_t pid, int64_t main_tid, int64_t au
 std::string& RankWriter::Begin(Channel ch, RecordType t) {
   std::string& b = bufs_[static_cast<int>(ch)];
   b.append("{\"type\":\"");
-  b.append(kTypeNames[static_cast<int>(t)]);
+  b.append(RecordTypeName(t));
   b.push_back('"');
   ++counts_[static_cast<size_t>(t)];
   ++total_;
@@ -277,12 +258,12 @@ Status RankWriter::Finish() {
   std::string& b = Begin(Channel::kMain, RecordType::kStats);
   Key(b, "records_written");
   b.push_back('{');
-  for (int t = 0; t < static_cast<int>(RecordType::kStats); ++t) {
-    if (t) b.push_back(',');
+  for (const RecordType t : kCountedTypes) {
+    if (t != kCountedTypes[0]) b.push_back(',');
     b.push_back('"');
-    b.append(kTypeNames[t]);
+    b.append(RecordTypeName(t));
     b.append("\":");
-    Int(b, static_cast<int64_t>(counts_[t]));
+    Int(b, static_cast<int64_t>(counts_[static_cast<size_t>(t)]));
   }
   b.append("}");
   Key(b, "records_dropped");

@@ -8,6 +8,7 @@
 // Thread-safety: plain data; build on one thread, then read from any number of threads.
 #pragma once
 
+#include "truffld/string_pool.h"
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -42,7 +43,9 @@ const char* FeatureName(int f) noexcept;
 
 using FeatureVector = std::array<double, kNumFeatures>;
 
-// Interns strings; ids are dense from 0. Not thread-safe for Intern().
+// Interns strings; ids are dense from 0. The lookup is the shared interner's
+// (truffld/string_pool.h, whose ids start at 1); Get hands out std::string references, so a copy
+// of each distinct string is kept beside it. Not thread-safe for Intern().
 class StringTable {
  public:
   uint32_t Intern(std::string_view s);
@@ -50,8 +53,8 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
-  std::vector<std::string> strings_;
-  std::unordered_map<std::string, uint32_t> index_;
+  StringPool pool_;
+  std::vector<std::string> strings_;  // by id: pool id - 1
 };
 
 inline constexpr uint32_t kNoString = 0xffffffffu;

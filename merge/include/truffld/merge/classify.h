@@ -18,22 +18,17 @@
 
 #include "truffld/merge/regex_prefilter.h"
 #include "truffld/status.h"
+#include "truffld/wire.h"
 
 namespace truffld::merge {
 
-// The node layers of trees.schema.json, in its spelling.
-enum class Layer : uint8_t {
-  kStep, kFrontend, kBackend, kComm, kOther,
-  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync,
-};
-constexpr uint32_t kLayerCount = uint32_t(Layer::kSync) + 1;  // for tables indexed by layer
-const char* LayerName(Layer l) noexcept;  // "step", "frontend_op", ..., "memset", "sync"
-// Device work (kernels, copies, memsets) and API calls (runtime, driver), as layers.
-inline bool IsDeviceLayer(Layer l) {
-  return l == Layer::kKernel || l == Layer::kMemcpy || l == Layer::kMemset;
-}
-inline bool IsApiLayer(Layer l) { return l == Layer::kRuntime || l == Layer::kDriver; }
-bool ParseLayerName(std::string_view s, Layer* out) noexcept;
+// Node layers and their spelling: the shared wire vocabulary (truffld/wire.h).
+using truffld::IsApiLayer;
+using truffld::IsDeviceLayer;
+using truffld::Layer;
+using truffld::LayerName;
+using truffld::kLayerCount;
+using truffld::ParseLayerName;
 
 struct Rule {
   Layer layer = Layer::kOther;

@@ -2,14 +2,11 @@
 // aligned buffers, on one background thread, so the text never passes through the page cache.
 //
 // Why: truffld-merge writes about 300 bytes of output per input event (3 GB for a 10 M-event
-// dump). Through the page cache, every byte is first copied into a cache page and then written
-// back; even with write-behind (write_behind.h), which recycles a bounded set of cache pages,
-// that copy, the writeback submission and the cache drop cost 1.1-1.5 s of kernel time on the
-// 10 M dump on this project's VM, a third of the merge. With direct I/O the disk reads the
-// buffers the writers formatted the text into: 2.9 GB cost 0.17-0.22 s of kernel time in a
-// stand-alone test, and the background thread keeps the disk busy while the writers format
-// the next buffer, so the merge does not wait for the disk unless the disk is slower than it.
-// Direct I/O also leaves the host's page cache (model weights, on an inference node) alone.
+// dump). Through the page cache every byte is first copied into a cache page and then written
+// back, and a multi-GB output fills the cache (evicting what the host keeps there: on an
+// inference node, model weights). With direct I/O the disk reads the buffers the writers
+// formatted the text into, and the background thread keeps the disk busy while the writers
+// format the next buffer, so the merge does not wait for the disk unless the disk is slower.
 //
 // How: the owner fills the current block (Block: `capacity` bytes aligned to kAlign, of which
 // the first `size` already hold text) and hands it back with Commit. The whole kAlign units of

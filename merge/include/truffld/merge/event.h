@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "truffld/merge/index_table.h"
+#include "truffld/merge/stats.h"
 #include "truffld/merge/string_pool.h"
 #include "truffld/time.h"
+#include "truffld/wire.h"
 
 namespace truffld::merge {
 
@@ -205,22 +207,36 @@ struct FileMeta {
   std::string stats_json;           // the injector's STATS record, verbatim (empty if none)
 };
 
-// One reported problem: where, what. Counted always; message kept for the first few.
+// One reported problem: where, what (its row of the stats table, truffld/merge/stats.h), and a
+// message. Counted always; the message kept for the first few of its kind.
 struct IngestIssue {
   std::string where;    // "file:line"
-  std::string kind;     // stable key for the summary table: "malformed_json", "unknown_type", ...
-  std::string message;
+  Problem kind = Problem::kMalformedJson;
+  std::string message;  // without the location
 };
 
-// Per-file ingest counters. `counts` is keyed by stable names that reach summary.json.
+// Per-file importer counters (summary.json "ingest"): problems, and for the profiler formats
+// the records kept per event kind, each listed in the order first met.
 struct IngestStats {
-  std::vector<std::pair<std::string, uint64_t>> counts;  // e.g. {"KERNEL", 812}, {"malformed_json", 2}
-  std::vector<IngestIssue> issues;                        // first kMaxIssuesKept, per kind
+  // A problem, or kKeptBase + an EventKind (records of that kind kept).
+  struct Key {
+    uint16_t id = 0;
+    bool operator==(const Key&) const = default;
+  };
+  static constexpr uint16_t kKeptBase = 256;
+  static Key Of(Problem p) { return {uint16_t(p)}; }
+  static Key Of(EventKind k) { return {uint16_t(kKeptBase + uint16_t(k))}; }
+  static const char* Name(Key k) noexcept;  // the summary.json key
+
+  FirstSeenCounts<Key> counts;
+  std::vector<IngestIssue> issues;  // the first kMaxIssuesKept of each kind
   static constexpr size_t kMaxIssuesKept = 20;
-  void Add(std::string_view key, uint64_t n = 1);
-  uint64_t Get(std::string_view key) const;
-  // Counts under `kind` and keeps the message if fewer than kMaxIssuesKept of that kind are kept.
-  void Report(std::string where, std::string kind, std::string message);
+  void Add(Problem p, uint64_t n = 1) { counts.Add(Of(p), n); }
+  void AddKept(EventKind k, uint64_t n) { counts.Add(Of(k), n); }
+  uint64_t Get(Problem p) const { return counts.Get(Of(p)); }
+  uint64_t Kept(EventKind k) const { return counts.Get(Of(k)); }
+  // Counts `kind` once and keeps the message if fewer than kMaxIssuesKept of it are kept.
+  void Report(std::string where, Problem kind, std::string message);
 };
 
 // Shares equal EventExtra records among events: a dump repeats the same few kernel geometries
@@ -325,7 +341,7 @@ struct TraceFile {
       wide_correlations.push_back(id);
     } else {
       e.correlation = Event::kNoCorrelation;  // over 2^31 - 1 wide ids in one file: counted
-      stats.Add("correlation_ids_dropped");
+      stats.Add(Problem::kCorrelationIdsDropped);
     }
   }
 

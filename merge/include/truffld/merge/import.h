@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "truffld/byte_source.h"
 #include "truffld/merge/event.h"
 #include "truffld/status.h"
 
@@ -46,8 +47,10 @@ Status ThreadCapacityStatus(const TraceFile& f);
 // Imports one file of any supported format.
 Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options);
 
-// Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records).
+// Imports a raw JSONL file (truffld events-v1 and/or NVTX_MARKER records), by path or from a
+// source already open (and possibly peeked at).
 Result<TraceFile> ImportRawJsonl(const std::string& path, const ImportOptions& options);
+Result<TraceFile> ImportRawJsonl(std::unique_ptr<ByteSource> src, const ImportOptions& options);
 
 // Why ExpandInputs left a file out (summary.json: skipped_inputs[].kind).
 enum class SkipKind {

@@ -24,6 +24,8 @@ namespace truffld::merge {
 // unreadable files, kParseError (naming file and byte offset) for a document that is not a JSON
 // object with a `traceEvents` array. With options.strict, any counted problem is an error.
 Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options);
+// The same from a source already open (and possibly peeked at).
+Result<TraceFile> ImportKineto(std::unique_ptr<ByteSource> src, const ImportOptions& options);
 
 // Same, on an already decompressed in-memory document; `name` is used in messages and
 // FileMeta::path. Used by ImportKineto, tests and the fuzzer.

@@ -1,13 +1,12 @@
 // JsonOut: a buffered, append-only JSON text writer for the merge outputs.
 //
-// Strings are escaped per RFC 8259 and any invalid UTF-8 byte sequence is written as \ufffd,
-// so every file truffld-merge writes is valid JSON whatever the input names held. Text goes
-// into one plain byte buffer through a write pointer (each append checks the room left once and
-// copies; no std::string bookkeeping per piece: the writers append ~20 pieces per slice, for
-// millions of slices) and reaches the FILE* in blocks of about kBlock bytes, or stays in memory
-// when no FILE* is given (how the unit tests read it back). Given a WriteBehind for the same
-// FILE*, every block written is reported to it (large outputs leave the page cache as they go).
-// Given a DirectWriter instead, the text is written straight into the writer's aligned blocks,
+// Strings are escaped by the shared routine (truffld/json_escape.h: RFC 8259, strict UTF-8,
+// every bad byte written as \ufffd), so every file truffld-merge writes is valid JSON whatever
+// the input names held. Text goes into one plain byte buffer through a write pointer (each
+// append checks the room left once and copies; no std::string bookkeeping per piece: the
+// writers append ~20 pieces per slice, for millions of slices) and reaches the FILE* in blocks
+// of about kBlock bytes, or stays in memory when no FILE* is given (how the unit tests read it
+// back). Given a DirectWriter instead, the text is written straight into the writer's aligned blocks,
 // which go to the disk without a copy (direct_writer.h); a piece too large for one block is
 // written into a heap buffer and copied in after it.
 // Thread-safety: one JsonOut per thread.
@@ -21,7 +20,7 @@
 #include <string_view>
 
 #include "truffld/merge/direct_writer.h"
-#include "truffld/merge/write_behind.h"
+#include "truffld/json_escape.h"
 #include "truffld/status.h"
 
 namespace truffld::merge {
@@ -30,8 +29,7 @@ class JsonOut {
  public:
   static constexpr size_t kBlock = size_t{1} << 20;
 
-  // `wb`, when given, must outlive this JsonOut and belong to the same FILE*.
-  explicit JsonOut(std::FILE* f = nullptr, std::string name = "<memory>", WriteBehind* wb = nullptr);
+  explicit JsonOut(std::FILE* f = nullptr, std::string name = "<memory>");
   // Writes into `dw`'s blocks; Close must be called to end the file. `dw` must outlive this.
   JsonOut(DirectWriter* dw, std::string name);
   JsonOut(const JsonOut&) = delete;
@@ -57,8 +55,8 @@ class JsonOut {
   // eight when they equal the previous such integer's: the writers print times in near order.
   void Int(int64_t v);
   void Micros(int64_t ns);            // ns as decimal microseconds with 3 decimals ("12.345")
-  // Writes pending text; fails with IoError naming the output on a short write or a disk error
-  // the WriteBehind saw (the first error is kept and returned by every later Flush). With a
+  // Writes pending text; fails with IoError naming the output on a short write (the first error
+  // is kept and returned by every later Flush). With a
   // DirectWriter, hands over what fills whole blocks (the rest goes at Close).
   Status Flush();
   // Ends the output: Flush, and with a DirectWriter, writes the last bytes and closes the file
@@ -85,7 +83,6 @@ class JsonOut {
   char* base_ = nullptr;         // start of the buffer written now (buf_ or a direct block)
   char* p_ = nullptr;
   char* end_ = nullptr;
-  WriteBehind* wb_ = nullptr;
   DirectWriter* dw_ = nullptr;
   bool spilled_ = false;  // with dw_: writing into buf_, to be appended after the block's text
   Status error_;
@@ -102,10 +99,8 @@ class JsonOut {
   HighDigits int_high_, micros_high_;
 };
 
-// Appends `s` as a JSON string literal (with quotes) to *out.
-void AppendJsonString(std::string* out, std::string_view s);
-
-// True when `s` is printable ASCII without '"' or '\\': it can be written between quotes as is.
-bool JsonNeedsNoEscape(std::string_view s);
+// The shared escaping routine (truffld/json_escape.h) under the names the writers use.
+using truffld::AppendJsonString;
+using truffld::JsonNeedsNoEscape;
 
 }  // namespace truffld::merge

@@ -1,20 +1,14 @@
 // Merge(): imported TraceFiles in, per-request call-chain trees and a summary out.
 //
-// Steps (the design's Algorithm 1, made exact; see merge/README.md for every rule):
-//   1. clock alignment: each file gets an offset (ns) onto the merged axis, from its
-//      META/CLOCK (realtime_ns, monotonic_ns) pairs;
-//   2. per (process, thread), host events are sorted by time and push/pop ranges rebuilt by
-//      stack scanning, start/end ranges by id (crossing threads allowed);
-//   3. each range is classified (Rules), nested into a per-thread forest, and step ranges
-//      (or one implicit step per process when a file has none) become tree roots;
-//   4. API calls attach to the innermost range on their thread containing their start; device
-//      activity links to the API call with the same correlation id (and through GRAPH_NODE
-//      records to the capturing range for CUDA graphs);
-//   5. each step yields a vertical tree (non-COMM ranges) and a horizontal tree (COMM ranges,
-//      anchored to the nearest enclosing vertical range). Per-request trees are views: a node
-//      belongs to request q unless it (or an ancestor) names a request subset without q.
-// Memory: nodes are small index records; names, device fields etc. are read through the
-// owning file's Event and StringPool (accessors below), so trees do not copy input strings.
+// The algorithm runs as passes over plain data (merge/core, one header each, rules in
+// merge/README.md): per file, range reconstruction, classification, nesting, API attribution,
+// the correlation index, device linking, CUDA-graph capture owners and tree building
+// (core/file_trees.h runs them); then the files' trees are concatenated, steps numbered per
+// rank and the summary filled. Each (step, view) tree is stored once; per-request trees are
+// views (a node belongs to request q unless it, or an ancestor, names a request subset without
+// q). Input events are never changed: nodes carry their own merged-axis times.
+// Memory: nodes are small index records; names, device fields etc. are read through the owning
+// file's Event and StringPool (accessors below), so trees do not copy input strings.
 // Thread-safety: Merge is reentrant; a MergeResult is read-only after Merge returns.
 #pragma once
 
@@ -45,46 +39,32 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 constexpr uint32_t kNoEvent = UINT32_MAX;
 constexpr uint32_t kAllRequests = UINT32_MAX;  // request-set index meaning "inherit / all"
 
-// One tree node. Its name and its times (ns on the merged axis) are its source event's: Merge
-// maps every event's start and end onto the merged axis and gives each event that opens a
-// range the range's end (MergeResult::Start/End/Name read them). An implicit step has no
-// event: its times and name are in MergeResult::implicit_spans. The family string lives in
-// the StringPool of MergeResult::files[file]; device fields in the source event's extras.
-// 20 bytes a node: there are about as many nodes as input events. The two fields few nodes
-// have, a stricter request subset and an anchor, live in side tables (MergeResult::Requests,
-// MergeResult::Anchor), flagged here so that the many nodes without them never look.
+// One tree node: 40 bytes, about one per input event. Its times are its own (ns, merged axis);
+// its name is its source event's, or for an implicit step (no event) the file's
+// MergeResult::implicit_step_names entry. The family string lives in the StringPool of
+// MergeResult::files[file]; device fields in the source event's extras. The three fields few
+// nodes have (a stricter request subset, an anchor, a joined payload) live in side tables,
+// flagged here so that the many nodes without them never look.
 struct Node {
+  TimeNs start = 0;                   // merged axis
+  TimeNs end = 0;
   uint32_t event = kNoEvent;          // opening/complete event; kNoEvent for an implicit step
   StrId family = kNoStr;
   uint32_t first_child = kNoNode;     // children are a sibling list, in start order
   uint32_t next_sibling = kNoNode;
-  // Index into MergeResult::files (Merge fails beyond kMaxFiles inputs), layer and the two
-  // flags share one word. The host thread is the source event's (MergeResult::ThreadOf): not
-  // stored.
-  Layer layer : 8 = Layer::kOther;
+  uint32_t file = 0;                  // index into MergeResult::files (Merge fails beyond kMaxFiles)
+  Layer layer = Layer::kOther;
   bool has_requests : 1 = false;      // an entry in node_requests
   bool has_anchor : 1 = false;        // an entry in node_anchors
-  uint32_t file : 22 = 0;
+  bool has_payload : 1 = false;       // an entry in node_payloads
   static constexpr size_t kMaxFiles = size_t{1} << 22;
 };
-static_assert(sizeof(Node) == 20, "Node is sized for the merge's memory budget");
+static_assert(sizeof(Node) == 40, "Node is sized for the merge's memory budget");
 
 // (node index, value) pairs of a side table, ascending by node.
 using NodeSideTable = std::vector<std::pair<uint32_t, uint32_t>>;
 // The value stored for node i, or `none`.
 uint32_t LookUpSide(const NodeSideTable& t, uint32_t i, uint32_t none);
-
-// Times (merged axis) and name of a node that has no source event: an implicit step.
-struct ImplicitSpan {
-  uint32_t node = kNoNode;
-  TimeNs start = 0;
-  TimeNs end = 0;
-  StrId name = kNoStr;
-};
-
-// The span of node `node` in `spans` (sorted by node), or nullptr. Binary search: implicit
-// steps are few. Pure function.
-const ImplicitSpan* FindImplicitSpan(const std::vector<ImplicitSpan>& spans, uint32_t node);
 
 // One (rank, step, view) tree; written once per request in `requests`.
 struct Tree {
@@ -98,35 +78,23 @@ struct Tree {
   bool implicit_step = false;
 };
 
-// Counters kept per file and in total; reach summary.json under these names.
+// Counters kept per file and in total: one field per row of the stats table
+// (TRUFFLD_MERGE_COUNTERS in truffld/merge/stats.h, which gives each its summary.json name,
+// severity and description).
+using Count = uint64_t;
+using KindCounts = FirstSeenCounts<EventKind>;
+using ReasonCounts = FirstSeenCounts<Unattributed>;
 struct MergeCounters {
-  std::vector<std::pair<std::string, uint64_t>> events_read;  // per EventKind name
-  uint64_t malformed_lines = 0;       // any line-level input problem the importer counted
-  uint64_t unmatched_pops = 0;        // NVTX_POP with no open push, NVTX_END with no start
-  uint64_t unclosed_ranges = 0;       // pushes/starts never closed (closed at the file's end)
-  uint64_t zero_length_ranges = 0;
-  uint64_t negative_durations = 0;    // end < start (clamped to start)
-  uint64_t duplicate_correlations = 0;  // one id on API calls that are not nested in each other
-  uint64_t nested_api_calls = 0;  // driver calls inside a runtime call with its correlation id
-  uint64_t kernels_read = 0, memcpys_read = 0, memsets_read = 0;
-  uint64_t device_ops_read = 0;
-  uint64_t device_ops_linked_unique = 0;  // device ops placed in at least one tree
-  uint64_t device_ops_unattributed = 0;   // device ops placed in no tree (sum of reasons)
-  uint64_t kernels_linked_unique = 0, kernels_unattributed = 0;
-  // Reason -> count: "no_launch_api" (no API call in the file has its correlation id),
-  // "launch_outside_step" (its launch lies in no step), "starts_before_launch".
-  std::vector<std::pair<std::string, uint64_t>> unattributed_reasons;
-  uint64_t api_calls_outside_step = 0;
-  // Ranges / API calls on another thread of a step's process, inside the step's interval,
-  // attached to that step ("cross-thread adoption").
-  uint64_t adopted_ranges = 0, adopted_api_calls = 0;
-  uint64_t graph_ops_attributed = 0;  // graph device ops named after their capturing operator
-  uint64_t capture_ranges_outside_steps = 0;  // capturing ranges outside every step (warm-up capture)
-  uint64_t injector_dropped = 0;      // sum of STATS.records_dropped (+ cupti_dropped)
-  uint64_t steps = 0, implicit_steps = 0, trees = 0;  // trees: per (step, request, view)
+#define TRUFFLD_COUNTER_FIELD(name, type, severity, description) type name{};
+  TRUFFLD_MERGE_COUNTERS(TRUFFLD_COUNTER_FIELD)
+#undef TRUFFLD_COUNTER_FIELD
   void Add(const MergeCounters& o);
-  void AddReason(const std::string& reason, uint64_t n = 1);
 };
+
+// The line-level input problems an importer counted (malformed_lines), and its clamped negative
+// durations, from its problem table. Pure.
+uint64_t MalformedLines(const IngestStats& s);
+uint64_t NegativeDurations(const IngestStats& s);
 
 // A file clock -> merged axis map: a constant offset plus a linear drift term (monotonic_raw
 // runs at the oscillator's rate, realtime is NTP-disciplined, so their difference drifts by up
@@ -168,7 +136,7 @@ struct FileSummary {
   std::string injector_stats_json;    // STATS record verbatim
   MergeCounters counters;
   std::vector<IngestIssue> issues;    // first messages per kind, with file:line
-  std::vector<std::pair<std::string, uint64_t>> ingest_counts;  // importer's table, verbatim
+  FirstSeenCounts<IngestStats::Key> ingest_counts;  // the importer's table
 };
 
 struct RankSummary {
@@ -201,31 +169,33 @@ struct MergeResult {
   std::vector<std::vector<std::string>> request_sets;
   MergeSummary summary;
 
-  std::vector<ImplicitSpan> implicit_spans;  // the event-less nodes' times and names, by node
+  std::vector<StrId> implicit_step_names;  // per file: the name of its implicit steps (kNoStr: none)
   // Request subsets named below steps (index into request_sets: the node and its subtree belong
-  // to those requests only), and anchors (comm nodes: the enclosing vertical range; CUDA-graph
-  // device nodes: the range open when the node was captured). Flagged in the Node.
-  NodeSideTable node_requests, node_anchors;
+  // to those requests only), anchors (comm nodes: the enclosing vertical range; CUDA-graph
+  // device nodes: the range open when the node was captured) and payloads joined from a
+  // range's closing event (core/host_ranges.h). Flagged in the Node.
+  NodeSideTable node_requests, node_anchors, node_payloads;
 
   const Node& node(uint32_t i) const { return nodes[i]; }
-  // Name and times (ns, merged axis) of a node, which must be an element of `nodes`.
-  // Thread-safe for concurrent readers.
-  TimeNs Start(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].start : Implicit(n).start; }
-  TimeNs End(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].end : Implicit(n).end; }
-  StrId NameId(const Node& n) const { return n.event != kNoEvent ? files[n.file].events[n.event].name : Implicit(n).name; }
+  // Name and times (ns, merged axis) of a node. Thread-safe for concurrent readers.
+  TimeNs Start(const Node& n) const { return n.start; }
+  TimeNs End(const Node& n) const { return n.end; }
+  StrId NameId(const Node& n) const {
+    if (n.event != kNoEvent) return files[n.file].events[n.event].name;
+    return n.file < implicit_step_names.size() ? implicit_step_names[n.file] : kNoStr;
+  }
   std::string_view Name(const Node& n) const { return files[n.file].strings.Get(NameId(n)); }
-  // The span of an event-less node (binary search; implicit steps are few).
-  const ImplicitSpan& Implicit(const Node& n) const;  // defaults for a node not in `nodes`
   std::string_view Family(const Node& n) const { return files[n.file].strings.Get(n.family); }
-  // The node's request set (kAllRequests: its parent's) and anchor (kNoNode: none); `n` must
-  // be an element of `nodes`. Constant time for the nodes without one (a flag), a binary
-  // search for the others.
+  // The node's request set (kAllRequests: its parent's), anchor (kNoNode: none) and payload
+  // (its event's, unless a closing payload was joined in); `n` must be an element of `nodes`.
+  // Constant time for the nodes without one (a flag), a binary search for the others.
   uint32_t Requests(const Node& n) const {
     return n.has_requests ? LookUpSide(node_requests, uint32_t(&n - nodes.data()), kAllRequests) : kAllRequests;
   }
   uint32_t Anchor(const Node& n) const {
     return n.has_anchor ? LookUpSide(node_anchors, uint32_t(&n - nodes.data()), kNoNode) : kNoNode;
   }
+  StrId Payload(const Node& n) const;
   // The node's source event, or nullptr for an implicit step.
   const Event* EventOf(const Node& n) const {
     return n.event == kNoEvent ? nullptr : &files[n.file].events[n.event];

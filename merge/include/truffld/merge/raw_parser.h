@@ -12,8 +12,8 @@
 // (clamped), invalid UTF-8 (bytes replaced by U+FFFD, record kept).
 // Folding (set_fold_push_pop, off by default; ImportRawJsonl turns it on): a dump is about a
 // third NVTX_POP records, which only close the push below them. While a thread's push/pop
-// records come in time order (the injector writes each thread in order), the parser keeps that
-// thread's open pushes on a stack, as range reconstruction would after sorting, and folds each
+// records come in time order (the injector writes each thread in order), the parser applies the
+// one pairing rule (merge/core/nvtx_pairing.h) as range reconstruction will, and folds each
 // pop into its push (EventKind::kNvtxRange, end = the pop's time) instead of storing a 32-byte
 // event that the tree builder would drop again. A pop carrying a payload is stored as usual
 // (its payload is joined later). A thread whose records step back in time stops folding; if it
@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "truffld/merge/event.h"
+#include "truffld/utf8.h"
 
 namespace truffld::merge {
 namespace raw { struct Fields; }
@@ -42,9 +43,15 @@ class RawLineParser {
 
   // Parses one line (without terminator). Blank lines are ignored.
   void ParseLine(std::string_view line, uint64_t line_no);
+  // Parses the last line of a file that ends without a newline (a writer killed mid-record).
+  // It is one problem, counted once as truncated_last_line with its file:line: its record is
+  // kept when it still reads as one, and dropped (not also counted as malformed) when not.
+  void ParseCutLine(std::string_view line, uint64_t line_no);
 
-  // Tests: false reads every line with the DOM parser (the fast scanner is on by default).
-  void set_fast_path(bool on) { fast_path_ = on; }
+  // false: every line through the simdjson DOM reader (the default is the plain-record scanner
+  // with the DOM reader behind it, or the DOM reader alone when TRUFFLD_RAW_READER=simdjson;
+  // importers/raw/raw_record_reader.h). Tests compare both.
+  void set_fast_path(bool on);
 
   // Fold NVTX_POP records into their push while each thread stays in time order (above).
   // Set before the first line.
@@ -60,20 +67,23 @@ class RawLineParser {
 
  private:
   struct Impl;
-  void Problem(uint64_t line_no, const char* kind, std::string message);
-  bool ReadWithDom(std::string_view line, uint64_t line_no, raw::Fields* f);
+  class EventBuilder;
+  void ReportProblem(uint64_t line_no, Problem kind, std::string message);
+  void ReadMeta(const raw::Fields& f, uint64_t line_no);
+  void Store(Event& e, EventExtra& x, bool extra, std::string_view domain, int64_t pid, int64_t tid, uint64_t line_no);
   bool Fold(Event& e, StrId payload);
   std::unique_ptr<Impl> impl_;
   TraceFile* out_;
   std::string source_;
   uint64_t problems_ = 0;
-  bool fast_path_ = true;
   bool fold_ = false;
   bool fold_conflict_ = false;
+  bool cut_line_ = false;     // ParseCutLine is parsing
+  std::string cut_error_;     // why the cut line is no record (empty: it is one)
   std::string first_problem_;
 };
 
-// Replaces every invalid UTF-8 sequence in `s` with U+FFFD; returns the number replaced.
-size_t RepairUtf8(std::string* s);
+// The shared repair (truffld/utf8.h): each byte that starts no valid sequence becomes U+FFFD.
+using truffld::RepairUtf8;
 
 }  // namespace truffld::merge

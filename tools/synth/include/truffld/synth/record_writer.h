@@ -18,17 +18,16 @@
 
 #include "truffld/status.h"
 #include "truffld/synth/byte_sink.h"
+#include "truffld/wire.h"
 
 namespace truffld::synth {
 
 // JSON string escaping of `s` (without the surrounding quotes).
 std::string JsonEscape(std::string_view s);
 
-enum class RecordType : uint8_t {
-  kMeta, kNvtxPush, kNvtxPop, kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync, kGraphNode,
-  kClock, kStats, kCount
-};
-const char* RecordTypeName(RecordType t) noexcept;
+// Record types and their spelling: the shared wire vocabulary (truffld/wire.h).
+using truffld::RecordType;
+using truffld::RecordTypeName;
 
 enum class Channel : uint8_t { kMain, kAux, kActivity };
 
@@ -96,7 +95,7 @@ class RankWriter {
   int64_t tids_[2];
   std::string bufs_[3];
   uint32_t pending_[3] = {0, 0, 0};
-  std::array<uint64_t, static_cast<size_t>(RecordType::kCount)> counts_{};
+  std::array<uint64_t, truffld::kRecordTypeCount> counts_{};
   uint64_t total_ = 0;
   uint64_t bytes_ = 0;
   uint64_t flushes_[3] = {0, 0, 0};

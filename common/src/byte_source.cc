@@ -1,0 +1,323 @@
+#include "truffld/byte_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_FRAMEHEADERSIZE_MAX
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace truffld {
+
+const char* CompressionName(Compression c) noexcept {
+  switch (c) {
+    case Compression::kNone: return "none";
+    case Compression::kGzip: return "gzip";
+    case Compression::kZstd: return "zstd";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr size_t kInChunk = 1 << 20;
+
+// Reads the raw file with a one-shot peek buffer so the codec can be sniffed.
+class RawFile {
+ public:
+  RawFile(int fd) : fd_(fd) {}
+  ~RawFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+  // Returns bytes read, 0 at EOF, -1 on error (errno set).
+  ssize_t Read(char* buf, size_t n) {
+    for (;;) {
+      ssize_t r = ::read(fd_, buf, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r > 0) consumed_ += static_cast<uint64_t>(r);
+      return r;
+    }
+  }
+  uint64_t consumed() const { return consumed_; }
+
+ private:
+  int fd_;
+  uint64_t consumed_ = 0;
+};
+
+Status ReadError(const std::string& path) {
+  return IoError(path + ": read failed: " + std::strerror(errno));
+}
+
+class PlainSource final : public ByteSource {
+ public:
+  PlainSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
+      : ByteSource(std::move(path)), file_(std::move(f)), head_(std::move(head)) {}
+  Result<size_t> ReadMore(char* buf, size_t n) override {
+    if (head_pos_ < head_.size()) {
+      size_t k = std::min(n, head_.size() - head_pos_);
+      std::memcpy(buf, head_.data() + head_pos_, k);
+      head_pos_ += k;
+      return k;
+    }
+    ssize_t r = file_->Read(buf, n);
+    if (r < 0) return ReadError(path());
+    return static_cast<size_t>(r);
+  }
+  bool truncated() const override { return false; }
+  Compression compression() const override { return Compression::kNone; }
+  uint64_t raw_bytes_read() const override { return file_->consumed(); }
+
+ private:
+  std::unique_ptr<RawFile> file_;
+  std::string head_;
+  size_t head_pos_ = 0;
+};
+
+// Shared input buffering for the two codecs: refill from the head bytes, then the file.
+class CompressedSource : public ByteSource {
+ protected:
+  CompressedSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
+      : ByteSource(std::move(path)), file_(std::move(f)), in_(kInChunk) {
+    std::memcpy(in_.data(), head.data(), head.size());
+    in_len_ = head.size();
+  }
+  // Ensures unread input is available; returns false at EOF of the raw file.
+  Result<bool> Refill() {
+    if (in_pos_ < in_len_) return true;
+    ssize_t r = file_->Read(in_.data(), in_.size());
+    if (r < 0) return ReadError(path());
+    in_pos_ = 0;
+    in_len_ = static_cast<size_t>(r);
+    return r > 0;
+  }
+  uint64_t raw_bytes_read() const override { return file_->consumed(); }
+
+  std::unique_ptr<RawFile> file_;
+  std::vector<char> in_;
+  size_t in_pos_ = 0, in_len_ = 0;
+  bool eof_ = false;
+  bool truncated_ = false;
+  Status error_;  // corruption met; returned once the bytes decoded before it are
+};
+
+class GzipSource final : public CompressedSource {
+ public:
+  GzipSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
+      : CompressedSource(std::move(path), std::move(f), std::move(head)) {
+    std::memset(&zs_, 0, sizeof(zs_));
+    ok_ = inflateInit2(&zs_, 15 + 32) == Z_OK;
+  }
+  ~GzipSource() override { inflateEnd(&zs_); }
+  Result<size_t> ReadMore(char* buf, size_t n) override {
+    if (!ok_) return Internal(path() + ": zlib initialisation failed");
+    if (!error_.ok()) return error_;
+    size_t produced = 0;
+    while (produced == 0 && !eof_) {
+      auto more = Refill();
+      if (!more.ok()) return more.status();
+      if (!*more) {
+        eof_ = true;
+        truncated_ = in_member_;
+        break;
+      }
+      zs_.next_in = reinterpret_cast<Bytef*>(in_.data() + in_pos_);
+      zs_.avail_in = static_cast<uInt>(in_len_ - in_pos_);
+      zs_.next_out = reinterpret_cast<Bytef*>(buf);
+      zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+      in_member_ = true;
+      int rc = inflate(&zs_, Z_NO_FLUSH);
+      in_pos_ = in_len_ - zs_.avail_in;
+      produced = static_cast<size_t>(reinterpret_cast<char*>(zs_.next_out) - buf);
+      if (rc == Z_STREAM_END) {
+        in_member_ = false;
+        inflateReset(&zs_);  // a following gzip member, if any, starts fresh
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        // What was decoded before the corruption is returned first; the error comes next.
+        error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
+                            " compressed bytes (" + (zs_.msg ? zs_.msg : "zlib error") + ")");
+        return produced ? Result<size_t>(produced) : Result<size_t>(error_);
+      }
+    }
+    return produced;
+  }
+  bool truncated() const override { return truncated_; }
+  Compression compression() const override { return Compression::kGzip; }
+
+ private:
+  z_stream zs_;
+  bool ok_ = false;
+  bool in_member_ = false;
+};
+
+class ZstdSource final : public CompressedSource {
+ public:
+  ZstdSource(std::string path, std::unique_ptr<RawFile> f, std::string head)
+      : CompressedSource(std::move(path), std::move(f), std::move(head)), ds_(ZSTD_createDStream()) {}
+  ~ZstdSource() override { ZSTD_freeDStream(ds_); }
+  // Input and output go in slices of zstd's recommended stream buffer sizes, one block or so a
+  // call, as the zstd tool decodes: the output of a call that meets corruption is lost, so
+  // small calls keep what was decoded before it, and it is returned before the error.
+  Result<size_t> ReadMore(char* buf, size_t n) override {
+    if (!ds_) return Internal(path() + ": zstd initialisation failed");
+    if (!error_.ok()) return error_;
+    size_t produced = 0;
+    while (produced < n && !eof_) {
+      auto more = Refill();
+      if (!more.ok()) return more.status();
+      // At the end of the input, zstd may still hold decoded bytes a full output slice left
+      // behind: called with no input until it gives none.
+      ZSTD_inBuffer in{in_.data(), *more ? std::min(in_len_, in_pos_ + ZSTD_DStreamInSize()) : in_pos_, in_pos_};
+      ZSTD_outBuffer out{buf + produced, std::min(n - produced, ZSTD_DStreamOutSize()), 0};
+      const size_t hint = ZSTD_decompressStream(ds_, &out, &in);
+      if (ZSTD_isError(hint)) {
+        error_ = ParseError(path() + ": corrupt zstd data after " + std::to_string(raw_bytes_read()) +
+                            " compressed bytes (" + ZSTD_getErrorName(hint) + ")");
+        return produced ? Result<size_t>(produced) : Result<size_t>(error_);
+      }
+      if (!*more && out.pos == 0) {  // the end: judged by the last call that did something
+        eof_ = true;
+        truncated_ = last_hint_ != 0;
+        break;
+      }
+      last_hint_ = hint;
+      in_pos_ = in.pos;
+      produced += out.pos;
+      if (out.pos == 0 && produced > 0) break;  // nothing more without new input: hand over
+    }
+    return produced;
+  }
+  bool truncated() const override { return truncated_; }
+  Compression compression() const override { return Compression::kZstd; }
+
+ private:
+  ZSTD_DStream* ds_;
+  size_t last_hint_ = 0;
+};
+
+// The decompressed size of a regular file, read without moving its offset: its size, a gzip
+// member's ISIZE trailer (the last member's size mod 2^32: a hint only), a zstd frame's content
+// size when the frame header states it. 0 when unknown (pipes, other files).
+uint64_t SizeHint(int fd, Compression kind) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return 0;
+  const uint64_t size = uint64_t(st.st_size);
+  if (kind == Compression::kNone) return size;
+  if (kind == Compression::kGzip) {
+    unsigned char t[4];
+    if (size < 18 || ::pread(fd, t, 4, off_t(size - 4)) != 4) return 0;
+    return uint64_t(t[0]) | uint64_t(t[1]) << 8 | uint64_t(t[2]) << 16 | uint64_t(t[3]) << 24;
+  }
+  char h[ZSTD_FRAMEHEADERSIZE_MAX];
+  const ssize_t n = ::pread(fd, h, sizeof h, 0);
+  if (n <= 0) return 0;
+  const unsigned long long c = ZSTD_getFrameContentSize(h, size_t(n));
+  return c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR ? 0 : uint64_t(c);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
+  int fd = path == "-" ? ::dup(0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + std::strerror(errno));
+  }
+  auto file = std::make_unique<RawFile>(fd);
+  std::string head(4, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    ssize_t r = file->Read(head.data() + got, head.size() - got);
+    if (r < 0) {
+      if (errno == EISDIR) return InvalidArgument(path + ": is a directory");
+      return ReadError(path);
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  head.resize(got);
+  const auto* u = reinterpret_cast<const unsigned char*>(head.data());
+  std::unique_ptr<ByteSource> src;
+  Compression kind = Compression::kNone;
+  if (got >= 2 && u[0] == 0x1f && u[1] == 0x8b) kind = Compression::kGzip;
+  if (got >= 4 && u[0] == 0x28 && u[1] == 0xb5 && u[2] == 0x2f && u[3] == 0xfd) kind = Compression::kZstd;
+  const uint64_t hint = SizeHint(fd, kind);
+  if (kind == Compression::kGzip) src.reset(new GzipSource(path, std::move(file), std::move(head)));
+  else if (kind == Compression::kZstd) src.reset(new ZstdSource(path, std::move(file), std::move(head)));
+  else src.reset(new PlainSource(path, std::move(file), std::move(head)));
+  src->set_size_hint(hint);
+  struct stat st;
+  src->set_rereadable(path != "-" && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode));
+  return src;
+}
+
+Result<size_t> ByteSource::Read(char* buf, size_t n) {
+  if (peeked_pos_ < peeked_.size()) {
+    const size_t k = std::min(n, peeked_.size() - peeked_pos_);
+    std::memcpy(buf, peeked_.data() + peeked_pos_, k);
+    peeked_pos_ += k;
+    if (peeked_pos_ == peeked_.size()) {
+      std::string().swap(peeked_);
+      peeked_pos_ = 0;
+    }
+    return k;
+  }
+  if (!pending_.ok()) return std::exchange(pending_, Status::Ok());
+  return ReadMore(buf, n);
+}
+
+Result<std::string_view> ByteSource::Peek(size_t n) {
+  if (peeked_pos_ > 0) {  // keep only what is still unread
+    peeked_.erase(0, peeked_pos_);
+    peeked_pos_ = 0;
+  }
+  while (peeked_.size() < n && pending_.ok()) {
+    const size_t have = peeked_.size();
+    peeked_.resize(n);
+    Result<size_t> r = ReadMore(peeked_.data() + have, n - have);
+    peeked_.resize(have + (r.ok() ? *r : 0));
+    if (!r.ok()) pending_ = r.status();
+    else if (*r == 0) break;
+  }
+  if (peeked_.empty() && !pending_.ok()) return std::exchange(pending_, Status::Ok());
+  return std::string_view(peeked_).substr(0, n);
+}
+
+Result<std::string> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
+  std::string out;
+  // One allocation when the size is known: the data, the spare bytes and room for the read
+  // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
+  constexpr size_t kMinRead = 4096;
+  if (const uint64_t hint = src.size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
+    out.reserve(size_t(hint) + std::max(spare, kMinRead));
+  for (;;) {
+    const size_t old = out.size();
+    if (out.capacity() - old < kMinRead) out.reserve(std::max(out.capacity() * 2, old + (size_t{1} << 20)));
+    out.resize(out.capacity());
+    auto r = src.Read(out.data() + old, out.size() - old);
+    if (!r.ok()) return r.status();
+    out.resize(old + *r);
+    if (*r == 0) break;
+  }
+  if (out.capacity() - out.size() < spare) out.reserve(out.size() + spare);
+  if (src.truncated() && !allow_truncated)
+    return Truncated(src.path() + ": " + CompressionName(src.compression()) +
+                     " stream ends early (file cut short?) after " + std::to_string(out.size()) +
+                     " decompressed bytes");
+  return out;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
+  auto src = OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  return ReadAll(**src, allow_truncated, spare);
+}
+
+}  // namespace truffld
