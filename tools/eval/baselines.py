@@ -15,12 +15,16 @@ training samples, 4,000 for SVM and DBSCAN, 3,000 under --quick). A family
 is predicted faulty when its score passes the threshold; a step is abnormal when any family is.
 Uses scikit-learn from Debian's python3-sklearn: run with /usr/bin/python3.
 """
-import csv
+import os
+import sys
 import time
 import zlib
 from collections import defaultdict
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
 
 def split_of(scenario, rank, step):
@@ -29,30 +33,24 @@ def split_of(scenario, rank, step):
 
 
 def _aggregate(path, scenario, feat_names):
-    """One feature CSV -> [(key, view, family, vector, step_abnormal, family_faulty)], one per
+    """One feature export -> [(key, view, family, vector, step_abnormal, family_faulty)], one per
     (rank, step, view, family): mean, max and min of each feature after a signed log1p, plus
     log1p of the instance count. Returns (rows, feature names)."""
-    with open(path, newline="") as f:
-        rd = csv.reader(f)
-        header = next(rd)
-        # The feature columns are whatever truffld-diagnose exports between the keys and rho
-        # (duration_ns ... phase_code); files written by different versions must not be mixed.
-        lo, hi = header.index("end_ns") + 1, header.index("rho")
-        if feat_names is not None and header[lo:hi] != feat_names:
-            raise ValueError(f"{path}: feature columns {header[lo:hi]} differ from {feat_names}; "
-                             "re-export all scenarios with the same truffld-diagnose")
-        i_ab, i_ff = header.index("step_abnormal"), header.index("family_faulty")
-        index, meta, gid, vals = {}, [], [], []
-        for r in rd:
-            key = (r[0], int(r[1]), r[2], r[3])
-            g = index.get(key)
-            if g is None:
-                g = index[key] = len(meta)
-                meta.append((key, int(r[i_ab]), int(r[i_ff])))
-            gid.append(g)
-            vals.append(r[lo:hi])
+    names, raw = common.read_features(path)
+    if feat_names is not None and names != feat_names:
+        raise ValueError(f"{path}: feature columns {names} differ from {feat_names}; "
+                         "re-export all scenarios with the same truffld-diagnose")
+    index, meta, gid, vals = {}, [], [], []
+    for rank, step, view, fam, ab, ff, v in raw:
+        key = (rank, step, view, fam)
+        g = index.get(key)
+        if g is None:
+            g = index[key] = len(meta)
+            meta.append((key, ab, ff))
+        gid.append(g)
+        vals.append(v)
     if not meta:
-        return [], header[lo:hi]
+        return [], names
     a = np.asarray(vals, dtype=float)
     a = np.sign(a) * np.log1p(np.abs(a))
     gid = np.asarray(gid)
@@ -67,7 +65,7 @@ def _aggregate(path, scenario, feat_names):
     np.minimum.at(mn, gid, a)
     X = np.hstack([mean, mx, mn, np.log1p(cnt)[:, None]])
     rows = [((scenario, k[0], k[1]), k[2], k[3], X[i], ab, ff) for i, (k, ab, ff) in enumerate(meta)]
-    return rows, header[lo:hi]
+    return rows, names
 
 
 def load_samples(feature_files):

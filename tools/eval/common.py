@@ -6,6 +6,7 @@ key in labels, diagnosis and the baselines' feature export. Every failure is log
 as a value, never raised: one broken scenario must not stop a benchmark run.
 Single-threaded; no state besides the log file handle.
 """
+import csv
 import json
 import os
 import re
@@ -170,3 +171,46 @@ def merge_nested(dst, src):
         dst.setdefault(v, {}).update(d)
     return dst
 
+
+
+# Columns of truffld-diagnose --export-features that identify or label an instance; every other
+# numeric column is a feature.
+FEATURE_KEYS = ("rank", "step_index", "view", "family", "layer", "parent", "start_ns", "end_ns", "rho",
+                "step_abnormal", "family_faulty")
+
+
+def _flag(x):
+    return 1 if x in (True, 1, "1", "true", "True") else 0
+
+
+def read_features(path):
+    """An --export-features file, CSV or JSONL (told apart by its first byte) -> (feature names,
+    sorted; list of (rank text, step_index, view, family, step_abnormal, family_faulty, [values]))."""
+    rows = []
+    with open(path, newline="", encoding="utf-8") as f:
+        first = f.read(1)
+        f.seek(0)
+        if first == "{":
+            names = None
+            for line in f:
+                if not line.strip():
+                    continue
+                d = json.loads(line)
+                if names is None:
+                    names = sorted(k for k, v in d.items() if k not in FEATURE_KEYS and isinstance(v, (int, float)))
+                rows.append((str(d["rank"]), int(d["step_index"]), d["view"], d["family"], _flag(d["step_abnormal"]),
+                             _flag(d["family_faulty"]), [d.get(n, 0.0) for n in names]))
+            return names or [], rows
+        rd = csv.reader(f)
+        header = next(rd, [])
+        if "end_ns" not in header or "rho" not in header:
+            raise ValueError(f"{path}: not a truffld-diagnose feature export (no end_ns/rho columns)")
+        # CSV: the features are the columns between end_ns and rho.
+        names = sorted(header[header.index("end_ns") + 1: header.index("rho")])
+        col = {h: i for i, h in enumerate(header)}
+        idx = [col[n] for n in names]
+        ir, isx, iv, ifam = col["rank"], col["step_index"], col["view"], col["family"]
+        iab, iff = col["step_abnormal"], col["family_faulty"]
+        for r in rd:
+            rows.append((r[ir], int(r[isx]), r[iv], r[ifam], _flag(r[iab]), _flag(r[iff]), [r[i] for i in idx]))
+    return names, rows

@@ -16,7 +16,6 @@ Writes WORK/results.json (report.py turns it into BENCHMARKS.md). A scenario tha
 logged and left out; the run goes on.
 """
 import argparse
-import csv
 import json
 import os
 import sys
@@ -90,21 +89,18 @@ def families_of(features):
     """{view: sorted families with an instance in any exported feature file}: the Macro universe."""
     fams = {}
     for _, path in features:
-        with open(path, newline="") as f:
-            rd = csv.reader(f)
-            header = next(rd, [])
-            if "view" not in header or "family" not in header:
-                continue
-            iv, ifam = header.index("view"), header.index("family")
-            for r in rd:
-                fams.setdefault(r[iv], set()).add(r[ifam])
+        try:
+            for _, _, view, fam, _, _, _ in common.read_features(path)[1]:
+                fams.setdefault(view, set()).add(fam)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"families_of: {path}: {e}", file=sys.stderr)
     return {v: sorted(s) for v, s in fams.items()}
 
 
 def evaluate_suite(tools, work, suite, entries, quick, log, no_baselines):
     log(f"== suite {suite}: {len(entries)} scenarios")
     truth, units, features, infos = run_suite(tools, os.path.join(work, suite), entries, log)
-    base, cov = {}, {}
+    base, cov, base_error = {}, {}, None
     families = families_of(features)
     if features and not no_baselines:
         try:
@@ -114,7 +110,8 @@ def evaluate_suite(tools, work, suite, entries, quick, log, no_baselines):
             log(f"baselines for {suite} (configuration and threshold chosen on the validation split):")
             base = baselines.run_baselines(data, quick=quick, log=log)
         except Exception as e:  # noqa: BLE001 - the truffld rows still stand without baselines
-            log(f"baselines for {suite} FAILED: {type(e).__name__}: {e}")
+            base_error = f"{type(e).__name__}: {e}"
+            log(f"baselines for {suite} FAILED: {base_error}")
     tables = score.methods_table(truth, units, base, families)
     names = [n for n, _, _ in entries if "failed" not in infos[n]]
     scen = score.per_scenario(names, truth, units)
@@ -128,7 +125,7 @@ def evaluate_suite(tools, work, suite, entries, quick, log, no_baselines):
     for v, rows in tables.items():
         log(f"\n{suite} / {v} view (held-out test split)\n" + metrics.format_table("Method", rows))
     return {"scenarios": infos, "tables": tables, "per_scenario": scen, "per_class": classes,
-            "label_stats": stats, "label_coverage": cov,
+            "label_stats": stats, "label_coverage": cov, "baselines_error": base_error,
             "baseline_configs": {m: {v: c for v, (_, c) in pv.items()} for m, pv in base.items()}}
 
 

@@ -80,6 +80,8 @@ def suite_intro(suite, s, quick):
 
 def methods(s):
     md = []
+    if s.get("baselines_error"):
+        md += [f"**The baselines failed in this run ({cell(s['baselines_error'], 200)}); see evaluate.log.**", ""]
     for v in VIEWS:
         rows = s.get("tables", {}).get(v)
         if rows:
