@@ -62,7 +62,7 @@ for t in "${!BINS[@]}"; do
   "$WORK/bin/${BINS[$t]}/$t" --help >/dev/null 2>&1 || echo "run.sh: $WORK/bin/${BINS[$t]}/$t does not run (missing, or copied mid-build?)" >&2
 done
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(git -C "$ROOT" status --porcelain -- diagnose merge tools/synth tools/common schemas 2>/dev/null | awk '{print $2}' | cut -d/ -f1-2 | sort -u | tr '\n' ' ')
+DIRTY=$(git -C "$ROOT" status --porcelain -- diagnose merge tools/synth common tools/common schemas 2>/dev/null | awk '{print $2}' | cut -d/ -f1-2 | sort -u | tr '\n' ' ')
 BIN="$WORK/bin"
 
 part() {  # part NAME CMD...: runs one part, logs its time and failure, never stops the run
