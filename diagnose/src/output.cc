@@ -175,11 +175,19 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
+bool IsCsvPath(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
 Status WriteFeatures(const std::string& path, const InstanceTable& t, const std::vector<double>& rho,
+                     const LabelSet* labels) {
+  return WriteFeatures(path, IsCsvPath(path), t, rho, labels);
+}
+
+Status WriteFeatures(const std::string& path, bool csv, const InstanceTable& t, const std::vector<double>& rho,
                      const LabelSet* labels) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return IoError(path + ": cannot open for writing");
-  const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
   if (csv) {
     out << "rank,step_index,view,family,layer,parent,start_ns,end_ns";
     for (int f = 0; f < kNumFeatures; ++f) out << ',' << FeatureName(f);

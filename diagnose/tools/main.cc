@@ -133,7 +133,9 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   }
   if (!a.export_features.empty()) {
     TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_features, [&](const std::string& p) {
-      return td::WriteFeatures(p, target, result.stage1.rho, labels ? &*labels : nullptr);
+      // `p` is a temporary name: the format follows the name asked for.
+      return td::WriteFeatures(p, td::IsCsvPath(a.export_features), target, result.stage1.rho,
+                               labels ? &*labels : nullptr);
     }));
   }
   if (!a.export_tests.empty() && result.peer) {

@@ -290,6 +290,18 @@ class Diagnose(CliCase):
         self.assert_safe_outputs(out, names, target)
         self.assert_no_temporaries(out)
 
+    def test_exported_features_follow_the_name_asked_for(self):
+        # The file is written under a temporary name first: CSV must still mean CSV.
+        out = os.path.join(self.dir, "out")
+        self.diag(out, "-q", "--export-features", os.path.join(out, "f.csv"), "--export-tests", os.path.join(out, "t.csv"))
+        with open(os.path.join(out, "f.csv")) as f:
+            self.assertTrue(f.readline().startswith("rank,step_index,view,family,"))
+        with open(os.path.join(out, "t.csv")) as f:
+            self.assertTrue(f.readline().startswith("rank,step_index,view,family,level,metric,"))
+        self.diag(out, "-q", "--export-features", os.path.join(out, "f.jsonl"))
+        with open(os.path.join(out, "f.jsonl")) as f:
+            self.assertEqual("{", f.read(1))
+
     def test_outputs_this_run_does_not_write_are_removed(self):
         out = os.path.join(self.dir, "out")
         self.diag(out, "-q", "--labels", os.path.join(self.root, "dump", "labels.jsonl"))

@@ -31,6 +31,11 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
 // family is labelled faulty. CSV when the path ends in ".csv", JSONL otherwise.
 Status WriteFeatures(const std::string& path, const InstanceTable& t,
                      const std::vector<double>& rho, const LabelSet* labels);
+// The same, CSV or JSONL as told (the caller may write to a temporary name first).
+Status WriteFeatures(const std::string& path, bool csv, const InstanceTable& t,
+                     const std::vector<double>& rho, const LabelSet* labels);
+// Whether a path names a CSV file (".csv").
+bool IsCsvPath(const std::string& path);
 
 // Peer mode: every tested cost (TestRow) with its expectations and p-values, one CSV line each:
 // rank, step_index, view, family, level, metric, observed_ns, expected and peers per source,
