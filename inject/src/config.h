@@ -21,6 +21,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 enum class Compression { kNone, kZstd };
 
+// Smallest TRUFFLD_MAX_BUFFER_MB; smaller values are raised to it (with a warning).
+inline constexpr int64_t kMinMaxBufferMb = 4;
+
 struct Config {
   bool disabled = false;                  // TRUFFLD_DISABLE=1
   std::string output_dir = "/tmp/truffld";  // TRUFFLD_OUTPUT_DIR
