@@ -29,7 +29,7 @@ struct Config {
   std::string output_dir = "/tmp/truffld";  // TRUFFLD_OUTPUT_DIR
   int64_t flush_ms = 500;                 // TRUFFLD_FLUSH_MS (1..60000)
   int64_t max_buffer_mb = 256;            // TRUFFLD_MAX_BUFFER_MB: rings + CUPTI buffers
-  int64_t thread_buffer_kb = 1024;        // TRUFFLD_THREAD_BUFFER_KB: one thread's ring
+  int64_t thread_buffer_kb = 16384;       // TRUFFLD_THREAD_BUFFER_KB: a large thread ring
   int64_t activity_buffer_kb = 4096;      // TRUFFLD_ACTIVITY_BUFFER_KB: one CUPTI buffer
   Compression compress = Compression::kNone;  // TRUFFLD_COMPRESS=none|zstd
   std::string process_filter;             // TRUFFLD_PROCESS_FILTER (POSIX ERE on cmdline)

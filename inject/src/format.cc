@@ -206,9 +206,12 @@ void FormatStats(const StatsInfo& s, std::string& out) {
   buffers.UInt("thread_rings", s.rings).UInt("thread_ring_bytes", s.ring_bytes)
       .UInt("activity_buffers", s.activity_buffers)
       .UInt("activity_buffers_denied", s.activity_buffers_denied);
+  JsonObject ranges;
+  ranges.UInt("push_pop", s.ranges_dropped_push_pop).UInt("start_end", s.ranges_dropped_start_end);
   JsonLine j(out);
   j.Str("type", "STATS").Raw("records_written", written.Finish())
-      .Raw("records_dropped", dropped.Finish()).UInt("cupti_dropped", s.cupti_dropped)
+      .Raw("records_dropped", dropped.Finish()).Raw("ranges_dropped", ranges.Finish())
+      .UInt("unbalanced_closes", s.unbalanced_closes).UInt("cupti_dropped", s.cupti_dropped)
       .Raw("buffers", buffers.Finish()).UInt("write_errors", s.write_errors)
       .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)
       .Str("cupti_status", s.cupti_status);

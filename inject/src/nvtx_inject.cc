@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "range_balance.h"
 #include "tracer.h"
 
 namespace truffld::inject {
@@ -57,24 +58,39 @@ inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t 
   r.payload_value = 0;
 }
 
+// Writes a record of any NVTX kind with its copied data (name, then payload bytes), through
+// range_balance.h for the kinds that open or close ranges. Returns the id the application gets
+// for a start (0 otherwise).
+uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, size_t payload_len) {
+  r.name_len = static_cast<uint16_t>(len);
+  r.payload_len = static_cast<uint16_t>(payload_len);
+  switch (r.kind) {
+    case RecordKind::kNvtxPush:
+      OpenNested(*g_tracer, r, t_thread.nvtx_depth, name, len, payload, payload_len);
+      return 0;
+    case RecordKind::kNvtxPop:
+      CloseNested(*g_tracer, r, t_thread.nvtx_depth - 1, payload, payload_len);
+      return 0;
+    case RecordKind::kNvtxStart:
+      return OpenStart(*g_tracer, r, r.id, name, len, payload, payload_len);
+    case RecordKind::kNvtxEnd:
+      CloseStart(*g_tracer, r, r.id, payload, payload_len);
+      return 0;
+    default:
+      g_tracer->Emit(r, name, len, payload, payload_len);
+      return 0;
+  }
+}
+
 // Emits a record whose name is `name` (may be null) and, optionally, schema payload bytes.
-inline void EmitNamed(Record& r, const char* name, size_t len, const void* payload = nullptr,
-                      size_t payload_len = 0) {
+inline uint64_t EmitNamed(Record& r, const char* name, size_t len, const void* payload = nullptr,
+                          size_t payload_len = 0) {
   if (len > kMaxNameBytes) {
     len = kMaxNameBytes;
     r.flags |= kFlagNameTruncated;
     g_tracer->CountNameTruncated();
   }
-  r.name_len = static_cast<uint16_t>(len);
-  if (payload_len == 0) {
-    g_tracer->Emit(r, name, len);
-    return;
-  }
-  char buf[kMaxNameBytes + kMaxPayloadBytes];
-  if (len) std::memcpy(buf, name, len);
-  std::memcpy(buf + len, payload, payload_len);
-  r.payload_len = static_cast<uint16_t>(payload_len);
-  g_tracer->Emit(r, buf, len + payload_len);
+  return Dispatch(r, name, len, static_cast<const char*>(payload), payload_len);
 }
 
 // Takes the first of `count` payload-extension payloads into `r` (kind and schema id) and returns
@@ -92,11 +108,11 @@ std::string_view TakeSchemaPayload(Record& r, const nvtxPayloadData_t* pd, size_
   return {static_cast<const char*>(pd->payload), pd->size};
 }
 
-// Builds and emits a record from NVTX event attributes.
-void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
+// Builds and emits a record from NVTX event attributes; returns EmitNamed's id.
+uint64_t EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  if (!a) { EmitNamed(r, "", 0); return; }
+  if (!a) return EmitNamed(r, "", 0);
   if (a->category) { r.flags |= kFlagHasCategory; r.category = a->category; }
   if (a->colorType == NVTX_COLOR_ARGB) { r.flags |= kFlagHasColor; r.color = a->color; }
   const void* payload = nullptr;
@@ -120,42 +136,40 @@ void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* 
   }
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      EmitNamed(r, a->message.ascii, a->message.ascii ? std::strlen(a->message.ascii) : 0, payload, payload_len);
-      return;
+      return EmitNamed(r, a->message.ascii, a->message.ascii ? std::strlen(a->message.ascii) : 0,
+                       payload, payload_len);
     case NVTX_MESSAGE_TYPE_REGISTERED: {
       const auto* s = reinterpret_cast<const NvtxString*>(a->message.registered);
       if (s) r.name_ref = s->text.c_str();
-      EmitNamed(r, nullptr, 0, payload, payload_len);
-      return;
+      return EmitNamed(r, nullptr, 0, payload, payload_len);
     }
     case NVTX_MESSAGE_TYPE_UNICODE: {
-      char buf[kMaxNameBytes];
+      char buf[kMaxWideNameBytes];
       const size_t n = WideToUtf8(a->message.unicode, buf, sizeof buf);
-      EmitNamed(r, buf, n, payload, payload_len);
-      return;
+      return EmitNamed(r, buf, n, payload, payload_len);
     }
     default:
-      EmitNamed(r, "", 0, payload, payload_len);
+      return EmitNamed(r, "", 0, payload, payload_len);
   }
 }
 
-void EmitAscii(RecordKind kind, const char* msg, uint64_t id) {
+uint64_t EmitAscii(RecordKind kind, const char* msg, uint64_t id) {
   Record r;
   InitRecord(r, kind, nullptr, id);
-  EmitNamed(r, msg ? msg : "", msg ? std::strlen(msg) : 0);
+  return EmitNamed(r, msg ? msg : "", msg ? std::strlen(msg) : 0);
 }
 
-void EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
+uint64_t EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
   Record r;
   InitRecord(r, kind, nullptr, id);
-  char buf[kMaxNameBytes];
-  EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
+  char buf[kMaxWideNameBytes];
+  return EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
 }
 
 void EmitBare(RecordKind kind, const void* domain, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  g_tracer->Emit(r, nullptr, 0);
+  Dispatch(r, nullptr, 0, nullptr, 0);
 }
 
 int Push() { return t_thread.nvtx_depth++; }
@@ -164,12 +178,12 @@ uint64_t NewRangeId() { return g_next_range_id.fetch_add(1, std::memory_order_re
 
 // An event of the payload extension: no message, the first of `count` payloads (the others are
 // not recorded; NCCL and the NVTX helpers pass one).
-void EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_t* pd, size_t count,
-                     uint64_t id) {
+uint64_t EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_t* pd,
+                         size_t count, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
   const std::string_view bytes = TakeSchemaPayload(r, pd, count);
-  EmitNamed(r, nullptr, 0, bytes.data(), bytes.size());
+  return EmitNamed(r, nullptr, 0, bytes.data(), bytes.size());
 }
 
 // ---- payload extension events (slots set by AttachNvtxPayloadExtension) ----
@@ -188,9 +202,7 @@ int NVTX_API RangePopPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, s
   return Pop();
 }
 nvtxRangeId_t NVTX_API RangeStartPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  const uint64_t id = NewRangeId();
-  EmitPayloadData(RecordKind::kNvtxStart, d, p, n, id);
-  return id;
+  return EmitPayloadData(RecordKind::kNvtxStart, d, p, n, NewRangeId());
 }
 void NVTX_API RangeEndPayload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtxPayloadData_t* p, size_t n) {
   EmitPayloadData(RecordKind::kNvtxEnd, d, p, n, id);
@@ -200,9 +212,9 @@ void NVTX_API RangeEndPayload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtx
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, nullptr, a, 0); }
 void NVTX_API MarkA(const char* m) { EmitAscii(RecordKind::kNvtxMark, m, 0); }
 void NVTX_API MarkW(const wchar_t* m) { EmitWide(RecordKind::kNvtxMark, m, 0); }
-nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, nullptr, a, id); return id; }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { uint64_t id = NewRangeId(); EmitAscii(RecordKind::kNvtxStart, m, id); return id; }
-nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { uint64_t id = NewRangeId(); EmitWide(RecordKind::kNvtxStart, m, id); return id; }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return EmitAttr(RecordKind::kNvtxStart, nullptr, a, NewRangeId()); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return EmitAscii(RecordKind::kNvtxStart, m, NewRangeId()); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { return EmitWide(RecordKind::kNvtxStart, m, NewRangeId()); }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, nullptr, id); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0); return Push(); }
 int NVTX_API RangePushA(const char* m) { EmitAscii(RecordKind::kNvtxPush, m, 0); return Push(); }
@@ -218,7 +230,7 @@ void NVTX_API NameOsThreadW(uint32_t, const wchar_t*) {}
 
 // ---- CORE2 module (domains) ----
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, d, a, 0); }
-nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, d, a, id); return id; }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return EmitAttr(RecordKind::kNvtxStart, d, a, NewRangeId()); }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, d, id); }
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, d, a, 0); return Push(); }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { EmitBare(RecordKind::kNvtxPop, d, 0); return Pop(); }
@@ -234,7 +246,7 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char
   return reinterpret_cast<nvtxStringHandle_t>(g_tracer->nvtx().RegisterString(s ? s : ""));
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
-  char buf[kMaxNameBytes];
+  char buf[kMaxWideNameBytes];
   return reinterpret_cast<nvtxStringHandle_t>(
       g_tracer->nvtx().RegisterString(std::string(buf, WideToUtf8(s, buf, sizeof buf))));
 }

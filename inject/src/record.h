@@ -31,6 +31,9 @@ enum class RecordKind : uint8_t {
   kMemset,
   kSync,
   kCount,  // number of kinds; not a record
+  // Ring-internal: the slots from here to the end of the ring's memory are unused and the
+  // consumer continues at the ring's start (RecordRing's rewind). Never formatted or counted.
+  kSkip = 0xFF,
 };
 inline constexpr int kNumRecordKinds = static_cast<int>(RecordKind::kCount);
 
@@ -92,8 +95,11 @@ static_assert(sizeof(Record) == 128, "Record must stay one 128-byte slot");
 
 inline constexpr size_t kSlotBytes = sizeof(Record);
 inline constexpr size_t kInlineBytes = sizeof(Record::inline_bytes);
-inline constexpr size_t kMaxNameBytes = 2048;     // longer names are cut and flagged
-inline constexpr size_t kMaxPayloadBytes = 1024;  // longer payloads are not copied (counted)
+// Longer names are cut and flagged. Large enough for a step naming a thousand requests
+// (hooks' step names carry every request id); name_len is 16 bits.
+inline constexpr size_t kMaxNameBytes = 65535;
+inline constexpr size_t kMaxWideNameBytes = 8192;  // wide names are converted on the stack
+inline constexpr size_t kMaxPayloadBytes = 1024;   // longer payloads are not copied (counted)
 
 // Slots needed for a record carrying `data_len` copied bytes.
 constexpr size_t SlotsFor(size_t data_len) noexcept {

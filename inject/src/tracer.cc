@@ -39,12 +39,13 @@ bool CounterIsInvariant() {
 }
 
 namespace {
+// Small rings (threads past the large rings' half of the budget) and the part of every ring
+// touched up front: 1 MiB, 8192 records.
+constexpr size_t kSmallRingSlots = (size_t{1} << 20) / kSlotBytes;
 size_t RingSlots(const Config& c) { return static_cast<size_t>(c.thread_buffer_kb) * 1024 / kSlotBytes; }
-size_t MaxRings(const Config& c) {
+uint64_t RingBudget(const Config& c) {
   const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
-  const uint64_t rings = c.cupti ? total * 3 / 4 : total;
-  const uint64_t per = static_cast<uint64_t>(c.thread_buffer_kb) << 10;
-  return static_cast<size_t>(rings / per);
+  return c.cupti ? total * 3 / 4 : total;
 }
 size_t MaxActivityBuffers(const Config& c) {
   const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
@@ -61,7 +62,7 @@ Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host
       rank_(DetectRank([](const char* n) { return ::getenv(n); })),
       pid_(::getpid()),
       clock_id_(config_.clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW),
-      registry_(RingSlots(config_), MaxRings(config_)),
+      registry_(RingSlots(config_), kSmallRingSlots, RingBudget(config_), kSmallRingSlots),
       pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)) {
   pthread_key_create(&thread_key_, &Tracer::ReleaseThreadRing);
   g_tick_fallback_clock = clock_id_;
@@ -108,6 +109,15 @@ void Tracer::Start() {
   writer_running_.store(true, std::memory_order_release);
   writer_ = std::make_unique<std::thread>([this] { WriterMain(); });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool Tracer::QueueEnd(const Record& r) noexcept {
+  QueuedEnd e;
+  e.t0 = r.t0;
+  e.id = r.id;
+  e.domain = r.domain;
+  e.tid = t_thread.tid ? t_thread.tid : static_cast<uint32_t>(::syscall(SYS_gettid));
+  return end_queue_.Push(e);
 }
 
 void Tracer::EnqueueActivityBuffer(uint8_t* buffer, size_t valid_bytes) {
@@ -196,6 +206,10 @@ void Tracer::ChildAfterFork() {
   cupti_dropped_.store(0);
   payloads_too_large_.store(0);
   names_truncated_.store(0);
+  for (auto& n : no_ring_ranges_dropped_) n.store(0);
+  end_queue_.Reset();
+  start_credits_used_.store(0);
+  no_ring_unbalanced_.store(0);
   flush_requested_.store(0);
   flush_done_.store(0);
   final_requested_.store(false);

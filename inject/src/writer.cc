@@ -65,6 +65,20 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
         },
         scratch);
   });
+  QueuedEnd qe;
+  while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
+    Record c;
+    std::memset(static_cast<void*>(&c), 0, offsetof(Record, inline_bytes));
+    c.kind = RecordKind::kNvtxEnd;
+    c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(qe.t0));
+    c.id = qe.id;
+    c.domain = qe.domain;
+    c.tid = qe.tid;
+    FormatRecord(c, {}, pid_, nvtx_, out);
+    ++written_[static_cast<int>(RecordKind::kNvtxEnd)];
+    ReturnStartCredit();
+    spill();
+  }
   std::deque<std::pair<uint8_t*, size_t>> buffers;
   {
     std::lock_guard<std::mutex> lock(activity_mu_);
@@ -100,8 +114,14 @@ void Tracer::WriteStats(std::string& out) {
     s.written[k] = written_[k];
     s.dropped[k] = registry_.no_ring_dropped(static_cast<RecordKind>(k));
   }
+  s.ranges_dropped_push_pop = no_ring_ranges_dropped_[0].load();
+  s.ranges_dropped_start_end = no_ring_ranges_dropped_[1].load();
+  s.unbalanced_closes = no_ring_unbalanced_.load();
   registry_.ForEach([&](RecordRing& ring) {
     for (int k = 0; k < kNumRecordKinds; ++k) s.dropped[k] += ring.dropped(static_cast<RecordKind>(k));
+    s.ranges_dropped_push_pop += ring.ranges_dropped(false);
+    s.ranges_dropped_start_end += ring.ranges_dropped(true);
+    s.unbalanced_closes += ring.unbalanced();
   });
   s.cupti_dropped = cupti_dropped_.load();
   s.payloads_too_large = payloads_too_large_.load();

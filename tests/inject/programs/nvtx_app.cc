@@ -14,6 +14,9 @@
 //   sigkill N       N push/pop pairs, prints "ready", then sleeps until killed
 //   fsize BYTES N   sets RLIMIT_FSIZE to BYTES, then N push/pop pairs
 //   exec MS         a mark, sleeps MS ms (past a flush), then exec()s itself in noflush mode
+//   flood N M       N threads, each M times: outer push, inner push, mark, pop, pop, then a
+//                   start ended at once on the same thread (odd iterations) or put in a shared
+//                   queue of 64 from which the thread ends the oldest (mostly another thread's)
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 #include <signal.h>
@@ -25,6 +28,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,6 +169,34 @@ void PushPop(int n, const char* name) {
   }
 }
 
+void Flood(int threads, int iterations) {
+  std::mutex mu;
+  std::deque<nvtxRangeId_t> open;  // starts any thread may end
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back([&, iterations] {
+      for (int k = 0; k < iterations; ++k) {
+        nvtxRangePushA("outer");
+        nvtxRangePushA("inner");
+        nvtxMarkA("flood mark");
+        nvtxRangePop();
+        nvtxRangePop();
+        const nvtxRangeId_t id = nvtxRangeStartA("flood start");
+        if (k % 2) { nvtxRangeEnd(id); continue; }
+        nvtxRangeId_t other = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          open.push_back(id);
+          if (open.size() > 64) { other = open.front(); open.pop_front(); }
+        }
+        if (other) nvtxRangeEnd(other);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (nvtxRangeId_t id : open) nvtxRangeEnd(id);
+}
+
 std::atomic<bool> g_term{false};
 void OnTerm(int) {
   const char msg[] = "app handler ran\n";
@@ -184,6 +217,8 @@ int main(int argc, char** argv) {
     std::vector<std::thread> ts;
     for (int i = 0; i < n; ++i) ts.emplace_back([m] { PushPop(m, "hammer"); });
     for (auto& t : ts) t.join();
+  } else if (mode == "flood") {
+    Flood(static_cast<int>(arg(2, 4)), static_cast<int>(arg(3, 20000)));
   } else if (mode == "sigterm") {
     if (arg(2, 1)) signal(SIGTERM, OnTerm);  // installed before NVTX initialises truffld
     nvtxMarkA("started");
