@@ -14,6 +14,7 @@
 //   sigkill N       N push/pop pairs, prints "ready", then sleeps until killed
 //   fsize BYTES N   sets RLIMIT_FSIZE to BYTES, then N push/pop pairs
 //   exec MS         a mark, sleeps MS ms (past a flush), then exec()s itself in noflush mode
+//   longstep N      one step range naming N requests (the hooks' step name; ~38 bytes an id)
 //   flood N M       N threads, each M times: outer push, inner push, mark, pop, pop, then a
 //                   start ended at once on the same thread (odd iterations) or put in a shared
 //                   queue of 64 from which the thread ends the oldest (mostly another thread's)
@@ -169,6 +170,17 @@ void PushPop(int n, const char* name) {
   }
 }
 
+// The hooks' step name for `n` requests "chatcmpl-<index, 8 digits>-<24 hex digits>".
+std::string LongStepName(int n) {
+  std::string name = "step_execute_model[request_ids:";
+  char id[64];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(id, sizeof id, "%schatcmpl-%08d-%024x", i ? "_" : "", i, i * 2654435761u);
+    name += id;
+  }
+  return name + "][phase:decode]";
+}
+
 void Flood(int threads, int iterations) {
   std::mutex mu;
   std::deque<nvtxRangeId_t> open;  // starts any thread may end
@@ -217,6 +229,9 @@ int main(int argc, char** argv) {
     std::vector<std::thread> ts;
     for (int i = 0; i < n; ++i) ts.emplace_back([m] { PushPop(m, "hammer"); });
     for (auto& t : ts) t.join();
+  } else if (mode == "longstep") {
+    nvtxRangePushA(LongStepName(static_cast<int>(arg(2, 512))).c_str());
+    nvtxRangePop();
   } else if (mode == "flood") {
     Flood(static_cast<int>(arg(2, 4)), static_cast<int>(arg(3, 20000)));
   } else if (mode == "sigterm") {
