@@ -59,18 +59,20 @@ inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t 
 }
 
 // Writes a record of any NVTX kind with its copied data (name, then payload bytes), through
-// range_balance.h for the kinds that open or close ranges. Returns the id the application gets
-// for a start (0 otherwise).
+// range_balance.h for the kinds that open or close ranges, and keeps the thread's push/pop
+// depth. Returns what the NVTX call returns: the range id for a start, the nesting level for a
+// push and a pop (-1 for a pop without a push), 0 otherwise.
 uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, size_t payload_len) {
   r.name_len = static_cast<uint16_t>(len);
   r.payload_len = static_cast<uint16_t>(payload_len);
+  ThreadState& t = t_thread;  // one TLS lookup per NVTX call
   switch (r.kind) {
     case RecordKind::kNvtxPush:
-      OpenNested(*g_tracer, r, t_thread.nvtx_depth, name, len, payload, payload_len);
-      return 0;
+      OpenNested(*g_tracer, t, r, t.nvtx_depth, name, len, payload, payload_len);
+      return static_cast<uint64_t>(t.nvtx_depth++);
     case RecordKind::kNvtxPop:
-      CloseNested(*g_tracer, r, t_thread.nvtx_depth - 1, payload, payload_len);
-      return 0;
+      CloseNested(*g_tracer, t, r, t.nvtx_depth - 1, payload, payload_len);
+      return static_cast<uint64_t>(t.nvtx_depth > 0 ? --t.nvtx_depth : -1);
     case RecordKind::kNvtxStart:
       return OpenStart(*g_tracer, r, r.id, name, len, payload, payload_len);
     case RecordKind::kNvtxEnd:
@@ -166,14 +168,14 @@ uint64_t EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
   return EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
 }
 
-void EmitBare(RecordKind kind, const void* domain, uint64_t id) {
+uint64_t EmitBare(RecordKind kind, const void* domain, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  Dispatch(r, nullptr, 0, nullptr, 0);
+  return Dispatch(r, nullptr, 0, nullptr, 0);
 }
 
-int Push() { return t_thread.nvtx_depth++; }
-int Pop() { return t_thread.nvtx_depth > 0 ? --t_thread.nvtx_depth : -1; }
+// Push and pop calls return the nesting level Dispatch computed.
+int Level(uint64_t v) { return static_cast<int>(static_cast<int64_t>(v)); }
 uint64_t NewRangeId() { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 
 // An event of the payload extension: no message, the first of `count` payloads (the others are
@@ -191,15 +193,13 @@ void NVTX_API MarkPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size
   EmitPayloadData(RecordKind::kNvtxMark, d, p, n, 0);
 }
 int NVTX_API RangePushPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  EmitPayloadData(RecordKind::kNvtxPush, d, p, n, 0);
-  return Push();
+  return Level(EmitPayloadData(RecordKind::kNvtxPush, d, p, n, 0));
 }
 // NCCL pushes with nvtxDomainRangePushEx and closes with this, passing parameters it only knows
 // at the end (communicator hash, ranks): the POP carries them and truffld-merge joins them to
 // the range.
 int NVTX_API RangePopPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  EmitPayloadData(RecordKind::kNvtxPop, d, p, n, 0);
-  return Pop();
+  return Level(EmitPayloadData(RecordKind::kNvtxPop, d, p, n, 0));
 }
 nvtxRangeId_t NVTX_API RangeStartPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
   return EmitPayloadData(RecordKind::kNvtxStart, d, p, n, NewRangeId());
@@ -216,10 +216,10 @@ nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return Emi
 nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return EmitAscii(RecordKind::kNvtxStart, m, NewRangeId()); }
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { return EmitWide(RecordKind::kNvtxStart, m, NewRangeId()); }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, nullptr, id); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0); return Push(); }
-int NVTX_API RangePushA(const char* m) { EmitAscii(RecordKind::kNvtxPush, m, 0); return Push(); }
-int NVTX_API RangePushW(const wchar_t* m) { EmitWide(RecordKind::kNvtxPush, m, 0); return Push(); }
-int NVTX_API RangePop() { EmitBare(RecordKind::kNvtxPop, nullptr, 0); return Pop(); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Level(EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0)); }
+int NVTX_API RangePushA(const char* m) { return Level(EmitAscii(RecordKind::kNvtxPush, m, 0)); }
+int NVTX_API RangePushW(const wchar_t* m) { return Level(EmitWide(RecordKind::kNvtxPush, m, 0)); }
+int NVTX_API RangePop() { return Level(EmitBare(RecordKind::kNvtxPop, nullptr, 0)); }
 void NVTX_API NameCategoryA(uint32_t cat, const char* name) { if (name) g_tracer->nvtx().NameCategory(nullptr, cat, name); }
 void NVTX_API NameCategoryW(uint32_t cat, const wchar_t* name) {
   char buf[512];
@@ -232,8 +232,8 @@ void NVTX_API NameOsThreadW(uint32_t, const wchar_t*) {}
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, d, a, 0); }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return EmitAttr(RecordKind::kNvtxStart, d, a, NewRangeId()); }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, d, id); }
-int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, d, a, 0); return Push(); }
-int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { EmitBare(RecordKind::kNvtxPop, d, 0); return Pop(); }
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return Level(EmitAttr(RecordKind::kNvtxPush, d, a, 0)); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return Level(EmitBare(RecordKind::kNvtxPop, d, 0)); }
 char g_resource_token;
 nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttributes_t*) { return reinterpret_cast<nvtxResourceHandle_t>(&g_resource_token); }
 void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t) {}

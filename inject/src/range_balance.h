@@ -15,7 +15,8 @@
 // a close lost although its open was written (STATS unbalanced_closes): possible only for
 // pushes nested deeper than kMaxReservedDepth or starts beyond the credits.
 // CUDA API calls need nothing here: each is one record written when the call returns.
-// Thread-safety: every function works on the calling thread's state (t_thread, its ring).
+// Thread-safety: every function works on the calling thread's state (`t` is t_thread, passed
+// down so that an NVTX call looks its thread-local state up once).
 #pragma once
 
 #include <cstdint>
@@ -32,16 +33,15 @@ inline constexpr uint64_t kCreditBit = uint64_t{1} << 62;
 inline constexpr uint64_t kDroppedBit = uint64_t{1} << 63;
 
 // NVTX push: returns true when written. `level` is the nesting depth before the push.
-inline bool OpenNested(Tracer& tr, Record& r, int32_t level, const char* name, size_t name_len,
-                       const char* payload, size_t payload_len) noexcept {
-  ThreadState& t = t_thread;
+inline bool OpenNested(Tracer& tr, ThreadState& t, Record& r, int32_t level, const char* name,
+                       size_t name_len, const char* payload, size_t payload_len) noexcept {
   if (t.drop_from) {  // inside a dropped range: dropped with it
     tr.CountDropped(r.kind);
     tr.CountRangeDropped(false);
     return false;
   }
   const Reserve rv = level < kMaxReservedDepth ? Reserve::kOpen : Reserve::kNone;
-  if (tr.Emit(r, name, name_len, payload, payload_len, rv)) return true;
+  if (tr.Emit(t, r, name, name_len, payload, payload_len, rv)) return true;
   t.drop_from = level + 1;
   tr.CountRangeDropped(false);
   return false;
@@ -50,13 +50,14 @@ inline bool OpenNested(Tracer& tr, Record& r, int32_t level, const char* name, s
 // Writes a close (pop or end; r.payload_len set). The reservation covers one slot: a close
 // whose payload does not fit in what is left is written bare (the payload counted as too
 // large). Returns false when nothing was written (counted as a drop).
-inline bool EmitClose(Tracer& tr, Record& r, const char* payload, size_t payload_len, Reserve rv) noexcept {
-  if (tr.Emit(r, nullptr, 0, payload, payload_len, rv, /*count_drop=*/false)) return true;
+inline bool EmitClose(Tracer& tr, ThreadState& t, Record& r, const char* payload, size_t payload_len,
+                      Reserve rv) noexcept {
+  if (tr.Emit(t, r, nullptr, 0, payload, payload_len, rv, /*count_drop=*/false)) return true;
   if (payload_len && rv != Reserve::kNone) {
     r.payload_kind = PayloadKind::kNone;
     r.payload_value = 0;
     r.payload_len = 0;
-    if (tr.Emit(r, nullptr, 0, nullptr, 0, rv, false)) {
+    if (tr.Emit(t, r, nullptr, 0, nullptr, 0, rv, false)) {
       tr.CountPayloadTooLarge();
       return true;
     }
@@ -66,16 +67,15 @@ inline bool EmitClose(Tracer& tr, Record& r, const char* payload, size_t payload
 }
 
 // NVTX pop. `level` is the level of the push it closes (-1 for a pop without a push).
-inline void CloseNested(Tracer& tr, Record& r, int32_t level, const char* payload,
+inline void CloseNested(Tracer& tr, ThreadState& t, Record& r, int32_t level, const char* payload,
                         size_t payload_len) noexcept {
-  ThreadState& t = t_thread;
   if (t.drop_from && level >= t.drop_from - 1) {
     if (level == t.drop_from - 1) t.drop_from = 0;
     tr.CountDropped(r.kind);
     return;
   }
   const Reserve rv = level >= 0 && level < kMaxReservedDepth ? Reserve::kClose : Reserve::kNone;
-  if (!EmitClose(tr, r, payload, payload_len, rv) && level >= 0) tr.CountUnbalanced();
+  if (!EmitClose(tr, t, r, payload, payload_len, rv) && level >= 0) tr.CountUnbalanced();
 }
 
 // NVTX start: fills r.id and returns the id for the application.

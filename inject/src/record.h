@@ -31,9 +31,6 @@ enum class RecordKind : uint8_t {
   kMemset,
   kSync,
   kCount,  // number of kinds; not a record
-  // Ring-internal: the slots from here to the end of the ring's memory are unused and the
-  // consumer continues at the ring's start (RecordRing's rewind). Never formatted or counted.
-  kSkip = 0xFF,
 };
 inline constexpr int kNumRecordKinds = static_cast<int>(RecordKind::kCount);
 

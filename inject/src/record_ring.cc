@@ -21,7 +21,7 @@ const char* RecordKindName(RecordKind k) noexcept {
     case RecordKind::kMemcpy: return "MEMCPY";
     case RecordKind::kMemset: return "MEMSET";
     case RecordKind::kSync: return "SYNC";
-    case RecordKind::kCount: case RecordKind::kSkip: break;
+    case RecordKind::kCount: break;
   }
   return "UNKNOWN";
 }
@@ -50,24 +50,24 @@ RecordRing::~RecordRing() {
   if (slots_) ::munmap(slots_, map_bytes_);
 }
 
-uint64_t RecordRing::MaybeRewind(uint64_t h, size_t need) noexcept {
+uint64_t RecordRing::MaybeRewind(uint64_t h) noexcept {
   const uint64_t pos = h & mask_;
   const uint64_t lap = h - pos;  // index of this lap's first slot
   if (pos < hot_slots_) {  // the ring wrapped by itself
     next_rewind_check_ = lap + hot_slots_;
     return h;
   }
-  cached_tail_ = tail_.load(std::memory_order_acquire);
-  // Rewinding leaves `tail - lap` free slots until the consumer passes the skip record (the
-  // skipped ones count as used): only when that is at least half the hot slots beyond this
-  // record and the reservations, so bursts keep their room (the consumer is woken at once).
-  if (cached_tail_ < lap || cached_tail_ - lap < hot_slots_ / 2 + reserved_slots() + need) {
-    next_rewind_check_ = h + 64;
+  // Only an empty ring rewinds: the producer moves the consumer's position along with its own
+  // to the next lap's first slot, so the whole ring stays free. The consumer never stores a
+  // position it has not advanced (Drain), so the compare-and-swap cannot be undone.
+  uint64_t tail = tail_.load(std::memory_order_acquire);
+  const uint64_t rewound = lap + mask_ + 1;
+  if (tail != h || !tail_.compare_exchange_strong(tail, rewound, std::memory_order_acq_rel)) {
+    next_rewind_check_ = h + 16;
     return h;
   }
-  slots_[pos].kind = RecordKind::kSkip;
-  const uint64_t rewound = lap + mask_ + 1;
   head_.store(rewound, std::memory_order_release);
+  cached_tail_ = rewound;
   next_rewind_check_ = rewound + hot_slots_;
   Bump(rewinds_);
   return rewound;
@@ -78,7 +78,7 @@ PushResult RecordRing::TryPush(const Record& head, const char* a, size_t a_len, 
   const size_t data_len = a_len + b_len;
   const size_t need = SlotsFor(data_len);
   uint64_t h = head_.load(std::memory_order_relaxed);
-  if (h >= next_rewind_check_) h = MaybeRewind(h, need);
+  if (h >= next_rewind_check_) h = MaybeRewind(h);
   const uint64_t cap = mask_ + 1;
   // Slots that must stay free once this record is in: the reservations of open pushes, one
   // more for a push, one fewer for the pop of a reserved push.
@@ -86,10 +86,10 @@ PushResult RecordRing::TryPush(const Record& head, const char* a, size_t a_len, 
   if (rv == Reserve::kOpen) ++keep;
   else if (rv == Reserve::kClose && keep) --keep;
   PushResult result = kPushOk;
-  if (h + need + keep - cached_tail_ > cap / 2) {
+  if (h + need + keep - cached_tail_ > cap / kWakeFraction) {
     cached_tail_ = tail_.load(std::memory_order_acquire);
     if (h + need + keep - cached_tail_ > cap) return kPushFull;
-    if (h + need - cached_tail_ > cap / 2 && woke_at_tail_ != cached_tail_) {
+    if (h + need - cached_tail_ > cap / kWakeFraction && woke_at_tail_ != cached_tail_) {
       woke_at_tail_ = cached_tail_;
       result = kPushOkWake;
     }

@@ -13,9 +13,9 @@
 // by EndQueue instead.)
 //
 // Memory: the slots live in an anonymous mapping; only the first `hot_slots` are touched up
-// front. When the producer is past them and the consumer has read well into this lap of the
-// ring, the producer "rewinds" (a skip record sends the consumer back to the first slot), so a
-// thread's resident ring memory is about the high-water mark of its bursts, not the ring's size.
+// front. When the producer is past them and finds the ring empty, it "rewinds" both positions
+// to the first slot of the next lap, so a quiet thread keeps using the hot slots and a thread's
+// resident ring memory follows its bursts, not the ring's size.
 // Thread-safety: TryPush/CountDrop from the owning thread only; Drain from one consumer thread;
 // dropped()/empty() from any thread. ResetForChild only in a fork child before any other thread
 // exists; ForgetReservations only while no thread owns the ring.
@@ -35,8 +35,11 @@ namespace truffld::inject {
 enum PushResult : int {
   kPushFull = 0,
   kPushOk = 1,
-  kPushOkWake = 2,  // pushed, and the ring is over half full: the consumer should drain soon
+  kPushOkWake = 2,  // pushed, and the ring is over 1/kWakeFraction full: drain soon
 };
+// The producer asks for a drain when its ring is this fraction full, so that the rest is
+// headroom for the time the consumer takes to come (scheduling, a slow write).
+inline constexpr uint64_t kWakeFraction = 8;
 
 // What a push does to the ring's pop reservations.
 enum class Reserve : uint8_t {
@@ -58,8 +61,8 @@ class RecordRing {
   // Producer: appends `head` followed by `a_len` bytes of `a` and `b_len` bytes of `b` (name
   // then payload; head.name_len + head.payload_len must equal a_len + b_len). Returns kPushFull
   // when there is no room (the caller then calls CountDrop). Never blocks, never allocates.
-  // Returns kPushOkWake at most once per drain when the ring passes half full, so the producer
-  // can wake the consumer early.
+  // Returns kPushOkWake at most once per drain when the ring passes 1/kWakeFraction full, so
+  // the producer can wake the consumer early.
   PushResult TryPush(const Record& head, const char* a, size_t a_len, const char* b = nullptr,
                      size_t b_len = 0, Reserve rv = Reserve::kNone) noexcept;
 
@@ -86,7 +89,8 @@ class RecordRing {
   uint64_t unbalanced() const noexcept { return unbalanced_.load(std::memory_order_relaxed); }
   uint64_t rewinds() const noexcept { return rewinds_.load(std::memory_order_relaxed); }
   bool empty() const noexcept {
-    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    return tail_.load(std::memory_order_acquire) >= head;  // a rewind moves the tail first
   }
   size_t capacity_slots() const noexcept { return mask_ + 1; }
   uint32_t reserved_slots() const noexcept { return reserved_; }
@@ -103,7 +107,7 @@ class RecordRing {
   static void Bump(std::atomic<uint64_t>& c) noexcept {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  uint64_t MaybeRewind(uint64_t h, size_t need) noexcept;
+  uint64_t MaybeRewind(uint64_t h) noexcept;
 
   Record* slots_ = nullptr;
   size_t mask_;
@@ -123,15 +127,13 @@ class RecordRing {
 
 template <class Fn>
 size_t RecordRing::Drain(Fn&& fn, std::string& scratch) {
-  uint64_t tail = tail_.load(std::memory_order_relaxed);
+  // Head first: once the head shows records written after a rewind, the tail shows the rewind.
   const uint64_t head = head_.load(std::memory_order_acquire);
+  const uint64_t start = tail_.load(std::memory_order_acquire);
+  uint64_t tail = start;
   size_t n = 0;
   while (tail < head) {
     const Record& rec = slots_[tail & mask_];
-    if (rec.kind == RecordKind::kSkip) {  // rewind: continue at the first slot
-      tail = (tail | mask_) + 1;
-      continue;
-    }
     const size_t len = rec.data_len();
     const size_t slots = SlotsFor(len);
     if (slots > head - tail) break;  // cannot happen with a well-behaved producer
@@ -153,7 +155,8 @@ size_t RecordRing::Drain(Fn&& fn, std::string& scratch) {
     tail += slots;
     ++n;
   }
-  tail_.store(tail, std::memory_order_release);
+  // Only a position this drain advanced is stored, never over a rewind (see MaybeRewind).
+  if (tail != start) tail_.store(tail, std::memory_order_release);
   return n;
 }
 

@@ -88,7 +88,11 @@ class Tracer {
   // event.
   bool Emit(Record& r, const char* a, size_t a_len, const char* b = nullptr, size_t b_len = 0,
             Reserve rv = Reserve::kNone, bool count_drop = true) noexcept {
-    ThreadState& t = t_thread;
+    return Emit(t_thread, r, a, a_len, b, b_len, rv, count_drop);
+  }
+  // The same for a caller that holds the calling thread's t_thread already.
+  bool Emit(ThreadState& t, Record& r, const char* a, size_t a_len, const char* b = nullptr,
+            size_t b_len = 0, Reserve rv = Reserve::kNone, bool count_drop = true) noexcept {
     if (__builtin_expect(t.ring == nullptr, 0) && !AttachThread(t)) {
       if (count_drop) registry_.CountNoRing(r.kind);
       return false;
@@ -154,7 +158,7 @@ class Tracer {
 
   // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
   void RequestFlush() noexcept;
-  // Wakes the writer to drain early (a ring is half full). Thread-safe, async-signal-safe.
+  // Wakes the writer to drain early (a ring is an eighth full). Thread-safe, async-signal-safe.
   void WakeWriter() noexcept;
   // Flushes everything queued so far (with `final_stats`: writes STATS and closes the file)
   // and waits up to timeout_ms for the writer to finish. Async-signal-safe. Returns false on
