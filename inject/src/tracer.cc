@@ -77,11 +77,13 @@ void Tracer::Log(const std::string& msg) {
   (void)rc;
 }
 
-// The registry pointer is needed from a C callback with only the ring as argument.
-static RingRegistry* g_registry_for_release = nullptr;
+// The registry pointer is needed from a C callback with only the ring as argument. Every
+// attaching thread stores it while exiting threads read it: atomic (ThreadSanitizer saw the race).
+static std::atomic<RingRegistry*> g_registry_for_release{nullptr};
 
 void Tracer::ReleaseThreadRing(void* ring) {
-  if (g_registry_for_release) g_registry_for_release->Release(static_cast<RecordRing*>(ring));
+  if (RingRegistry* reg = g_registry_for_release.load(std::memory_order_acquire))
+    reg->Release(static_cast<RecordRing*>(ring));
 }
 
 bool Tracer::AttachThread(ThreadState& t) noexcept {
@@ -93,7 +95,7 @@ bool Tracer::AttachThread(ThreadState& t) noexcept {
     return false;
   }
   t.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  g_registry_for_release = &registry_;
+  g_registry_for_release.store(&registry_, std::memory_order_release);
   pthread_setspecific(thread_key_, ring);
   t.ring = ring;
   return true;

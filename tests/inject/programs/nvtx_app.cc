@@ -280,6 +280,9 @@ int main(int argc, char** argv) {
     Basic();
   } else if (mode == "threads") {
     const int n = static_cast<int>(arg(2, 64)), m = static_cast<int>(arg(3, 1000));
+    // NVTX loads its tool on the first call; its own fast path reads the init state without
+    // atomics, so the threads below start after it (as ThreadSanitizer needs to see it).
+    nvtxInitialize(nullptr);
     std::vector<std::thread> ts;
     for (int i = 0; i < n; ++i) ts.emplace_back([m] { PushPop(m, "hammer"); });
     for (auto& t : ts) t.join();
@@ -291,6 +294,7 @@ int main(int argc, char** argv) {
     nvtxRangePushA(LongStepName(static_cast<int>(arg(2, 512))).c_str());
     nvtxRangePop();
   } else if (mode == "flood") {
+    nvtxInitialize(nullptr);  // see "threads"
     Flood(static_cast<int>(arg(2, 4)), static_cast<int>(arg(3, 20000)));
   } else if (mode == "sigterm") {
     if (arg(2, 1)) signal(SIGTERM, OnTerm);  // installed before NVTX initialises truffld
