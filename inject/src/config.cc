@@ -121,6 +121,15 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
     if (ParseInt(m, 8, &mode) && mode >= 0 && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
     else w->push_back(std::string("TRUFFLD_FILE_MODE='") + m + "' is not an octal mode; using 0640");
   }
+  if (const char* d = env("TRUFFLD_DEVICE_WINDOWS"); d && *d) {
+    std::string why;
+    if (!ParseWindowPlan(d, &c.device_windows, &why))
+      w->push_back(std::string("TRUFFLD_DEVICE_WINDOWS='") + d + "': " + why + "; using all");
+  }
+  if (const char* p = env("TRUFFLD_STEP_PREFIXES"); p && *p) {
+    if (SplitPrefixes(p).empty()) w->push_back(std::string("TRUFFLD_STEP_PREFIXES='") + p + "' names no prefix; using the default");
+    else c.step_prefixes = p;
+  }
   c.verbose = BoolVar(env, "TRUFFLD_VERBOSE", false, w);
   c.use_counter = BoolVar(env, "TRUFFLD_TSC", true, w);
   if (c.thread_buffer_kb * 1024 > c.max_buffer_mb * 1024 * 1024 / 2) {
@@ -148,7 +157,9 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"cupti_api", api},
           {"cupti_api_set", all_api_calls ? "all" : "essential"},
           {"file_mode", mode},
-          {"tsc", use_counter ? "1" : "0"}};
+          {"tsc", use_counter ? "1" : "0"},
+          {"device_windows", DescribeWindowPlan(device_windows)},
+          {"step_prefixes", step_prefixes}};
 }
 
 RankInfo DetectRank(const EnvLookup& env) {

@@ -15,7 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "device_windows.h"
+
 namespace truffld::inject {
+
+// Names of the NVTX push ranges that are steps (the merge's built-in step rules that are
+// prefixes): the default of TRUFFLD_STEP_PREFIXES.
+inline constexpr const char* kDefaultStepPrefixes =
+    "step_execute_model,execute_model,ProfilerStep#,run_batch,step[";
 
 using EnvLookup = std::function<const char*(const char*)>;
 
@@ -43,6 +50,8 @@ struct Config {
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1
   bool use_counter = true;                // TRUFFLD_TSC=1|0: hardware counter timestamps
+  WindowPlan device_windows;              // TRUFFLD_DEVICE_WINDOWS (default all)
+  std::string step_prefixes = kDefaultStepPrefixes;  // TRUFFLD_STEP_PREFIXES
 
   // (name, value) pairs for META.config.
   std::vector<std::pair<std::string, std::string>> Describe() const;

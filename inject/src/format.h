@@ -65,6 +65,17 @@ void FormatMeta(const MetaInfo& m, std::string& out);
 
 void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out);
 
+// One edge of a sampled device window (device_windows.h): {"type":"DEVICE_WINDOW",
+// "edge":"start"|"end","window":N,"timestamp":ns,"trigger":"step"|"time"|"exit",...}.
+struct WindowMarkInfo {
+  int64_t timestamp = 0;  // ns
+  uint64_t window = 0;
+  bool start = false;
+  const char* trigger = "step";
+  uint32_t tid = 0;
+};
+void FormatDeviceWindow(const WindowMarkInfo& m, int64_t pid, std::string& out);
+
 struct StatsInfo {
   uint64_t written[kNumRecordKinds] = {};
   uint64_t dropped[kNumRecordKinds] = {};

@@ -19,6 +19,7 @@ namespace truffld::inject {
 namespace {
 
 Tracer* g_tracer = nullptr;  // set once by AttachNvtx before any handler can run
+bool g_sampling = false;     // sampled device windows: step ranges move the window edges
 std::atomic<uint64_t> g_next_range_id{1};
 
 // Encodes a wide string as UTF-8 into `out` (at most cap bytes). Returns the length.
@@ -68,11 +69,23 @@ uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, 
   ThreadState& t = t_thread;  // one TLS lookup per NVTX call
   switch (r.kind) {
     case RecordKind::kNvtxPush:
+      if (g_sampling && !t.step_from &&
+          g_tracer->IsStepName(r.name_ref ? std::string_view(r.name_ref) : std::string_view(name, len))) {
+        g_tracer->StepBegin();   // may open a device window
+        r.t0 = static_cast<int64_t>(ReadTicks());  // the step starts once its window is open
+        t.step_from = t.nvtx_depth + 1;
+      }
       OpenNested(*g_tracer, t, r, t.nvtx_depth, name, len, payload, payload_len);
       return static_cast<uint64_t>(t.nvtx_depth++);
-    case RecordKind::kNvtxPop:
-      CloseNested(*g_tracer, t, r, t.nvtx_depth - 1, payload, payload_len);
+    case RecordKind::kNvtxPop: {
+      const int32_t level = t.nvtx_depth - 1;
+      CloseNested(*g_tracer, t, r, level, payload, payload_len);
+      if (t.step_from && level == t.step_from - 1) {
+        t.step_from = 0;
+        g_tracer->StepEnd();  // after the pop's timestamp: may close the window
+      }
       return static_cast<uint64_t>(t.nvtx_depth > 0 ? --t.nvtx_depth : -1);
+    }
     case RecordKind::kNvtxStart:
       return OpenStart(*g_tracer, r, r.id, name, len, payload, payload_len);
     case RecordKind::kNvtxEnd:
@@ -284,6 +297,7 @@ void FillNvtxPayloadEventSlots(intptr_t* slots, size_t slot_count) {
 int AttachNvtx(Tracer* tracer, const void* (*get_export_table)(uint32_t)) {
   if (!tracer || !get_export_table) return 0;
   g_tracer = tracer;
+  g_sampling = tracer->sampling();
   const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   if (!cb || cb->struct_size < sizeof(NvtxExportTableCallbacks) || !cb->GetModuleFunctionTable) {
     Tracer::Log("NVTX export table has no callback table; NVTX events are not captured");

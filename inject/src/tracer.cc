@@ -63,12 +63,15 @@ Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host
       pid_(::getpid()),
       clock_id_(config_.clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW),
       registry_(RingSlots(config_), kSmallRingSlots, RingBudget(config_), kSmallRingSlots),
-      pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)) {
+      pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)),
+      step_prefixes_(SplitPrefixes(config_.step_prefixes)),
+      windows_(config_.device_windows, 0) {
   pthread_key_create(&thread_key_, &Tracer::ReleaseThreadRing);
   g_tick_fallback_clock = clock_id_;
   g_use_counter = config_.use_counter && CounterIsInvariant();
   tick_clock_.set_identity(!g_use_counter);
   tick_clock_.Anchor(ReadTicks(), Now());
+  windows_.Reset(Now());
 }
 
 void Tracer::Log(const std::string& msg) {
@@ -171,6 +174,7 @@ bool Tracer::FlushAndWait(bool final_stats, int timeout_ms) noexcept {
 
 void Tracer::Shutdown() {
   if (shutdown_started_.exchange(true)) return;
+  CloseWindowAtExit();
   if (ActivitySource* s = activity_source_.load(std::memory_order_acquire)) s->FlushAll(true);
   const bool done = FlushAndWait(/*final_stats=*/true, 10000);
   if (writer_ && writer_->joinable()) {
@@ -184,9 +188,11 @@ void Tracer::PrepareFork() {
   pool_.mutex_for_fork().lock();
   activity_mu_.lock();
   status_mu_.lock();
+  window_mu_.lock();
 }
 
 void Tracer::ParentAfterFork() {
+  window_mu_.unlock();
   status_mu_.unlock();
   activity_mu_.unlock();
   pool_.mutex_for_fork().unlock();
@@ -210,6 +216,8 @@ void Tracer::ChildAfterFork() {
   names_truncated_.store(0);
   for (auto& n : no_ring_ranges_dropped_) n.store(0);
   end_queue_.Reset();
+  windows_.Reset(Now());  // the child's steps start afresh; CUPTI does not follow a fork
+  window_marks_.clear();
   start_credits_used_.store(0);
   no_ring_unbalanced_.store(0);
   flush_requested_.store(0);

@@ -20,12 +20,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "buffer_pool.h"
 #include "config.h"
+#include "device_windows.h"
 #include "dump_sink.h"
 #include "end_queue.h"
 #include "format.h"
@@ -156,6 +158,17 @@ class Tracer {
   void AddCuptiDropped(uint64_t n) { cupti_dropped_.fetch_add(n, std::memory_order_relaxed); }
   void SetCuptiStatus(const std::string& status);
 
+  // Sampled device windows (device_windows.h). The CUPTI adapter hands over how to switch
+  // device activity (applied at once to the current state); steps and the writer's periodic
+  // check move the edges, each written as a DEVICE_WINDOW record. Thread-safe (one mutex, taken
+  // once per step begin and end, never on other events).
+  using DeviceSwitch = void (*)(bool on);
+  void SetDeviceSwitch(DeviceSwitch s);
+  bool sampling() const { return config_.device_windows.sampled(); }
+  bool IsStepName(std::string_view name) const { return HasPrefix(step_prefixes_, name); }
+  void StepBegin() noexcept;
+  void StepEnd() noexcept;
+
   // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
   void RequestFlush() noexcept;
   // Wakes the writer to drain early (a ring is an eighth full). Thread-safe, async-signal-safe.
@@ -182,6 +195,19 @@ class Tracer {
   void DrainOnce(std::string& out, std::string& scratch);
   void OpenDumpAndWriteMeta(std::string& out);
   void WriteStats(std::string& out);
+  // Under window_mu_: applies a window edge (switch, then its record).
+  void ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch);
+  void FormatWindowMarks(std::string& out);  // writer thread
+  int WindowTick();  // writer thread: time-mode edges; ms to the next one (-1: none planned)
+  void CloseWindowAtExit();
+
+  struct WindowMark {
+    uint64_t ticks;
+    uint64_t window;
+    bool start;
+    DeviceWindows::Trigger trigger;
+    uint32_t tid;
+  };
 
   Config config_;
   std::vector<std::string> cmdline_;
@@ -215,6 +241,11 @@ class Tracer {
   std::atomic<uint64_t> no_ring_ranges_dropped_[2] = {};
   std::atomic<uint64_t> no_ring_unbalanced_{0};
   std::atomic<int64_t> start_credits_used_{0};
+  std::vector<std::string> step_prefixes_;
+  std::mutex window_mu_;
+  DeviceWindows windows_;                   // under window_mu_
+  DeviceSwitch device_switch_ = nullptr;    // under window_mu_
+  std::vector<WindowMark> window_marks_;    // under window_mu_
   EndQueue end_queue_{static_cast<size_t>(kStartCredits)};
   uint64_t written_[kNumRecordKinds] = {};  // writer thread only
   int64_t last_clock_ns_ = 0;               // writer thread only

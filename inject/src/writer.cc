@@ -65,6 +65,7 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
         },
         scratch);
   });
+  FormatWindowMarks(out);
   QueuedEnd qe;
   while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
     Record c;
@@ -148,14 +149,17 @@ void Tracer::WriterMain() {
   out.clear();
   out.reserve(kWriteChunk + 4096);
   bool opened = false;
+  int next_window_ms = -1;  // time-mode windows: wake for their edges too
   for (;;) {
     pollfd p{wake_fd_, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(config_.flush_ms));
+    const int period = static_cast<int>(config_.flush_ms);
+    ::poll(&p, 1, next_window_ms >= 0 && next_window_ms < period ? next_window_ms : period);
     uint64_t counter;
     while (::read(wake_fd_, &counter, sizeof counter) > 0) {
     }
     const uint64_t req = flush_requested_.load(std::memory_order_acquire);
     const bool fin = final_requested_.load(std::memory_order_acquire);
+    next_window_ms = WindowTick();
     if (!opened) {
       OpenDumpAndWriteMeta(out);
       opened = true;
