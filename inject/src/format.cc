@@ -197,7 +197,7 @@ void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out) {
 
 void FormatDeviceWindow(const WindowMarkInfo& m, int64_t pid, std::string& out) {
   JsonLine j(out);
-  j.Str("type", "DEVICE_WINDOW").Str("edge", m.start ? "start" : "end").UInt("window", m.window)
+  j.Str("type", "DEVICE_WINDOW").Str("edge", m.start ? "start" : "end").UInt("id", m.window)
       .Int("timestamp", m.timestamp).Str("trigger", m.trigger).Int("process_id", pid)
       .UInt("thread_id", m.tid);
   j.End();

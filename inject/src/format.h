@@ -66,7 +66,7 @@ void FormatMeta(const MetaInfo& m, std::string& out);
 void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out);
 
 // One edge of a sampled device window (device_windows.h): {"type":"DEVICE_WINDOW",
-// "edge":"start"|"end","window":N,"timestamp":ns,"trigger":"step"|"time"|"exit",...}.
+// "edge":"start"|"end","id":N (the window),"timestamp":ns,"trigger":"step"|"time"|"exit",...}.
 struct WindowMarkInfo {
   int64_t timestamp = 0;  // ns
   uint64_t window = 0;

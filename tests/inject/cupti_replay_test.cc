@@ -229,7 +229,7 @@ WindowRun PlayWindows(const std::string& plan, int steps, int sleep_ms, const Te
   for (const auto& r : w.dump.records) {
     const std::string t = r["type"];
     if (t == "DEVICE_WINDOW") {
-      auto& win = by_index.try_emplace(r["window"].get<uint64_t>(), -1, INT64_MAX).first->second;
+      auto& win = by_index.try_emplace(r["id"].get<uint64_t>(), -1, INT64_MAX).first->second;
       (r["edge"] == "start" ? win.first : win.second) = r["timestamp"].get<int64_t>();
     }
     if (t == "KERNEL" || t == "MEMCPY") w.device.insert(r["correlation_id"].get<uint64_t>());

@@ -53,7 +53,7 @@ GOOD = {
     "STATS": {"type": "STATS", "records_written": {"KERNEL": 1, "NVTX_PUSH": 1},
               "records_dropped": {"KERNEL": 0}, "cupti_dropped": 0, "write_errors": 0,
               "ranges_dropped": {"push_pop": 0, "start_end": 0}, "unbalanced_closes": 0},
-    "DEVICE_WINDOW": {"type": "DEVICE_WINDOW", "edge": "start", "window": 0, "timestamp": 999_000,
+    "DEVICE_WINDOW": {"type": "DEVICE_WINDOW", "edge": "start", "id": 0, "timestamp": 999_000,
                       "trigger": "step", **HOST},
 }
 
@@ -73,7 +73,7 @@ REQUIRED = {
     "GRAPH_NODE": ["graph_id", "graph_node_id", "correlation_id", "process_id", "thread_id", "timestamp"],
     "CLOCK": ["clock_sync"],
     "STATS": ["records_written", "records_dropped"],
-    "DEVICE_WINDOW": ["edge", "window", "timestamp", "process_id", "thread_id"],
+    "DEVICE_WINDOW": ["edge", "id", "timestamp", "process_id", "thread_id"],
 }
 
 
@@ -145,7 +145,7 @@ class EventsSchemaTest(unittest.TestCase):
         self.assertValid({**GOOD["DEVICE_WINDOW"], "edge": "end", "trigger": "exit"})
         self.assertInvalid({**GOOD["DEVICE_WINDOW"], "edge": "middle"}, "unknown edge")
         self.assertInvalid({**GOOD["DEVICE_WINDOW"], "trigger": "random"}, "unknown trigger")
-        self.assertInvalid({**GOOD["DEVICE_WINDOW"], "window": -1}, "negative window index")
+        self.assertInvalid({**GOOD["DEVICE_WINDOW"], "id": -1}, "negative window index")
 
     def test_stats_counts(self):
         self.assertValid({**GOOD["STATS"], "records_written": 12, "records_dropped": 0})
