@@ -7,6 +7,7 @@
 #   --asan         build in build-asan with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --no-fuzz      skip the bounded libFuzzer runs
 #   --no-merge-asan  skip the merge suite rebuilt with AddressSanitizer + UBSan (build-asan)
+#   --no-inject-tsan skip the injector's tests rebuilt with ThreadSanitizer (build-tsan)
 #   --fuzz-seconds N   seconds per fuzz target (default 60, or $TRUFFLD_FUZZ_SECONDS)
 # Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_SHARED_DATA (real traces; default
 # ../shared/data beside the checkout; tests that need them skip when absent), JOBS (default nproc).
@@ -18,6 +19,7 @@ label_include=''
 asan=0
 fuzz=1
 merge_asan=1
+inject_tsan=1
 fuzz_seconds=${TRUFFLD_FUZZ_SECONDS:-60}
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -26,8 +28,9 @@ while [[ $# -gt 0 ]]; do
     --asan) asan=1; shift ;;
     --no-fuzz) fuzz=0; shift ;;
     --no-merge-asan) merge_asan=0; shift ;;
+    --no-inject-tsan) inject_tsan=0; shift ;;
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +73,23 @@ if [[ $merge_asan -eq 1 && $asan -eq 0 && -z "$label_include" ]]; then
   build-asan/tests/merge/merge_unit_test --gtest_brief=1
   TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$PWD/../shared/data} build-asan/tests/merge/merge_realdata_test --gtest_brief=1
   ctest --test-dir build-asan --output-on-failure -R '^merge_cli_' --no-tests=error
+fi
+
+# The injector's unit and integration tests again under ThreadSanitizer: the injector runs on
+# the application's threads, so every run proves its hand-offs race-free. Lifecycle's fork test
+# is left out: ThreadSanitizer cannot follow a thread started in the child of a multi-threaded
+# fork ("dup thread with used id").
+if [[ $inject_tsan -eq 1 && $asan -eq 0 && -z "$label_include" ]] &&
+   grep -q 'building libcupti_injector.so' "$build.configure.log"; then
+  echo "== injector tests under ThreadSanitizer (build-tsan)"
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRUFFLD_TSAN=ON -DTRUFFLD_BUILD_BENCHMARKS=OFF \
+    >build-tsan.configure.log 2>&1 || { cat build-tsan.configure.log; exit 1; }
+  tsan_tests=(truffld_inject_unit_test truffld_inject_nvtx_test truffld_inject_lifecycle_test truffld_inject_cupti_replay_test)
+  cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
+  for t in "${tsan_tests[@]}"; do
+    TSAN_OPTIONS=${TSAN_OPTIONS:-die_after_fork=0:halt_on_error=1} \
+      build-tsan/tests/inject/"$t" --gtest_brief=1 --gtest_filter=-Lifecycle.ForkGivesTheChildItsOwnFile
+  done
 fi
 
 if [[ $fuzz -eq 1 && $asan -eq 0 && -z "$label_include" && -x tools/run-fuzz.sh ]]; then

@@ -34,6 +34,26 @@ void IntVar(const EnvLookup& env, const char* name, int64_t lo, int64_t hi, int6
   *field = x;
 }
 
+// A size or period: an integer outside [lo, hi] is clamped to the nearer bound (and said so);
+// text that is no integer keeps the default.
+void ClampedIntVar(const EnvLookup& env, const char* name, int64_t lo, int64_t hi, int64_t* field,
+                   std::vector<std::string>* w) {
+  const char* v = env(name);
+  if (!v || !*v) return;
+  int64_t x;
+  if (!ParseInt(v, 10, &x)) {
+    w->push_back(std::string(name) + "='" + v + "' is not an integer; using " + std::to_string(*field));
+    return;
+  }
+  if (x < lo || x > hi) {
+    const int64_t c = x < lo ? lo : hi;
+    w->push_back(std::string(name) + "=" + v + " is " + (x < lo ? "below the minimum " : "above the maximum ") +
+                 std::to_string(c) + "; using " + std::to_string(c));
+    x = c;
+  }
+  *field = x;
+}
+
 bool BoolVar(const EnvLookup& env, const char* name, bool dflt, std::vector<std::string>* w) {
   const char* v = env(name);
   if (!v || !*v) return dflt;
@@ -59,10 +79,10 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   Config c;
   c.disabled = BoolVar(env, "TRUFFLD_DISABLE", false, w);
   if (const char* d = env("TRUFFLD_OUTPUT_DIR"); d && *d) c.output_dir = d;
-  IntVar(env, "TRUFFLD_FLUSH_MS", 1, 60000, &c.flush_ms, w);
-  IntVar(env, "TRUFFLD_MAX_BUFFER_MB", 4, 1 << 20, &c.max_buffer_mb, w);
-  IntVar(env, "TRUFFLD_THREAD_BUFFER_KB", 16, 1 << 20, &c.thread_buffer_kb, w);
-  IntVar(env, "TRUFFLD_ACTIVITY_BUFFER_KB", 64, 1 << 20, &c.activity_buffer_kb, w);
+  ClampedIntVar(env, "TRUFFLD_FLUSH_MS", 1, 60000, &c.flush_ms, w);
+  ClampedIntVar(env, "TRUFFLD_MAX_BUFFER_MB", kMinMaxBufferMb, 1 << 20, &c.max_buffer_mb, w);
+  ClampedIntVar(env, "TRUFFLD_THREAD_BUFFER_KB", 16, 1 << 20, &c.thread_buffer_kb, w);
+  ClampedIntVar(env, "TRUFFLD_ACTIVITY_BUFFER_KB", 64, 1 << 20, &c.activity_buffer_kb, w);
   IntVar(env, "TRUFFLD_CLOCK_SYNC_S", 0, 86400, &c.clock_sync_s, w);
   if (const char* z = env("TRUFFLD_COMPRESS"); z && *z) {
     const std::string s = z;
@@ -101,6 +121,15 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
     if (ParseInt(m, 8, &mode) && mode >= 0 && mode <= 0777) c.file_mode = static_cast<unsigned>(mode);
     else w->push_back(std::string("TRUFFLD_FILE_MODE='") + m + "' is not an octal mode; using 0640");
   }
+  if (const char* d = env("TRUFFLD_DEVICE_WINDOWS"); d && *d) {
+    std::string why;
+    if (!ParseWindowPlan(d, &c.device_windows, &why))
+      w->push_back(std::string("TRUFFLD_DEVICE_WINDOWS='") + d + "': " + why + "; using all");
+  }
+  if (const char* p = env("TRUFFLD_STEP_PREFIXES"); p && *p) {
+    if (SplitPrefixes(p).empty()) w->push_back(std::string("TRUFFLD_STEP_PREFIXES='") + p + "' names no prefix; using the default");
+    else c.step_prefixes = p;
+  }
   c.verbose = BoolVar(env, "TRUFFLD_VERBOSE", false, w);
   c.use_counter = BoolVar(env, "TRUFFLD_TSC", true, w);
   if (c.thread_buffer_kb * 1024 > c.max_buffer_mb * 1024 * 1024 / 2) {
@@ -128,7 +157,9 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"cupti_api", api},
           {"cupti_api_set", all_api_calls ? "all" : "essential"},
           {"file_mode", mode},
-          {"tsc", use_counter ? "1" : "0"}};
+          {"tsc", use_counter ? "1" : "0"},
+          {"device_windows", DescribeWindowPlan(device_windows)},
+          {"step_prefixes", step_prefixes}};
 }
 
 RankInfo DetectRank(const EnvLookup& env) {

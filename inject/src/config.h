@@ -15,18 +15,28 @@
 #include <utility>
 #include <vector>
 
+#include "device_windows.h"
+
 namespace truffld::inject {
+
+// Names of the NVTX push ranges that are steps (the merge's built-in step rules that are
+// prefixes): the default of TRUFFLD_STEP_PREFIXES.
+inline constexpr const char* kDefaultStepPrefixes =
+    "step_execute_model,execute_model,ProfilerStep#,run_batch,step[";
 
 using EnvLookup = std::function<const char*(const char*)>;
 
 enum class Compression { kNone, kZstd };
+
+// Smallest TRUFFLD_MAX_BUFFER_MB; smaller values are raised to it (with a warning).
+inline constexpr int64_t kMinMaxBufferMb = 4;
 
 struct Config {
   bool disabled = false;                  // TRUFFLD_DISABLE=1
   std::string output_dir = "/tmp/truffld";  // TRUFFLD_OUTPUT_DIR
   int64_t flush_ms = 500;                 // TRUFFLD_FLUSH_MS (1..60000)
   int64_t max_buffer_mb = 256;            // TRUFFLD_MAX_BUFFER_MB: rings + CUPTI buffers
-  int64_t thread_buffer_kb = 1024;        // TRUFFLD_THREAD_BUFFER_KB: one thread's ring
+  int64_t thread_buffer_kb = 16384;       // TRUFFLD_THREAD_BUFFER_KB: a large thread ring
   int64_t activity_buffer_kb = 4096;      // TRUFFLD_ACTIVITY_BUFFER_KB: one CUPTI buffer
   Compression compress = Compression::kNone;  // TRUFFLD_COMPRESS=none|zstd
   std::string process_filter;             // TRUFFLD_PROCESS_FILTER (POSIX ERE on cmdline)
@@ -40,6 +50,8 @@ struct Config {
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1
   bool use_counter = true;                // TRUFFLD_TSC=1|0: hardware counter timestamps
+  WindowPlan device_windows;              // TRUFFLD_DEVICE_WINDOWS (default all)
+  std::string step_prefixes = kDefaultStepPrefixes;  // TRUFFLD_STEP_PREFIXES
 
   // (name, value) pairs for META.config.
   std::vector<std::pair<std::string, std::string>> Describe() const;

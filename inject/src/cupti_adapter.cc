@@ -30,6 +30,7 @@ struct CuptiApi {
   decltype(&cuptiActivityRegisterCallbacks) RegisterCallbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) RegisterTimestampCallback = nullptr;
   decltype(&cuptiActivityEnable) ActivityEnable = nullptr;
+  decltype(&cuptiActivityDisable) ActivityDisable = nullptr;
   decltype(&cuptiActivityFlushAll) FlushAll = nullptr;
   decltype(&cuptiActivityGetNextRecord) GetNextRecord = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) GetNumDroppedRecords = nullptr;
@@ -189,6 +190,17 @@ void CUPTIAPI OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer,
 
 #include "cupti_decode.inc"
 
+// The device activity kinds sampled device windows switch (synchronisation stays on).
+constexpr CUpti_ActivityKind kDeviceKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                              CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// Tracer::DeviceSwitch: called at window edges, never in the middle of a step.
+void SwitchDeviceActivity(bool on) {
+  for (CUpti_ActivityKind k : kDeviceKinds) {
+    if (on) g_api.ActivityEnable(k); else g_api.ActivityDisable(k);
+  }
+}
+
 // Turns on API callbacks of `domain`: all of them, or the essential set (api_filter.h) one
 // callback id at a time. Without cuptiGetCallbackName the essential set cannot be chosen and the
 // whole domain is enabled (noted in STATS' cupti_status).
@@ -240,6 +252,7 @@ bool StartCupti(Tracer* tracer) {
   TRUFFLD_SYM(RegisterCallbacks, "cuptiActivityRegisterCallbacks");
   TRUFFLD_SYM(RegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
   TRUFFLD_SYM(ActivityEnable, "cuptiActivityEnable");
+  TRUFFLD_SYM(ActivityDisable, "cuptiActivityDisable");
   TRUFFLD_SYM(FlushAll, "cuptiActivityFlushAll");
   TRUFFLD_SYM(GetNextRecord, "cuptiActivityGetNextRecord");
   TRUFFLD_SYM(GetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
@@ -256,14 +269,24 @@ bool StartCupti(Tracer* tracer) {
   }
   CUptiResult r = g_api.RegisterCallbacks(&OnBufferRequested, &OnBufferCompleted);
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks: " + ResultText(r));
-  r = g_api.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultText(r));
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                               CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
-    if ((r = g_api.ActivityEnable(k)) != CUPTI_SUCCESS) {
-      notes += "; activity kind " + std::to_string(static_cast<int>(k)) + " off: " + ResultText(r);
+  const WindowPlan& plan = tracer->config().device_windows;
+  const bool sampled = plan.sampled() && g_api.ActivityDisable;
+  if (plan.sampled() && !sampled) notes += "; no cuptiActivityDisable: device activity is recorded all the time";
+  if (plan.mode != WindowPlan::Mode::kOff) {
+    r = g_api.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultText(r));
+    for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
+      if ((r = g_api.ActivityEnable(k)) != CUPTI_SUCCESS) {
+        notes += "; activity kind " + std::to_string(static_cast<int>(k)) + " off: " + ResultText(r);
+      }
     }
   }
+  if ((r = g_api.ActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) != CUPTI_SUCCESS) {
+    notes += "; activity kind " + std::to_string(static_cast<int>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) +
+             " off: " + ResultText(r);
+  }
+  // Sampled: device activity follows the windows from now on (off until the first one opens).
+  if (sampled) tracer->SetDeviceSwitch(&SwitchDeviceActivity);
   // Never destroyed: the tracer's atexit handler uses it after static destructors may have run.
   static auto* source = new CuptiActivitySource;
   tracer->SetActivitySource(source);

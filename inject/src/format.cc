@@ -195,6 +195,14 @@ void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out) {
   j.End();
 }
 
+void FormatDeviceWindow(const WindowMarkInfo& m, int64_t pid, std::string& out) {
+  JsonLine j(out);
+  j.Str("type", "DEVICE_WINDOW").Str("edge", m.start ? "start" : "end").UInt("id", m.window)
+      .Int("timestamp", m.timestamp).Str("trigger", m.trigger).Int("process_id", pid)
+      .UInt("thread_id", m.tid);
+  j.End();
+}
+
 void FormatStats(const StatsInfo& s, std::string& out) {
   JsonObject written, dropped;
   for (int k = 0; k < kNumRecordKinds; ++k) {
@@ -206,9 +214,12 @@ void FormatStats(const StatsInfo& s, std::string& out) {
   buffers.UInt("thread_rings", s.rings).UInt("thread_ring_bytes", s.ring_bytes)
       .UInt("activity_buffers", s.activity_buffers)
       .UInt("activity_buffers_denied", s.activity_buffers_denied);
+  JsonObject ranges;
+  ranges.UInt("push_pop", s.ranges_dropped_push_pop).UInt("start_end", s.ranges_dropped_start_end);
   JsonLine j(out);
   j.Str("type", "STATS").Raw("records_written", written.Finish())
-      .Raw("records_dropped", dropped.Finish()).UInt("cupti_dropped", s.cupti_dropped)
+      .Raw("records_dropped", dropped.Finish()).Raw("ranges_dropped", ranges.Finish())
+      .UInt("unbalanced_closes", s.unbalanced_closes).UInt("cupti_dropped", s.cupti_dropped)
       .Raw("buffers", buffers.Finish()).UInt("write_errors", s.write_errors)
       .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)
       .Str("cupti_status", s.cupti_status);

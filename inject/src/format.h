@@ -65,6 +65,17 @@ void FormatMeta(const MetaInfo& m, std::string& out);
 
 void FormatClock(int64_t realtime_ns, int64_t monotonic_ns, std::string& out);
 
+// One edge of a sampled device window (device_windows.h): {"type":"DEVICE_WINDOW",
+// "edge":"start"|"end","id":N (the window),"timestamp":ns,"trigger":"step"|"time"|"exit",...}.
+struct WindowMarkInfo {
+  int64_t timestamp = 0;  // ns
+  uint64_t window = 0;
+  bool start = false;
+  const char* trigger = "step";
+  uint32_t tid = 0;
+};
+void FormatDeviceWindow(const WindowMarkInfo& m, int64_t pid, std::string& out);
+
 struct StatsInfo {
   uint64_t written[kNumRecordKinds] = {};
   uint64_t dropped[kNumRecordKinds] = {};
@@ -72,6 +83,9 @@ struct StatsInfo {
   uint64_t write_errors = 0;
   uint64_t payloads_too_large = 0;
   uint64_t names_truncated = 0;
+  uint64_t ranges_dropped_push_pop = 0;    // NVTX push/pop ranges dropped whole
+  uint64_t ranges_dropped_start_end = 0;   // NVTX start/end ranges dropped whole
+  uint64_t unbalanced_closes = 0;          // pops/ends lost although their open was written
   uint64_t rings = 0;
   uint64_t ring_bytes = 0;
   uint64_t activity_buffers = 0;

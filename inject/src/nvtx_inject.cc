@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "range_balance.h"
 #include "tracer.h"
 
 namespace truffld::inject {
@@ -18,6 +19,7 @@ namespace truffld::inject {
 namespace {
 
 Tracer* g_tracer = nullptr;  // set once by AttachNvtx before any handler can run
+bool g_sampling = false;     // sampled device windows: step ranges move the window edges
 std::atomic<uint64_t> g_next_range_id{1};
 
 // Encodes a wide string as UTF-8 into `out` (at most cap bytes). Returns the length.
@@ -57,24 +59,53 @@ inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t 
   r.payload_value = 0;
 }
 
+// Writes a record of any NVTX kind with its copied data (name, then payload bytes), through
+// range_balance.h for the kinds that open or close ranges, and keeps the thread's push/pop
+// depth. Returns what the NVTX call returns: the range id for a start, the nesting level for a
+// push and a pop (-1 for a pop without a push), 0 otherwise.
+uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, size_t payload_len) {
+  r.name_len = static_cast<uint16_t>(len);
+  r.payload_len = static_cast<uint16_t>(payload_len);
+  ThreadState& t = t_thread;  // one TLS lookup per NVTX call
+  switch (r.kind) {
+    case RecordKind::kNvtxPush:
+      if (g_sampling && !t.step_from &&
+          g_tracer->IsStepName(r.name_ref ? std::string_view(r.name_ref) : std::string_view(name, len))) {
+        g_tracer->StepBegin();   // may open a device window
+        r.t0 = static_cast<int64_t>(ReadTicks());  // the step starts once its window is open
+        t.step_from = t.nvtx_depth + 1;
+      }
+      OpenNested(*g_tracer, t, r, t.nvtx_depth, name, len, payload, payload_len);
+      return static_cast<uint64_t>(t.nvtx_depth++);
+    case RecordKind::kNvtxPop: {
+      const int32_t level = t.nvtx_depth - 1;
+      CloseNested(*g_tracer, t, r, level, payload, payload_len);
+      if (t.step_from && level == t.step_from - 1) {
+        t.step_from = 0;
+        g_tracer->StepEnd();  // after the pop's timestamp: may close the window
+      }
+      return static_cast<uint64_t>(t.nvtx_depth > 0 ? --t.nvtx_depth : -1);
+    }
+    case RecordKind::kNvtxStart:
+      return OpenStart(*g_tracer, r, r.id, name, len, payload, payload_len);
+    case RecordKind::kNvtxEnd:
+      CloseStart(*g_tracer, r, r.id, payload, payload_len);
+      return 0;
+    default:
+      g_tracer->Emit(r, name, len, payload, payload_len);
+      return 0;
+  }
+}
+
 // Emits a record whose name is `name` (may be null) and, optionally, schema payload bytes.
-inline void EmitNamed(Record& r, const char* name, size_t len, const void* payload = nullptr,
-                      size_t payload_len = 0) {
+inline uint64_t EmitNamed(Record& r, const char* name, size_t len, const void* payload = nullptr,
+                          size_t payload_len = 0) {
   if (len > kMaxNameBytes) {
     len = kMaxNameBytes;
     r.flags |= kFlagNameTruncated;
     g_tracer->CountNameTruncated();
   }
-  r.name_len = static_cast<uint16_t>(len);
-  if (payload_len == 0) {
-    g_tracer->Emit(r, name, len);
-    return;
-  }
-  char buf[kMaxNameBytes + kMaxPayloadBytes];
-  if (len) std::memcpy(buf, name, len);
-  std::memcpy(buf + len, payload, payload_len);
-  r.payload_len = static_cast<uint16_t>(payload_len);
-  g_tracer->Emit(r, buf, len + payload_len);
+  return Dispatch(r, name, len, static_cast<const char*>(payload), payload_len);
 }
 
 // Takes the first of `count` payload-extension payloads into `r` (kind and schema id) and returns
@@ -92,11 +123,11 @@ std::string_view TakeSchemaPayload(Record& r, const nvtxPayloadData_t* pd, size_
   return {static_cast<const char*>(pd->payload), pd->size};
 }
 
-// Builds and emits a record from NVTX event attributes.
-void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
+// Builds and emits a record from NVTX event attributes; returns EmitNamed's id.
+uint64_t EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* a, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  if (!a) { EmitNamed(r, "", 0); return; }
+  if (!a) return EmitNamed(r, "", 0);
   if (a->category) { r.flags |= kFlagHasCategory; r.category = a->category; }
   if (a->colorType == NVTX_COLOR_ARGB) { r.flags |= kFlagHasColor; r.color = a->color; }
   const void* payload = nullptr;
@@ -120,56 +151,54 @@ void EmitAttr(RecordKind kind, const void* domain, const nvtxEventAttributes_t* 
   }
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      EmitNamed(r, a->message.ascii, a->message.ascii ? std::strlen(a->message.ascii) : 0, payload, payload_len);
-      return;
+      return EmitNamed(r, a->message.ascii, a->message.ascii ? std::strlen(a->message.ascii) : 0,
+                       payload, payload_len);
     case NVTX_MESSAGE_TYPE_REGISTERED: {
       const auto* s = reinterpret_cast<const NvtxString*>(a->message.registered);
       if (s) r.name_ref = s->text.c_str();
-      EmitNamed(r, nullptr, 0, payload, payload_len);
-      return;
+      return EmitNamed(r, nullptr, 0, payload, payload_len);
     }
     case NVTX_MESSAGE_TYPE_UNICODE: {
-      char buf[kMaxNameBytes];
+      char buf[kMaxWideNameBytes];
       const size_t n = WideToUtf8(a->message.unicode, buf, sizeof buf);
-      EmitNamed(r, buf, n, payload, payload_len);
-      return;
+      return EmitNamed(r, buf, n, payload, payload_len);
     }
     default:
-      EmitNamed(r, "", 0, payload, payload_len);
+      return EmitNamed(r, "", 0, payload, payload_len);
   }
 }
 
-void EmitAscii(RecordKind kind, const char* msg, uint64_t id) {
+uint64_t EmitAscii(RecordKind kind, const char* msg, uint64_t id) {
   Record r;
   InitRecord(r, kind, nullptr, id);
-  EmitNamed(r, msg ? msg : "", msg ? std::strlen(msg) : 0);
+  return EmitNamed(r, msg ? msg : "", msg ? std::strlen(msg) : 0);
 }
 
-void EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
+uint64_t EmitWide(RecordKind kind, const wchar_t* msg, uint64_t id) {
   Record r;
   InitRecord(r, kind, nullptr, id);
-  char buf[kMaxNameBytes];
-  EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
+  char buf[kMaxWideNameBytes];
+  return EmitNamed(r, buf, WideToUtf8(msg, buf, sizeof buf));
 }
 
-void EmitBare(RecordKind kind, const void* domain, uint64_t id) {
+uint64_t EmitBare(RecordKind kind, const void* domain, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
-  g_tracer->Emit(r, nullptr, 0);
+  return Dispatch(r, nullptr, 0, nullptr, 0);
 }
 
-int Push() { return t_thread.nvtx_depth++; }
-int Pop() { return t_thread.nvtx_depth > 0 ? --t_thread.nvtx_depth : -1; }
+// Push and pop calls return the nesting level Dispatch computed.
+int Level(uint64_t v) { return static_cast<int>(static_cast<int64_t>(v)); }
 uint64_t NewRangeId() { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 
 // An event of the payload extension: no message, the first of `count` payloads (the others are
 // not recorded; NCCL and the NVTX helpers pass one).
-void EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_t* pd, size_t count,
-                     uint64_t id) {
+uint64_t EmitPayloadData(RecordKind kind, const void* domain, const nvtxPayloadData_t* pd,
+                         size_t count, uint64_t id) {
   Record r;
   InitRecord(r, kind, domain, id);
   const std::string_view bytes = TakeSchemaPayload(r, pd, count);
-  EmitNamed(r, nullptr, 0, bytes.data(), bytes.size());
+  return EmitNamed(r, nullptr, 0, bytes.data(), bytes.size());
 }
 
 // ---- payload extension events (slots set by AttachNvtxPayloadExtension) ----
@@ -177,20 +206,16 @@ void NVTX_API MarkPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size
   EmitPayloadData(RecordKind::kNvtxMark, d, p, n, 0);
 }
 int NVTX_API RangePushPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  EmitPayloadData(RecordKind::kNvtxPush, d, p, n, 0);
-  return Push();
+  return Level(EmitPayloadData(RecordKind::kNvtxPush, d, p, n, 0));
 }
 // NCCL pushes with nvtxDomainRangePushEx and closes with this, passing parameters it only knows
 // at the end (communicator hash, ranks): the POP carries them and truffld-merge joins them to
 // the range.
 int NVTX_API RangePopPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  EmitPayloadData(RecordKind::kNvtxPop, d, p, n, 0);
-  return Pop();
+  return Level(EmitPayloadData(RecordKind::kNvtxPop, d, p, n, 0));
 }
 nvtxRangeId_t NVTX_API RangeStartPayload(nvtxDomainHandle_t d, const nvtxPayloadData_t* p, size_t n) {
-  const uint64_t id = NewRangeId();
-  EmitPayloadData(RecordKind::kNvtxStart, d, p, n, id);
-  return id;
+  return EmitPayloadData(RecordKind::kNvtxStart, d, p, n, NewRangeId());
 }
 void NVTX_API RangeEndPayload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtxPayloadData_t* p, size_t n) {
   EmitPayloadData(RecordKind::kNvtxEnd, d, p, n, id);
@@ -200,14 +225,14 @@ void NVTX_API RangeEndPayload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtx
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, nullptr, a, 0); }
 void NVTX_API MarkA(const char* m) { EmitAscii(RecordKind::kNvtxMark, m, 0); }
 void NVTX_API MarkW(const wchar_t* m) { EmitWide(RecordKind::kNvtxMark, m, 0); }
-nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, nullptr, a, id); return id; }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { uint64_t id = NewRangeId(); EmitAscii(RecordKind::kNvtxStart, m, id); return id; }
-nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { uint64_t id = NewRangeId(); EmitWide(RecordKind::kNvtxStart, m, id); return id; }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return EmitAttr(RecordKind::kNvtxStart, nullptr, a, NewRangeId()); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return EmitAscii(RecordKind::kNvtxStart, m, NewRangeId()); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { return EmitWide(RecordKind::kNvtxStart, m, NewRangeId()); }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, nullptr, id); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0); return Push(); }
-int NVTX_API RangePushA(const char* m) { EmitAscii(RecordKind::kNvtxPush, m, 0); return Push(); }
-int NVTX_API RangePushW(const wchar_t* m) { EmitWide(RecordKind::kNvtxPush, m, 0); return Push(); }
-int NVTX_API RangePop() { EmitBare(RecordKind::kNvtxPop, nullptr, 0); return Pop(); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Level(EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0)); }
+int NVTX_API RangePushA(const char* m) { return Level(EmitAscii(RecordKind::kNvtxPush, m, 0)); }
+int NVTX_API RangePushW(const wchar_t* m) { return Level(EmitWide(RecordKind::kNvtxPush, m, 0)); }
+int NVTX_API RangePop() { return Level(EmitBare(RecordKind::kNvtxPop, nullptr, 0)); }
 void NVTX_API NameCategoryA(uint32_t cat, const char* name) { if (name) g_tracer->nvtx().NameCategory(nullptr, cat, name); }
 void NVTX_API NameCategoryW(uint32_t cat, const wchar_t* name) {
   char buf[512];
@@ -218,10 +243,10 @@ void NVTX_API NameOsThreadW(uint32_t, const wchar_t*) {}
 
 // ---- CORE2 module (domains) ----
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxMark, d, a, 0); }
-nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { uint64_t id = NewRangeId(); EmitAttr(RecordKind::kNvtxStart, d, a, id); return id; }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return EmitAttr(RecordKind::kNvtxStart, d, a, NewRangeId()); }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, d, id); }
-int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { EmitAttr(RecordKind::kNvtxPush, d, a, 0); return Push(); }
-int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { EmitBare(RecordKind::kNvtxPop, d, 0); return Pop(); }
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return Level(EmitAttr(RecordKind::kNvtxPush, d, a, 0)); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return Level(EmitBare(RecordKind::kNvtxPop, d, 0)); }
 char g_resource_token;
 nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttributes_t*) { return reinterpret_cast<nvtxResourceHandle_t>(&g_resource_token); }
 void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t) {}
@@ -234,7 +259,7 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char
   return reinterpret_cast<nvtxStringHandle_t>(g_tracer->nvtx().RegisterString(s ? s : ""));
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
-  char buf[kMaxNameBytes];
+  char buf[kMaxWideNameBytes];
   return reinterpret_cast<nvtxStringHandle_t>(
       g_tracer->nvtx().RegisterString(std::string(buf, WideToUtf8(s, buf, sizeof buf))));
 }
@@ -272,6 +297,7 @@ void FillNvtxPayloadEventSlots(intptr_t* slots, size_t slot_count) {
 int AttachNvtx(Tracer* tracer, const void* (*get_export_table)(uint32_t)) {
   if (!tracer || !get_export_table) return 0;
   g_tracer = tracer;
+  g_sampling = tracer->sampling();
   const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   if (!cb || cb->struct_size < sizeof(NvtxExportTableCallbacks) || !cb->GetModuleFunctionTable) {
     Tracer::Log("NVTX export table has no callback table; NVTX events are not captured");

@@ -92,8 +92,11 @@ static_assert(sizeof(Record) == 128, "Record must stay one 128-byte slot");
 
 inline constexpr size_t kSlotBytes = sizeof(Record);
 inline constexpr size_t kInlineBytes = sizeof(Record::inline_bytes);
-inline constexpr size_t kMaxNameBytes = 2048;     // longer names are cut and flagged
-inline constexpr size_t kMaxPayloadBytes = 1024;  // longer payloads are not copied (counted)
+// Longer names are cut and flagged. Large enough for a step naming a thousand requests
+// (hooks' step names carry every request id); name_len is 16 bits.
+inline constexpr size_t kMaxNameBytes = 65535;
+inline constexpr size_t kMaxWideNameBytes = 8192;  // wide names are converted on the stack
+inline constexpr size_t kMaxPayloadBytes = 1024;   // longer payloads are not copied (counted)
 
 // Slots needed for a record carrying `data_len` copied bytes.
 constexpr size_t SlotsFor(size_t data_len) noexcept {

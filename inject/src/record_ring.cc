@@ -1,6 +1,8 @@
 // RecordRing: see record_ring.h.
 #include "record_ring.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 namespace truffld::inject {
@@ -30,36 +32,93 @@ static size_t RoundUpPow2(size_t n) {
   return p;
 }
 
-RecordRing::RecordRing(size_t slots)
-    : slots_(new Record[RoundUpPow2(slots)]), mask_(RoundUpPow2(slots) - 1) {
-  // Touch every page now so the first pushes do not page-fault (warm-up).
-  std::memset(static_cast<void*>(slots_.get()), 0, (mask_ + 1) * sizeof(Record));
+RecordRing::RecordRing(size_t slots, size_t hot_slots) : mask_(RoundUpPow2(slots) - 1) {
+  const size_t cap = mask_ + 1;
+  hot_slots_ = hot_slots >= cap ? cap : RoundUpPow2(hot_slots);
+  map_bytes_ = cap * sizeof(Record);
+  void* m = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return;
+  slots_ = static_cast<Record*>(m);
+  // Touch the hot pages now so that ordinary use never page-faults (warm-up); the rest is
+  // touched only by bursts that reach it.
+  std::memset(static_cast<void*>(slots_), 0, hot_slots_ * sizeof(Record));
+  if (hot_slots_ < cap) next_rewind_check_ = hot_slots_;
 }
 
-PushResult RecordRing::TryPush(const Record& head, const char* data, size_t data_len) noexcept {
+RecordRing::~RecordRing() {
+  if (slots_) ::munmap(slots_, map_bytes_);
+}
+
+uint64_t RecordRing::MaybeRewind(uint64_t h) noexcept {
+  const uint64_t pos = h & mask_;
+  const uint64_t lap = h - pos;  // index of this lap's first slot
+  if (pos < hot_slots_) {  // the ring wrapped by itself
+    next_rewind_check_ = lap + hot_slots_;
+    return h;
+  }
+  // Only an empty ring rewinds: the producer moves the consumer's position along with its own
+  // to the next lap's first slot, so the whole ring stays free. The consumer never stores a
+  // position it has not advanced (Drain), so the compare-and-swap cannot be undone.
+  uint64_t tail = tail_.load(std::memory_order_acquire);
+  const uint64_t rewound = lap + mask_ + 1;
+  if (tail != h || !tail_.compare_exchange_strong(tail, rewound, std::memory_order_acq_rel)) {
+    next_rewind_check_ = h + 16;
+    return h;
+  }
+  head_.store(rewound, std::memory_order_release);
+  cached_tail_ = rewound;
+  next_rewind_check_ = rewound + hot_slots_;
+  Bump(rewinds_);
+  return rewound;
+}
+
+PushResult RecordRing::TryPush(const Record& head, const char* a, size_t a_len, const char* b,
+                               size_t b_len, Reserve rv) noexcept {
+  const size_t data_len = a_len + b_len;
   const size_t need = SlotsFor(data_len);
-  const uint64_t h = head_.load(std::memory_order_relaxed);
+  uint64_t h = head_.load(std::memory_order_relaxed);
+  if (h >= next_rewind_check_) h = MaybeRewind(h);
   const uint64_t cap = mask_ + 1;
+  // Slots that must stay free once this record is in: the reservations of open pushes, one
+  // more for a push, one fewer for the pop of a reserved push.
+  uint64_t keep = reserved_;
+  if (rv == Reserve::kOpen) ++keep;
+  else if (rv == Reserve::kClose && keep) --keep;
   PushResult result = kPushOk;
-  if (h + need - cached_tail_ > cap / 2) {
+  if (h + need + keep - cached_tail_ > cap / kWakeFraction) {
     cached_tail_ = tail_.load(std::memory_order_acquire);
-    if (h + need - cached_tail_ > cap) return kPushFull;
-    if (h + need - cached_tail_ > cap / 2 && woke_at_tail_ != cached_tail_) {
+    if (h + need + keep - cached_tail_ > cap) return kPushFull;
+    if (h + need - cached_tail_ > cap / kWakeFraction && woke_at_tail_ != cached_tail_) {
       woke_at_tail_ = cached_tail_;
       result = kPushOkWake;
     }
   }
   Record& slot = slots_[h & mask_];
   std::memcpy(static_cast<void*>(&slot), &head, offsetof(Record, inline_bytes));
-  const size_t first = data_len < kInlineBytes ? data_len : kInlineBytes;
-  if (first) std::memcpy(slot.inline_bytes, data, first);
-  size_t done = first;
+  // Copy a ++ b into the inline bytes and the following slots.
+  size_t done = 0;  // bytes of a ++ b copied so far
+  auto copy_into = [&](char* dst, size_t room) {
+    size_t put = 0;
+    if (done < a_len) {
+      const size_t take = a_len - done < room ? a_len - done : room;
+      std::memcpy(dst, a + done, take);
+      put = take;
+      done += take;
+    }
+    if (put < room && done < data_len) {
+      const size_t off = done - a_len;
+      const size_t take = b_len - off < room - put ? b_len - off : room - put;
+      std::memcpy(dst + put, b + off, take);
+      done += take;
+    }
+  };
+  if (data_len) copy_into(slot.inline_bytes, kInlineBytes);
   for (size_t i = 1; i < need; ++i) {
-    char* p = reinterpret_cast<char*>(&slots_[(h + i) & mask_]);
-    const size_t take = (data_len - done) < kSlotBytes ? (data_len - done) : kSlotBytes;
-    std::memcpy(p, data + done, take);
-    done += take;
+    copy_into(reinterpret_cast<char*>(&slots_[(h + i) & mask_]), kSlotBytes);
   }
+  if (rv == Reserve::kOpen) ++reserved_;
+  else if (rv == Reserve::kClose && reserved_) --reserved_;
   head_.store(h + need, std::memory_order_release);
   return result;
 }
@@ -70,6 +129,8 @@ void RecordRing::ResetForChild() noexcept {
   cached_tail_ = h;
   woke_at_tail_ = ~uint64_t{0};
   for (auto& d : dropped_) d.store(0, std::memory_order_relaxed);
+  for (auto& d : ranges_dropped_) d.store(0, std::memory_order_relaxed);
+  unbalanced_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace truffld::inject

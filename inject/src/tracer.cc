@@ -39,12 +39,13 @@ bool CounterIsInvariant() {
 }
 
 namespace {
+// Small rings (threads past the large rings' half of the budget) and the part of every ring
+// touched up front: 1 MiB, 8192 records.
+constexpr size_t kSmallRingSlots = (size_t{1} << 20) / kSlotBytes;
 size_t RingSlots(const Config& c) { return static_cast<size_t>(c.thread_buffer_kb) * 1024 / kSlotBytes; }
-size_t MaxRings(const Config& c) {
+uint64_t RingBudget(const Config& c) {
   const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
-  const uint64_t rings = c.cupti ? total * 3 / 4 : total;
-  const uint64_t per = static_cast<uint64_t>(c.thread_buffer_kb) << 10;
-  return static_cast<size_t>(rings / per);
+  return c.cupti ? total * 3 / 4 : total;
 }
 size_t MaxActivityBuffers(const Config& c) {
   const uint64_t total = static_cast<uint64_t>(c.max_buffer_mb) << 20;
@@ -61,13 +62,16 @@ Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host
       rank_(DetectRank([](const char* n) { return ::getenv(n); })),
       pid_(::getpid()),
       clock_id_(config_.clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW),
-      registry_(RingSlots(config_), MaxRings(config_)),
-      pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)) {
+      registry_(RingSlots(config_), kSmallRingSlots, RingBudget(config_), kSmallRingSlots),
+      pool_(static_cast<size_t>(config_.activity_buffer_kb) << 10, MaxActivityBuffers(config_)),
+      step_prefixes_(SplitPrefixes(config_.step_prefixes)),
+      windows_(config_.device_windows, 0) {
   pthread_key_create(&thread_key_, &Tracer::ReleaseThreadRing);
   g_tick_fallback_clock = clock_id_;
   g_use_counter = config_.use_counter && CounterIsInvariant();
   tick_clock_.set_identity(!g_use_counter);
   tick_clock_.Anchor(ReadTicks(), Now());
+  windows_.Reset(Now());
 }
 
 void Tracer::Log(const std::string& msg) {
@@ -76,11 +80,13 @@ void Tracer::Log(const std::string& msg) {
   (void)rc;
 }
 
-// The registry pointer is needed from a C callback with only the ring as argument.
-static RingRegistry* g_registry_for_release = nullptr;
+// The registry pointer is needed from a C callback with only the ring as argument. Every
+// attaching thread stores it while exiting threads read it: atomic (ThreadSanitizer saw the race).
+static std::atomic<RingRegistry*> g_registry_for_release{nullptr};
 
 void Tracer::ReleaseThreadRing(void* ring) {
-  if (g_registry_for_release) g_registry_for_release->Release(static_cast<RecordRing*>(ring));
+  if (RingRegistry* reg = g_registry_for_release.load(std::memory_order_acquire))
+    reg->Release(static_cast<RecordRing*>(ring));
 }
 
 bool Tracer::AttachThread(ThreadState& t) noexcept {
@@ -92,7 +98,7 @@ bool Tracer::AttachThread(ThreadState& t) noexcept {
     return false;
   }
   t.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  g_registry_for_release = &registry_;
+  g_registry_for_release.store(&registry_, std::memory_order_release);
   pthread_setspecific(thread_key_, ring);
   t.ring = ring;
   return true;
@@ -108,6 +114,15 @@ void Tracer::Start() {
   writer_running_.store(true, std::memory_order_release);
   writer_ = std::make_unique<std::thread>([this] { WriterMain(); });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool Tracer::QueueEnd(const Record& r) noexcept {
+  QueuedEnd e;
+  e.t0 = r.t0;
+  e.id = r.id;
+  e.domain = r.domain;
+  e.tid = t_thread.tid ? t_thread.tid : static_cast<uint32_t>(::syscall(SYS_gettid));
+  return end_queue_.Push(e);
 }
 
 void Tracer::EnqueueActivityBuffer(uint8_t* buffer, size_t valid_bytes) {
@@ -159,6 +174,7 @@ bool Tracer::FlushAndWait(bool final_stats, int timeout_ms) noexcept {
 
 void Tracer::Shutdown() {
   if (shutdown_started_.exchange(true)) return;
+  CloseWindowAtExit();
   if (ActivitySource* s = activity_source_.load(std::memory_order_acquire)) s->FlushAll(true);
   const bool done = FlushAndWait(/*final_stats=*/true, 10000);
   if (writer_ && writer_->joinable()) {
@@ -172,9 +188,11 @@ void Tracer::PrepareFork() {
   pool_.mutex_for_fork().lock();
   activity_mu_.lock();
   status_mu_.lock();
+  window_mu_.lock();
 }
 
 void Tracer::ParentAfterFork() {
+  window_mu_.unlock();
   status_mu_.unlock();
   activity_mu_.unlock();
   pool_.mutex_for_fork().unlock();
@@ -196,6 +214,12 @@ void Tracer::ChildAfterFork() {
   cupti_dropped_.store(0);
   payloads_too_large_.store(0);
   names_truncated_.store(0);
+  for (auto& n : no_ring_ranges_dropped_) n.store(0);
+  end_queue_.Reset();
+  windows_.Reset(Now());  // the child's steps start afresh; CUPTI does not follow a fork
+  window_marks_.clear();
+  start_credits_used_.store(0);
+  no_ring_unbalanced_.store(0);
   flush_requested_.store(0);
   flush_done_.store(0);
   final_requested_.store(false);

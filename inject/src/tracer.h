@@ -20,13 +20,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "buffer_pool.h"
 #include "config.h"
+#include "device_windows.h"
 #include "dump_sink.h"
+#include "end_queue.h"
 #include "format.h"
 #include "gpu_activity.h"
 #include "nvtx_registry.h"
@@ -41,6 +44,8 @@ struct ThreadState {
   RecordRing* ring;
   uint32_t tid;
   int32_t nvtx_depth;        // push/pop nesting, returned to NVTX callers
+  int32_t drop_from;         // 1 + the nesting level of a dropped push still open; 0 = none
+  int32_t step_from;         // 1 + the nesting level of the step range open; 0 = none
   uint32_t attach_backoff;   // events to skip before retrying a failed ring attach
   uint32_t corr_depth;       // CUDA API nesting on this thread
   uint64_t corr_stack[8];    // correlation ids of the open API calls (innermost last)
@@ -78,20 +83,65 @@ class Tracer {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
 
-  // Hot path: copies the record (tid filled in) and `len` data bytes into this thread's ring,
-  // or counts a drop. Never blocks, never allocates after the thread's first event.
-  void Emit(Record& r, const char* data, size_t len) noexcept {
-    ThreadState& t = t_thread;
+  // Hot path: copies the record (tid filled in) and its data, `a` then `b` (name then
+  // payload), into this thread's ring; `rv` says what it does to the ring's close reservations
+  // (range_balance.h). Returns false when the record was not written, which is then counted per
+  // kind unless `count_drop` is false. Never blocks, never allocates after the thread's first
+  // event.
+  bool Emit(Record& r, const char* a, size_t a_len, const char* b = nullptr, size_t b_len = 0,
+            Reserve rv = Reserve::kNone, bool count_drop = true) noexcept {
+    return Emit(t_thread, r, a, a_len, b, b_len, rv, count_drop);
+  }
+  // The same for a caller that holds the calling thread's t_thread already.
+  bool Emit(ThreadState& t, Record& r, const char* a, size_t a_len, const char* b = nullptr,
+            size_t b_len = 0, Reserve rv = Reserve::kNone, bool count_drop = true) noexcept {
     if (__builtin_expect(t.ring == nullptr, 0) && !AttachThread(t)) {
-      registry_.CountNoRing(r.kind);
-      return;
+      if (count_drop) registry_.CountNoRing(r.kind);
+      return false;
     }
     r.tid = t.tid;
-    const PushResult pr = t.ring->TryPush(r, data, len);
+    const PushResult pr = t.ring->TryPush(r, a, a_len, b, b_len, rv);
     if (__builtin_expect(pr != kPushOk, 0)) {
-      if (pr == kPushFull) t.ring->CountDrop(r.kind); else WakeWriter();
+      if (pr == kPushFull) {
+        if (count_drop) t.ring->CountDrop(r.kind);
+        return false;
+      }
+      WakeWriter();
     }
+    return true;
   }
+
+  // The calling thread's ring (attached on first use), or nullptr when it has none.
+  RecordRing* ThreadRing() noexcept {
+    ThreadState& t = t_thread;
+    if (__builtin_expect(t.ring == nullptr, 0)) AttachThread(t);
+    return t.ring;
+  }
+  // Loss counters for records dropped without a push attempt (the rest of a dropped range),
+  // whole ranges dropped, and closes lost although their open was written. Calling thread's
+  // ring, or process-wide counters when it has none. Thread-safe.
+  void CountDropped(RecordKind k) noexcept {
+    if (RecordRing* ring = t_thread.ring) ring->CountDrop(k); else registry_.CountNoRing(k);
+  }
+  void CountRangeDropped(bool start_end) noexcept {
+    if (RecordRing* ring = t_thread.ring) ring->CountRangeDrop(start_end);
+    else no_ring_ranges_dropped_[start_end ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+  }
+  void CountUnbalanced() noexcept {
+    if (RecordRing* ring = t_thread.ring) ring->CountUnbalanced();
+    else no_ring_unbalanced_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Start/end credits (range_balance.h): at most kStartCredits written starts whose end is
+  // guaranteed a place (their ring, else end_queue_). Thread-safe.
+  static constexpr int64_t kStartCredits = 4096;
+  bool TakeStartCredit() noexcept {
+    if (start_credits_used_.fetch_add(1, std::memory_order_relaxed) < kStartCredits) return true;
+    start_credits_used_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  void ReturnStartCredit() noexcept { start_credits_used_.fetch_sub(1, std::memory_order_relaxed); }
+  // Queues the end `r` (kind kNvtxEnd, its ring full) for the writer. Thread-safe.
+  bool QueueEnd(const Record& r) noexcept;
 
   // Counters the producers bump for data they could not copy. Thread-safe (relaxed).
   void CountPayloadTooLarge() noexcept { payloads_too_large_.fetch_add(1, std::memory_order_relaxed); }
@@ -108,9 +158,20 @@ class Tracer {
   void AddCuptiDropped(uint64_t n) { cupti_dropped_.fetch_add(n, std::memory_order_relaxed); }
   void SetCuptiStatus(const std::string& status);
 
+  // Sampled device windows (device_windows.h). The CUPTI adapter hands over how to switch
+  // device activity (applied at once to the current state); steps and the writer's periodic
+  // check move the edges, each written as a DEVICE_WINDOW record. Thread-safe (one mutex, taken
+  // once per step begin and end, never on other events).
+  using DeviceSwitch = void (*)(bool on);
+  void SetDeviceSwitch(DeviceSwitch s);
+  bool sampling() const { return config_.device_windows.sampled(); }
+  bool IsStepName(std::string_view name) const { return HasPrefix(step_prefixes_, name); }
+  void StepBegin() noexcept;
+  void StepEnd() noexcept;
+
   // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
   void RequestFlush() noexcept;
-  // Wakes the writer to drain early (a ring is half full). Thread-safe, async-signal-safe.
+  // Wakes the writer to drain early (a ring is an eighth full). Thread-safe, async-signal-safe.
   void WakeWriter() noexcept;
   // Flushes everything queued so far (with `final_stats`: writes STATS and closes the file)
   // and waits up to timeout_ms for the writer to finish. Async-signal-safe. Returns false on
@@ -134,6 +195,19 @@ class Tracer {
   void DrainOnce(std::string& out, std::string& scratch);
   void OpenDumpAndWriteMeta(std::string& out);
   void WriteStats(std::string& out);
+  // Under window_mu_: applies a window edge (switch, then its record).
+  void ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch);
+  void FormatWindowMarks(std::string& out);  // writer thread
+  int WindowTick();  // writer thread: time-mode edges; ms to the next one (-1: none planned)
+  void CloseWindowAtExit();
+
+  struct WindowMark {
+    uint64_t ticks;
+    uint64_t window;
+    bool start;
+    DeviceWindows::Trigger trigger;
+    uint32_t tid;
+  };
 
   Config config_;
   std::vector<std::string> cmdline_;
@@ -164,6 +238,15 @@ class Tracer {
   std::atomic<uint64_t> cupti_dropped_{0};
   std::atomic<uint64_t> payloads_too_large_{0};
   std::atomic<uint64_t> names_truncated_{0};
+  std::atomic<uint64_t> no_ring_ranges_dropped_[2] = {};
+  std::atomic<uint64_t> no_ring_unbalanced_{0};
+  std::atomic<int64_t> start_credits_used_{0};
+  std::vector<std::string> step_prefixes_;
+  std::mutex window_mu_;
+  DeviceWindows windows_;                   // under window_mu_
+  DeviceSwitch device_switch_ = nullptr;    // under window_mu_
+  std::vector<WindowMark> window_marks_;    // under window_mu_
+  EndQueue end_queue_{static_cast<size_t>(kStartCredits)};
   uint64_t written_[kNumRecordKinds] = {};  // writer thread only
   int64_t last_clock_ns_ = 0;               // writer thread only
   TickClock tick_clock_;                    // writer thread only (anchored in Start)

@@ -65,6 +65,21 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
         },
         scratch);
   });
+  FormatWindowMarks(out);
+  QueuedEnd qe;
+  while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
+    Record c;
+    std::memset(static_cast<void*>(&c), 0, offsetof(Record, inline_bytes));
+    c.kind = RecordKind::kNvtxEnd;
+    c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(qe.t0));
+    c.id = qe.id;
+    c.domain = qe.domain;
+    c.tid = qe.tid;
+    FormatRecord(c, {}, pid_, nvtx_, out);
+    ++written_[static_cast<int>(RecordKind::kNvtxEnd)];
+    ReturnStartCredit();
+    spill();
+  }
   std::deque<std::pair<uint8_t*, size_t>> buffers;
   {
     std::lock_guard<std::mutex> lock(activity_mu_);
@@ -100,8 +115,14 @@ void Tracer::WriteStats(std::string& out) {
     s.written[k] = written_[k];
     s.dropped[k] = registry_.no_ring_dropped(static_cast<RecordKind>(k));
   }
+  s.ranges_dropped_push_pop = no_ring_ranges_dropped_[0].load();
+  s.ranges_dropped_start_end = no_ring_ranges_dropped_[1].load();
+  s.unbalanced_closes = no_ring_unbalanced_.load();
   registry_.ForEach([&](RecordRing& ring) {
     for (int k = 0; k < kNumRecordKinds; ++k) s.dropped[k] += ring.dropped(static_cast<RecordKind>(k));
+    s.ranges_dropped_push_pop += ring.ranges_dropped(false);
+    s.ranges_dropped_start_end += ring.ranges_dropped(true);
+    s.unbalanced_closes += ring.unbalanced();
   });
   s.cupti_dropped = cupti_dropped_.load();
   s.payloads_too_large = payloads_too_large_.load();
@@ -128,14 +149,17 @@ void Tracer::WriterMain() {
   out.clear();
   out.reserve(kWriteChunk + 4096);
   bool opened = false;
+  int next_window_ms = -1;  // time-mode windows: wake for their edges too
   for (;;) {
     pollfd p{wake_fd_, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(config_.flush_ms));
+    const int period = static_cast<int>(config_.flush_ms);
+    ::poll(&p, 1, next_window_ms >= 0 && next_window_ms < period ? next_window_ms : period);
     uint64_t counter;
     while (::read(wake_fd_, &counter, sizeof counter) > 0) {
     }
     const uint64_t req = flush_requested_.load(std::memory_order_acquire);
     const bool fin = final_requested_.load(std::memory_order_acquire);
+    next_window_ms = WindowTick();
     if (!opened) {
       OpenDumpAndWriteMeta(out);
       opened = true;

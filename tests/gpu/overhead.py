@@ -12,8 +12,9 @@ flush). Medians are compared with the untraced configuration:
   launch loop: the workload's --launches mode (200000 empty kernels): cost per kernel launch
   torch loop: none | truffld | torch.profiler (CPU+CUDA activities, inside the loop's window)
 With --variants, truffld is also run with parts switched off or on, to show where the cost is:
-  nvtx only (TRUFFLD_CUPTI=0), activity only (TRUFFLD_CUPTI_API=none), and every API call
-  (TRUFFLD_CUPTI_API_SET=all) instead of the default essential set.
+  nvtx only (TRUFFLD_CUPTI=0), activity only (TRUFFLD_CUPTI_API=none), every API call
+  (TRUFFLD_CUPTI_API_SET=all) instead of the default essential set, and sampled device windows
+  (TRUFFLD_DEVICE_WINDOWS=steps:10: kernels of one step in ten; =off: no device activity).
 Configurations take turns run by run, so slow drift of the machine does not favour one.
 """
 import argparse
@@ -60,7 +61,9 @@ def traced_env(injector, out, **extra):
 
 VARIANTS = [("nvtx only", {"TRUFFLD_CUPTI": "0"}),
             ("activity only", {"TRUFFLD_CUPTI_API": "none"}),
-            ("all API calls", {"TRUFFLD_CUPTI_API_SET": "all"})]
+            ("all API calls", {"TRUFFLD_CUPTI_API_SET": "all"}),
+            ("device windows steps:10", {"TRUFFLD_DEVICE_WINDOWS": "steps:10"}),
+            ("device windows off", {"TRUFFLD_DEVICE_WINDOWS": "off"})]
 
 
 def run_all(label, cmd, plain, injector, out, runs, variants, profiler_cmd=None, per=None):

@@ -8,6 +8,7 @@ Needs TRUFFLD_INJECTOR (libcupti_injector.so) and TRUFFLD_MERGE (truffld-merge) 
 exits 77 (ctest SKIP) with a message naming what is missing when they are not built."""
 
 import glob
+import re
 import json
 import os
 import subprocess
@@ -73,9 +74,10 @@ def main():
         steps = [n for n in pushes if n.startswith("step_execute_model[")]
         if len(steps) != len(expected_steps):
             fail("expected %d step ranges in the dump, found %r" % (len(expected_steps), steps))
-        untagged = [n for n in steps if not n.endswith("[phase:prefill]")]
-        if untagged:  # every request of the workload is new: prefill steps
-            fail("step ranges without the [phase:prefill] tag: %r" % untagged)
+        # Every request of the workload is new: prefill steps, and the tokens they schedule.
+        untagged = [n for n in steps if not re.search(r"\]\[phase:prefill\]\[tokens:[1-9][0-9]*\]", n)]
+        if untagged:
+            fail("step ranges without the [phase:prefill][tokens:N] tags: %r" % untagged)
         if not any(n.startswith("torch.nn.functional.linear /") for n in pushes):
             fail("no frontend range with a call site in the dump: %r" % pushes[:20])
         if not any(n.startswith("aten::") for n in pushes):

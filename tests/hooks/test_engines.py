@@ -23,9 +23,9 @@ w.execute_dummy_batch()
 print(json.dumps({"ranges": ranges(), "balanced": balanced(), "calls": len(w.calls),
                   "patched": truffld_hooks.stats()["patched"]}))
 """, standin="vllm_v1_new")
-        self.assertEqual([
-            "step_execute_model[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed]",
-            "step_execute_model:sample_tokens[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed]",
+        self.assertEqual([  # no ctx: the cached request's num_computed_tokens is not given
+            "step_execute_model[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed][tokens:6]",
+            "step_execute_model:sample_tokens[request_ids:cmpl-a\\_1-0_chat-b][phase:mixed][tokens:6]",
             "step_execute_model[empty]",
             "step_execute_model[dummy]"], out["ranges"])
         self.assertTrue(out["balanced"])
@@ -41,7 +41,7 @@ from vllm.v1.worker.gpu_worker import Worker
 Worker().execute_model(SchedulerOutput([], CachedRequestData([]), {"r-0123abcd": 1}, 1))
 print(json.dumps(ranges()))
 """, env=env)
-        self.assertEqual(["step_execute_model[request_ids:r-0123abcd][phase:decode]"], out)
+        self.assertEqual(["step_execute_model[request_ids:r-0123abcd][phase:decode][tokens:1]"], out)
 
     def test_phase_tags_prefill_decode_mixed_and_speculative(self):
         out = hookstest.run_child("""
@@ -58,12 +58,12 @@ w.execute_model(SchedulerOutput([], CachedRequestData(["a"]), {"a": 3}, 3,
                                 scheduled_spec_decode_tokens={"a": [7, 8]}))  # 1 + 2 drafts
 print(json.dumps(ranges()))
 """, standin="vllm_v1_new")
-        self.assertEqual(["step_execute_model[request_ids:a_b][phase:prefill]",
-                          "step_execute_model:sample_tokens[request_ids:a_b][phase:prefill]",
-                          "step_execute_model[request_ids:a_b][phase:decode]",
-                          "step_execute_model:sample_tokens[request_ids:a_b][phase:decode]",
-                          "step_execute_model[request_ids:a_b][phase:mixed]",
-                          "step_execute_model[request_ids:a][phase:decode]"], out)
+        self.assertEqual(["step_execute_model[request_ids:a_b][phase:prefill][tokens:18][ctx:18]",
+                          "step_execute_model:sample_tokens[request_ids:a_b][phase:prefill][tokens:18][ctx:18]",
+                          "step_execute_model[request_ids:a_b][phase:decode][tokens:2]",
+                          "step_execute_model:sample_tokens[request_ids:a_b][phase:decode][tokens:2]",
+                          "step_execute_model[request_ids:a_b][phase:mixed][tokens:257]",
+                          "step_execute_model[request_ids:a][phase:decode][tokens:3]"], out)
 
     def test_comm_ranges_carry_bytes_and_world_size(self):
         out = hookstest.run_child("""
@@ -96,7 +96,8 @@ assert Worker().execute_model(so) == "output"
 s = truffld_hooks.stats()
 print(json.dumps({"ranges": ranges(), "missing": s["missing"], "failed": s["failed"]}))
 """, standin="vllm_v1_old")
-        self.assertEqual(["step_execute_model[request_ids:0_1_2]"], out["ranges"])  # no tokens: no phase
+        # num_scheduled_tokens is empty: no phase, no ctx; the total still counts the tokens
+        self.assertEqual(["step_execute_model[request_ids:0_1_2][tokens:3]"], out["ranges"])
         self.assertIn("vllm.v1.worker.gpu_worker:Worker.sample_tokens", out["missing"])
         self.assertEqual([], out["failed"])
 
@@ -110,9 +111,9 @@ w.execute_model(SchedulerOutput([], [CachedRequestData("0")], {"0": 1}, 1))
 w.execute_model(SchedulerOutput([NewRequestData("1")], [CachedRequestData("0")], {"0": 1, "1": 9}, 10))
 print(json.dumps(ranges()))
 """, standin="vllm_v1_old")
-        self.assertEqual(["step_execute_model[request_ids:0][phase:prefill]",
-                          "step_execute_model[request_ids:0][phase:decode]",
-                          "step_execute_model[request_ids:0_1][phase:mixed]"], out)
+        self.assertEqual(["step_execute_model[request_ids:0][phase:prefill][tokens:12][ctx:12]",
+                          "step_execute_model[request_ids:0][phase:decode][tokens:1][ctx:1]",
+                          "step_execute_model[request_ids:0_1][phase:mixed][tokens:10][ctx:10]"], out)
 
 
 class VllmV0Test(unittest.TestCase):
@@ -136,8 +137,8 @@ print(json.dumps({"ranges": ranges(), "calls": r.calls}))
                           "step_execute_model[empty]",
                           "step_execute_model[request_ids:0][phase:prefill]",
                           "step_execute_model[request_ids:0][phase:decode]",
-                          "step_execute_model[request_ids:0_1][phase:mixed]",
-                          "step_execute_model[request_ids:1][phase:decode]"], out["ranges"])
+                          "step_execute_model[request_ids:0_1][phase:mixed][tokens:41]",
+                          "step_execute_model[request_ids:1][phase:decode][tokens:1]"], out["ranges"])
         self.assertEqual(6, out["calls"])
 
 
@@ -160,13 +161,13 @@ except RuntimeError:
     pass
 print(json.dumps({"ranges": ranges(), "balanced": balanced(), "depth": _em.depth()}))
 """, standin="sglang")
-        self.assertEqual(["step_execute_model[request_ids:9f\\_x_abc][phase:decode]",
+        self.assertEqual(["step_execute_model[request_ids:9f\\_x_abc][phase:decode][tokens:2]",
                           "step_execute_model[dummy]",
                           "step_execute_model[request_ids:p][phase:prefill]",
                           "step_execute_model[request_ids:p_q][phase:mixed]",
                           "step_execute_model[request_ids:q][phase:decode]",
                           "step_execute_model[request_ids:q]",
-                          "step_execute_model[request_ids:r][phase:decode]"], out["ranges"])
+                          "step_execute_model[request_ids:r][phase:decode][tokens:1]"], out["ranges"])
         self.assertTrue(out["balanced"])
         self.assertEqual(0, out["depth"])
 
@@ -191,7 +192,7 @@ print(json.dumps({"before": before, "same_config": cfg1 is cfg2, "same_fn": firs
 """, standin="vllm_v1_new")
         self.assertEqual([], out["before"])
         self.assertTrue(out["same_config"])
-        self.assertEqual(["step_execute_model[request_ids:a][phase:decode]"], out["ranges"])
+        self.assertEqual(["step_execute_model[request_ids:a][phase:decode][tokens:1]"], out["ranges"])
         self.assertEqual(1, out["finders"])
 
     def test_disabled_by_environment(self):

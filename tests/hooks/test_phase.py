@@ -1,7 +1,8 @@
-"""Unit tests: the step phase tag (``[phase:prefill|decode|mixed]`` after the request ids) --
-naming and parsing, and the phase rules over duck-typed batches shaped like vLLM V1 (0.8/0.9
-and 0.10+), vLLM V0 and SGLang, including objects that break (the rules must never raise).
-Pure logic, no torch, no engine; the stand-in engine runs are in test_engines.py."""
+"""Unit tests: the step tags after the request ids (``[phase:prefill|decode|mixed]``,
+``[tokens:N]``, ``[ctx:N]``) -- naming and parsing, and the rules over duck-typed batches shaped
+like vLLM V1 (0.8/0.9 and 0.10+), vLLM V0 and SGLang, including objects that break (the rules
+must never raise). Pure logic, no torch, no engine; the stand-in engine runs are in
+test_engines.py."""
 
 import types
 import unittest
@@ -127,16 +128,93 @@ class SglangPhaseTest(unittest.TestCase):
             self.assertIsNone(requests.sglang_phase(batch))
 
 
+class TokenTagsTest(unittest.TestCase):
+    def test_naming_order_round_trip_and_unknowns(self):
+        name = naming.step_name(["a_b", "c"], phase="decode", tokens=2, ctx=4096)
+        self.assertEqual("step_execute_model[request_ids:a\\_b_c][phase:decode][tokens:2][ctx:4096]", name)
+        self.assertEqual(("step_execute_model", ["a_b", "c"], "requests"), naming.parse_step_name(name))
+        self.assertEqual("decode", naming.parse_step_phase(name))
+        self.assertEqual(2, naming.parse_step_count(name, "tokens"))
+        self.assertEqual(4096, naming.parse_step_count(name, "ctx"))
+        self.assertEqual("step_execute_model[request_ids:a][tokens:0]",
+                         naming.step_name(["a"], phase="?", tokens=0, ctx=-1))
+        for bad in (None, -3, 2.5, "7", True):
+            self.assertEqual("step_execute_model[request_ids:a]", naming.step_name(["a"], tokens=bad, ctx=bad))
+        self.assertEqual("step_execute_model[empty]", naming.step_name([], tokens=5, ctx=5))
+        self.assertEqual("step_execute_model[dummy]", naming.step_name(["a"], dummy=True, tokens=5))
+
+    def test_tags_out_of_order_or_inside_ids_are_not_tags(self):
+        misordered = "step_execute_model[request_ids:a][tokens:3][phase:decode]"
+        self.assertIsNone(naming.parse_step_count(misordered, "tokens"))
+        for rid in ("x][tokens:5", "y[tokens:5]"):
+            name = naming.step_name([rid], tokens=1)
+            self.assertEqual(1, naming.parse_step_count(name, "tokens"), name)
+            self.assertEqual([rid], naming.parse_step_name(name)[1])
+        self.assertIsNone(naming.parse_step_count(naming.step_name(["x][tokens:5"]), "tokens"))
+
+    def test_a_thousand_requests_keep_every_id_and_tag(self):
+        ids = ["chatcmpl-%032x" % i for i in range(1000)]
+        name = naming.step_name(ids, phase="decode", tokens=1000, ctx=1234567)
+        self.assertEqual(ids, naming.parse_step_name(name)[1])
+        self.assertEqual(1000, naming.parse_step_count(name, "tokens"))
+
+    def test_vllm_v1_tokens_and_context(self):
+        cached = NS(req_ids=["b", "c"], num_computed_tokens=[100, 250])
+        so = v1({"a": 30, "b": 1, "c": 1}, new=["a"], cached=cached)
+        so.scheduled_new_reqs[0].num_computed_tokens = 16  # prefix-cache hit
+        self.assertEqual(32, requests.vllm_v1_tokens(so))
+        self.assertEqual(16 + 30 + 100 + 1 + 250 + 1, requests.vllm_v1_context(so))
+        self.assertEqual("step_execute_model[request_ids:a_b_c][phase:mixed][tokens:32][ctx:398]",
+                         engines._name_for("vllm_v1", so, True)[0])
+        old = NS(scheduled_new_reqs=[], num_scheduled_tokens={"a": 1, "b": 1},
+                 scheduled_cached_reqs=[NS(req_id="a", num_computed_tokens=9), NS(req_id="b", num_computed_tokens=4)])
+        self.assertEqual(2, requests.vllm_v1_tokens(old))  # no total: the sum
+        self.assertEqual(15, requests.vllm_v1_context(old))
+
+    def test_vllm_v1_unknowns_never_raise(self):
+        no_ctx = v1({"a": 1}, cached=NS(req_ids=["a"]))  # cached without num_computed_tokens
+        self.assertIsNone(requests.vllm_v1_context(no_ctx))
+        self.assertEqual(1, requests.vllm_v1_tokens(no_ctx))
+        for so in (None, NS(), Exploding(), NS(num_scheduled_tokens={"a": "x"}),
+                   NS(total_num_scheduled_tokens=-1)):
+            self.assertIsNone(requests.vllm_v1_tokens(so), so)
+            self.assertIsNone(requests.vllm_v1_context(so), so)
+        self.assertIsNone(requests.vllm_v1_context(NS(num_scheduled_tokens={"a": 1}, scheduled_new_reqs=5)))
+
+    def test_vllm_v0_tokens_and_context(self):
+        mi = NS(attn_metadata=NS(num_prefills=1, num_prefill_tokens=40, num_decode_tokens=3,
+                                 seq_lens=[40, 700, 12, 90]))
+        self.assertEqual(43, requests.vllm_v0_tokens(mi))
+        self.assertEqual(842, requests.vllm_v0_context(mi))
+        for bad in (NS(), None, Exploding(), NS(attn_metadata=NS(num_prefill_tokens=1, seq_lens=[1, "x"]))):
+            self.assertIsNone(requests.vllm_v0_tokens(bad))
+            self.assertIsNone(requests.vllm_v0_context(bad))
+
+    def test_sglang_tokens_and_context(self):
+        extend = SglangPhaseTest.mode("extend")
+        extend.extend_num_tokens, extend.seq_lens_sum, extend.reqs = 2048, 2300, [NS(rid="p")]
+        self.assertEqual(2048, requests.sglang_tokens(extend))
+        self.assertEqual(2300, requests.sglang_context(extend))
+        decode = SglangPhaseTest.mode("decode")
+        decode.reqs, decode.extend_num_tokens = [NS(rid="a"), NS(rid="b")], 999  # stale extend count
+        self.assertEqual(2, requests.sglang_tokens(decode))
+        self.assertIsNone(requests.sglang_context(decode))
+        for bad in (SglangPhaseTest.mode("decode", raising=True), NS(), None, Exploding(),
+                    SglangPhaseTest.mode("idle")):
+            self.assertIsNone(requests.sglang_tokens(bad))
+
+
 class NameForTest(unittest.TestCase):
     def test_every_engine_kind_tags_its_steps(self):
-        self.assertEqual("step_execute_model[request_ids:a][phase:decode]",
+        self.assertEqual("step_execute_model[request_ids:a][phase:decode][tokens:1]",
                          engines._name_for("vllm_v1", v1({"a-0123abcd": 1}), True)[0])
         mi = NS(request_ids_to_seq_ids={"0": [0]}, is_prompt=True)
         self.assertEqual("step_execute_model[request_ids:0][phase:prefill]",
                          engines._name_for("vllm_v0", mi, False)[0])
         batch = SglangPhaseTest.mode("mixed")
         batch.reqs = [NS(rid="r")]
-        self.assertEqual(("step_execute_model[request_ids:r][phase:mixed]", ["r"], "mixed"),
+        self.assertEqual(("step_execute_model[request_ids:r][phase:mixed]", ["r"],
+                          {"phase": "mixed", "tokens": None, "ctx": None}),
                          engines._name_for("sglang", batch, False))
 
 

@@ -75,7 +75,7 @@ import truffld_hooks; print(truffld_hooks.stats()["nvtx_binding"])
             out = self._run(code, TOOL, log, os.path.join(hookstest.STANDINS, "vllm_v1_new"))
             lines = _read_lines(log)
         self.assertEqual("shim", out.strip())
-        self.assertEqual(["push step_execute_model[request_ids:a\\_b_c][phase:mixed]", "pop"], lines)
+        self.assertEqual(["push step_execute_model[request_ids:a\\_b_c][phase:mixed][tokens:3]", "pop"], lines)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ if __name__ == "__main__":
         out = json.loads(proc.stdout.splitlines()[-1])
         for method in ("fork", "spawn", "forkserver"):
             self.assertEqual({"installed": True, "exitcode": 0,
-                              "ranges": ["step_execute_model[request_ids:req-7][phase:decode]"]}, out[method],
+                              "ranges": ["step_execute_model[request_ids:req-7][phase:decode][tokens:1]"]}, out[method],
                              method)
 
 

@@ -52,7 +52,7 @@ TEST(Config, ValidValuesAreTaken) {
 TEST(Config, BadValuesWarnByNameAndKeepDefaults) {
   std::vector<std::string> w;
   Config c = ParseConfig(Env({{"TRUFFLD_FLUSH_MS", "soon"}, {"TRUFFLD_COMPRESS", "gzip"},
-                              {"TRUFFLD_MAX_BUFFER_MB", "0"}, {"TRUFFLD_CUPTI", "maybe"},
+                              {"TRUFFLD_MAX_BUFFER_MB", "lots"}, {"TRUFFLD_CUPTI", "maybe"},
                               {"TRUFFLD_CUPTI_API_SET", "some"}}), &w);
   ASSERT_EQ(w.size(), 5u);
   EXPECT_FALSE(c.all_api_calls);
@@ -61,6 +61,25 @@ TEST(Config, BadValuesWarnByNameAndKeepDefaults) {
   EXPECT_EQ(c.compress, Compression::kNone);
   EXPECT_EQ(c.max_buffer_mb, 256);
   EXPECT_TRUE(c.cupti);
+}
+
+TEST(Config, SizesOutsideTheirRangeAreClampedAndSaidSo) {
+  // TRUFFLD_MAX_BUFFER_MB=1 once fell back to the 256 MB default: a user asking for less
+  // memory got 64 times more. It becomes the documented minimum, with a warning.
+  for (const char* v : {"1", "0", "-3"}) {
+    std::vector<std::string> w;
+    Config c = ParseConfig(Env({{"TRUFFLD_MAX_BUFFER_MB", v}}), &w);
+    EXPECT_EQ(c.max_buffer_mb, kMinMaxBufferMb) << v;
+    EXPECT_EQ(c.thread_buffer_kb, 2048) << "a large ring is at most half of the budget";
+    ASSERT_EQ(w.size(), 2u) << v;
+    EXPECT_NE(w[0].find("TRUFFLD_MAX_BUFFER_MB"), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find("below the minimum 4"), std::string::npos) << w[0];
+  }
+  std::vector<std::string> w;
+  Config c = ParseConfig(Env({{"TRUFFLD_THREAD_BUFFER_KB", "1"}, {"TRUFFLD_FLUSH_MS", "999999"}}), &w);
+  EXPECT_EQ(c.thread_buffer_kb, 16);
+  EXPECT_EQ(c.flush_ms, 60000);
+  EXPECT_EQ(w.size(), 2u);
 }
 
 TEST(Rank, FirstLauncherVariableWins) {

@@ -204,6 +204,147 @@ TEST(CuptiReplay, InitialisationFailureLeavesTheProcessHealthyAndNvtxOn) {
   EXPECT_EQ(status.rfind("unavailable", 0), 0u) << status;
 }
 
+// ---- Sampled device windows (TRUFFLD_DEVICE_WINDOWS), scenario "windows" of the replay app ----
+
+struct WindowRun {
+  Exit exit;
+  Dump dump;
+  std::vector<std::pair<int64_t, int64_t>> windows;  // [start, end] (end: INT64_MAX if open)
+  std::vector<std::pair<int64_t, int64_t>> steps;    // [push, pop] of each step, in order
+  std::set<uint64_t> device;                         // correlation ids of KERNEL/MEMCPY records
+  std::map<uint64_t, std::pair<int64_t, int64_t>> launches;  // RUNTIME [start, end] by corr
+};
+
+WindowRun PlayWindows(const std::string& plan, int steps, int sleep_ms, const TempDir& dir) {
+  auto env = InjectEnv(dir.path());
+  env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
+  env.push_back("TRUFFLD_DEVICE_WINDOWS=" + plan);
+  WindowRun w;
+  w.exit = RunProgram({AppPath("truffld_cupti_replay_app"), "windows", std::to_string(steps),
+                       std::to_string(sleep_ms)}, env);
+  auto dumps = ReadDumps(dir.path());
+  if (dumps.size() != 1) return w;
+  w.dump = dumps[0];
+  std::map<uint64_t, std::pair<int64_t, int64_t>> by_index;
+  for (const auto& r : w.dump.records) {
+    const std::string t = r["type"];
+    if (t == "DEVICE_WINDOW") {
+      auto& win = by_index.try_emplace(r["id"].get<uint64_t>(), -1, INT64_MAX).first->second;
+      (r["edge"] == "start" ? win.first : win.second) = r["timestamp"].get<int64_t>();
+    }
+    if (t == "KERNEL" || t == "MEMCPY") w.device.insert(r["correlation_id"].get<uint64_t>());
+    if (t == "RUNTIME") w.launches[r["correlation_id"]] = {r["start"].get<int64_t>(), r["end"].get<int64_t>()};
+  }
+  // Steps: the outermost push/pop ranges of the one thread, in file order.
+  int depth = 0;
+  int64_t step_start = 0;
+  for (const auto& r : w.dump.records) {
+    const std::string t = r["type"];
+    if (t == "NVTX_PUSH") {
+      if (depth++ == 0) step_start = r["timestamp"].get<int64_t>();
+    } else if (t == "NVTX_POP" && --depth == 0) {
+      w.steps.emplace_back(step_start, r["timestamp"].get<int64_t>());
+    }
+  }
+  for (const auto& [i, win] : by_index) w.windows.push_back(win);
+  return w;
+}
+
+// The contract of sampled windows, whatever the plan: no window edge falls inside a step;
+// device activity is recorded exactly for the launches made inside a window.
+void ExpectWholeStepsAndExactActivity(const WindowRun& w) {
+  for (const auto& [start, end] : w.windows) {
+    ASSERT_GE(start, 0) << "a window end without its start";
+    EXPECT_LT(start, end);
+    for (const auto& [push, pop] : w.steps) {
+      EXPECT_FALSE(push < start && start < pop) << "window starts inside a step";
+      EXPECT_FALSE(push < end && end < pop) << "window ends inside a step";
+    }
+  }
+  auto inside = [&](int64_t a, int64_t b) {
+    for (const auto& [start, end] : w.windows) if (start <= a && b <= end) return true;
+    return false;
+  };
+  auto straddles = [&](int64_t a, int64_t b) {
+    for (const auto& [start, end] : w.windows)
+      if ((a < start && start < b) || (a < end && end < b)) return true;
+    return false;
+  };
+  for (const auto& [corr, span] : w.launches) {
+    if (straddles(span.first, span.second)) continue;  // only time edges, between steps, can
+    EXPECT_EQ(w.device.count(corr) > 0, inside(span.first, span.second)) << "launch " << corr;
+  }
+}
+
+TEST(CuptiReplay, StepWindowsRecordDeviceActivityOfWholeSampledSteps) {
+  TempDir dir;
+  WindowRun w = PlayWindows("steps:4", 10, 0, dir);
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(w.exit.err, "");
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 10u);
+  ASSERT_EQ(w.windows.size(), 3u) << "steps 0, 4 and 8";
+  for (size_t k = 0; k < 3; ++k) {  // each window holds exactly its one step
+    const auto& [push, pop] = w.steps[4 * k];
+    EXPECT_LE(w.windows[k].first, push);
+    EXPECT_GE(w.windows[k].second, pop);
+  }
+  const std::set<uint64_t> want = {1000, 1001, 1005, 1040, 1041, 1045, 1080, 1081, 1085};
+  EXPECT_EQ(w.device, want) << "kernels and the copy of steps 0, 4, 8; nothing between steps";
+  EXPECT_EQ(w.launches.size(), 40u) << "the API calls are recorded all the time";
+  ExpectWholeStepsAndExactActivity(w);
+  EXPECT_EQ(w.dump.records.front()["config"]["device_windows"], "steps:4:1");
+  for (const auto& r : OfType(w.dump, "DEVICE_WINDOW")) EXPECT_EQ(r["trigger"], "step");
+}
+
+TEST(CuptiReplay, StepWindowsOfSeveralStepsStayOpenBetweenThem) {
+  TempDir dir;
+  WindowRun w = PlayWindows("steps:5:2", 10, 0, dir);
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  ASSERT_EQ(w.windows.size(), 2u) << "steps 0-1 and 5-6";
+  // The launch between steps 0 and 1 (5000) is inside the first window, the one after step 1
+  // (5001) is not.
+  const std::set<uint64_t> want = {1000, 1001, 1005, 5000, 1010, 1011, 1015,
+                                   1050, 1051, 1055, 5005, 1060, 1061, 1065};
+  EXPECT_EQ(w.device, want);
+  ExpectWholeStepsAndExactActivity(w);
+}
+
+TEST(CuptiReplay, TimeWindowsMoveTheirEdgesToStepBoundaries) {
+  // 20 ms of device detail every 50 ms; steps of about 7 ms, so edges planned inside a step
+  // wait for its end.
+  TempDir dir;
+  WindowRun w = PlayWindows("time:20:50", 40, 7, dir);
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 40u);
+  EXPECT_GE(w.windows.size(), 2u);
+  size_t with = 0;
+  for (const auto& [push, pop] : w.steps)
+    for (const auto& [start, end] : w.windows) if (start <= push && pop <= end) { ++with; break; }
+  EXPECT_GT(with, 0u) << "some steps have device detail";
+  EXPECT_LT(with, w.steps.size()) << "and some do not";
+  ExpectWholeStepsAndExactActivity(w);
+}
+
+TEST(CuptiReplay, DeviceWindowsAllAndOff) {
+  {
+    TempDir dir;
+    WindowRun w = PlayWindows("all", 6, 0, dir);
+    ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+    EXPECT_TRUE(w.windows.empty()) << "the default writes no windows";
+    EXPECT_EQ(w.device.size(), 6u * 4u) << "two kernels, a copy and the launch between steps";
+  }
+  {
+    TempDir dir;
+    WindowRun w = PlayWindows("off", 6, 0, dir);
+    ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+    EXPECT_TRUE(w.windows.empty());
+    EXPECT_TRUE(w.device.empty()) << "no device activity at all";
+    EXPECT_EQ(w.launches.size(), 6u * 4u) << "API calls still recorded";
+  }
+}
+
 TEST(CuptiReplay, MissingLibcuptiIsOneLineAndNvtxContinues) {
   TempDir dir;
   auto env = InjectEnv(dir.path());

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -208,6 +209,53 @@ TEST(Lifecycle, SixtyFourThreadsEveryEventWrittenOrCountedAsDropped) {
   std::set<uint64_t> tids;
   for (const auto& r : dumps[0].records) if (r.contains("thread_id")) tids.insert(r["thread_id"].get<uint64_t>());
   EXPECT_GE(tids.size(), 2u);
+}
+
+TEST(Lifecycle, FloodedRingsDropWholeRangesAndTheDumpStaysBalanced) {
+  // 128-slot rings and a slow writer: most events are dropped. Whatever was dropped, every
+  // thread's pushes and pops must pair up in the dump (never a pop before its push), every end
+  // must have its start and every start its end, and STATS must count the whole ranges.
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back("TRUFFLD_THREAD_BUFFER_KB=16");
+  env.push_back("TRUFFLD_FLUSH_MS=100");
+  constexpr uint64_t kThreads = 4, kIterations = 20000;
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "flood", std::to_string(kThreads),
+                       std::to_string(kIterations)}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  const json* s = Stats(dumps[0]);
+  ASSERT_NE(s, nullptr);
+  std::map<uint64_t, int64_t> depth;  // per thread, in file order (each thread owns a ring)
+  std::map<uint64_t, int> started, ended;
+  uint64_t unbalanced_pops = 0;
+  for (const auto& r : dumps[0].records) {
+    const std::string type = r["type"];
+    if (type == "NVTX_PUSH") ++depth[r["thread_id"].get<uint64_t>()];
+    if (type == "NVTX_POP" && --depth[r["thread_id"].get<uint64_t>()] < 0) ++unbalanced_pops;
+    if (type == "NVTX_START") ++started[r["id"].get<uint64_t>()];
+    if (type == "NVTX_END") ++ended[r["id"].get<uint64_t>()];
+  }
+  EXPECT_EQ(unbalanced_pops, 0u) << "a pop before its push";
+  for (const auto& [tid, d] : depth) EXPECT_EQ(d, 0) << "thread " << tid << " left pushes open";
+  EXPECT_EQ(started, ended) << "every start has its end and every end its start";
+  for (const auto& [id, n] : started) ASSERT_EQ(n, 1) << "range id " << id << " used twice";
+
+  const json& dropped = (*s)["records_dropped"];
+  const json& written = (*s)["records_written"];
+  EXPECT_GT(dropped["NVTX_PUSH"].get<uint64_t>(), 0u) << "the flood must overflow the rings";
+  EXPECT_GT(dropped["NVTX_START"].get<uint64_t>(), 0u);
+  EXPECT_EQ(dropped["NVTX_PUSH"], dropped["NVTX_POP"]);
+  EXPECT_EQ(dropped["NVTX_START"], dropped["NVTX_END"]);
+  EXPECT_EQ((*s)["ranges_dropped"]["push_pop"], dropped["NVTX_PUSH"]);
+  EXPECT_EQ((*s)["ranges_dropped"]["start_end"], dropped["NVTX_START"]);
+  EXPECT_EQ((*s)["unbalanced_closes"], 0);
+  for (const char* kind : {"NVTX_PUSH", "NVTX_POP"})
+    EXPECT_EQ(written[kind].get<uint64_t>() + dropped[kind].get<uint64_t>(), 2 * kThreads * kIterations) << kind;
+  for (const char* kind : {"NVTX_START", "NVTX_END", "NVTX_MARK"})
+    EXPECT_EQ(written[kind].get<uint64_t>() + dropped[kind].get<uint64_t>(), kThreads * kIterations) << kind;
+  EXPECT_EQ(ValidateAgainstSchema(dumps), "");
 }
 
 }  // namespace

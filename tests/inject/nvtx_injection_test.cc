@@ -190,5 +190,24 @@ TEST_F(NvtxInjection, FileIsPrivateAndExclusive) {
   EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
 
+TEST(NvtxNames, AStepNamingHundredsOfRequestsKeepsEveryId) {
+  // A decode batch of 512 requests is a 22 KB step name. Names were cut at 2,048 bytes
+  // (name_truncated), which lost all but ~50 ids and the [phase:] tag.
+  TempDir dir;
+  Exit e = RunProgram({AppPath("truffld_nvtx_app"), "longstep", "512"}, InjectEnv(dir.path()));
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  auto pushes = OfType(dumps[0], "NVTX_PUSH");
+  ASSERT_EQ(pushes.size(), 1u);
+  const std::string name = pushes[0]["name"];
+  EXPECT_FALSE(pushes[0].contains("name_truncated"));
+  EXPECT_EQ(name.size(), 31u + 512u * 43u - 1u + 15u);  // 42-byte ids joined by "_"
+  EXPECT_EQ(name.rfind("step_execute_model[request_ids:chatcmpl-00000000-", 0), 0u);
+  EXPECT_NE(name.find("_chatcmpl-00000511-"), std::string::npos);
+  EXPECT_EQ(name.substr(name.size() - 15), "][phase:decode]");
+  EXPECT_EQ(dumps[0].records.back()["names_truncated"], 0);
+}
+
 }  // namespace
 }  // namespace truffld::inject::testing

@@ -54,7 +54,10 @@ GOOD = {
                    "timestamp": 1_000_350, "original_graph_node_id": 3, **HOST},
     "CLOCK": {"type": "CLOCK", "clock_sync": {"realtime_ns": 1_700_000_000_500_000_000, "monotonic_ns": 500_012_345}},
     "STATS": {"type": "STATS", "records_written": {"KERNEL": 1, "NVTX_PUSH": 1},
-              "records_dropped": {"KERNEL": 0}, "cupti_dropped": 0, "write_errors": 0},
+              "records_dropped": {"KERNEL": 0}, "cupti_dropped": 0, "write_errors": 0,
+              "ranges_dropped": {"push_pop": 0, "start_end": 0}, "unbalanced_closes": 0},
+    "DEVICE_WINDOW": {"type": "DEVICE_WINDOW", "edge": "start", "id": 0, "timestamp": 999_000,
+                      "trigger": "step", **HOST},
 }
 
 REQUIRED = {
@@ -73,6 +76,7 @@ REQUIRED = {
     "GRAPH_NODE": ["graph_id", "graph_node_id", "correlation_id", "process_id", "thread_id", "timestamp"],
     "CLOCK": ["clock_sync"],
     "STATS": ["records_written", "records_dropped"],
+    "DEVICE_WINDOW": ["edge", "id", "timestamp", "process_id", "thread_id"],
 }
 
 
@@ -140,9 +144,17 @@ class EventsSchemaTest(unittest.TestCase):
         self.assertInvalid({**GOOD["NVTX_START"], "payload": "bytes=4"}, "string payload")
         self.assertInvalid({**GOOD["NVTX_PUSH"], "name": 12}, "numeric name")
 
+    def test_device_window_constraints(self):
+        self.assertValid({**GOOD["DEVICE_WINDOW"], "edge": "end", "trigger": "exit"})
+        self.assertInvalid({**GOOD["DEVICE_WINDOW"], "edge": "middle"}, "unknown edge")
+        self.assertInvalid({**GOOD["DEVICE_WINDOW"], "trigger": "random"}, "unknown trigger")
+        self.assertInvalid({**GOOD["DEVICE_WINDOW"], "id": -1}, "negative window index")
+
     def test_stats_counts(self):
         self.assertValid({**GOOD["STATS"], "records_written": 12, "records_dropped": 0})
         self.assertInvalid({**GOOD["STATS"], "records_dropped": {"KERNEL": -1}}, "negative drop count")
+        self.assertInvalid({**GOOD["STATS"], "ranges_dropped": {"push_pop": -1}}, "negative range count")
+        self.assertInvalid({**GOOD["STATS"], "unbalanced_closes": "0"}, "string count")
 
 
 class TreesSchemaTest(unittest.TestCase):

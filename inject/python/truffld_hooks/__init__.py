@@ -5,7 +5,8 @@ registers post-import patches (importhook) -- it imports neither torch nor any e
 touches CUDA, so it is safe before vLLM forks its workers. When the engine, torch or
 torch.distributed are later imported, the patches add NVTX ranges:
 
-* steps (engines.py): ``step_execute_model[request_ids:a_b_c][phase:decode]`` per engine iteration;
+* steps (engines.py): ``step_execute_model[request_ids:a_b_c][phase:decode][tokens:N]``, one
+  per engine iteration;
 * frontend operators (frontend.py): ``torch.nn.functional.linear <file>:<line>``, module forwards;
 * backend operators (backend.py): ``aten::mm, seq = 0, op_id = 42`` from torch's emit_nvtx, or
   the dispatch-mode fallback when torch has no NVTX binding;
@@ -84,12 +85,15 @@ class step_range(object):
     """A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
 
     Ids are escaped as the merge expects; no suffix stripping; ``phase`` ("prefill", "decode" or
-    "mixed") adds the ``[phase:X]`` tag. Enables backend ranges on the calling thread like the
-    built-in engine hooks; closes every range opened inside on exit.
+    "mixed") adds the ``[phase:X]`` tag, ``tokens`` (tokens scheduled in the step) and ``ctx``
+    (summed context length of its requests) the ``[tokens:N]`` and ``[ctx:N]`` tags. Enables
+    backend ranges on the calling thread like the built-in engine hooks; closes every range
+    opened inside on exit.
     """
 
-    def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None):
-        self.name = naming.step_name([str(r) for r in request_ids], base=base, phase=phase)
+    def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None, tokens=None, ctx=None):
+        self.name = naming.step_name([str(r) for r in request_ids], base=base, phase=phase,
+                                     tokens=tokens, ctx=ctx)
         self._depth = 0
 
     def __enter__(self):

@@ -4,9 +4,10 @@ Patched entry points (module paths and signatures mirrored from the engines' sou
 
 * vLLM V1 ``vllm.v1.worker.gpu_worker.Worker`` (0.8 .. 0.11+):
   ``execute_model(self, scheduler_output, ...)`` ->
-  ``step_execute_model[request_ids:...][phase:decode]`` (phase tag when known, see requests);
+  ``step_execute_model[request_ids:...][phase:decode][tokens:N][ctx:N]`` (tags when known, see
+  requests);
   ``sample_tokens(self, grammar_output, ...)`` (split sampling, 0.11+) ->
-  ``step_execute_model:sample_tokens[...]`` with the ids and phase of the last execute_model on
+  ``step_execute_model:sample_tokens[...]`` with the ids and tags of the last execute_model on
   the same thread;
   ``execute_dummy_batch(self)`` (data-parallel padding) -> ``step_execute_model[dummy]``.
   Subclasses (CPU/XPU workers) inherit the patch. Ids lose vLLM's random suffix (naming).
@@ -20,7 +21,7 @@ and closes any range left open inside the step (nvtx.Emitter.pop_to) so one fail
 unbalances the NVTX stack. An exception while *reading* ids never reaches the engine: the step
 is then named without ids and counted in ``counters['id_errors']``.
 
-Thread-safety: wrappers may run on any thread; the "last ids" (and phase) for sample_tokens
+Thread-safety: wrappers may run on any thread; the "last ids" (and tags) for sample_tokens
 are per thread.
 """
 
@@ -39,27 +40,31 @@ def _argument(args, kwargs, keyword):
 
 
 def _name_for(kind, payload, strip):
-    """(step name, ids, phase) for one call; ``kind`` selects the extraction rule."""
+    """(step name, ids, tags) for one call, ``tags`` the keyword arguments of naming.step_name
+    (phase, tokens, ctx); ``kind`` selects the extraction rule."""
     if kind == "vllm_v1":
         ids = requests.vllm_v1_request_ids(payload)
         if ids is not None and not ids and requests.vllm_v1_is_empty(payload):
             ids = []
         ids = requests.normalise(ids, strip)
-        phase = requests.vllm_v1_phase(payload)
+        tags = {"phase": requests.vllm_v1_phase(payload), "tokens": requests.vllm_v1_tokens(payload),
+                "ctx": requests.vllm_v1_context(payload)}
     elif kind == "vllm_v0":
         ids = requests.normalise(requests.vllm_v0_request_ids(payload), False)
-        phase = requests.vllm_v0_phase(payload)
+        tags = {"phase": requests.vllm_v0_phase(payload), "tokens": requests.vllm_v0_tokens(payload),
+                "ctx": requests.vllm_v0_context(payload)}
     elif kind == "sglang":
         if requests.sglang_is_idle(payload):
-            return naming.step_name((), dummy=True), [], None
+            return naming.step_name((), dummy=True), [], {}
         ids = requests.normalise(requests.sglang_request_ids(payload), False)
-        phase = requests.sglang_phase(payload)
+        tags = {"phase": requests.sglang_phase(payload), "tokens": requests.sglang_tokens(payload),
+                "ctx": requests.sglang_context(payload)}
     else:
         raise ValueError("unknown step kind %r" % kind)
     if ids is None:
         counters["unrecognised"] += 1
-        return naming.STEP_EXECUTE, None, None
-    return naming.step_name(ids, phase=phase), ids, phase
+        return naming.STEP_EXECUTE, None, {}
+    return naming.step_name(ids, **tags), ids, tags
 
 
 def make_step_wrapper(original, kind, keyword, config):
@@ -67,12 +72,12 @@ def make_step_wrapper(original, kind, keyword, config):
 
     def wrapper(self, *args, **kwargs):
         try:
-            name, ids, phase = _name_for(kind, _argument(args, kwargs, keyword), strip)
+            name, ids, tags = _name_for(kind, _argument(args, kwargs, keyword), strip)
         except Exception:
             counters["id_errors"] += 1
-            name, ids, phase = naming.STEP_EXECUTE, None, None
+            name, ids, tags = naming.STEP_EXECUTE, None, {}
         _tls.last_ids = ids
-        _tls.last_phase = phase
+        _tls.last_tags = tags
         return run_step(name, config, original, self, *args, **kwargs)
 
     return wrapper
@@ -82,8 +87,7 @@ def make_sample_wrapper(original, config):
     def wrapper(self, *args, **kwargs):
         ids = getattr(_tls, "last_ids", None)
         name = (naming.STEP_SAMPLE if ids is None
-                else naming.step_name(ids, base=naming.STEP_SAMPLE,
-                                      phase=getattr(_tls, "last_phase", None)))
+                else naming.step_name(ids, base=naming.STEP_SAMPLE, **getattr(_tls, "last_tags", {})))
         return run_step(name, config, original, self, *args, **kwargs)
 
     return wrapper

@@ -11,10 +11,12 @@ a contract with it:
   vLLM's split sampling call is ``step_execute_model:sample_tokens[request_ids:...]`` with the
   ids of the preceding ``execute_model`` on the same worker (the prefix keeps it a step for the
   merge's ``^step_execute_model`` rule).
-  When the engine's batch says which phase the step is in, a tag follows the ids:
-  ``step_execute_model[request_ids:a_b_c][phase:decode]`` with ``prefill``, ``decode`` or
-  ``mixed`` (chunked prefill batched with decodes); no tag when the phase is unknown, and never
-  on ``[empty]``/``[dummy]`` steps.
+  Tags follow the ids, in this order, each left out when unknown and never on
+  ``[empty]``/``[dummy]`` steps: ``[phase:X]`` with ``prefill``, ``decode`` or ``mixed``
+  (chunked prefill batched with decodes); ``[tokens:N]``, the tokens scheduled in the step
+  (all requests together); ``[ctx:N]``, the summed context length of the step's requests
+  (tokens already in their KV cache plus the scheduled ones):
+  ``step_execute_model[request_ids:a_b_c][phase:decode][tokens:3][ctx:1536]``.
 * Frontend ranges: ``<dotted.python.name> <file>:<line>`` -- the family is the text before the
   first space, the call site is the frame that called it. Module forwards are
   ``nn.Module:<Class qualname>.forward <file>:<line>``.
@@ -29,6 +31,7 @@ Thread-safety: every function here is pure and safe from any thread.
 STEP_EXECUTE = "step_execute_model"
 STEP_SAMPLE = "step_execute_model:sample_tokens"
 PHASES = ("prefill", "decode", "mixed")
+TAGS = ("phase", "tokens", "ctx")  # the order tags follow the ids in
 
 # vLLM >= 0.11 appends "-" + 8 lowercase hex characters (random_uuid()[:8]) to every request id
 # it receives (vllm/v1/engine/input_processor.py, assign_request_id); users know the id without it.
@@ -49,9 +52,17 @@ def strip_random_suffix(rid):
     return rid
 
 
-def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None):
+def _count(value):
+    """``value`` when it is a whole number >= 0 (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None, tokens=None, ctx=None):
     """Builds a step range name from an iterable of ids (already normalised, order kept);
-    ``phase`` (one of PHASES, else ignored) adds the ``[phase:X]`` tag after the ids."""
+    ``phase`` (one of PHASES), ``tokens`` and ``ctx`` (whole numbers >= 0) add their tags after
+    the ids; other values are ignored."""
     if dummy:
         return base + "[dummy]"
     ids = [escape_request_id(r) for r in request_ids]
@@ -60,33 +71,55 @@ def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None):
     name = base + "[request_ids:" + "_".join(ids) + "]"
     if phase in PHASES:
         name += "[phase:" + phase + "]"
+    if _count(tokens) is not None:
+        name += "[tokens:%d]" % tokens
+    if _count(ctx) is not None:
+        name += "[ctx:%d]" % ctx
     return name
 
 
+def parse_step_tags(name):
+    """Splits the trailing tags off a step name: returns (name without them, {tag: text}).
+    Each tag must follow an unescaped ``]`` (the ids' or the previous tag's), so an id that
+    contains ``[phase:`` never reads as one; tags come in TAGS order, each at most once."""
+    tags, rest, allowed = {}, name, len(TAGS)
+    while rest.endswith("]"):
+        at = rest.rfind("[")
+        if at < 1 or rest[at - 1] != "]":
+            break
+        slashes = len(rest[:at - 1]) - len(rest[:at - 1].rstrip("\\"))
+        if slashes % 2:
+            break
+        key, sep, value = rest[at + 1:-1].partition(":")
+        if not sep or key not in TAGS[:allowed]:
+            break
+        allowed = TAGS.index(key)
+        tags[key] = value
+        rest = rest[:at]
+    return rest, tags
+
+
 def parse_step_phase(name):
-    """The ``[phase:X]`` tag of a step name (X in PHASES), or None. The tag must follow the
-    unescaped ``]`` that closes the ids, so an id containing ``[phase:`` never reads as one."""
-    at = name.rfind("[phase:")
-    if at < 1 or not name.endswith("]") or name[at - 1] != "]":
-        return None
-    slashes = len(name[:at - 1]) - len(name[:at - 1].rstrip("\\"))
-    if slashes % 2:
-        return None
-    value = name[at + len("[phase:"):-1]
+    """The ``[phase:X]`` tag of a step name (X in PHASES), or None (see parse_step_tags)."""
+    value = parse_step_tags(name)[1].get("phase")
     return value if value in PHASES else None
+
+
+def parse_step_count(name, tag):
+    """The whole number of the ``[tokens:N]`` or ``[ctx:N]`` tag of a step name, or None."""
+    value = parse_step_tags(name)[1].get(tag)
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def parse_step_name(name):
     """Inverse of step_name for tests and tools: returns (base, ids or None, tag).
 
-    ``tag`` is "requests", "empty", "dummy" or None (not a step name); a trailing ``[phase:X]``
-    is skipped (see parse_step_phase). Raises nothing: malformed names come back as
-    (name, None, None).
+    ``tag`` is "requests", "empty", "dummy" or None (not a step name); trailing tags
+    (``[phase:X]``, ``[tokens:N]``, ``[ctx:N]``) are skipped (see parse_step_tags). Raises
+    nothing: malformed names come back as (name, None, None).
     """
-    phase = parse_step_phase(name)
     full = name
-    if phase is not None:
-        name = name[:name.rfind("[phase:")]
+    name = parse_step_tags(name)[0]
     open_at = name.find("[")
     if open_at <= 0 or not name.endswith("]"):
         return full, None, None

@@ -28,6 +28,19 @@ from the same objects, never raising:
   ``is_target_verify()`` (speculative verification of decode tokens) -> decode,
   ``is_extend()`` -> prefill.
 
+Step sizes (``[tokens:N]`` and ``[ctx:N]``, see naming.step_name; None when unknown, never
+raising):
+
+* vLLM V1: tokens = ``total_num_scheduled_tokens`` (else the sum of ``num_scheduled_tokens``);
+  context = the sum over the step's requests of ``num_computed_tokens`` (``NewRequestData`` and
+  ``CachedRequestData``: per object in 0.8/0.9, a list parallel to ``req_ids`` in 0.10+) plus
+  the tokens scheduled now; unknown when any request's is missing.
+* vLLM V0: tokens = ``attn_metadata.num_prefill_tokens + num_decode_tokens``; context = the sum
+  of ``attn_metadata.seq_lens``.
+* SGLang: tokens = ``batch.extend_num_tokens`` for extend batches (prefill, mixed,
+  speculative verification), the number of requests for decode batches; context =
+  ``batch.seq_lens_sum``.
+
 Thread-safety: pure; safe from any thread.
 """
 
@@ -173,6 +186,105 @@ def sglang_phase(batch):
                 return phase
         return None
     except Exception:  # an engine bug must never break the step
+        return None
+
+
+def _whole(value):
+    """``value`` as an int when it is a whole number >= 0 (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def vllm_v1_tokens(scheduler_output):
+    """Tokens scheduled in a V1 step (see module docstring), or None."""
+    try:
+        total = _whole(getattr(scheduler_output, "total_num_scheduled_tokens", None))
+        if total is not None:
+            return total
+        tokens = getattr(scheduler_output, "num_scheduled_tokens", None)
+        if not isinstance(tokens, dict) or not tokens:
+            return None
+        counts = [_whole(c) for c in tokens.values()]
+        return None if None in counts else sum(counts)
+    except Exception:
+        return None
+
+
+def vllm_v1_context(scheduler_output):
+    """Summed context length of a V1 step's requests (see module docstring), or None."""
+    try:
+        tokens = getattr(scheduler_output, "num_scheduled_tokens", None)
+        if not isinstance(tokens, dict) or not tokens:
+            return None
+        computed = {}
+        for req in getattr(scheduler_output, "scheduled_new_reqs", None) or ():
+            computed[getattr(req, "req_id", None)] = getattr(req, "num_computed_tokens", None)
+        cached = getattr(scheduler_output, "scheduled_cached_reqs", None)
+        req_ids = getattr(cached, "req_ids", _MISSING)
+        if req_ids is not _MISSING:                  # vLLM >= 0.10: parallel lists
+            counts = getattr(cached, "num_computed_tokens", None) or ()
+            computed.update(zip(req_ids or (), counts))
+        else:                                        # vLLM 0.8/0.9: one object per request
+            for req in cached or ():
+                computed[getattr(req, "req_id", None)] = getattr(req, "num_computed_tokens", None)
+        total = 0
+        for rid, count in tokens.items():
+            done, now = _whole(computed.get(rid)), _whole(count)
+            if done is None or now is None:
+                return None
+            total += done + now
+        return total
+    except Exception:
+        return None
+
+
+def vllm_v0_tokens(model_input):
+    """Tokens of a V0 step: prefill plus decode tokens of its attention metadata, or None."""
+    try:
+        attn = getattr(model_input, "attn_metadata", None)
+        prefill = _whole(getattr(attn, "num_prefill_tokens", None))
+        decode = _whole(getattr(attn, "num_decode_tokens", None))
+        return None if prefill is None or decode is None else prefill + decode
+    except Exception:
+        return None
+
+
+def vllm_v0_context(model_input):
+    """Sum of a V0 step's ``attn_metadata.seq_lens``, or None."""
+    try:
+        lens = getattr(getattr(model_input, "attn_metadata", None), "seq_lens", None)
+        if not isinstance(lens, (list, tuple)) or not lens:
+            return None
+        counts = [_whole(n) for n in lens]
+        return None if None in counts else sum(counts)
+    except Exception:
+        return None
+
+
+def _mode_is(batch, method):
+    test = getattr(getattr(batch, "forward_mode", None), method, None)
+    return bool(test()) if callable(test) else False
+
+
+def sglang_tokens(batch):
+    """Tokens of an SGLang batch (see module docstring), or None."""
+    try:
+        if _mode_is(batch, "is_extend") or _mode_is(batch, "is_mixed") or _mode_is(batch, "is_target_verify"):
+            return _whole(getattr(batch, "extend_num_tokens", None))
+        if _mode_is(batch, "is_decode"):
+            reqs = getattr(batch, "reqs", None)
+            return len(reqs) if isinstance(reqs, (list, tuple)) else None
+        return None
+    except Exception:  # an engine bug must never break the step
+        return None
+
+
+def sglang_context(batch):
+    """``batch.seq_lens_sum`` of an SGLang batch, or None."""
+    try:
+        return _whole(getattr(batch, "seq_lens_sum", None))
+    except Exception:
         return None
 
 

@@ -280,8 +280,18 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f) { g_timestamp = f; return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind) {
-  return g_scenario == "init_failure" ? CUPTI_ERROR_NOT_INITIALIZED : CUPTI_SUCCESS;
+// Activity kinds on, as CUPTI keeps them; the "windows" driver records only what is on.
+std::set<int> g_activity_on;
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
+  if (g_scenario == "init_failure") return CUPTI_ERROR_NOT_INITIALIZED;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_activity_on.insert(k);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_activity_on.erase(k);
+  return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) { CompleteBuffer(); return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
@@ -337,6 +347,37 @@ __attribute__((visibility("default"))) void truffld_double_fire_api(long n) {
     Api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
         static_cast<uint32_t>(1000 + i), &lp);
   }
+}
+
+// Sampled-window driver: one cudaLaunchKernel (correlation id `corr`) whose kernel activity is
+// recorded when kernel activity is on at launch, as CUPTI does; `copy` makes it a cudaMemcpy
+// with MEMCPY activity instead.
+__attribute__((visibility("default"))) void truffld_double_launch(unsigned corr, int copy) {
+  bool on;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    on = g_activity_on.count(copy ? CUPTI_ACTIVITY_KIND_MEMCPY : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) > 0;
+  }
+  if (copy) {
+    char host[64], dev[64];
+    cudaMemcpy_v3020_params mp{dev, host, 64, cudaMemcpyHostToDevice};
+    Api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", corr, &mp);
+    if (!on) return;
+    CUpti_ActivityMemcpy6 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.bytes = 64;
+    m.start = Now();
+    m.end = m.start + 100;
+    m.correlationId = corr;
+    m.contextId = 1;
+    m.streamId = 7;
+    Append(m);
+    return;
+  }
+  cudaLaunchKernel_v7000_params lp{};
+  Api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", corr, &lp);
+  if (on) Append(Kernel("sampled_kernel", corr, 7, 0, 0));
 }
 
 // Must be set before InitializeInjection for scenarios that fail during start-up.

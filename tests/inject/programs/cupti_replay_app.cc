@@ -5,6 +5,10 @@
 // the app asks the double to replay a scenario. It also makes NVTX calls to show that NVTX
 // capture keeps working whatever CUPTI does. Usage: cupti_replay_app SCENARIO
 //
+// SCENARIO windows STEPS MS: STEPS steps (NVTX ranges "step_execute_model[request_ids:rI]",
+// each with a nested range, two kernel launches with correlation ids 1000+10*I+{0,1} and a copy
+// 1000+10*I+5, then MS ms of sleep inside the step), with a launch 5000+I between steps; run
+// with TRUFFLD_DEVICE_WINDOWS to sample device activity.
 // SCENARIO flush_point_reset / flush_point_profiler_stop: plays the session without a flush, checks
 // that no device activity is on disk yet, fires cudaDeviceReset / cuProfilerStop and checks that
 // the activity reaches the dump while the process is still running (exit 0), else exit 5. Run with
@@ -83,6 +87,22 @@ int main(int argc, char** argv) {
     }
     std::printf("kernel on disk before flush point: %d, after: %d\n", before, after);
     return !before && after ? 0 : 5;
+  }
+  if (sc == "windows") {
+    auto launch = reinterpret_cast<void (*)(unsigned, int)>(dlsym(dbl, "truffld_double_launch"));
+    const int steps = argc > 2 ? std::atoi(argv[2]) : 10, ms = argc > 3 ? std::atoi(argv[3]) : 0;
+    for (int i = 0; i < steps; ++i) {
+      nvtxRangePushA(("step_execute_model[request_ids:r" + std::to_string(i) + "]").c_str());
+      nvtxRangePushA("model forward");
+      launch(1000 + 10 * i, 0);
+      launch(1000 + 10 * i + 1, 0);
+      launch(1000 + 10 * i + 5, 1);
+      nvtxRangePop();
+      if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      nvtxRangePop();
+      launch(5000 + i, 0);  // between steps
+    }
+    return 0;
   }
   nvtxRangePushA("replay");
   reinterpret_cast<int (*)(const char*)>(dlsym(dbl, "truffld_double_play"))(scenario);

@@ -16,17 +16,31 @@
 //   exec MS         a mark, sleeps MS ms (past a flush), then exec()s itself in noflush mode
 //   hostile         push/pop ranges named with bytes a lenient UTF-8 decoder lets through:
 //                   a lone surrogate, overlong forms, a code point above U+10FFFF, controls
+//   rate R S        one thread writes R records/s (push/pop pairs) for S seconds, spinning
+//                   between them (so it keeps one core busy); prints the records it issued and
+//                   the CPU seconds of every other thread of the process (the tracer's writer)
+//   longstep N      one step range naming N requests (the hooks' step name; ~38 bytes an id)
+//   flood N M       N threads, each M times: outer push, inner push, mark, pop, pop, then a
+//                   start ended at once on the same thread (odd iterations) or put in a shared
+//                   queue of 64 from which the thread ends the oldest (mostly another thread's)
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,6 +180,91 @@ void PushPop(int n, const char* name) {
   }
 }
 
+// The hooks' step name for `n` requests "chatcmpl-<index, 8 digits>-<24 hex digits>".
+std::string LongStepName(int n) {
+  std::string name = "step_execute_model[request_ids:";
+  char id[64];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(id, sizeof id, "%schatcmpl-%08d-%024x", i ? "_" : "", i, i * 2654435761u);
+    name += id;
+  }
+  return name + "][phase:decode]";
+}
+
+// Push/pop pairs at `records_per_s` for `seconds`, paced against the steady clock in batches
+// of 64 records; the thread spins, never sleeps. Returns the records issued.
+long Rate(double records_per_s, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  const double ns_per_record = 1e9 / records_per_s;
+  long issued = 0;
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {
+      nvtxRangePushA("aten::mm, op_id = 42");
+      nvtxRangePop();
+    }
+    issued += 64;
+    const auto due = start + std::chrono::nanoseconds(static_cast<long>(issued * ns_per_record));
+    Clock::time_point now;
+    while ((now = Clock::now()) < due) {
+    }
+    if (now >= end) return issued;
+  }
+}
+
+// "other_threads_cpu_s X": user+system CPU of every thread but the calling one, from /proc.
+void PrintOtherThreadsCpu() {
+  const long hz = sysconf(_SC_CLK_TCK);
+  const std::string self = std::to_string(static_cast<long>(gettid()));
+  double total = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.' || self == e->d_name) continue;
+      std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+      std::string f;
+      long utime = 0, stime = 0;
+      for (int i = 3; fields >> f; ++i) {
+        if (i == 14) utime = std::atol(f.c_str());
+        if (i == 15) { stime = std::atol(f.c_str()); break; }
+      }
+      total += static_cast<double>(utime + stime) / static_cast<double>(hz);
+    }
+    closedir(d);
+  }
+  std::printf("other_threads_cpu_s %.2f\n", total);
+}
+
+void Flood(int threads, int iterations) {
+  std::mutex mu;
+  std::deque<nvtxRangeId_t> open;  // starts any thread may end
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back([&, iterations] {
+      for (int k = 0; k < iterations; ++k) {
+        nvtxRangePushA("outer");
+        nvtxRangePushA("inner");
+        nvtxMarkA("flood mark");
+        nvtxRangePop();
+        nvtxRangePop();
+        const nvtxRangeId_t id = nvtxRangeStartA("flood start");
+        if (k % 2) { nvtxRangeEnd(id); continue; }
+        nvtxRangeId_t other = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          open.push_back(id);
+          if (open.size() > 64) { other = open.front(); open.pop_front(); }
+        }
+        if (other) nvtxRangeEnd(other);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (nvtxRangeId_t id : open) nvtxRangeEnd(id);
+}
+
 std::atomic<bool> g_term{false};
 void OnTerm(int) {
   const char msg[] = "app handler ran\n";
@@ -197,9 +296,22 @@ int main(int argc, char** argv) {
     Hostile();
   } else if (mode == "threads") {
     const int n = static_cast<int>(arg(2, 64)), m = static_cast<int>(arg(3, 1000));
+    // NVTX loads its tool on the first call; its own fast path reads the init state without
+    // atomics, so the threads below start after it (as ThreadSanitizer needs to see it).
+    nvtxInitialize(nullptr);
     std::vector<std::thread> ts;
     for (int i = 0; i < n; ++i) ts.emplace_back([m] { PushPop(m, "hammer"); });
     for (auto& t : ts) t.join();
+  } else if (mode == "rate") {
+    const double r = argc > 2 ? std::atof(argv[2]) : 1e6, sec = argc > 3 ? std::atof(argv[3]) : 10;
+    std::printf("issued %ld\n", Rate(r, sec));
+    PrintOtherThreadsCpu();
+  } else if (mode == "longstep") {
+    nvtxRangePushA(LongStepName(static_cast<int>(arg(2, 512))).c_str());
+    nvtxRangePop();
+  } else if (mode == "flood") {
+    nvtxInitialize(nullptr);  // see "threads"
+    Flood(static_cast<int>(arg(2, 4)), static_cast<int>(arg(3, 20000)));
   } else if (mode == "sigterm") {
     if (arg(2, 1)) signal(SIGTERM, OnTerm);  // installed before NVTX initialises truffld
     nvtxMarkA("started");

@@ -1,5 +1,5 @@
 """Stand-in for sglang/srt/managers/schedule_batch.py (SGLang 0.4/0.5): Req.rid, ScheduleBatch.reqs,
-ScheduleBatch.forward_mode (sglang/srt/model_executor/forward_batch_info.py ForwardMode, whose
+ScheduleBatch.extend_num_tokens and seq_lens_sum, ScheduleBatch.forward_mode (sglang/srt/model_executor/forward_batch_info.py ForwardMode, whose
 is_extend() is also true for MIXED and TARGET_VERIFY)."""
 import enum
 
@@ -33,6 +33,9 @@ class Req:
 
 
 class ScheduleBatch:
-    def __init__(self, reqs, forward_mode=ForwardMode.DECODE):
+    def __init__(self, reqs, forward_mode=ForwardMode.DECODE, extend_num_tokens=None,
+                 seq_lens_sum=None):
         self.reqs = reqs
         self.forward_mode = forward_mode
+        self.extend_num_tokens = extend_num_tokens  # set by prepare_for_extend
+        self.seq_lens_sum = seq_lens_sum

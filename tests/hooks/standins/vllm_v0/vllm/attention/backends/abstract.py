@@ -9,3 +9,4 @@ class AttentionMetadata:
     num_prefill_tokens: int
     num_decode_tokens: int
     slot_mapping: object = None
+    seq_lens: object = None  # list[int] per sequence (FlashAttentionMetadata and others)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 class NewRequestData:
     req_id: str
     prompt_token_ids: list = field(default_factory=list)
+    num_computed_tokens: int = 0  # prefix-cache hits
 
 
 @dataclass
@@ -15,6 +16,7 @@ class CachedRequestData:
     req_ids: list
     resumed_req_ids: set = field(default_factory=set)
     new_token_ids: list = field(default_factory=list)
+    num_computed_tokens: list = field(default_factory=list)  # parallel to req_ids
 
     @classmethod
     def make_empty(cls):

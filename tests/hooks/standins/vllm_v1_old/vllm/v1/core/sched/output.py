@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 class NewRequestData:
     req_id: str
     prompt_token_ids: list = field(default_factory=list)
+    num_computed_tokens: int = 0
 
 
 @dataclass
@@ -14,6 +15,7 @@ class CachedRequestData:
     req_id: str
     resumed_from_preemption: bool = False
     new_token_ids: list = field(default_factory=list)
+    num_computed_tokens: int = 0
 
 
 @dataclass

@@ -1,0 +1,149 @@
+// DeviceWindows: see device_windows.h.
+#include "device_windows.h"
+
+#include <charconv>
+
+namespace truffld::inject {
+
+namespace {
+
+bool ParseCount(std::string_view s, uint64_t* out) {
+  uint64_t v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v == 0) return false;
+  *out = v;
+  return true;
+}
+
+// Splits "a:b:c" into its fields.
+std::vector<std::string_view> Fields(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const size_t c = s.find(':');
+    out.push_back(s.substr(0, c));
+    if (c == std::string_view::npos) return out;
+    s.remove_prefix(c + 1);
+  }
+}
+
+}  // namespace
+
+bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why) {
+  WindowPlan p;
+  const auto f = Fields(text);
+  if (text == "all") {
+    p.mode = WindowPlan::Mode::kAll;
+  } else if (text == "off") {
+    p.mode = WindowPlan::Mode::kOff;
+  } else if (f[0] == "steps" && (f.size() == 2 || f.size() == 3)) {
+    p.mode = WindowPlan::Mode::kSteps;
+    if (!ParseCount(f[1], &p.every_steps) || (f.size() == 3 && !ParseCount(f[2], &p.window_steps))) {
+      *why = "steps:N[:M] needs whole numbers N, M >= 1";
+      return false;
+    }
+    if (p.window_steps > p.every_steps) {
+      *why = "steps:N:M needs M <= N";
+      return false;
+    }
+  } else if (f[0] == "time" && f.size() == 3) {
+    p.mode = WindowPlan::Mode::kTime;
+    uint64_t on = 0, period = 0;
+    if (!ParseCount(f[1], &on) || !ParseCount(f[2], &period) || on > period || period > 86400000) {
+      *why = "time:ON:PERIOD needs milliseconds 1 <= ON <= PERIOD <= 86400000";
+      return false;
+    }
+    p.on_ns = static_cast<int64_t>(on) * 1000000;
+    p.period_ns = static_cast<int64_t>(period) * 1000000;
+  } else {
+    *why = "not all, off, steps:N[:M] or time:ON_MS:PERIOD_MS";
+    return false;
+  }
+  *plan = p;
+  return true;
+}
+
+std::string DescribeWindowPlan(const WindowPlan& p) {
+  switch (p.mode) {
+    case WindowPlan::Mode::kAll: return "all";
+    case WindowPlan::Mode::kOff: return "off";
+    case WindowPlan::Mode::kSteps:
+      return "steps:" + std::to_string(p.every_steps) + ":" + std::to_string(p.window_steps);
+    case WindowPlan::Mode::kTime:
+      return "time:" + std::to_string(p.on_ns / 1000000) + ":" + std::to_string(p.period_ns / 1000000);
+  }
+  return "all";
+}
+
+std::vector<std::string> SplitPrefixes(std::string_view text) {
+  std::vector<std::string> out;
+  for (;;) {
+    const size_t c = text.find(',');
+    const std::string_view p = text.substr(0, c);
+    if (!p.empty()) out.emplace_back(p);
+    if (c == std::string_view::npos) return out;
+    text.remove_prefix(c + 1);
+  }
+}
+
+bool HasPrefix(const std::vector<std::string>& prefixes, std::string_view name) {
+  for (const auto& p : prefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  return false;
+}
+
+bool DeviceWindows::InTimeWindow(int64_t now_ns) const {
+  int64_t phase = (now_ns - start_ns_) % plan_.period_ns;
+  if (phase < 0) phase += plan_.period_ns;
+  return phase < plan_.on_ns;
+}
+
+int64_t DeviceWindows::NextTimeEdgeIn(int64_t now_ns) const {
+  if (plan_.mode != WindowPlan::Mode::kTime) return -1;
+  int64_t phase = (now_ns - start_ns_) % plan_.period_ns;
+  if (phase < 0) phase += plan_.period_ns;
+  return phase < plan_.on_ns ? plan_.on_ns - phase : plan_.period_ns - phase;
+}
+
+bool DeviceWindows::Switch(bool open, Trigger why, Edge* edge) {
+  if (open == open_) return false;
+  open_ = open;
+  edge->open = open;
+  edge->index = open ? windows_++ : windows_ - 1;
+  edge->trigger = why;
+  return true;
+}
+
+bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
+  if (open_steps_++ > 0 || !plan_.sampled()) return false;  // a step is already in progress
+  if (plan_.mode == WindowPlan::Mode::kSteps) {
+    const bool in = steps_begun_++ % plan_.every_steps < plan_.window_steps;
+    return Switch(in, Trigger::kStep, edge);
+  }
+  return Switch(InTimeWindow(now_ns), Trigger::kTime, edge);
+}
+
+bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge) {
+  if (open_steps_ == 0 || --open_steps_ > 0 || !open_) return false;
+  if (plan_.mode == WindowPlan::Mode::kSteps) {
+    const bool next_in = steps_begun_ % plan_.every_steps < plan_.window_steps;
+    return !next_in && Switch(false, Trigger::kStep, edge);
+  }
+  return plan_.mode == WindowPlan::Mode::kTime && !InTimeWindow(now_ns) && Switch(false, Trigger::kTime, edge);
+}
+
+bool DeviceWindows::Tick(int64_t now_ns, Edge* edge) {
+  if (plan_.mode != WindowPlan::Mode::kTime || open_steps_ > 0) return false;
+  return Switch(InTimeWindow(now_ns), Trigger::kTime, edge);
+}
+
+bool DeviceWindows::Finish(Edge* edge) { return Switch(false, Trigger::kExit, edge); }
+
+void DeviceWindows::Reset(int64_t start_ns) {
+  start_ns_ = start_ns;
+  open_steps_ = 0;
+  steps_begun_ = 0;
+  windows_ = 0;
+  open_ = false;
+}
+
+}  // namespace truffld::inject
