@@ -1,7 +1,7 @@
 // truffld-diagnose: which steps were abnormal and which operators are at fault.
 //
-// Reads trees.jsonl from truffld-merge, scores operator instances with Gaussian mixtures
-// (Stage I), confirms per step with an LLM or the offline policy (Stage II), fuses, and writes
+// Reads trees.jsonl from truffld-merge, compares operator instances with their peers (Stage I,
+// peer mode by default; the mixture modes are kept for comparison), confirms per step with an LLM or the offline policy (Stage II), fuses, and writes
 // diagnosis.jsonl, report.html, stats.json (and metrics.json with --labels) into OUTDIR.
 #include <CLI/CLI.hpp>
 
@@ -31,21 +31,24 @@ Outputs (in OUTDIR):
                    parent chain, Stage I candidates, Stage II decision and its source
                    (schema: schemas/diagnosis.schema.json)
   report.html      self-contained report: step timeline, family score distributions, call chains
-  stats.json       input problems, Stage I fits and fallbacks, Stage II requests/tokens/cache
+  stats.json       input problems, per-view thresholds and residual models, stragglers,
+                   Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
 
 Modes (Stage I):
-  pooled       (default) one mixture per (view, family) over all steps, refitted after trimming
-               the least likely 5%; sees a step whose instances are all uniformly slow
+  peer         (default) every operator instance is compared with peers that did the same work:
+               its other layers in the step, the other tensor-parallel ranks in the same step,
+               and the nearest steps of similar workload on its rank; a unit is abnormal when its
+               p-value is below a threshold that flags at most --false-alarm-rate of healthy
+               units; a unit without such peers is labelled insufficient_evidence
+  pooled       one mixture per (view, family) over all steps (the earlier detector)
   reference    one mixture per (view, family) fitted on a healthy run given by --reference
-               (the mode used whenever --reference is given without --mode; best measured
-               step F1 when a healthy run exists, see BENCHMARKS.md)
   within-step  one mixture per (step, view, family), as in the design paper
 
 Examples:
-  truffld-diagnose merged/ -o diag/                       # offline, pooled mode
-  truffld-diagnose merged/trees.jsonl.zst -o diag/ --reference healthy/   # reference mode
-  truffld-diagnose merged/ -o diag/ --labels synth/labels.jsonl --export-features feats.csv
+  truffld-diagnose merged/ -o diag/                                # offline, peer mode
+  truffld-diagnose merged/ -o diag/ --false-alarm-rate 0.001       # fewer, surer alarms
+  truffld-diagnose merged/ -o diag/ --labels synth/labels.jsonl --export-tests tests.csv
   TRUFFLD_LLM_API_KEY=... truffld-diagnose merged/ -o diag/ --llm auto \
       --llm-url http://127.0.0.1:8000/v1 --llm-model qwen2.5-7b-instruct
 
@@ -296,7 +299,7 @@ int main(int argc, char** argv) {
   Args a;
   a.s1.threads = 0;  // all cores unless --threads says otherwise
   CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
-               "Stage I fits Gaussian mixtures over operator features; Stage II confirms with an LLM\n"
+               "Stage I compares every operator with peers that did the same work; Stage II confirms with an LLM\n"
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
   app.footer(std::string(kFooter) + truffld::kExitStatusHelp);
   truffld::AddVersionFlag(app, "truffld-diagnose");
