@@ -171,4 +171,27 @@ std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const 
   return out;
 }
 
+void DemoteImmaterial(const InstanceTable& t, double min_impact_share, DecisionResult* d,
+                      std::vector<std::vector<BlamedFamily>>* blame) {
+  if (min_impact_share <= 0) return;
+  for (uint32_t u = 0; u < t.steps.size() && u < d->units.size(); ++u) {
+    UnitVerdict& v = d->units[u];
+    if (v.verdict != Verdict::kAbnormal) continue;
+    const StepInfo& st = t.steps[u];
+    const auto& blamed = (*blame)[u];
+    double total = 0;
+    for (const BlamedFamily& b : blamed) total += b.excess_ns;
+    if (total >= min_impact_share * static_cast<double>(st.end_ns - st.start_ns)) continue;
+    const int view = st.view == "horizontal" ? 1 : 0;
+    v.verdict = Verdict::kNormal;
+    v.immaterial = true;
+    v.immaterial_excess_ns = total;
+    v.immaterial_family = blamed.empty() ? kNoString : blamed.front().family;
+    v.immaterial_families = static_cast<int>(blamed.size());
+    --d->flagged[view];
+    ++d->immaterial[view];
+    (*blame)[u].clear();
+  }
+}
+
 }  // namespace truffld::diagnose

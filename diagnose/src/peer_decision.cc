@@ -122,6 +122,7 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
 DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o) {
   DecisionResult d;
   d.alpha = o.alpha;
+  d.min_impact_share = o.min_impact_share;
   d.units.resize(t.steps.size());
   d.support_p = SupportPValues(t, rows, o);
   std::vector<double> min_p(t.steps.size(), 1.0);

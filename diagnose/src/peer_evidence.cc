@@ -74,6 +74,14 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
     out += "; " + t.strings.Get(blamed[0].family) + (blamed.size() > 1 ? " and " + std::to_string(blamed.size() - 1) + " more" : "") +
            " explain +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, total / std::max(1.0, static_cast<double>(s.end_ns - s.start_ns))));
   }
+  if (v.immaterial) {
+    const double dur = std::max(1.0, static_cast<double>(s.end_ns - s.start_ns));
+    out += "; but " + (v.immaterial_family == kNoString ? std::string("no operator") :
+                       t.strings.Get(v.immaterial_family) + (v.immaterial_families > 1
+                           ? " and " + std::to_string(v.immaterial_families - 1) + " more" : std::string())) +
+           " explain only +" + FormatNs(v.immaterial_excess_ns) + Fmt(" (%.3f%% of the step)", 100 * v.immaterial_excess_ns / dur) +
+           ", below the " + Fmt("%g", 100 * d.min_impact_share) + "% impact floor: not an alarm";
+  }
   if (w.waited_ns > 0 && w.waiting_on >= 0) {
     out += "; waited " + FormatNs(w.waited_ns) + " in " + std::to_string(w.collectives) +
            " collectives, " + FormatNs(w.waiting_on_ns) + " of it for rank " + std::to_string(w.waiting_on);

@@ -46,9 +46,11 @@ nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
   nlohmann::json j;
   j["false_alarm_rate"] = d.alpha;
+  j["min_impact_share"] = d.min_impact_share;
   for (int v = 0; v < 2; ++v) {
     j[v ? "horizontal" : "vertical"] = {{"threshold", d.threshold[v]}, {"judged", d.judged[v]},
-                                        {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]}};
+                                        {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]},
+                                        {"below_impact_floor", d.immaterial[v]}};
   }
   j["tests"] = r.rows.size();
   j["timer_resolution_ns"] = r.timer_resolution_ns;
@@ -86,13 +88,16 @@ std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, con
 
 std::string FormatPeerSummary(const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
-  char line[512];
+  auto floor = [&](int v) {
+    return d.immaterial[v] ? " (" + std::to_string(d.immaterial[v]) + " more significant but below the impact floor)" : std::string();
+  };
+  char line[640];
   std::snprintf(line, sizeof line,
-                "\nStage I (peer, false-alarm rate %g):\n"
-                "  vertical:   %d units judged, %d abnormal, %d with insufficient evidence\n"
-                "  horizontal: %d units judged, %d abnormal, %d with insufficient evidence; %zu straggler step(s)",
-                d.alpha, d.judged[0], d.flagged[0], d.insufficient[0], d.judged[1], d.flagged[1], d.insufficient[1],
-                r.stragglers.stragglers.size());
+                "\nStage I (peer, false-alarm rate %g, impact floor %g%% of a step):\n"
+                "  vertical:   %d units judged, %d abnormal%s, %d with insufficient evidence\n"
+                "  horizontal: %d units judged, %d abnormal%s, %d with insufficient evidence; %zu straggler step(s)",
+                d.alpha, 100 * d.min_impact_share, d.judged[0], d.flagged[0], floor(0).c_str(), d.insufficient[0],
+                d.judged[1], d.flagged[1], floor(1).c_str(), d.insufficient[1], r.stragglers.stragglers.size());
   return line;
 }
 

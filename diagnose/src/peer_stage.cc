@@ -35,6 +35,7 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.decision = DecideUnits(t, r.rows, o.decision);
   BlameOptions bo = o.blame;
   r.blame = BlameUnits(t, r.rows, r.decision, bo);
+  DemoteImmaterial(t, o.decision.min_impact_share, &r.decision, &r.blame);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
   return r;
 }

@@ -151,13 +151,17 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
   std::vector<std::pair<double, uint32_t>> cand;
   for (auto& [key, units] : lanes) {
     std::sort(units.begin(), units.end(), [&](uint32_t a, uint32_t b) { return t.steps[a].step_index < t.steps[b].step_index; });
+    // A short trace (a profiler's five active steps) cannot spare steps on each side: the
+    // exclusion shrinks until a unit in the middle keeps min_time_neighbours candidates.
+    const long long n = static_cast<long long>(units.size());
+    const long long exclusion = std::clamp<long long>((n - 1 - o.min_time_neighbours) / 2, 0, o.time_exclusion);
     for (size_t i = 0; i < units.size(); ++i) {
       cand.clear();
       const size_t lo = i > window ? i - window : 0, hi = std::min(units.size(), i + window + 1);
       for (size_t j = lo; j < hi; ++j) {
-        // The steps right next to it are left out: a fault that lasts a few steps would
-        // otherwise be its own reference.
-        if (std::abs(static_cast<long long>(j) - static_cast<long long>(i)) <= o.time_exclusion) continue;
+        // The steps right next to it are left out: a fault that lasts two steps would otherwise
+        // be its own reference (longer ones are outvoted in the median of the nearest).
+        if (std::abs(static_cast<long long>(j) - static_cast<long long>(i)) <= exclusion) continue;
         const double d = WorkloadDistance(w[units[i]], w[units[j]]);
         if (d <= o.max_workload_distance) cand.emplace_back(d, units[j]);
       }

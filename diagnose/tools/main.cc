@@ -324,6 +324,10 @@ int main(int argc, char** argv) {
   app.add_option("--lone-min-share", a.peer.decision.lone_min_share,
                  "peer mode: a lone slow instance must also cost at least this share of its step")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--min-impact-share", a.peer.decision.min_impact_share,
+                 "peer mode: an abnormal unit's blamed operators must together explain at least this share of "
+                 "its step (0.001 = 0.1%); a significant unit below it is labelled normal and its evidence says why")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");
   app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();

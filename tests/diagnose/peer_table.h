@@ -86,6 +86,7 @@ struct RunSpec {
   int tp = 2, steps = 60, layers = 8;
   uint64_t seed = 1;
   double device_jitter = 0.04, host_jitter = 0.25;
+  bool single_shape = false;  // every step the same decode batch (default: three sizes, every third a prefill)
   std::vector<PlantedFault> faults;
 };
 
@@ -103,7 +104,8 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
   const char* ops[] = {"aten::mm", "aten::silu", "aten::mul"};
   const double base_dev[] = {40000, 6000, 5000};
   for (int s = 0; s < spec.steps; ++s) {
-    const double size = 1.0 + (s % 3);  // three batch sizes, repeating
+    const double size = spec.single_shape ? 1.0 : 1.0 + (s % 3);  // three batch sizes, repeating
+    const char* phase = !spec.single_shape && s % 3 == 0 ? "prefill" : "decode";
     const int64_t t0 = 1000000000 + int64_t{s} * 5000000;
     const std::vector<std::string> req = {"req" + std::to_string(s % 7), "req" + std::to_string(s % 5 + 10)};
     // Collective timing shared by the group: per layer, entries per rank then one end.
@@ -125,7 +127,7 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
       end[l] = last + static_cast<int64_t>(jit(20000 * size, 0.05) * slow);
     }
     for (int r = 0; r < spec.tp; ++r) {
-      b.Unit(r, s, "vertical", req, t0, t0 + 4000000, "h0", s % 3 == 0 ? "prefill" : "decode");
+      b.Unit(r, s, "vertical", req, t0, t0 + 4000000, "h0", phase);
       for (int l = 0; l < spec.layers; ++l) {
         for (int k = 0; k < 3; ++k) {
           const PlantedFault* f = fault(r, s, ops[k]);
@@ -144,7 +146,7 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
       }
     }
     for (int r = 0; r < spec.tp; ++r) {
-      b.Unit(r, s, "horizontal", req, t0, t0 + 4000000, "h0", s % 3 == 0 ? "prefill" : "decode");
+      b.Unit(r, s, "horizontal", req, t0, t0 + 4000000, "h0", phase);
       for (int l = 0; l < spec.layers; ++l) {
         PeerTableBuilder::Op op;
         op.family = "ncclAllReduce";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../peer_table.h"
+#include "truffld/diagnose/peer_evidence.h"
 #include "truffld/diagnose/peer_stage.h"
 
 namespace truffld::diagnose {
@@ -105,6 +106,56 @@ TEST(PeerCalibration, SlowCollectiveIsAbnormalOnEveryParticipant) {
     EXPECT_EQ(t.strings.Get(r.blame[u][0].family), "ncclAllReduce");
     EXPECT_EQ(r.blame[u][0].basis, Source::kTime);  // TP peers share the transfer: not a witness
   }
+}
+
+// A slowdown that is significant but explains less than the impact floor of its step is labelled
+// normal, keeps what it would have explained, and says so in its evidence.
+TEST(PeerCalibration, SignificantButImmaterialSlowdownIsNotAnAlarm) {
+  RunSpec spec;
+  spec.seed = 2;
+  spec.faults = {PlantedFault{1, 30, "aten::mm", 1.5}};
+  const InstanceTable t = SimulatedRun(spec);
+  uint32_t u = 0;
+  ASSERT_NE(Unit(t, 1, 30, "vertical", &u), nullptr);
+  const PeerStageResult loose = RunPeerStage(t, PeerStageOptions{});
+  ASSERT_EQ(loose.decision.units[u].verdict, Verdict::kAbnormal);
+  ASSERT_FALSE(loose.blame[u].empty());
+  const double excess = loose.blame[u][0].excess_ns;
+  const double share = loose.blame[u][0].share;
+  EXPECT_GT(share, 0.001);  // the default floor keeps it
+  EXPECT_EQ(loose.decision.immaterial[0], 0);
+
+  PeerStageOptions o;
+  o.decision.min_impact_share = std::min(0.99, 1.5 * share);  // now it explains too little
+  const PeerStageResult strict = RunPeerStage(t, o);
+  const UnitVerdict& v = strict.decision.units[u];
+  EXPECT_EQ(v.verdict, Verdict::kNormal);
+  EXPECT_TRUE(v.immaterial);
+  EXPECT_NEAR(v.immaterial_excess_ns, excess, 1.0);
+  EXPECT_EQ(t.strings.Get(v.immaterial_family), "aten::mm");
+  EXPECT_TRUE(strict.blame[u].empty());
+  EXPECT_EQ(strict.decision.immaterial[0], 1);
+  EXPECT_EQ(strict.decision.flagged[0], loose.decision.flagged[0] - 1);
+  const std::vector<StepEvidence> ev = BuildPeerEvidence(t, strict);
+  ASSERT_LT(u, ev.size());
+  EXPECT_NE(ev[u].summary.find("normal, p = "), std::string::npos) << ev[u].summary;
+  EXPECT_NE(ev[u].summary.find("but aten::mm explain only +"), std::string::npos) << ev[u].summary;
+  EXPECT_NE(ev[u].summary.find("impact floor: not an alarm"), std::string::npos) << ev[u].summary;
+}
+
+// A short trace (five steps, one rank, as a profiler's active window gives) is still judged
+// against its other steps: the steps left out around a unit shrink to fit.
+TEST(PeerCalibration, FiveStepTraceOnOneRankIsJudged) {
+  RunSpec spec;
+  spec.seed = 4;
+  spec.tp = 1;
+  spec.steps = 5;
+  spec.single_shape = true;
+  const InstanceTable t = SimulatedRun(spec);
+  const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+  EXPECT_EQ(r.decision.insufficient[0], 0);
+  EXPECT_EQ(r.decision.judged[0], 5);
+  EXPECT_EQ(r.decision.flagged[0], 0);
 }
 
 }  // namespace

@@ -47,6 +47,13 @@ struct BlameOptions {
 std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const std::vector<TestRow>& rows,
                                                   const DecisionResult& d, const BlameOptions& o);
 
+// Labels normal every abnormal unit whose blamed families together explain less than
+// `min_impact_share` of its duration (none blamed counts as nothing explained), records what
+// they would have explained in its UnitVerdict, moves it from `flagged` to `immaterial`, and
+// clears its blame. Not thread-safe on the same result.
+void DemoteImmaterial(const InstanceTable& t, double min_impact_share, DecisionResult* d,
+                      std::vector<std::vector<BlamedFamily>>* blame);
+
 // The expectation a row's excess is measured against: the scored effective expectation (the
 // largest among the sources behind its p-value), else tensor-parallel peers, else similar
 // steps, else layers; NaN when the row has none.

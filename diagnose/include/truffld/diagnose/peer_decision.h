@@ -36,10 +36,17 @@ struct UnitVerdict {
   int rows = 0;         // all rows (judged or not)
   std::array<int, kNumSources> with_source{};  // rows having each source's expectation
   std::string reason;   // why insufficient_evidence
+  // Set by DemoteImmaterial: the unit passed the statistical test, but the operators it blames
+  // explain less than DecisionOptions::min_impact_share of the step, so it is labelled normal.
+  bool immaterial = false;
+  double immaterial_excess_ns = 0;   // their summed excess
+  uint32_t immaterial_family = kNoString;  // the largest of them
+  int immaterial_families = 0;
 };
 
 struct DecisionResult {
   double alpha = 0.01;
+  double min_impact_share = 0;        // the floor DemoteImmaterial applied (DecisionOptions)
   // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
   // and an instance at least SingleRatio times its expectation stand on their own; any other
   // instance needs a witness and contributes max(own, witness): the best other instance of its
@@ -49,6 +56,7 @@ struct DecisionResult {
   std::vector<UnitVerdict> units;     // per InstanceTable unit
   double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
+  int immaterial[2] = {0, 0};         // significant but below the impact floor (not in flagged)
 };
 
 struct DecisionOptions {
@@ -64,6 +72,11 @@ struct DecisionOptions {
   // cost a fraction of a percent more is noise a user does not want to be woken for (not
   // asked of a collective's transfer, which every participant saw).
   double lone_min_share = 0.005;
+  // An abnormal unit's blamed operators must together explain at least this share of the step
+  // (0.001 = 0.1%): with thousands of tests per step, host jitter of a few microseconds in a
+  // step of hundreds of milliseconds can be statistically surprising and still be nothing
+  // anyone should act on.
+  double min_impact_share = 0.001;
   double cluster_window = 0.1;  // share of the unit's duration around a device row
   int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {

@@ -86,7 +86,9 @@ struct PeerOptions {
   int min_time_neighbours = 3;  // fewer: the exact-shape comparison is unavailable
   int min_fit_neighbours = 6;   // local log-log fit over steps of other sizes
   double max_workload_distance = 0.7;  // summed |log| differences of the step workload
-  int time_exclusion = 3;       // similar steps exclude this many steps on each side
+  // Similar steps exclude this many steps on each side (none in lanes too short to spare them).
+  // Excluding more costs healthy steps their closest peers in context length (false alarms).
+  int time_exclusion = 1;
   double floor_ns = 500;        // added to observed and expected before taking log ratios
 };
 
