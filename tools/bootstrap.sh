@@ -18,8 +18,8 @@ PACKAGES=(
   python3 python3-jsonschema python3-numpy python3-sklearn python3-torch
   # libFuzzer targets
   clang libclang-rt-14-dev
-  # command-line tools used by tests and benchmarks
-  sqlite3 zstd time
+  # command-line tools used by tests and benchmarks (chromium: report.html in a real browser)
+  sqlite3 zstd time chromium
 )
 
 check_only=0

@@ -1,119 +1,18 @@
-// HTML report rendering with inline SVG plots.
+// report.html: the page, its terms, formatting helpers and the one static script (html_report.h).
 #include "truffld/diagnose/html_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <map>
-#include <set>
+
+#include "html_report_parts.h"
+#include "truffld/diagnose/llm_cache.h"
 
 namespace truffld::diagnose {
-namespace {
-
-std::string Num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", v);
-  return b;
-}
-
-// One row per (rank, view); each step a cell at its step_index, red if abnormal.
-std::string TimelineSvg(const std::vector<StepDiagnosis>& d) {
-  std::map<std::pair<long long, std::string>, std::vector<const StepDiagnosis*>> rows;
-  long long max_step = 0;
-  for (const auto& s : d) {
-    rows[{s.evidence.rank.value_or(-1), s.evidence.view}].push_back(&s);
-    max_step = std::max<long long>(max_step, s.evidence.step_index);
-  }
-  const double left = 150, width = 900, row_h = 22;
-  double cell = std::max(1.0, width / static_cast<double>(max_step + 1));
-  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + Num(left + width + 10) +
-                    "' height='" + Num(row_h * static_cast<double>(rows.size()) + 30) + "'>";
-  double y = 5;
-  for (const auto& [key, steps] : rows) {
-    std::string label = (key.first >= 0 ? "rank " + std::to_string(key.first) : std::string("rank -")) + " " + key.second;
-    svg += "<text x='4' y='" + Num(y + 15) + "' font-size='12'>" + HtmlEscape(label) + "</text>";
-    for (const StepDiagnosis* s : steps) {
-      double x = left + cell * static_cast<double>(s->evidence.step_index);
-      svg += "<rect x='" + Num(x) + "' y='" + Num(y) + "' width='" + Num(std::max(1.0, cell - 0.5)) +
-             "' height='" + Num(row_h - 4) + "' fill='" + (s->abnormal ? "#d62728" : "#2ca02c") +
-             "'><title>step " + std::to_string(s->evidence.step_index) + ": " +
-             (s->abnormal ? "abnormal" : "normal") + "</title></rect>";
-    }
-    y += row_h;
-  }
-  svg += "<text x='" + Num(left) + "' y='" + Num(y + 15) + "' font-size='11'>step index 0 .. " +
-         std::to_string(max_step) + "</text></svg>";
-  return svg;
-}
-
-// Strip plot of each family's score A over steps, for the families that matter most.
-std::string DistributionsSvg(const std::vector<StepDiagnosis>& d, size_t max_families) {
-  struct Pt { double score; bool candidate, faulty; };
-  std::map<std::string, std::vector<Pt>> fam;
-  std::map<std::string, double> peak;
-  for (const auto& s : d) {
-    std::set<std::string> faulty;
-    for (const auto& f : s.faulty) faulty.insert(f.family);
-    for (const auto& f : s.evidence.families) {
-      std::string key = s.evidence.view.substr(0, 1) + ": " + f.family;
-      fam[key].push_back({f.score, f.candidate, faulty.count(f.family) > 0});
-      peak[key] = std::max(peak[key], f.score + (faulty.count(f.family) ? 2.0 : 0.0));
-    }
-  }
-  std::vector<std::pair<double, std::string>> order;
-  for (auto& [k, v] : peak) order.push_back({-v, k});
-  std::sort(order.begin(), order.end());
-  if (order.size() > max_families) order.resize(max_families);
-  const double left = 320, width = 600, row_h = 20;
-  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + Num(left + width + 20) +
-                    "' height='" + Num(row_h * static_cast<double>(order.size()) + 40) + "'>";
-  double y = 10;
-  for (const auto& [neg, key] : order) {
-    std::string name = key.size() > 48 ? key.substr(0, 45) + "..." : key;
-    svg += "<text x='4' y='" + Num(y + 13) + "' font-size='11'>" + HtmlEscape(name) + "</text>";
-    svg += "<line x1='" + Num(left) + "' x2='" + Num(left + width) + "' y1='" + Num(y + 9) +
-           "' y2='" + Num(y + 9) + "' stroke='#ddd'/>";
-    for (const Pt& p : fam[key]) {
-      const char* color = p.faulty ? "#d62728" : p.candidate ? "#ff7f0e" : "#1f77b4";
-      svg += "<circle cx='" + Num(left + width * std::clamp(p.score, 0.0, 1.0)) + "' cy='" +
-             Num(y + 9) + "' r='" + (p.faulty ? "4" : "2.5") + "' fill='" + color +
-             "' fill-opacity='0.6'/>";
-    }
-    y += row_h;
-  }
-  for (int t = 0; t <= 4; ++t) {
-    double x = left + width * t / 4.0;
-    svg += "<text x='" + Num(x - 8) + "' y='" + Num(y + 20) + "' font-size='10'>" + Num(t / 4.0) + "</text>";
-  }
-  svg += "</svg>";
-  return svg;
-}
-
-// Boxes from the outermost parent down to the faulty operator.
-std::string ChainSvg(const FaultyOperator& f) {
-  std::vector<std::string> boxes(f.parent_chain.rbegin(), f.parent_chain.rend());
-  boxes.push_back(f.family);
-  const double bw = 210, bh = 24, gap = 18;
-  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" +
-                    Num((bw + gap) * static_cast<double>(boxes.size())) + "' height='" + Num(bh + 4) + "'>";
-  for (size_t i = 0; i < boxes.size(); ++i) {
-    double x = (bw + gap) * static_cast<double>(i);
-    bool last = i + 1 == boxes.size();
-    std::string name = boxes[i].size() > 30 ? boxes[i].substr(0, 27) + "..." : boxes[i];
-    svg += "<rect x='" + Num(x) + "' y='2' width='" + Num(bw) + "' height='" + Num(bh) + "' rx='4' fill='" +
-           (last ? "#fdd" : "#eef") + "' stroke='#888'><title>" + HtmlEscape(boxes[i]) + "</title></rect>";
-    svg += "<text x='" + Num(x + 6) + "' y='18' font-size='11'>" + HtmlEscape(name) + "</text>";
-    if (!last) {
-      svg += "<line x1='" + Num(x + bw) + "' x2='" + Num(x + bw + gap) + "' y1='14' y2='14' stroke='#888'/>";
-    }
-  }
-  return svg + "</svg>";
-}
-
-}  // namespace
 
 std::string HtmlEscape(const std::string& s) {
   std::string out;
-  out.reserve(s.size());
+  out.reserve(s.size() + s.size() / 8);
   for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -121,51 +20,181 @@ std::string HtmlEscape(const std::string& s) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '\t': case '\n': case '\r': out += c; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += "&#xFFFD;";
+        } else {
+          out += c;
+        }
     }
   }
   return out;
 }
 
-std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportContext& ctx) {
-  size_t abnormal = 0;
-  for (const auto& s : d) abnormal += s.abnormal;
-  std::string h = "<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + HtmlEscape(ctx.title) +
-                  "</title><style>body{font-family:sans-serif;margin:20px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}pre{background:#f6f6f6;padding:8px}"
-                  "</style></head><body>";
-  h += "<h1>" + HtmlEscape(ctx.title) + "</h1><p>Input: <code>" + HtmlEscape(ctx.input) +
-       "</code><br>Stage I mode: " + HtmlEscape(ctx.mode) + "<br>Stage II: " + HtmlEscape(ctx.stage2) +
-       "<br><b>" + std::to_string(abnormal) + "</b> abnormal of " + std::to_string(d.size()) +
-       " (rank, step, view) units.</p>";
-  if (!ctx.metrics_text.empty()) h += "<h2>Evaluation</h2><pre>" + HtmlEscape(ctx.metrics_text) + "</pre>";
-  h += "<h2>Step timeline</h2><p>Green: normal, red: abnormal.</p>" + TimelineSvg(d);
-  h += "<h2>Family score distributions</h2><p>Each dot is one step's score A = 1 - rho-bar "
-       "(0 left, 1 right); orange: Stage I candidate, red: faulty after fusion. v: vertical, h: horizontal.</p>" +
-       DistributionsSvg(d, 30);
-  h += "<h2>Faulty operators and their call chains</h2>";
-  size_t shown = 0;
-  for (const auto& s : d) {
-    if (!s.abnormal) continue;
-    if (++shown > 100) { h += "<p>(further abnormal steps omitted; see diagnosis.jsonl)</p>"; break; }
-    std::string rank = s.evidence.rank ? std::to_string(*s.evidence.rank) : "-";
-    h += "<h3>rank " + rank + ", step " + std::to_string(s.evidence.step_index) + " (" +
-         HtmlEscape(s.evidence.view) + ", " + HtmlEscape(s.evidence.phase) + ")</h3><p>" +
-         HtmlEscape(s.decision.rationale) + " [" + DecisionSourceName(s.decision.source) + "]</p>";
-    for (const auto& f : s.faulty) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, " score %.3f, p(normal) %.2e, %d instances, %s", f.score,
-                    f.probability, f.instances, f.method.c_str());
-      h += "<div><b>" + HtmlEscape(f.family) + "</b>" + HtmlEscape(buf) + "<br>" + ChainSvg(f) + "</div>";
-    }
+std::string UnitAnchor(const StepEvidence& e) {
+  return "r" + (e.rank ? std::to_string(*e.rank) : std::string("x")) + "-s" + std::to_string(e.step_index) +
+         "-" + report::ViewLetter(e.view);
+}
+
+namespace report {
+
+std::string Num(double v, int decimals) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+std::string Us(double ns) {
+  const double us = ns / 1e3;
+  const double a = std::abs(us);
+  const std::string digits = Num(us, a >= 100 ? 0 : a >= 10 ? 1 : 2);
+  // Thousands separators in the integer part.
+  const size_t start = digits[0] == '-' ? 1 : 0;
+  const size_t end = std::min(digits.find('.'), digits.size());
+  std::string out = digits.substr(0, start);
+  for (size_t i = start; i < end; ++i) {
+    if (i > start && (end - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
-  if (shown == 0) h += "<p>None.</p>";
+  return out + digits.substr(end);
+}
+
+std::string Pct(double share) { return Num(100 * share, std::abs(share) < 0.1 ? 1 : 0) + "%"; }
+
+std::string Sci(double p) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2g", p);
+  return b;
+}
+
+std::string ViewLetter(const std::string& view) { return view == "horizontal" ? "h" : "v"; }
+
+std::string RankText(const StepEvidence& e) { return e.rank ? std::to_string(*e.rank) : "-"; }
+
+double Impact(const StepDiagnosis& s) {
+  double x = 0;
+  for (const FaultyOperator& f : s.faulty) x += s.evidence.calibrated ? f.excess_ns : f.score;
+  return x;
+}
+
+bool AnyCalibrated(const std::vector<StepDiagnosis>& d) {
+  for (const StepDiagnosis& s : d) {
+    if (s.evidence.calibrated) return true;
+  }
+  return false;
+}
+
+std::string InsufficientReason(const StepEvidence& e) {
+  static const std::string kMark = "insufficient evidence: ";
+  const size_t at = e.summary.find(kMark);
+  return at == std::string::npos ? (e.summary.empty() ? "no reason given" : e.summary)
+                                 : e.summary.substr(at + kMark.size());
+}
+
+std::string ScriptHashSource() {
+  const std::string hex = Sha256Hex(Script());
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 2]);
+    b64 += kB64[(n >> 18) & 63];
+    b64 += kB64[(n >> 12) & 63];
+    b64 += i + 1 < bytes.size() ? kB64[(n >> 6) & 63] : '=';
+    b64 += i + 2 < bytes.size() ? kB64[n & 63] : '=';
+  }
+  return "'sha256-" + b64 + "'";
+}
+
+}  // namespace report
+
+namespace {
+
+constexpr const char* kStyle =
+    "body{font-family:system-ui,sans-serif;margin:16px 24px;color:#222;max-width:1400px}"
+    "h2{border-bottom:1px solid #ccc;padding-bottom:2px;margin-top:28px}"
+    "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+    "th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "pre{background:#f6f6f6;padding:8px;overflow:auto}code{word-break:break-all}"
+    "dl.terms dt{font-weight:bold;float:left;clear:left;width:9em}dl.terms dd{margin:0 0 4px 10em}"
+    ".card{border:1px solid #bbb;border-left:6px solid #D55E00;border-radius:4px;padding:6px 12px;margin:12px 0}"
+    ".card.legacy{border-left-color:#E69F00}.card h3{margin:4px 0;font-size:16px}"
+    ".card .ev{margin:4px 0}.op{margin:8px 0 4px 0;padding-top:4px;border-top:1px dashed #ddd}"
+    ".chain{font-size:13px;margin:3px 0}"
+    ".chain span{background:#eef3fa;border:1px solid #c8d6ea;border-radius:3px;padding:0 4px}"
+    ".chain span.self{background:#fbe3d4;border-color:#D55E00}.chain span.k{background:#eee;border-color:#bbb}"
+    ".muted{color:#666;font-size:12px}.name{font-family:ui-monospace,monospace;word-break:break-all}"
+    ".idx a,.idx span{margin-right:6px;font-size:13px}#card-filter{width:28em}svg text{font-family:sans-serif}"
+    ".sw{display:inline-block;width:12px;height:12px;border:1px solid #999;vertical-align:middle;margin:0 3px 0 8px}";
+
+std::string Terms(bool calibrated) {
+  std::string t = "<h2 id='terms'>Terms</h2><dl class='terms'>"
+      "<dt>unit</dt><dd>one rank's step in one view: (rank, step, view). Verdicts are per unit.</dd>"
+      "<dt>view</dt><dd><i>vertical</i>: the operators a rank ran in the step (host ranges and their "
+      "device work); <i>horizontal</i>: its communication with other ranks (collectives, send/recv).</dd>"
+      "<dt>family</dt><dd>an operator name without call ids (e.g. <span class='name'>aten::mm</span>); "
+      "a family has many instances in a step (one per layer, per call).</dd>";
+  if (calibrated) {
+    t += "<dt>peers</dt><dd>instances that did the same work and so should cost the same: "
+         "<i>TP peers</i> (the same operator in the same step on the other tensor-parallel ranks), "
+         "<i>similar steps</i> (the same operator on this rank in steps of similar workload), "
+         "<i>layers</i> (its siblings in the other layers of the same step).</dd>"
+         "<dt>expected</dt><dd>what the peers say it should have cost (their median).</dd>"
+         "<dt>excess</dt><dd>observed minus expected time, in microseconds (us); <i>share</i> is the "
+         "excess as a part of the step's duration. A unit's <i>impact</i> is its operators' summed excess.</dd>"
+         "<dt>p-value</dt><dd>how surprising the unit is if nothing was wrong; a unit is abnormal when "
+         "its p-value is at or below the view's threshold, chosen (Benjamini-Hochberg) so that at most "
+         "the stated false-alarm rate of healthy units is flagged.</dd>"
+         "<dt>straggler</dt><dd>the rank that entered a step's collectives last, making the others wait.</dd>";
+  } else {
+    t += "<dt>score</dt><dd>Stage I's anomaly score A = 1 - rho-bar in [0, 1] (1: far outside the "
+         "family's usual behaviour); <i>p(normal)</i> is rho-bar, the confidence that it was normal.</dd>";
+  }
+  return t + "</dl>";
+}
+
+}  // namespace
+
+std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportContext& ctx) {
+  using namespace report;
+  const ReportRunData derived = ctx.run ? ReportRunData{} : ReportRunDataFromDiagnoses(d);
+  const ReportRunData& run = ctx.run ? *ctx.run : derived;
+  const bool calibrated = run.calibrated || AnyCalibrated(d);
+  const CardPlan plan = PlanCards(d, ctx.max_cards);
+  std::string h = "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+                  "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+                  "style-src 'unsafe-inline'; img-src data:; script-src " + ScriptHashSource() + "\">"
+                  "<meta name='viewport' content='width=device-width'><title>" + HtmlEscape(ctx.title) +
+                  "</title><style>" + kStyle + "</style></head><body>";
+  h += "<h1 id='top'>" + HtmlEscape(ctx.title) + "</h1><p>Input: <code>" + HtmlEscape(ctx.input) +
+       "</code><br>Stage I mode: " + HtmlEscape(ctx.mode) + "<br>Stage II: " + HtmlEscape(ctx.stage2) +
+       "</p><p class='muted'>Sections: <a href='#run'>the run</a> · <a href='#overview'>overview</a> · "
+       "<a href='#ranks'>ranks</a> · <a href='#families'>families</a> · " +
+       (run.stragglers.empty() ? std::string() : "<a href='#stragglers'>stragglers</a> · ") +
+       "<a href='#cards'>abnormal units</a> · <a href='#index'>index</a> · <a href='#terms'>terms</a></p>";
+  h += Terms(calibrated);
+  h += RenderRunSection(d, run, ctx);
+  if (!ctx.metrics_text.empty()) {
+    h += "<h2>Evaluation against labels</h2><pre>" + HtmlEscape(ctx.metrics_text) + "</pre>";
+  }
+  h += RenderOverview(d, plan);
+  h += RenderRankTable(d, run);
+  h += RenderFamilyTable(d, plan);
+  h += RenderStragglers(run, d, plan);
+  std::vector<bool> used(run.histograms.size(), false);
+  const std::string cards = RenderCards(d, run, plan, &used);
+  h += RenderHistogramDefs(run, used) + cards;
+  h += RenderIndex(d, plan);
   if (!ctx.notes.empty()) {
     h += "<h2>Notes</h2><ul>";
     for (const auto& n : ctx.notes) h += "<li>" + HtmlEscape(n) + "</li>";
     h += "</ul>";
   }
-  return h + "</body></html>\n";
+  return h + "<script>" + Script() + "</script></body></html>\n";
 }
 
 }  // namespace truffld::diagnose

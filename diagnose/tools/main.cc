@@ -30,7 +30,10 @@ Outputs (in OUTDIR):
   diagnosis.jsonl  one line per (rank, step, view): label, faulty operators with scores and
                    parent chain, Stage I candidates, Stage II decision and its source
                    (schema: schemas/diagnosis.schema.json)
-  report.html      self-contained report: step timeline, family score distributions, call chains
+  report.html      self-contained report (opens offline): heat map of abnormal units per rank
+                   and step, per-rank/per-family/straggler tables, abnormal units ranked by
+                   excess time with their operators' observed vs expected us, call chains and
+                   cost histograms; anchors #r<rank>-s<step>-<v|h> for linking
   stats.json       input problems, per-view thresholds and residual models, stragglers,
                    Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
@@ -66,6 +69,7 @@ struct Args {
   td::PeerStageOptions peer;
   std::string export_tests;
   bool quiet = false, no_html = false, graph_vertical_ops = true;
+  size_t report_cards = 500;
 };
 
 td::ScoringMode ParseMode(const std::string& m) {
@@ -147,7 +151,13 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
     }));
   }
   if (!a.no_html) {
-    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "report.html").string(), td::RenderHtmlReport(result.diagnoses, ctx)));
+    td::ReportContext with_run = ctx;
+    std::optional<td::ReportRunData> run;
+    if (result.peer) {
+      run = td::BuildReportRunData(target, *result.peer, result.diagnoses);
+      with_run.run = &*run;
+    }
+    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "report.html").string(), td::RenderHtmlReport(result.diagnoses, with_run)));
   } else {
     out.RemoveAtCommit((dir / "report.html").string());
   }
@@ -282,6 +292,7 @@ int Run(Args& a) {
   ctx.mode = a.mode;
   ctx.stage2 = cfg.Describe();
   ctx.metrics_text = metrics_text;
+  ctx.max_cards = a.report_cards;
   ctx.notes = s1.notes;
   for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
   truffld::Status written = [&] {
@@ -364,6 +375,9 @@ int main(int argc, char** argv) {
   app.add_option("--labels", a.labels, "ground truth labels.jsonl: print and write metrics.json");
   app.add_option("--export-features", a.export_features, "write phi per instance (CSV if *.csv, else JSONL)");
   app.add_option("--threads", a.s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
+  app.add_option("--report-cards", a.report_cards,
+                 "report.html: abnormal units shown as cards (highest impact, every rank keeps a share; "
+                 "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
   app.add_flag("--no-html", a.no_html, "skip report.html (an earlier run's report.html in OUTDIR is removed)");
   app.add_flag("-q,--quiet", a.quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
   if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;

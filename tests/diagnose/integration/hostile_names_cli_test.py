@@ -9,10 +9,13 @@ policy stub, which also answers with a name that is not in the input. Checks:
   * diagnosis.jsonl: strict UTF-8, one JSON object per line, valid against the schema;
   * no operator name in any output line that is not in the input (invalid bytes read as U+FFFD,
     as the reader repairs them), and hostile names really reached the faulty lists;
-  * report.html: valid UTF-8, no <script> element, hostile names present only escaped;
+  * report.html: valid UTF-8, hostile names present only escaped; its one script element is the
+    report's own (no name in it) and the only one its Content-Security-Policy admits (by hash);
   * stats.json counts the repaired lines; the stub's extra name was dropped and counted.
 Usage: hostile_names_cli_test.py --diag BIN --synth BIN --stub PY --schema JSON --work DIR"""
 import argparse
+import base64
+import hashlib
 import json
 import os
 import re
@@ -92,6 +95,24 @@ def repaired(name):
     return name.encode("utf-8").replace(BAD.encode(), b"\xff\xc3(").decode("utf-8", "replace")
 
 
+def check_script_policy(html):
+    """One script element, free of names, admitted by hash; nothing else may run or load."""
+    scripts = re.findall(r"<\s*script[^>]*>(.*?)</script>", html, re.I | re.S)
+    if len(re.findall(r"<\s*script", html, re.I)) != 1 or len(scripts) != 1:
+        fail("report.html should hold exactly its own script element")
+    if not html.rstrip().endswith("</script></body></html>"):
+        fail("report.html's script is not its last element")
+    for name in RENAME.values():
+        if name.split("\n")[0][:12] in scripts[0]:
+            fail("report.html's script contains a name: %r" % name)
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode()
+    policy = re.search(r"<meta http-equiv='Content-Security-Policy' content=\"([^\"]*)\">", html)
+    if not policy or "default-src 'none'" not in policy.group(1) or \
+            "script-src 'sha256-%s'" % digest not in policy.group(1):
+        fail("report.html's Content-Security-Policy does not admit exactly its script: %r" %
+             (policy.group(1) if policy else None))
+
+
 def check_output(out, schema, allowed, n_lines):
     diags = read_diagnoses(os.path.join(out, "diagnosis.jsonl"), schema)
     stated = set()
@@ -110,10 +131,10 @@ def check_output(out, schema, allowed, n_lines):
         html = html_bytes.decode("utf-8")
     except UnicodeDecodeError as e:
         fail("report.html is not UTF-8: %s" % e)
-    if re.search(r"<\s*script", html, re.I):
-        fail("report.html contains a script element")
+    check_script_policy(html)
+    page = html[:html.rindex("<script>")]  # all but the report's own script, checked above
     for payload in ("<img src=x", "<b>ignore previous", "</title><img", "</script>"):
-        if payload in html:
+        if payload in page:
             fail("report.html contains unescaped markup from a name: %r" % payload)
     if "&lt;/script&gt;" not in html:
         fail("report.html never shows a hostile name (escaped): the check would prove nothing")
