@@ -70,6 +70,9 @@ const char* SeverityName(Severity s) noexcept;  // "info", "notice", "problem"
     "Steps whose name holds their request list only in part (a request_ids: list no ']' closes, or a name " \
     "cut after it; with a user request regex, a name longer than the 4 KiB it reads): their trees name "   \
     "only the requests read.")                                                                            \
+  X(steps_without_device_detail, Count, kInfo,                                                           \
+    "Steps outside their process's sampled device windows (trees marked device_detail: false): no device " \
+    "activity was recorded for them, by design.")                                                        \
   X(steps, Count, kInfo, "Step trees' roots: steps found (implicit ones included).")                             \
   X(implicit_steps, Count, kInfo, "Whole-process steps made for files without step ranges.")                     \
   X(trees, Count, kInfo, "Trees written: steps x requests x 2 views.")
