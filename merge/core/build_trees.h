@@ -38,6 +38,7 @@ struct StepRoot {
   std::vector<std::string> requests;
   bool implicit = false;
   uint64_t line = 0;  // of the step range's opening event (0: implicit)
+  bool device_detail = true;  // set by CountStepDetail (step_detail.h)
 };
 
 struct FileTrees {

@@ -19,6 +19,45 @@ constexpr size_t kMaxMatchedNameBytes = 4096;
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
 constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))";
 
+// kDefaultRequestRegex by hand, for names of any length: the text after the first
+// "request_ids:" up to an unescaped ']' (a '\' at the end or before a line break is not taken,
+// as the regex's "\\." does not take it: ECMAScript's '.' matches no line terminator).
+// *closed: a ']' ended it. Empty (and closed) without "request_ids:".
+std::string_view DefaultRequestBody(std::string_view name, bool* closed) {
+  constexpr std::string_view kKey = "request_ids:";
+  *closed = true;
+  const size_t at = name.find(kKey);
+  if (at == std::string_view::npos) return {};
+  const size_t begin = at + kKey.size();
+  size_t i = begin;
+  while (i < name.size() && name[i] != ']') {
+    if (name[i] == '\\') {
+      if (i + 1 >= name.size() || name[i + 1] == '\n' || name[i + 1] == '\r') break;
+      ++i;
+    }
+    ++i;
+  }
+  *closed = i < name.size() && name[i] == ']';
+  return name.substr(begin, i - begin);
+}
+
+// Splits a request list at unescaped '_' and unescapes each id; empty ids are dropped.
+std::vector<std::string> SplitRequestIds(std::string_view body) {
+  std::vector<std::string> ids;
+  std::string cur;
+  bool any = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '\\' && i + 1 < body.size()) { cur += body[++i]; any = true; continue; }
+    if (c == '_') { ids.push_back(std::move(cur)); cur.clear(); any = false; continue; }
+    cur += c;
+    any = true;
+  }
+  if (any || !ids.empty()) ids.push_back(std::move(cur));
+  std::erase_if(ids, [](const std::string& s) { return s.empty(); });
+  return ids;
+}
+
 // Hand-written equivalents of the two identifier-class built-in regexes: realistic operator
 // names ("_C::rms_norm, op_id = 269", numbered, so never in the class cache) reach the last rule,
 // where libstdc++'s std::regex took about 6 000 instructions a name. The differential test
@@ -230,29 +269,29 @@ bool Rules::NumberBlind() const {
 }
 
 std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const {
-  std::vector<std::string> ids;
-  if (!request_re_) return ids;
+  if (!request_re_) return {};
+  if (request_regex_ == kDefaultRequestRegex) {
+    bool closed;
+    return SplitRequestIds(DefaultRequestBody(step_name, &closed));
+  }
   step_name = step_name.substr(0, kMaxMatchedNameBytes);
   std::match_results<std::string_view::const_iterator> m;
   auto flags = std::regex_constants::match_default;
   if (prefilter_) {
-    if (request_filter_.Check(step_name) == RegexPrefilter::Verdict::kNo) return ids;
+    if (request_filter_.Check(step_name) == RegexPrefilter::Verdict::kNo) return {};
     if (request_filter_.anchored) flags = std::regex_constants::match_continuous;
   }
-  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_, flags) || !m[1].matched) return ids;
-  std::string_view body(&*m[1].first, static_cast<size_t>(m[1].length()));
-  std::string cur;
-  bool any = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (c == '\\' && i + 1 < body.size()) { cur += body[++i]; any = true; continue; }
-    if (c == '_') { ids.push_back(std::move(cur)); cur.clear(); any = false; continue; }
-    cur += c;
-    any = true;
-  }
-  if (any || !ids.empty()) ids.push_back(std::move(cur));
-  std::erase_if(ids, [](const std::string& s) { return s.empty(); });
-  return ids;
+  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_, flags) || !m[1].matched) return {};
+  return SplitRequestIds(std::string_view(&*m[1].first, static_cast<size_t>(m[1].length())));
+}
+
+bool Rules::RequestsCut(std::string_view step_name) const {
+  if (!request_re_) return false;
+  if (request_regex_ != kDefaultRequestRegex) return step_name.size() > kMaxMatchedNameBytes;
+  bool closed;
+  DefaultRequestBody(step_name, &closed);
+  if (!closed) return true;
+  return step_name.find("request_ids:") != std::string_view::npos && step_name.back() != ']';
 }
 
 }  // namespace truffld::merge

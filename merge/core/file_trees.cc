@@ -5,6 +5,7 @@
 
 #include "core/correlation.h"
 #include "core/graph_capture.h"
+#include "core/step_detail.h"
 
 namespace truffld::merge {
 namespace {
@@ -79,6 +80,7 @@ FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& c
   c.capture_ranges_outside_steps = trees.counters.capture_ranges_outside_steps;
   c.implicit_steps = trees.counters.implicit_steps;
   c.steps = trees.counters.steps;
+  CountStepDetail(file, clock, options.rules, &trees, &c);
   trees.counters = std::move(c);
   return trees;
 }

@@ -9,6 +9,7 @@
 //   6 device      LinkDeviceWork                          (device_links.h)
 //   7 graphs      CaptureOwners                           (graph_capture.h)
 //   8 trees       BuildTrees                              (build_trees.h)
+//   then          CountStepDetail                         (step_detail.h)
 //
 // The file's events are only read; problems found on the way are reported into its
 // IngestStats (file:line), families and joined payloads interned into its string pool.

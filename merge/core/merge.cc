@@ -36,6 +36,7 @@ struct StepRef {
   uint64_t line;
   uint32_t vertical, horizontal, set;
   bool implicit;
+  bool device_detail;
 };
 
 // Appends one file's nodes and side tables to `res`, shifting node indices by the nodes before
@@ -72,7 +73,8 @@ void Append(uint32_t fi, FileTrees& b, MergeResult* res, std::map<std::vector<st
   for (const StepRoot& s : b.steps) {
     const int64_t pid = s.process_id != kNone ? s.process_id : m.process_id;
     RankKey key = m.rank ? RankKey(0, *m.rank, std::string(), 0) : RankKey(1, 0, m.host, pid);
-    steps->push_back({key, s.start, fi, s.line, s.vertical + base, s.horizontal + base, intern_set(s.requests), s.implicit});
+    steps->push_back({key, s.start, fi, s.line, s.vertical + base, s.horizontal + base, intern_set(s.requests), s.implicit,
+                      s.device_detail});
   }
 }
 
@@ -113,6 +115,7 @@ void NumberSteps(std::vector<StepRef> steps, MergeResult* res) {
       t.requests = s.set;
       t.view = view;
       t.implicit_step = s.implicit;
+      t.device_detail = s.device_detail;
       res->trees.push_back(t);
     }
     const uint64_t n_trees = 2 * res->request_sets[s.set].size();

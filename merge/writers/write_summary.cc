@@ -155,6 +155,12 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
       << ", unclosed ranges " << c.unclosed_ranges << ", duplicate correlations " << c.duplicate_correlations
       << ", negative durations " << c.negative_durations << ", injector-dropped records " << c.injector_dropped
       << " (details in summary.json)\n";
+  if (c.steps_without_device_detail)
+    s << "  device detail: " << c.steps_without_device_detail
+      << " step(s) outside the sampled device windows (no kernels or copies recorded for them)\n";
+  if (c.step_names_cut || c.injector_names_truncated)
+    s << "  truncated names: " << c.step_names_cut << " step(s) name only part of their requests, "
+      << c.injector_names_truncated << " name(s) cut by the injector (ids beyond the cut are lost)\n";
   for (const auto& [p, why] : run.failed_inputs) s << "  not merged: " << why << "\n";
   static constexpr std::pair<SkipKind, const char*> kSkipped[] = {
       {SkipKind::kNotTrace, "non-trace file(s) found in input directories"},

@@ -58,6 +58,7 @@ class TreeWriter {
     out_.Raw(PhaseFromStepName(step_name));
     out_.Raw("\",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");
+    if (!t.device_detail) out_.Raw(",\"device_detail\":false");
     out_.Raw(",\"start\":");
     out_.Int(root.start);
     out_.Raw(",\"end\":");

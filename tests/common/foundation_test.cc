@@ -17,6 +17,7 @@ TEST(Wire, RecordTypeNamesRoundTrip) {
   for (int t = 1; t < kRecordTypeCount; ++t) EXPECT_EQ(RecordTypeOf(RecordTypeName(RecordType(t))), RecordType(t));
   EXPECT_EQ(RecordTypeName(RecordType::kNvtxPush), "NVTX_PUSH");
   EXPECT_EQ(RecordTypeName(RecordType::kGraphNode), "GRAPH_NODE");
+  EXPECT_EQ(RecordTypeOf("DEVICE_WINDOW"), RecordType::kDeviceWindow);
   EXPECT_EQ(RecordTypeOf("nvtx_push"), RecordType::kUnknown);
   EXPECT_EQ(RecordTypeOf(""), RecordType::kUnknown);
 }

@@ -77,6 +77,13 @@ class TreesTest(SchemaCase):
             "bad layer": put(TREE, ["root", "layer"], "operator"),
         })
 
+    def test_device_detail(self):
+        sampled = put(TREE, ["device_detail"], False)
+        self.check(sampled, {
+            "device_detail not a boolean": put(TREE, ["device_detail"], "no"),
+            "device_detail a number": put(TREE, ["device_detail"], 0),
+        })
+
 
 RULES = {"schema": "truffld.rules/1", "replace_defaults": False, "request_regex": "reqs=([^;]*)",
          "rules": [{"layer": "step", "name_regex": "^my_engine_step", "ignore_case": True},

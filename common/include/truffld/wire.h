@@ -14,15 +14,16 @@ namespace truffld {
 // Raw record types ("type" field). kUnknown stands for any other text.
 enum class RecordType : uint8_t {
   kUnknown, kMeta, kClock, kStats, kNvtxPush, kNvtxMark, kNvtxStart, kNvtxPop, kNvtxEnd, kNvtxMarker,
-  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync, kGraphNode,
+  kRuntime, kDriver, kKernel, kMemcpy, kMemset, kSync, kGraphNode, kDeviceWindow,
 };
-inline constexpr int kRecordTypeCount = int(RecordType::kGraphNode) + 1;
+inline constexpr int kRecordTypeCount = int(RecordType::kDeviceWindow) + 1;
 
 // The contract spelling ("META", "NVTX_PUSH", ...); "" for kUnknown.
 constexpr std::string_view RecordTypeName(RecordType t) noexcept {
   constexpr std::string_view kNames[kRecordTypeCount] = {
       "", "META", "CLOCK", "STATS", "NVTX_PUSH", "NVTX_MARK", "NVTX_START", "NVTX_POP", "NVTX_END",
-      "NVTX_MARKER", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY", "MEMSET", "SYNC", "GRAPH_NODE"};
+      "NVTX_MARKER", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY", "MEMSET", "SYNC", "GRAPH_NODE",
+      "DEVICE_WINDOW"};
   return int(t) < kRecordTypeCount ? kNames[int(t)] : std::string_view();
 }
 

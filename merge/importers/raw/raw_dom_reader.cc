@@ -177,6 +177,11 @@ simdjson::error_code DomRecordReader::Member(std::string_view key, dom::element 
   } else if (key == "clock_sync") {
     if (!ParseClockSync(v, &f->clock_sync))
       report_(line_no, Problem::kBadClockSync, "clock_sync is not {realtime_ns, monotonic_ns}");
+  } else if (key == "config") {  // META: the injector's settings; one matters here
+    // A config object is never a plain record, so the fast scanner leaves it to this reader.
+    std::string_view windows;
+    if (v.is_object() && v.at_key("device_windows").get_string().get(windows) == simdjson::SUCCESS)
+      f->device_sampled = !windows.empty() && windows != "all";  // steps:..., time:... or off
   } else if (key == "records_dropped" || key == "cupti_dropped") {
     f->dropped += SumCounts(v);
     f->has_dropped = true;

@@ -40,6 +40,7 @@ struct Fields {
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
   bool rank_null = false;
+  bool device_sampled = false;  // META.config.device_windows is not "all" (DOM reader only)
   uint64_t dropped = 0;
   bool has_dropped = false;
 };

@@ -281,6 +281,11 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
       out_->meta.stats_json.assign(line);
       if (f.dropped) out_->stats.Add(Problem::kInjectorDropped, f.dropped);
       return;
+    case RecordType::kDeviceWindow:  // an edge of a sampled device window: metadata, no event
+      if (!f.has[kId] || !f.has[kTimestamp])
+        ReportProblem(line_no, Problem::kMissingField, "DEVICE_WINDOW record without \"id\" or \"timestamp\"");
+      else out_->meta.device_window_edges.emplace_back(f.v[kId], f.v[kTimestamp]);
+      return;
     default: break;
   }
   EventBuilder b(*this, f, line_no);
@@ -306,6 +311,7 @@ void RawLineParser::ReadMeta(const raw::Fields& f, uint64_t line_no) {
     else ReportProblem(line_no, Problem::kBadField, "unknown clock '" + std::string(f.clock) + "'");
   }
   meta.clock_sync.insert(meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
+  meta.device_sampled = f.device_sampled;
   if (!f.schema.empty() && f.schema != "truffld.events/1")
     ReportProblem(line_no, Problem::kUnknownSchema, "schema '" + std::string(f.schema) + "' read as truffld.events/1");
 }

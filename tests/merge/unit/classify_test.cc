@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <random>
+
 namespace truffld::merge {
 namespace {
 
@@ -120,6 +123,59 @@ TEST(Requests, DefaultPatternWithEscapes) {
             (std::vector<std::string>{"cmpl_a\\b", "7"}));
   EXPECT_TRUE(r.ParseRequests("step_execute_model").empty());
   EXPECT_TRUE(r.ParseRequests("step_execute_model[request_ids:]").empty());
+}
+
+TEST(Requests, AStepNamingHundredsOfRequestsKeepsThemAll) {
+  // 300 ids of 40 bytes: a 12 KB name. Only its first 4 KiB were read once: 97 ids and a
+  // bogus last one ("cmp...") cut in the middle, and no phase.
+  std::string name = "step_execute_model[request_ids:";
+  std::vector<std::string> want;
+  for (int i = 0; i < 300; ++i) {
+    char id[64];
+    std::snprintf(id, sizeof id, "cmpl-%08d-%026x", i, i * 2654435761u);
+    want.push_back(id);
+    name += (i ? "_" : "") + want.back();
+  }
+  name += "][phase:decode][tokens:300]";
+  ASSERT_GT(name.size(), 12000u);
+  Rules r = Rules::Defaults();
+  EXPECT_EQ(r.ParseRequests(name), want);
+  EXPECT_FALSE(r.RequestsCut(name));
+  EXPECT_STREQ(PhaseFromStepName(name), "decode");
+}
+
+TEST(Requests, TheDefaultPatternReadByHandAgreesWithTheRegex) {
+  Rules by_hand = Rules::Defaults();
+  Rules by_regex = Rules::Defaults();  // the same pattern spelled differently: std::regex runs it
+  ASSERT_TRUE(by_regex.SetRequestRegex(R"(request_ids:((?:[^\]\\]|\\.)*)(?:))").ok());
+  for (const char* n : {"step_execute_model[request_ids:0_1_2]", "x request_ids:a\\_b]c request_ids:d]",
+                        "request_ids:", "request_ids:a\\", "request_ids:a\\]b]", "request_ids:a\\\nb]",
+                        "request_ids:a\\\rb]", "no ids here", "request_ids:__a__", "request_ids:a_b",
+                        "[request_ids:\\\\_]", "request_ids:a\nb_c]"}) {
+    EXPECT_EQ(by_hand.ParseRequests(n), by_regex.ParseRequests(n)) << n;
+  }
+  // Random names built from the pieces that matter, all under the regex's 4 KiB.
+  const std::vector<std::string> pieces = {"request_ids:", "a", "b7", "_", "\\", "]", "[", "\n", "\r", "x:"};
+  std::mt19937 rng(30);
+  for (int k = 0; k < 3000; ++k) {
+    std::string n;
+    const int len = 1 + int(rng() % 24);
+    for (int i = 0; i < len; ++i) n += pieces[rng() % pieces.size()];
+    ASSERT_EQ(by_hand.ParseRequests(n), by_regex.ParseRequests(n)) << ::testing::PrintToString(n);
+  }
+}
+
+TEST(Requests, CutListsAreReported) {
+  Rules r = Rules::Defaults();
+  EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a_b_cm"));          // list never closed
+  EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a_b][phase:dec"));  // cut after it
+  EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a\\]"));            // ']' escaped
+  EXPECT_FALSE(r.RequestsCut("step_execute_model[request_ids:a_b][phase:decode]"));
+  EXPECT_FALSE(r.RequestsCut("ProfilerStep#3"));
+  EXPECT_FALSE(r.RequestsCut("step_execute_model[empty]"));
+  ASSERT_TRUE(r.SetRequestRegex("reqs=([^;]*)").ok());  // a user's pattern reads 4 KiB
+  EXPECT_FALSE(r.RequestsCut("my_step reqs=a_b;"));
+  EXPECT_TRUE(r.RequestsCut("my_step reqs=" + std::string(5000, 'a')));
 }
 
 TEST(Phase, FromStepName) {

@@ -31,7 +31,7 @@ std::vector<std::string> Variants() {
       R"("process_id":7,"thread_id":8,"correlation_id":9,"start":100,"end":200,"timestamp":150,"gpu_start":300,"gpu_end":400,"id":5,"graph_id":1,"graph_node_id":2)";
   const std::vector<std::string> types = {"NVTX_PUSH", "NVTX_POP", "NVTX_MARK", "NVTX_START", "NVTX_END",
                                           "NVTX_MARKER", "RUNTIME", "DRIVER", "KERNEL", "MEMCPY",
-                                          "MEMSET", "SYNC", "GRAPH_NODE", "BOGUS"};
+                                          "MEMSET", "SYNC", "GRAPH_NODE", "DEVICE_WINDOW", "BOGUS"};
   const std::vector<std::string> values = {
       R"("x")", R"("")", "null", "true", "false", "0", "-1", "12", "1.5", "1e3", "-0", "01",
       "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
@@ -71,6 +71,12 @@ std::vector<std::string> Variants() {
            "{\"type\":\"META\",\"host\":\"h\",\"process_id\":1,\"rank\":2,\"clock\":\"realtime\"}",
            "{\"type\":\"META\",\"host\":\"h\",\"rank\":null,\"clock\":\"nonsense\",\"schema\":\"other/2\"}",
            "{\"type\":\"STATS\",\"records_written\":3}", "{\"type\":\"CLOCK\"}",
+           "{\"type\":\"META\",\"host\":\"h\",\"config\":{\"device_windows\":\"steps:4:1\"}}",
+           "{\"type\":\"META\",\"host\":\"h\",\"config\":{\"device_windows\":\"all\"}}",
+           "{\"type\":\"META\",\"host\":\"h\",\"config\":{\"device_windows\":7}}",
+           "{\"type\":\"META\",\"host\":\"h\",\"config\":\"steps:4\"}",
+           "{\"type\":\"DEVICE_WINDOW\",\"edge\":\"start\",\"id\":0,\"timestamp\":5,\"trigger\":\"step\"}",
+           "{\"type\":\"DEVICE_WINDOW\",\"edge\":\"end\",\"timestamp\":5}",
        })
     out.push_back(l);
   // Integers that end the line, of every length (the scanner reads the last bytes of a line as

@@ -52,12 +52,20 @@ class Rules {
   static Result<Rules> Load(const std::string& path);
 
   // First matching rule's layer; kOther when none matches. Only the first 4 KiB of a name is
-  // matched (so are request ids below), which keeps hostile 1 MB names safe.
+  // matched (so are request ids under a user's request regex), which keeps hostile 1 MB names
+  // safe.
   Layer Classify(std::string_view name, std::string_view domain, std::string_view category) const;
 
   // Request ids named by a step's name, unescaped ("\_" -> "_", "\\" -> "\"); empty when the
-  // name names none. The regex's first capture group holds ids separated by '_'.
+  // name names none. The regex's first capture group holds ids separated by '_'. The default
+  // pattern is read by hand over the whole name (a step batching hundreds of requests has a
+  // name of tens of KiB); a user's pattern over the name's first 4 KiB.
   std::vector<std::string> ParseRequests(std::string_view step_name) const;
+  // True when a step's request list cannot be read whole from its name: with the default
+  // pattern, a "request_ids:" list no unescaped ']' closes, or a name that does not end in ']'
+  // after it (the name was cut, e.g. at the injector's name limit); with a user's pattern, a
+  // name longer than the 4 KiB it reads.
+  bool RequestsCut(std::string_view step_name) const;
 
   // True when neither a rule's regex nor the request regex can tell numbered names apart (see
   // RegexNumberBlind): then names that differ only in the digits after their first ", " get

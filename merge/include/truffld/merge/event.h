@@ -205,6 +205,11 @@ struct FileMeta {
   // Clock pairs (realtime_ns, monotonic_ns) from META.clock_sync and CLOCK records.
   std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
   std::string stats_json;           // the injector's STATS record, verbatim (empty if none)
+  // Sampled device activity (the injector's TRUFFLD_DEVICE_WINDOWS other than "all"): when
+  // device_sampled, kernels, copies and memsets were recorded only between DEVICE_WINDOW edges,
+  // given as (window id, timestamp on the file's clock) in file order ("off": no window at all).
+  bool device_sampled = false;
+  std::vector<std::pair<int64_t, TimeNs>> device_window_edges;
 };
 
 // One reported problem: where, what (its row of the stats table, truffld/merge/stats.h), and a

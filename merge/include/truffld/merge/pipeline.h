@@ -76,6 +76,10 @@ struct Tree {
   uint32_t requests = 0;              // index into request_sets; {"*"} when the step names none
   View view = View::kVertical;
   bool implicit_step = false;
+  // False when the file recorded device activity in sampled windows only and this step is not
+  // wholly inside one: the step has no device detail, by design (core/step_detail.h).
+  // trees.jsonl writes "device_detail": false then, nothing otherwise.
+  bool device_detail = true;
 };
 
 // Counters kept per file and in total: one field per row of the stats table

@@ -63,6 +63,16 @@ const char* SeverityName(Severity s) noexcept;  // "info", "notice", "problem"
     "Host ranges that captured CUDA-graph nodes outside every step (engines capture during warm-up); "    \
     "they get a node outside all trees so captured_in can name them.")                                    \
   X(injector_dropped, Count, kNotice, "Records the injector reported dropped (STATS).")                          \
+  X(injector_names_truncated, Count, kNotice,                                                            \
+    "Names the injector cut at its name limit (STATS.names_truncated): request ids beyond the cut of such " \
+    "a step name are lost.")                                                                              \
+  X(step_names_cut, Count, kNotice,                                                                      \
+    "Steps whose name holds their request list only in part (a request_ids: list no ']' closes, or a name " \
+    "cut after it; with a user request regex, a name longer than the 4 KiB it reads): their trees name "   \
+    "only the requests read.")                                                                            \
+  X(steps_without_device_detail, Count, kInfo,                                                           \
+    "Steps outside their process's sampled device windows (trees marked device_detail: false): no device " \
+    "activity was recorded for them, by design.")                                                        \
   X(steps, Count, kInfo, "Step trees' roots: steps found (implicit ones included).")                             \
   X(implicit_steps, Count, kInfo, "Whole-process steps made for files without step ranges.")                     \
   X(trees, Count, kInfo, "Trees written: steps x requests x 2 views.")

@@ -1,0 +1,186 @@
+// Merge(): what a step's trees and the summary say about the step's own completeness: request
+// lists cut in the name (step_names_cut), names the injector cut (injector_names_truncated),
+// and steps outside sampled device windows (device_detail, steps_without_device_detail).
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/step_detail.h"
+#include "merge_test_util.h"
+#include "truffld/merge/pipeline.h"
+#include "truffld/merge/writers.h"
+
+namespace truffld::merge {
+namespace {
+
+using testing::FileFromLines;
+
+MergeResult MergeText(const std::string& dump) {
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(dump, "steps.jsonl"));
+  auto r = Merge(std::move(files), MergeOptions{});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(r).value();
+}
+
+// META; `windows`: the injector's TRUFFLD_DEVICE_WINDOWS as META.config reports it ("" = no
+// config at all).
+std::string Meta(const std::string& windows = "") {
+  const std::string config =
+      windows.empty() ? "" : R"(,"config":{"flush_ms":"500","device_windows":")" + windows + R"("})";
+  return R"({"type":"META","schema":"truffld.events/1","host":"h","process_id":7,"rank":0,"clock":"realtime","clock_sync":{"realtime_ns":0,"monotonic_ns":0})" +
+         config + "}\n";
+}
+
+std::string Edge(const char* edge, int id, int64_t t) {
+  return std::string(R"({"type":"DEVICE_WINDOW","edge":")") + edge + R"(","id":)" + std::to_string(id) +
+         R"(,"timestamp":)" + std::to_string(t) + R"(,"trigger":"step","process_id":7,"thread_id":7})" "\n";
+}
+
+// device_detail of each step's vertical tree, in step order; the horizontal trees agree.
+std::vector<bool> DeviceDetail(const MergeResult& r) {
+  std::vector<bool> out, horizontal;
+  for (const Tree& t : r.trees) (t.view == View::kVertical ? out : horizontal).push_back(t.device_detail);
+  EXPECT_EQ(out, horizontal);
+  return out;
+}
+
+std::string Step(const std::string& name, int64_t start, int64_t end) {
+  return R"({"type":"NVTX_PUSH","name":")" + name + R"(","timestamp":)" + std::to_string(start) +
+         R"(,"process_id":7,"thread_id":7})" "\n" R"({"type":"NVTX_POP","timestamp":)" +
+         std::to_string(end) + R"(,"process_id":7,"thread_id":7})" "\n";
+}
+
+TEST(StepDetail, CutRequestListsAndInjectorTruncationAreCounted) {
+  const std::string dump =
+      Meta() + Step("step_execute_model[request_ids:a_b][phase:decode]", 100, 200) +
+      Step("step_execute_model[request_ids:c_d_cm", 300, 400) +        // cut in the list
+      Step("step_execute_model[request_ids:e][phase:dec", 500, 600) +  // cut after it
+      R"({"type":"STATS","records_written":{"NVTX_PUSH":3},"records_dropped":{"NVTX_PUSH":0},"names_truncated":2})" "\n";
+  MergeResult r = MergeText(dump);
+  EXPECT_EQ(r.summary.total.steps, 3u);
+  EXPECT_EQ(r.summary.total.step_names_cut, 2u);
+  EXPECT_EQ(r.summary.total.injector_names_truncated, 2u);
+  EXPECT_EQ(r.summary.files[0].counters.step_names_cut, 2u);
+  const std::string text = FormatTextSummary(r, RunInfo{});
+  EXPECT_NE(text.find("truncated names: 2 step(s)"), std::string::npos) << text;
+}
+
+TEST(StepDetail, WholeNamesCountNothing) {
+  // Implicit steps (no step range) have no name to cut.
+  MergeResult r = MergeText(Meta() + Step("step_execute_model[request_ids:a]", 1, 2) +
+                            Step("ProfilerStep#1", 3, 4));
+  EXPECT_EQ(r.summary.total.step_names_cut, 0u);
+  EXPECT_EQ(r.summary.total.injector_names_truncated, 0u);
+  MergeResult implicit = MergeText(Meta() + Step("request_ids:a_b", 1, 2));
+  EXPECT_EQ(implicit.summary.total.implicit_steps, 1u);
+  EXPECT_EQ(implicit.summary.total.step_names_cut, 0u);
+  EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("truncated names"), std::string::npos);
+}
+
+TEST(StepDetail, InjectorNamesTruncatedReadsOnlyACount) {
+  EXPECT_EQ(InjectorNamesTruncated(R"({"type":"STATS","names_truncated":5})"), 5u);
+  EXPECT_EQ(InjectorNamesTruncated(""), 0u);
+  EXPECT_EQ(InjectorNamesTruncated("not json"), 0u);
+  EXPECT_EQ(InjectorNamesTruncated(R"({"names_truncated":-1})"), 0u);
+  EXPECT_EQ(InjectorNamesTruncated(R"({"names_truncated":"7"})"), 0u);
+  EXPECT_EQ(InjectorNamesTruncated("[1]"), 0u);
+}
+
+TEST(StepDetail, StepsOutsideSampledWindowsHaveNoDeviceDetail) {
+  // Windows [90, 210] and [690, end of file); steps at 100-200, 300-400, 500-600, 700-800. A
+  // window's edges are paired by id, whatever order they come in.
+  const std::string dump = Meta("steps:3:1") + Edge("end", 0, 210) + Edge("start", 0, 90) +
+                           Step("step_execute_model[request_ids:a]", 100, 200) +
+                           Step("step_execute_model[request_ids:b]", 300, 400) +
+                           Step("step_execute_model[request_ids:c]", 500, 600) + Edge("start", 1, 690) +
+                           Step("step_execute_model[request_ids:d]", 700, 800);
+  for (bool fast : {true, false}) {  // both raw readers see DEVICE_WINDOW and META.config
+    std::vector<TraceFile> files;
+    files.push_back(FileFromLines(dump, "steps.jsonl", fast));
+    auto merged = Merge(std::move(files), MergeOptions{});
+    ASSERT_TRUE(merged.ok());
+    const MergeResult& r = *merged;
+    EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true, false, false, true})) << fast;
+    EXPECT_EQ(r.summary.total.steps_without_device_detail, 2u);
+    EXPECT_EQ(r.summary.total.malformed_lines, 0u) << "DEVICE_WINDOW is a known record type";
+    EXPECT_EQ(r.files[0].stats.Get(Problem::kUnknownType), 0u);
+  }
+  MergeResult r = MergeText(dump);
+  JsonOut out;
+  WriteTreesJsonl(r, &out);
+  std::istringstream lines(out.text());
+  std::string line;
+  std::vector<std::string> marked;
+  while (std::getline(lines, line)) {
+    const auto t = nlohmann::json::parse(line);
+    if (t.contains("device_detail")) {
+      EXPECT_EQ(t["device_detail"], false);
+      marked.push_back(t["requests"][0].get<std::string>() + "/" + t["view"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(marked, (std::vector<std::string>{"b/vertical", "b/horizontal", "c/vertical", "c/horizontal"}));
+  EXPECT_NE(FormatTextSummary(r, RunInfo{}).find("device detail: 2 step(s)"), std::string::npos);
+}
+
+TEST(StepDetail, AStepCrossingAWindowEdgeHasNoDeviceDetail) {
+  MergeResult r = MergeText(Meta("time:10:100") + Edge("start", 0, 150) + Edge("end", 0, 450) +
+                            Step("step_execute_model[request_ids:a]", 100, 200) +
+                            Step("step_execute_model[request_ids:b]", 300, 400) +
+                            Step("step_execute_model[request_ids:c]", 400, 500));
+  EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false, true, false}));
+}
+
+TEST(StepDetail, UnsampledFilesAndSampledFilesWithoutWindows) {
+  // Without sampling (the default, or no config at all) every step has its device detail, even
+  // beside stray window records.
+  for (const std::string& meta : {Meta(), Meta("all")}) {
+    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200) + Edge("start", 0, 300));
+    EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true})) << meta;
+    EXPECT_EQ(r.summary.total.steps_without_device_detail, 0u);
+    EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("device detail"), std::string::npos);
+  }
+  // Sampled, but no window ever opened, or device activity off: no step has device detail,
+  // implicit steps included.
+  for (const std::string& meta : {Meta("steps:100"), Meta("off")}) {
+    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200));
+    EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false})) << meta;
+    MergeResult implicit = MergeText(meta + Step("aten::mm", 100, 200));
+    EXPECT_EQ(DeviceDetail(implicit), (std::vector<bool>{false})) << meta;
+  }
+}
+
+TEST(StepDetail, WindowsAreMappedOntoTheMergedAxis) {
+  // A monotonic_raw file 1000 ns behind realtime: window and step are compared on one axis.
+  const std::string meta =
+      R"({"type":"META","host":"h","process_id":7,"rank":0,"clock":"monotonic_raw","clock_sync":{"realtime_ns":1000,"monotonic_ns":0},"config":{"device_windows":"steps:2"}})" "\n";
+  MergeResult r = MergeText(meta + Edge("start", 0, 90) + Edge("end", 0, 210) +
+                            Step("step_execute_model[request_ids:a]", 100, 200) +
+                            Step("step_execute_model[request_ids:b]", 300, 400));
+  EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true, false}));
+  ClockMap shift;
+  shift.offset = 1000;
+  TraceFile f = FileFromLines(meta + Edge("start", 3, 90) + Edge("end", 3, 210) + Edge("start", 4, 500));
+  const DeviceWindows w = DeviceWindowsOf(f.meta, shift);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], std::make_pair(TimeNs{1090}, TimeNs{1210}));
+  EXPECT_EQ(w[1], std::make_pair(TimeNs{1500}, std::numeric_limits<TimeNs>::max()));
+  EXPECT_TRUE(InsideAWindow(w, 1090, 1210));
+  EXPECT_FALSE(InsideAWindow(w, 1089, 1200));
+  EXPECT_FALSE(InsideAWindow(w, 1200, 1211));
+  EXPECT_TRUE(InsideAWindow(w, 1600, 99999));
+}
+
+TEST(StepDetail, AWindowRecordWithoutIdOrTimestampIsReported) {
+  MergeResult r = MergeText(Meta("steps:2") + R"({"type":"DEVICE_WINDOW","edge":"start","timestamp":5})" "\n" +
+                            Step("step_execute_model[request_ids:a]", 100, 200));
+  EXPECT_EQ(r.files[0].stats.Get(Problem::kMissingField), 1u);
+  EXPECT_EQ(r.summary.total.malformed_lines, 1u);
+  EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false}));
+}
+
+}  // namespace
+}  // namespace truffld::merge
