@@ -145,7 +145,15 @@ Status OutputSet::AddWith(const std::string& path, const std::function<Status(co
   if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return write(path);
   Result<AtomicFile> f = AtomicFile::Create(path);
   if (!f.ok()) return f.status();
-  TRUFFLD_RETURN_IF_ERROR(write(f->fd_path()));
+  const std::string via = f->fd_path();
+  Status written = write(via);
+  if (!written.ok()) {
+    // The writer saw only "/proc/self/fd/N"; the user needs the file they asked for.
+    std::string msg = written.message();
+    for (size_t at = msg.find(via); at != std::string::npos; at = msg.find(via, at + path.size()))
+      msg.replace(at, via.size(), path);
+    return Status(written.code(), std::move(msg));
+  }
   TRUFFLD_RETURN_IF_ERROR(f->Close());
   files_.push_back(std::move(f).value());
   return Status::Ok();

@@ -1,5 +1,5 @@
-// Step-name tag parsing and operator nesting for TreeReader (see step_tags.h and
-// tree_reader_parts.h).
+// Operator nesting for TreeReader (see tree_reader_parts.h); the step-name tags are
+// truffld/step_tags.h's (step_tags.h).
 #include "step_tags.h"
 
 #include <algorithm>
@@ -9,28 +9,6 @@
 #include "tree_reader_parts.h"
 
 namespace truffld::diagnose::detail {
-
-int64_t StepTag(std::string_view s, std::string_view name) {
-  int64_t found = -1;
-  size_t pos = 0;
-  while ((pos = s.find('[', pos)) != std::string_view::npos) {
-    ++pos;
-    if (s.compare(pos, name.size(), name) != 0 || pos + name.size() >= s.size() ||
-        s[pos + name.size()] != ':') {
-      continue;
-    }
-    size_t i = pos + name.size() + 1;
-    int64_t v = 0;
-    bool digits = false;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v < (int64_t{1} << 58)) {
-      v = v * 10 + (s[i] - '0');
-      digits = true;
-      ++i;
-    }
-    if (digits && i < s.size() && s[i] == ']') found = v;
-  }
-  return found;
-}
 
 std::vector<int32_t> NestInstances(const std::vector<PendingInstance>& ins) {
   std::vector<int32_t> parent(ins.size(), -1);

@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "truffld/step_tags.h"
+
 namespace truffld::diagnose::detail {
 
-// Value of the last `[name:N]` tag in `step_name`, or -1 when absent or not a number.
-int64_t StepTag(std::string_view step_name, std::string_view name);
+// Value of the last `[name:N]` tag in `step_name`, or -1 when absent or not a number
+// (truffld/step_tags.h, shared with truffld-merge).
+inline int64_t StepTag(std::string_view step_name, std::string_view name) { return StepNameTag(step_name, name); }
 
 }  // namespace truffld::diagnose::detail

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "truffld/diagnose/html_report.h"
 #include "truffld/diagnose/output.h"
 #include "truffld/diagnose/pipeline.h"
+#include "truffld/diagnose/trace_annotate.h"
 #include "truffld/diagnose/tree_reader.h"
 #include "truffld/terminal_text.h"
 
@@ -37,6 +39,10 @@ Outputs (in OUTDIR):
   stats.json       input problems, per-view thresholds and residual models, stragglers,
                    Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
+  diagnosis.trace.json  truffld-merge's trace.json (found beside the trees, or --trace) with a
+                   "truffld diagnosis" process: abnormal units, faulty-operator markers with flow
+                   arrows to their operator slices, verdicts in the step slices' args; open it in
+                   ui.perfetto.dev or chrome://tracing (--no-trace: not written)
 
 Modes (Stage I):
   peer         (default) every operator instance is compared with peers that did the same work:
@@ -68,9 +74,36 @@ struct Args {
   td::StageOneOptions s1;
   td::PeerStageOptions peer;
   std::string export_tests;
-  bool quiet = false, no_html = false, graph_vertical_ops = true;
+  std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
+  bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false;
   size_t report_cards = 500;
 };
+
+// The merge trace to annotate: --trace, else trace.json beside the trees (the input folder, or
+// the input file's folder). "" with *why set when there is none to use; an error when --trace
+// names a file that cannot be used.
+truffld::Result<std::string> TraceInput(const Args& a, std::string* why) {
+  namespace fs = std::filesystem;
+  if (a.no_trace) return std::string();
+  std::error_code ec;
+  const fs::path in(a.input);
+  const std::string path = !a.trace.empty()        ? a.trace
+                           : fs::is_directory(in, ec) ? (in / "trace.json").string()
+                                                    : (in.parent_path() / "trace.json").string();
+  std::ifstream f(path, std::ios::binary);
+  std::string head;
+  if (!f || !std::getline(f, head)) {
+    if (!a.trace.empty()) return truffld::NotFound(path + ": cannot read the trace to annotate (--trace)");
+    *why = "no readable " + path + " (truffld-merge --no-trace-json?); diagnosis.trace.json not written";
+    return std::string();
+  }
+  if (auto origin = td::TraceTimeOrigin(head); !origin.ok()) {
+    if (!a.trace.empty()) return truffld::ParseError(path + ": " + origin.status().message());
+    *why = path + ": " + origin.status().message() + "; diagnosis.trace.json not written";
+    return std::string();
+  }
+  return path;
+}
 
 td::ScoringMode ParseMode(const std::string& m) {
   if (m == "peer") return td::ScoringMode::kPeer;
@@ -126,7 +159,8 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
 // report.html / metrics.json.
 truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, const td::InstanceTable& target,
                              const std::optional<td::LabelSet>& labels, const std::optional<nlohmann::json>& metrics,
-                             const td::ReportContext& ctx, nlohmann::json& stats, std::chrono::steady_clock::time_point t0) {
+                             const td::ReportContext& ctx, const std::string& trace_in, nlohmann::json& stats,
+                             std::chrono::steady_clock::time_point t0) {
   namespace fs = std::filesystem;
   const fs::path dir(a.outdir);
   truffld::OutputSet out;
@@ -161,6 +195,20 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   } else {
     out.RemoveAtCommit((dir / "report.html").string());
   }
+  if (!trace_in.empty()) {
+    const td::TraceOverlay overlay = td::BuildTraceOverlay(result.diagnoses, target);
+    td::AnnotateStats ts;
+    TRUFFLD_RETURN_IF_ERROR(out.AddWith((dir / "diagnosis.trace.json").string(), [&](const std::string& p) {
+      return td::AnnotateTrace(trace_in, overlay, p, &ts);
+    }));
+    stats["trace"] = {{"input", trace_in}, {"output", "diagnosis.trace.json"}, {"abnormal_units", overlay.units},
+                      {"insufficient_evidence_units", overlay.insufficient}, {"markers", overlay.markers},
+                      {"flows", ts.flows}, {"markers_unlinked", ts.markers_unlinked},
+                      {"markers_replayed", ts.markers_replayed},
+                      {"steps_annotated", ts.steps_annotated}, {"events_copied", ts.events}};
+  } else {
+    out.RemoveAtCommit((dir / "diagnosis.trace.json").string());
+  }
   stats["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "stats.json").string(), stats.dump(2) + "\n"));
   return out.Commit();
@@ -168,7 +216,7 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
 
 // The stdout table and summary (nothing with --quiet).
 void PrintSummary(const Args& a, const td::PipelineResult& result, const std::string& metrics_text,
-                  const td::StageTwoStats& s2, double secs) {
+                  const td::StageTwoStats& s2, double secs, bool trace_written) {
   if (a.quiet) return;
   const auto& s1 = result.stage1;
   std::fputs(td::FormatAbnormalTable(result.diagnoses).c_str(), stdout);
@@ -184,11 +232,12 @@ void PrintSummary(const Args& a, const td::PipelineResult& result, const std::st
                 (unsigned long long)s1.fit_failures);
   }
   std::printf("\nStage II: %lld LLM, %lld cache, %lld offline, %lld fallbacks, %lld requests, %lld tokens. %.2f s\n"
-              "Wrote %s/{diagnosis.jsonl,%sstats.json%s}\n",
+              "Wrote %s/{diagnosis.jsonl,%s%sstats.json%s}\n",
               (long long)s2.llm_decisions, (long long)s2.cache_hits,
               (long long)s2.offline_decisions, (long long)s2.fallbacks, (long long)s2.requests,
               (long long)(s2.prompt_tokens + s2.completion_tokens), secs, a.outdir.c_str(),
-              a.no_html ? "" : "report.html,", !a.labels.empty() ? ",metrics.json" : "");
+              a.no_html ? "" : "report.html,", trace_written ? "diagnosis.trace.json," : "",
+              !a.labels.empty() ? ",metrics.json" : "");
 }
 
 // Checks and applies the Stage I and Stage II options; returns an exit status (0 when valid).
@@ -249,6 +298,10 @@ int Run(Args& a) {
     if (!ref.ok()) return Fail(kExitInput, ref.status().ToString());
     reference = std::move(ref).value();
   }
+  std::string no_trace_why;
+  auto trace_in = TraceInput(a, &no_trace_why);
+  if (!trace_in.ok()) return Fail(kExitInput, trace_in.status().ToString());
+  if (!no_trace_why.empty() && !a.quiet) std::fprintf(stderr, "note: %s\n", truffld::EscapeForTerminal(no_trace_why).c_str());
   std::optional<td::LabelSet> labels;
   if (!a.labels.empty()) {
     auto l = td::ReadLabels(a.labels);
@@ -297,10 +350,10 @@ int Run(Args& a) {
   for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
   truffld::Status written = [&] {
     truffld::ProgressTimer timer(progress, "writing outputs...");
-    return WriteOutputs(a, *result, *target, labels, metrics, ctx, stats, t0);
+    return WriteOutputs(a, *result, *target, labels, metrics, ctx, *trace_in, stats, t0);
   }();
   if (!written.ok()) return Fail(kExitOutput, written.ToString());
-  PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>());
+  PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>(), !trace_in->empty());
   return truffld::kExitOk;
 }
 
@@ -378,6 +431,8 @@ int main(int argc, char** argv) {
   app.add_option("--report-cards", a.report_cards,
                  "report.html: abnormal units shown as cards (highest impact, every rank keeps a share; "
                  "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
+  app.add_option("--trace", a.trace, "truffld-merge's trace.json to annotate (default: trace.json beside the trees)");
+  app.add_flag("--no-trace", a.no_trace, "skip diagnosis.trace.json (an earlier run's in OUTDIR is removed)");
   app.add_flag("--no-html", a.no_html, "skip report.html (an earlier run's report.html in OUTDIR is removed)");
   app.add_flag("-q,--quiet", a.quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
   if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;

@@ -4,7 +4,8 @@
 // track per host thread (tid = OS thread id) and per GPU stream (tid = 2000000000 + device *
 // 100000 + stream, named "GPU d stream s"). Complete slices ("X") for every tree node, flow
 // arrows from each launch call to its device work as "bind_id" + "flow_out"/"flow_in" on the
-// slices themselves (flow events v2, as Perfetto reads them).
+// slices themselves (flow events v2, as Perfetto reads them). Slice names and args (step
+// facts, operators named by family, the importer's own args) are trace_args.h's.
 // A slice that partially overlaps an open slice on its track cannot nest, so it moves to an
 // overflow track ("<track> (overlap k)") and is counted; no track holds crossing slices.
 // Times: "ts" is microseconds since otherData.time_origin_ns (the whole second at or before the
@@ -19,7 +20,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "writers/interned_json.h"
+#include "writers/trace_args.h"
 #include "truffld/merge/writers.h"
 
 namespace truffld::merge {
@@ -334,7 +335,7 @@ void WriteSlices(const MergeResult& r, const TraceTracks& tracks, const std::vec
     const uint64_t d = uint64_t(t) - uint64_t(origin);
     return d > uint64_t(INT64_MAX) ? INT64_MAX : TimeNs(d);
   };
-  InternedJson strings(r, out);  // names repeat: whether one needs escaping is decided once
+  SliceNamer namer(r, out);
   SliceHeads heads(tracks.lanes());
   for (uint32_t i = 0; i < r.nodes.size(); ++i) {
     r.PrefetchEvent(i + kAhead);
@@ -343,16 +344,12 @@ void WriteSlices(const MergeResult& r, const TraceTracks& tracks, const std::vec
     const Event* e = r.EventOf(n);
     out->Raw(first ? "{\"ph\":\"X\",\"name\":" : ",\n{\"ph\":\"X\",\"name\":");
     first = false;
-    strings.Write(n.file, e ? e->name : r.NameId(n));
+    namer.Name(i, n, e);
     out->Raw(heads.Get(tracks.LaneOf(i), n.layer));
     out->Micros(since_origin(n.start));
     out->Raw(",\"dur\":");
     out->Micros(n.end - n.start);
-    if (const int64_t corr = e ? r.files[n.file].Correlation(*e) : kNone; corr != kNone) {
-      out->Raw(",\"args\":{\"correlation\":");
-      out->Int(corr);
-      out->Raw("}");
-    }
+    namer.Args(i, n, e);
     if (launch[i] == kHasWork) {
       out->Raw(",\"bind_id\":");
       out->Int(i);

@@ -305,8 +305,11 @@ class Diagnose(CliCase):
     def test_outputs_this_run_does_not_write_are_removed(self):
         out = os.path.join(self.dir, "out")
         self.diag(out, "-q", "--labels", os.path.join(self.root, "dump", "labels.jsonl"))
-        self.assertEqual(["diagnosis.jsonl", "metrics.json", "report.html", "stats.json"], sorted(os.listdir(out)))
+        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "metrics.json", "report.html", "stats.json"],
+                         sorted(os.listdir(out)))
         self.diag(out, "-q", "--no-html")
+        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "stats.json"], sorted(os.listdir(out)))
+        self.diag(out, "-q", "--no-html", "--no-trace")
         self.assertEqual(["diagnosis.jsonl", "stats.json"], sorted(os.listdir(out)))
 
     def test_full_disk_exits_3_and_keeps_the_earlier_outputs(self):
@@ -320,7 +323,7 @@ class Diagnose(CliCase):
     def test_stats_json_on_a_full_tmpfs_exits_3(self):
         """A real ENOSPC on stats.json, the last output written: needs root to mount a tmpfs."""
         probe = os.path.join(self.dir, "probe")
-        self.diag(probe, "-q", "--no-html")
+        self.diag(probe, "-q", "--no-html", "--no-trace")
         sizes = {n: os.path.getsize(os.path.join(probe, n)) for n in ("diagnosis.jsonl", "stats.json")}
         pages = lambda n: (n + 4095) // 4096  # noqa: E731
         mnt = os.path.join(self.dir, "tmpfs")
@@ -330,7 +333,7 @@ class Diagnose(CliCase):
                                                capture_output=True).returncode != 0:
             self.skipTest("cannot mount a small tmpfs here (not root); the RLIMIT_FSIZE test covers writes")
         try:
-            p = self.diag(os.path.join(mnt, "out"), "-q", "--no-html", rc=3)
+            p = self.diag(os.path.join(mnt, "out"), "-q", "--no-html", "--no-trace", rc=3)
             self.assertIn(b"stats.json", p.stderr)
             self.assertEqual([], os.listdir(os.path.join(mnt, "out")))
         finally:

@@ -83,7 +83,10 @@ TEST_F(AtomicFileTest, OutputSetCommitsTogetherAndRemovesStaleOutputs) {
     out.RemoveAtCommit((dir_ / "metrics.json").string());
     out.RemoveAtCommit((dir_ / "never-there.json").string());
     // A failing writer: the set is abandoned, nothing changes.
-    EXPECT_FALSE(out.AddWith((dir_ / "b.json").string(), [](const std::string&) { return IoError("disk full"); }).ok());
+    const Status failed = out.AddWith((dir_ / "b.json").string(), [](const std::string& p) { return IoError(p + ": disk full"); });
+    EXPECT_FALSE(failed.ok());
+    // The writer only saw /proc/self/fd/N; the error names the file the user asked for.
+    EXPECT_EQ(failed.message(), (dir_ / "b.json").string() + ": disk full");
   }
   EXPECT_EQ(Names(dir_), (std::vector<std::string>{"metrics.json", "report.html", "target.txt"}));
   OutputSet out;

@@ -65,7 +65,22 @@ struct Walk {
   od::document* doc;
   uint64_t kept[16] = {};
   uint64_t index = 0;  // 1-based index of the current traceEvents element
+  simdjson::dom::parser args_parser;  // checks each kept args object (kineto::CompactArgs)
 };
+
+// The event's args object for trace.json, interned (kNoStr: none, or empty). An object that is
+// not valid JSON is reported and not kept; the event is.
+StrId KeepArgs(const kineto::KinetoRecord& rec, Walk* w) {
+  if (rec.args_text.empty()) return kNoStr;
+  const std::string compact = kineto::CompactArgs(rec.args_text, &w->args_parser);
+  if (compact.empty()) {
+    w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoIgnoredField,
+                         "event #" + std::to_string(w->index) +
+                             ": args is not a valid JSON object; not kept in trace.json, event kept");
+    return kNoStr;
+  }
+  return compact == "{}" ? kNoStr : w->out->strings.Intern(compact);
+}
 
 // Imports every element of the traceEvents array. Returns the error that stopped the walk.
 simdjson::error_code WalkEvents(od::array events, Walk* w) {
@@ -107,6 +122,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->SetExtra(m.event, m.extra);
         w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
         w->out->AddEvent(m.event, w->index);
+        w->out->args.push_back(KeepArgs(rec, w));
         break;
       }
     }

@@ -75,6 +75,10 @@ simdjson::error_code ReadArgs(od::value& v, KinetoRecord* rec) {
     if (rec->bad_field.empty()) rec->bad_field = "args";
     return simdjson::SUCCESS;
   }
+  // The object's text first (kept for trace.json), then its members from the start again.
+  if (auto e = args.raw_json().get(rec->args_text)) return e;
+  rec->args_text = TrimRight(rec->args_text);
+  if (auto e = args.reset().error()) return e;
   for (auto field : args) {
     std::string_view key;
     if (auto e = field.unescaped_key().get(key)) return e;
@@ -134,6 +138,14 @@ simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
     if (!ok && rec->bad_field.empty()) rec->bad_field = key;
   }
   return simdjson::SUCCESS;
+}
+
+std::string CompactArgs(std::string_view raw, simdjson::dom::parser* parser) {
+  simdjson::dom::element el;
+  if (raw.empty() || parser->parse(raw.data(), raw.size(), false).get(el) != simdjson::SUCCESS ||
+      !el.is_object())
+    return {};
+  return simdjson::minify(el);
 }
 
 Problem SkipKey(std::string_view ph, std::string_view cat) {

@@ -29,6 +29,7 @@ struct KinetoRecord {
   // args
   std::optional<int64_t> correlation, cbid, device, stream, bytes;
   std::string_view copy_kind;  // args.kind ("DtoD") when present
+  std::string_view args_text;  // the args object as found in the document (raw JSON), or ""
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
   std::string_view bad_field;       // first essential field of the wrong JSON type ("" if none)
@@ -54,6 +55,12 @@ struct Mapped {
   Problem key = Problem::kKinetoSkippedOtherPh;  // the stats row for kSkip/kProblem
   std::string message;   // for kProblem
 };
+
+// The args object's text made compact (no whitespace outside strings, one line), or "" when
+// it is not a valid JSON object: the document walk reads only the members it uses, so the
+// rest is checked here (valid UTF-8 is checked for the whole document when it is parsed).
+// `raw` must lie inside a padded buffer (simdjson::SIMDJSON_PADDING readable bytes after it).
+std::string CompactArgs(std::string_view raw, simdjson::dom::parser* parser);
 
 // Maps a record to the event model. Times are ns relative to the file's base (the caller adds
 // baseTimeNanoseconds later). Device events keep host = (kNone, kNone); the caller assigns the

@@ -169,6 +169,28 @@ README_LINKED = {
 }
 
 
+OPERATOR_LAYERS = ("frontend_op", "backend_op", "comm", "other")
+
+
+def check_operator_names(trace_path, trees, where):
+    """trace.json is valid JSON and names its operator slices by family: the distinct names of
+    operator slices are exactly the families of the operator nodes in trees.jsonl."""
+    with open(trace_path, encoding="utf-8") as f:
+        t = json.load(f)
+    names = {e["name"] for e in t["traceEvents"] if e["ph"] == "X" and e["cat"] in OPERATOR_LAYERS}
+    families = set()
+    for tree in trees:
+        stack = [tree["root"]]
+        while stack:
+            n = stack.pop()
+            if n["layer"] in OPERATOR_LAYERS:
+                families.add(n["family"])
+            stack += n.get("children", [])
+    if names != families:
+        sys.exit(f"{where}: {len(names)} distinct operator slice names for {len(families)} families: "
+                 f"{sorted(names ^ families)[:5]}")
+
+
 def realdata(merge, src, data):
     if not os.path.isdir(data):
         print(f"SKIP: real traces folder {data} is absent")
@@ -190,9 +212,7 @@ def realdata(merge, src, data):
             device = check_trees(trees, val, name, max_validate=20)
             with open(os.path.join(out, "summary.json")) as f:
                 total = json.load(f)["total"]
-            if os.path.getsize(os.path.join(out, "trace.json")) < (8 << 20):
-                with open(os.path.join(out, "trace.json")) as f:
-                    json.load(f)
+            check_operator_names(os.path.join(out, "trace.json"), trees, name)
             kernels_in_trees = sum(1 for d in device if d[0] == "kernel")
             ops_in_trees = sum(1 for d in device if d[0] != "sync")
             if kernels_in_trees + total["kernels_unattributed"] != total["kernels_read"]:

@@ -275,6 +275,10 @@ struct TraceFile {
   // in them, because nothing after tree building reads them (Merge frees them there; LineOf).
   std::vector<uint32_t> lines;
   std::vector<EventExtra> extras;  // rarer fields, indexed by Event::extra; shared by equal events
+  // The input's own arguments of each event as compact JSON object text in `strings` (Kineto's
+  // "args": input shapes, grid, block, bytes, collective fields), kept for trace.json: beside
+  // `events` like `lines` when the importer keeps them, else empty; kNoStr for an event without.
+  std::vector<StrId> args;
   // Correlation ids an Event cannot hold in 32 bits (Event::correlation), in order of arrival.
   std::vector<int64_t> wide_correlations;
   IngestStats stats;
@@ -302,23 +306,25 @@ struct TraceFile {
     lines.push_back(LineNumber(line));
   }
   // Removes the events for which keep(i) is false (i: the index before the call), keeping the
-  // others' order and, when `lines` is beside the events, their lines. Returns how many remain.
-  // Capacity is kept: the caller may hand the freed tails back (ReleasePages).
+  // others' order and, when `lines` and `args` are beside the events, their lines and args.
+  // Returns how many remain. Capacity is kept: the caller may hand the freed tails back (ReleasePages).
   template <class Keep>
   size_t KeepEvents(Keep keep) {
     const size_t n = events.size();
-    const bool with_lines = lines.size() == n;
+    const bool with_lines = lines.size() == n, with_args = args.size() == n;
     size_t out = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!keep(i)) continue;
       if (out != i) {
         events[out] = events[i];
         if (with_lines) lines[out] = lines[i];
+        if (with_args) args[out] = args[i];
       }
       ++out;
     }
     events.resize(out);
     if (with_lines) lines.resize(out);
+    if (with_args) args.resize(out);
     return out;
   }
   // The source line of events[i]; 0 when unknown (an event added without one, or after Merge).
