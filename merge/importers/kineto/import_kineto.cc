@@ -198,7 +198,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
                            simdjson::error_message(e) + "); expected {\"traceEvents\": [...]}");
     return LooksTruncated(e) && !salvaged_from ? ImportSalvaged(text, name, options, st) : st;
   }
-  Walk w{&tf, &loc, &doc};
+  Walk w{&tf, &loc, &doc, {}, 0, simdjson::dom::parser()};
   bool saw_events = false;
   std::optional<int64_t> base_ns;
   simdjson::error_code err = simdjson::SUCCESS;
