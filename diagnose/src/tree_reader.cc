@@ -75,8 +75,12 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     b.info.host = std::string(GetStr(o, "host"));
     b.info.start_ns = GetInt(o, "start", 0);
     b.info.end_ns = GetInt(o, "end", b.info.start_ns);
-    b.info.tokens = detail::StepTag(b.info.step_name, "tokens");
-    b.info.context = detail::StepTag(b.info.step_name, "ctx");
+    // truffld-merge writes the hooks' [tokens:N][ctx:N] tags as fields; older trees only have
+    // them in the step name.
+    b.info.tokens = GetInt(o, "tokens", -1);
+    if (b.info.tokens < 0) b.info.tokens = detail::StepTag(b.info.step_name, "tokens");
+    b.info.context = GetInt(o, "ctx", -1);
+    if (b.info.context < 0) b.info.context = detail::StepTag(b.info.step_name, "ctx");
     bool detail = true;
     if (o["device_detail"].get_bool().get(detail) == simdjson::SUCCESS) b.info.device_detail = detail;
     simdjson::dom::array reqs;

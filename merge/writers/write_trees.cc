@@ -15,6 +15,7 @@
 #include "writers/interned_json.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
+#include "truffld/step_tags.h"
 
 namespace truffld::merge {
 namespace {
@@ -56,7 +57,15 @@ class TreeWriter {
     out_.Raw(ViewName(t.view));
     out_.Raw("\",\"phase\":\"");
     out_.Raw(PhaseFromStepName(step_name));
-    out_.Raw("\",\"implicit_step\":");
+    out_.Char('"');
+    // The hooks' workload tags, as numbers (absent when the step name has none).
+    for (const auto& [tag, key] : {std::pair{"tokens", ",\"tokens\":"}, std::pair{"ctx", ",\"ctx\":"}}) {
+      if (const int64_t v = StepNameTag(step_name, tag); v >= 0) {
+        out_.Raw(key);
+        out_.Int(v);
+      }
+    }
+    out_.Raw(",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");
     if (!t.device_detail) out_.Raw(",\"device_detail\":false");
     out_.Raw(",\"start\":");

@@ -84,5 +84,19 @@ TEST(TreeReaderDetail, StepsOutsideADeviceWindowSaySo) {
   EXPECT_FALSE(t.steps[0].device_detail);
 }
 
+TEST(TreeReaderDetail, WorkloadFieldsWinOverTheStepNameTags) {
+  // truffld-merge writes the tags as "tokens"/"ctx"; those fields are what counts (the name
+  // may be cut by the injector before its tags). Without fields, the name's tags are read.
+  TreeReader r;
+  r.ParseLine(Tree(0, 64, 150, R"("tokens":4096,"ctx":9000,)"), "t:1");
+  r.ParseLine(Tree(1, 64, 150), "t:2");
+  const InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].tokens, 4096);
+  EXPECT_EQ(t.steps[0].context, 9000);
+  EXPECT_EQ(t.steps[1].tokens, 12);
+  EXPECT_EQ(t.steps[1].context, 340);
+}
+
 }  // namespace
 }  // namespace truffld::diagnose

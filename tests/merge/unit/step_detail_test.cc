@@ -182,5 +182,32 @@ TEST(StepDetail, AWindowRecordWithoutIdOrTimestampIsReported) {
   EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false}));
 }
 
+TEST(StepDetail, WorkloadTagsBecomeTreeFields) {
+  // [tokens:N][ctx:N] from the hooks are written as numbers in both views' trees; a step
+  // without them (or with a tag that is not a whole number) has no such fields.
+  MergeResult r = MergeText(Meta() + Step("step_execute_model[request_ids:a][phase:prefill][tokens:512][ctx:2048]", 1, 2) +
+                            Step("step_execute_model[request_ids:b][tokens:x]", 3, 4));
+  JsonOut out;
+  WriteTreesJsonl(r, &out);
+  std::istringstream lines(out.text());
+  std::string line;
+  int tagged = 0, plain = 0;
+  while (std::getline(lines, line)) {
+    const auto t = nlohmann::json::parse(line);
+    if (t["requests"][0] == "a") {
+      EXPECT_EQ(t["tokens"], 512);
+      EXPECT_EQ(t["ctx"], 2048);
+      EXPECT_EQ(t["phase"], "prefill");
+      ++tagged;
+    } else {
+      EXPECT_FALSE(t.contains("tokens")) << line;
+      EXPECT_FALSE(t.contains("ctx")) << line;
+      ++plain;
+    }
+  }
+  EXPECT_EQ(tagged, 2);
+  EXPECT_EQ(plain, 2);
+}
+
 }  // namespace
 }  // namespace truffld::merge
