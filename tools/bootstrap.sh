@@ -4,6 +4,8 @@
 # prints the exact apt-get line to run and exits 1 if anything is missing.
 #
 # Usage: tools/bootstrap.sh [--check]     --check: only report, never install
+# Then it fetches the speedscope trace viewer (npm registry, pinned and checksummed) into
+# ~/.cache/truffld for the test that opens diagnosis.trace.json in it (tools/fetch-speedscope.sh).
 # The CUDA toolkit (CUPTI + NVTX 3 headers, default /usr/local/cuda) is not a Debian package
 # here: without it everything but libcupti_injector.so and the NVTX shim still builds.
 set -euo pipefail
@@ -36,8 +38,18 @@ for p in "${PACKAGES[@]}"; do
   }
 done
 
+viewer() {
+  if [[ $check_only -eq 1 ]]; then
+    [[ -f "$("$(dirname "$0")"/fetch-speedscope.sh --print-dir)/index.html" ]] ||
+      { echo "bootstrap: speedscope missing: run tools/fetch-speedscope.sh" >&2; return 1; }
+  else
+    "$(dirname "$0")"/fetch-speedscope.sh
+  fi
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "bootstrap: all ${#PACKAGES[@]} packages present"
+  viewer
   exit 0
 fi
 
@@ -52,4 +64,5 @@ echo "bootstrap: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+viewer
 echo "bootstrap: done"
