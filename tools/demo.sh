@@ -63,8 +63,10 @@ echo
 echo "Outputs:"
 echo "  raw dumps        $out/dump/ (ground truth: ledger.jsonl, labels.jsonl)"
 echo "  call-chain trees $out/merged/trees.jsonl"
-echo "  Perfetto trace   $out/merged/trace.json   (open in https://ui.perfetto.dev or chrome://tracing)"
+echo "  Perfetto trace   $out/merged/trace.json"
 echo "  merge summary    $out/merged/summary.json"
 echo "  diagnosis        $out/diag/diagnosis.jsonl, metrics: $out/diag/metrics.json"
 [[ -f "$out/diag/report.html" ]] && echo "  HTML report      $out/diag/report.html"
+[[ -f "$out/diag/diagnosis.trace.json" ]] &&
+  echo "  trace + verdicts $out/diag/diagnosis.trace.json   (open in https://ui.perfetto.dev)"
 exit 0
