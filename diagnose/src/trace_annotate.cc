@@ -234,11 +234,15 @@ Result<int64_t> TraceTimeOrigin(std::string_view head) {
   const char* b = head.data() + at + kOrigin.size();
   auto [end, ec] = std::from_chars(b, head.data() + head.size(), origin);
   if (ec != std::errc() || end == head.data() + head.size() || *end != '"') return ParseError("bad otherData.time_origin_ns");
+  // truffld-merge writes a whole second at or before the first slice: never negative, and far
+  // enough from the int64 limits that ns +/- origin cannot overflow.
+  if (origin < 0 || origin > (int64_t{1} << 62)) return ParseError("otherData.time_origin_ns out of range");
   return origin;
 }
 
 Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const std::string& out_path,
                      AnnotateStats* st) {
+  st->input_error = true;  // until the output is opened, every failure is the input's
   auto reader = LineReader::Open(in_path);
   if (!reader.ok()) return reader.status();
   LineReader& in = **reader;
@@ -247,6 +251,7 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
   auto origin = TraceTimeOrigin(line);
   if (!origin.ok()) return ParseError(in_path + ": " + origin.status().message());
   st->time_origin_ns = *origin;
+  st->input_error = false;
   Writer w(out_path);
   if (!w.ok()) return IoError(out_path + ": cannot open for writing");
   w.Put(line.substr(0, kHeadPrefix.size()));
@@ -268,8 +273,13 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
     first = false;
     ++st->events;
   }
+  st->input_error = true;
   if (!in.status().ok()) return in.status();
   if (!closed) return ParseError(in.Where() + ": the trace ends before its closing \"]}\" (cut short?)");
+  if (in.long_lines_skipped() > 0)
+    return ParseError(in_path + ": " + std::to_string(in.long_lines_skipped()) +
+                      " line(s) too long to copy; not a trace truffld-merge wrote");
+  st->input_error = false;
   WriteOverlay(o, *origin, l, first, &w, st);
   w.Put("\n]}\n");
   return w.Close();

@@ -2,13 +2,13 @@
 //
 // Reads trees.jsonl from truffld-merge, compares operator instances with their peers (Stage I,
 // peer mode by default; the mixture modes are kept for comparison), confirms per step with an LLM or the offline policy (Stage II), fuses, and writes
-// diagnosis.jsonl, report.html, stats.json (and metrics.json with --labels) into OUTDIR.
+// diagnosis.jsonl, report.html, diagnosis.trace.json, stats.json (and metrics.json with --labels)
+// into OUTDIR.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -18,7 +18,8 @@
 #include "truffld/diagnose/html_report.h"
 #include "truffld/diagnose/output.h"
 #include "truffld/diagnose/pipeline.h"
-#include "truffld/diagnose/trace_annotate.h"
+#include "help_text.h"
+#include "trace_output.h"
 #include "truffld/diagnose/tree_reader.h"
 #include "truffld/terminal_text.h"
 
@@ -26,47 +27,6 @@ namespace td = truffld::diagnose;
 using truffld::Result;
 
 namespace {
-
-constexpr const char* kFooter = R"(
-Outputs (in OUTDIR):
-  diagnosis.jsonl  one line per (rank, step, view): label, faulty operators with scores and
-                   parent chain, Stage I candidates, Stage II decision and its source
-                   (schema: schemas/diagnosis.schema.json)
-  report.html      self-contained report (opens offline): heat map of abnormal units per rank
-                   and step, per-rank/per-family/straggler tables, abnormal units ranked by
-                   excess time with their operators' observed vs expected us, call chains and
-                   cost histograms; anchors #r<rank>-s<step>-<v|h> for linking
-  stats.json       input problems, per-view thresholds and residual models, stragglers,
-                   Stage II requests/tokens/cache
-  metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
-  diagnosis.trace.json  truffld-merge's trace.json (found beside the trees, or --trace) with a
-                   "truffld diagnosis" process: abnormal units, faulty-operator markers with flow
-                   arrows to their operator slices, verdicts in the step slices' args; open it in
-                   ui.perfetto.dev or chrome://tracing (--no-trace: not written)
-
-Modes (Stage I):
-  peer         (default) every operator instance is compared with peers that did the same work:
-               its other layers in the step, the other tensor-parallel ranks in the same step,
-               and the nearest steps of similar workload on its rank; a unit is abnormal when its
-               p-value is below a threshold that flags at most --false-alarm-rate of healthy
-               units; a unit without such peers is labelled insufficient_evidence
-  pooled       one mixture per (view, family) over all steps (the earlier detector)
-  reference    one mixture per (view, family) fitted on a healthy run given by --reference
-  within-step  one mixture per (step, view, family), as in the design paper
-
-Examples:
-  truffld-diagnose merged/ -o diag/                                # offline, peer mode
-  truffld-diagnose merged/ -o diag/ --false-alarm-rate 0.001       # fewer, surer alarms
-  truffld-diagnose merged/ -o diag/ --labels synth/labels.jsonl --export-tests tests.csv
-  TRUFFLD_LLM_API_KEY=... truffld-diagnose merged/ -o diag/ --llm auto \
-      --llm-url http://127.0.0.1:8000/v1 --llm-model qwen2.5-7b-instruct
-
-The API key is read only from TRUFFLD_LLM_API_KEY or OPENAI_API_KEY and is never printed;
-credentials in --llm-url (user:password@, ?key=...) are redacted wherever the URL is shown.
-Outputs are written under temporary names and renamed into place when all are complete; an
-earlier run's report.html (with --no-html) and metrics.json (without --labels) are removed.
-)";
-
 
 struct Args {
   std::string input, outdir, mode = "peer", reference, covariance = "auto", rho = "calibrated";
@@ -78,32 +38,6 @@ struct Args {
   bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false;
   size_t report_cards = 500;
 };
-
-// The merge trace to annotate: --trace, else trace.json beside the trees (the input folder, or
-// the input file's folder). "" with *why set when there is none to use; an error when --trace
-// names a file that cannot be used.
-truffld::Result<std::string> TraceInput(const Args& a, std::string* why) {
-  namespace fs = std::filesystem;
-  if (a.no_trace) return std::string();
-  std::error_code ec;
-  const fs::path in(a.input);
-  const std::string path = !a.trace.empty()        ? a.trace
-                           : fs::is_directory(in, ec) ? (in / "trace.json").string()
-                                                    : (in.parent_path() / "trace.json").string();
-  std::ifstream f(path, std::ios::binary);
-  std::string head;
-  if (!f || !std::getline(f, head)) {
-    if (!a.trace.empty()) return truffld::NotFound(path + ": cannot read the trace to annotate (--trace)");
-    *why = "no readable " + path + " (truffld-merge --no-trace-json?); diagnosis.trace.json not written";
-    return std::string();
-  }
-  if (auto origin = td::TraceTimeOrigin(head); !origin.ok()) {
-    if (!a.trace.empty()) return truffld::ParseError(path + ": " + origin.status().message());
-    *why = path + ": " + origin.status().message() + "; diagnosis.trace.json not written";
-    return std::string();
-  }
-  return path;
-}
 
 td::ScoringMode ParseMode(const std::string& m) {
   if (m == "peer") return td::ScoringMode::kPeer;
@@ -159,8 +93,9 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
 // report.html / metrics.json.
 truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, const td::InstanceTable& target,
                              const std::optional<td::LabelSet>& labels, const std::optional<nlohmann::json>& metrics,
-                             const td::ReportContext& ctx, const std::string& trace_in, nlohmann::json& stats,
-                             std::chrono::steady_clock::time_point t0) {
+                             const td::ReportContext& ctx, const td::TraceChoice& trace, nlohmann::json& stats,
+                             std::chrono::steady_clock::time_point t0, std::vector<std::string>* warnings,
+                             bool* input_side) {
   namespace fs = std::filesystem;
   const fs::path dir(a.outdir);
   truffld::OutputSet out;
@@ -195,20 +130,8 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   } else {
     out.RemoveAtCommit((dir / "report.html").string());
   }
-  if (!trace_in.empty()) {
-    const td::TraceOverlay overlay = td::BuildTraceOverlay(result.diagnoses, target);
-    td::AnnotateStats ts;
-    TRUFFLD_RETURN_IF_ERROR(out.AddWith((dir / "diagnosis.trace.json").string(), [&](const std::string& p) {
-      return td::AnnotateTrace(trace_in, overlay, p, &ts);
-    }));
-    stats["trace"] = {{"input", trace_in}, {"output", "diagnosis.trace.json"}, {"abnormal_units", overlay.units},
-                      {"insufficient_evidence_units", overlay.insufficient}, {"markers", overlay.markers},
-                      {"flows", ts.flows}, {"markers_unlinked", ts.markers_unlinked},
-                      {"markers_replayed", ts.markers_replayed},
-                      {"steps_annotated", ts.steps_annotated}, {"events_copied", ts.events}};
-  } else {
-    out.RemoveAtCommit((dir / "diagnosis.trace.json").string());
-  }
+  TRUFFLD_RETURN_IF_ERROR(td::AddAnnotatedTrace(trace, result.diagnoses, target, (dir / "diagnosis.trace.json").string(),
+                                                &out, &stats, warnings, input_side));
   stats["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "stats.json").string(), stats.dump(2) + "\n"));
   return out.Commit();
@@ -298,10 +221,9 @@ int Run(Args& a) {
     if (!ref.ok()) return Fail(kExitInput, ref.status().ToString());
     reference = std::move(ref).value();
   }
-  std::string no_trace_why;
-  auto trace_in = TraceInput(a, &no_trace_why);
-  if (!trace_in.ok()) return Fail(kExitInput, trace_in.status().ToString());
-  if (!no_trace_why.empty() && !a.quiet) std::fprintf(stderr, "note: %s\n", truffld::EscapeForTerminal(no_trace_why).c_str());
+  auto trace = td::ChooseTrace(a.input, a.trace, a.no_trace);
+  if (!trace.ok()) return Fail(kExitInput, trace.status().ToString());
+  if (!trace->why_none.empty() && !a.quiet) std::fprintf(stderr, "note: %s\n", truffld::EscapeForTerminal(trace->why_none).c_str());
   std::optional<td::LabelSet> labels;
   if (!a.labels.empty()) {
     auto l = td::ReadLabels(a.labels);
@@ -348,12 +270,17 @@ int Run(Args& a) {
   ctx.max_cards = a.report_cards;
   ctx.notes = s1.notes;
   for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
+  std::vector<std::string> warnings;
+  bool input_side = false;
   truffld::Status written = [&] {
     truffld::ProgressTimer timer(progress, "writing outputs...");
-    return WriteOutputs(a, *result, *target, labels, metrics, ctx, *trace_in, stats, t0);
+    return WriteOutputs(a, *result, *target, labels, metrics, ctx, *trace, stats, t0, &warnings, &input_side);
   }();
-  if (!written.ok()) return Fail(kExitOutput, written.ToString());
-  PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>(), !trace_in->empty());
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "truffld-diagnose: warning: %s\n", truffld::EscapeForTerminal(w).c_str());
+  if (!written.ok()) return Fail(input_side ? kExitInput : kExitOutput, written.ToString());
+  PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>(),
+               !trace->path.empty() && !stats["trace"].contains("error"));
   return truffld::kExitOk;
 }
 
@@ -365,7 +292,7 @@ int main(int argc, char** argv) {
   CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
                "Stage I compares every operator with peers that did the same work; Stage II confirms with an LLM\n"
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
-  app.footer(std::string(kFooter) + truffld::kExitStatusHelp);
+  app.footer(std::string(td::kFooter) + truffld::kExitStatusHelp);
   truffld::AddVersionFlag(app, "truffld-diagnose");
   app.add_option("input", a.input, "trees.jsonl[.gz|.zst] or a truffld-merge output directory")->required();
   app.add_option("-o,--out", a.outdir, "output directory (created if missing)")->required();

@@ -14,11 +14,13 @@ would (ctest entry cli_contract; binaries from TRUFFLD_MERGE, TRUFFLD_DIAGNOSE, 
   * --llm-url credentials never reach stats.json, report.html or messages; a dead endpoint trips
     the circuit breaker instead of costing every step its retries.
 """
+import gzip
 import json
 import os
 import pty
 import re
 import resource
+import shutil
 import signal
 import socket
 import stat
@@ -263,6 +265,60 @@ class Merge(CliCase):
 class Diagnose(CliCase):
     def diag(self, out, *extra, rc=0, **kw):
         return self.expect([DIAG, os.path.join(self.root, "merged"), "-o", out, "--llm", "off"] + list(extra), rc, **kw)
+
+    def merged_copy_with_trace(self, trace_bytes):
+        """A merge folder whose trees are the fixture's and whose trace.json is `trace_bytes`."""
+        merged = os.path.join(self.dir, "merged")
+        os.makedirs(merged)
+        shutil.copy(os.path.join(self.root, "merged", "trees.jsonl"), merged)
+        with open(os.path.join(merged, "trace.json"), "wb") as f:
+            f.write(trace_bytes)
+        return merged
+
+    def test_a_bad_trace_beside_the_trees_costs_only_its_copy(self):
+        with open(os.path.join(self.root, "merged", "trace.json"), "rb") as f:
+            whole = f.read()
+        cut = self.merged_copy_with_trace(whole[: len(whole) // 2])  # an interrupted copy
+        out = os.path.join(self.dir, "out")
+        p = self.expect([DIAG, cut, "-o", out, "--llm", "off", "-q"], 0,
+                        "warning: diagnosis.trace.json not written", "cut short")
+        self.assertEqual(["diagnosis.jsonl", "report.html", "stats.json"], sorted(os.listdir(out)))
+        with open(os.path.join(out, "stats.json")) as f:
+            self.assertIn("cut short", json.load(f)["trace"]["error"])
+        self.assertNotIn(b"Wrote", p.stdout)
+        # Named with --trace, the same file is an input error: exit 1, nothing written.
+        out2 = os.path.join(self.dir, "out2")
+        self.expect([DIAG, cut, "-o", out2, "--llm", "off", "-q", "--trace", os.path.join(cut, "trace.json")], 1,
+                    "cut short")
+        self.assertFalse(os.path.exists(os.path.join(out2, "diagnosis.jsonl")))
+
+    def test_trace_flag_checks_its_file(self):
+        out = os.path.join(self.dir, "out")
+        other = os.path.join(self.dir, "other.json")
+        with open(other, "w") as f:
+            f.write('{"traceEvents":[' + "{}," * 5000 + "{}]}")  # one long line, not truffld's
+        self.expect([DIAG, os.path.join(self.root, "merged"), "-o", out, "--llm", "off", "--trace", other], 1,
+                    "not a trace.json written by truffld-merge")
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        self.diag(out, "--trace", fifo, rc=1)
+        self.diag(out, "--trace", os.path.join(self.dir, "absent.json"), rc=1)
+        # A compressed merge trace is read like the plain one.
+        gz = os.path.join(self.dir, "trace.json.gz")
+        with open(os.path.join(self.root, "merged", "trace.json"), "rb") as f, gzip.open(gz, "wb") as g:
+            g.write(f.read())
+        self.diag(out, "-q", "--trace", gz)
+        with open(os.path.join(out, "stats.json")) as f:
+            self.assertGreater(json.load(f)["trace"]["flows"], 0)
+
+    def test_a_trace_from_another_run_is_flagged(self):
+        # Another merge's trace: same layout, none of this run's slices.
+        other = os.path.join(self.dir, "o")
+        for cmd in ([SYNTH, "--preset", "small", "--seed", "11", "--out", os.path.join(other, "dump"), "-q"],
+                    [MERGE, os.path.join(other, "dump"), "-o", os.path.join(other, "merged"), "-q"]):
+            self.assertEqual(0, run(cmd).returncode)
+        p = self.diag(os.path.join(self.dir, "out"), "-q", "--trace", os.path.join(other, "merged", "trace.json"))
+        self.assertIn(b"found its operator slice", p.stderr)
 
     def test_input_problems_exit_1(self):
         out = os.path.join(self.dir, "out")

@@ -69,10 +69,12 @@ struct AnnotateStats {
   uint64_t flows = 0;             // markers linked to their operator slice
   uint64_t markers_unlinked = 0;  // markers whose operator slice was not found
   uint64_t markers_replayed = 0;  // markers of CUDA-graph replays (no operator slice to point at)
+  bool input_error = false;       // the failure AnnotateTrace returned was reading in_path
 };
 
 // Writes `in_path` (truffld-merge's trace.json) with `overlay` added to `out_path`. kParseError
-// naming in_path when it is not a complete merge trace; kIoError on a read or write failure.
+// naming in_path when it is not a complete merge trace (cut short, a line too long to copy);
+// kIoError on a read or write failure; stats->input_error says which side failed.
 Status AnnotateTrace(const std::string& in_path, const TraceOverlay& overlay, const std::string& out_path,
                      AnnotateStats* stats);
 
