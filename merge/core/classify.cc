@@ -289,9 +289,14 @@ bool Rules::RequestsCut(std::string_view step_name) const {
   if (!request_re_) return false;
   if (request_regex_ != kDefaultRequestRegex) return step_name.size() > kMaxMatchedNameBytes;
   bool closed;
-  DefaultRequestBody(step_name, &closed);
+  const std::string_view body = DefaultRequestBody(step_name, &closed);
   if (!closed) return true;
-  return step_name.find("request_ids:") != std::string_view::npos && step_name.back() != ']';
+  if (body.data() == nullptr) return false;  // no request list at all
+  // The list is whole; a tag after it that never closes (`...][phase:dec`) was cut too. Text
+  // after the tags (`exec[request_ids:a_b] graph`) is not a cut.
+  const size_t list_end = size_t(body.data() - step_name.data()) + body.size();
+  const size_t open = step_name.rfind('[');
+  return open != std::string_view::npos && open > list_end && step_name.find(']', open) == std::string_view::npos;
 }
 
 }  // namespace truffld::merge

@@ -18,39 +18,51 @@ uint64_t InjectorNamesTruncated(std::string_view stats_json) {
 }
 
 DeviceWindows DeviceWindowsOf(const FileMeta& meta, const ClockMap& clock) {
-  struct Span { TimeNs first, last; int edges; };
+  using E = FileMeta::WindowEdge;
+  constexpr TimeNs kNone = std::numeric_limits<TimeNs>::min();
+  struct Span { TimeNs first = kNone, last = kNone; };  // earliest start, latest end
   std::map<int64_t, Span> by_id;
-  for (const auto& [id, t] : meta.device_window_edges) {
-    const TimeNs at = clock.Map(t);
-    auto [it, fresh] = by_id.try_emplace(id, Span{at, at, 0});
-    Span& w = it->second;
-    w.first = std::min(w.first, at);
-    w.last = std::max(w.last, at);
-    ++w.edges;
+  for (const auto& w : meta.device_window_edges) {
+    const TimeNs at = clock.Map(w.at);
+    Span& s = by_id[w.id];
+    // An edge of unknown kind is taken for a start: the lone edge an old dump ends with.
+    if (w.edge == E::kEnd) s.last = std::max(s.last, at);
+    else s.first = s.first == kNone ? at : std::min(s.first, at);
   }
   DeviceWindows out;
-  for (const auto& [id, w] : by_id)
-    out.emplace_back(w.first, w.edges >= 2 ? w.last : std::numeric_limits<TimeNs>::max());
-  std::sort(out.begin(), out.end());
+  for (const auto& [id, s] : by_id) {
+    // A window missing its start (dropped, or opened before the dump began) ran from the
+    // beginning; one missing its end, to the end.
+    out.spans.emplace_back(s.first == kNone ? kNone : s.first,
+                           s.last == kNone ? std::numeric_limits<TimeNs>::max() : s.last);
+  }
+  std::sort(out.spans.begin(), out.spans.end());
+  TimeNs reach = kNone;
+  for (const auto& span : out.spans) out.max_end.push_back(reach = std::max(reach, span.second));
   return out;
 }
 
 bool InsideAWindow(const DeviceWindows& windows, TimeNs start, TimeNs end) {
-  for (const auto& [ws, we] : windows) {
-    if (ws > start) break;
-    if (end <= we) return true;
-  }
-  return false;
+  // Windows starting at or before `start` are a prefix; one of them covers `end` iff the
+  // furthest end among them does.
+  const auto first_after = std::upper_bound(windows.spans.begin(), windows.spans.end(), start,
+                                            [](TimeNs t, const auto& span) { return t < span.first; });
+  const size_t n = size_t(first_after - windows.spans.begin());
+  return n > 0 && end <= windows.max_end[n - 1];
 }
 
 void CountStepDetail(const TraceFile& file, const ClockMap& clock, const Rules& rules, FileTrees* trees,
                      MergeCounters* c) {
   c->injector_names_truncated = InjectorNamesTruncated(file.meta.stats_json);
-  const DeviceWindows windows = file.meta.device_sampled ? DeviceWindowsOf(file.meta, clock) : DeviceWindows();
+  // Window edges mean sampling even when META.config is missing or unreadable (not when it
+  // says "all" outright).
+  const bool sampled =
+      file.meta.device_sampled || (!file.meta.device_all && !file.meta.device_window_edges.empty());
+  const DeviceWindows windows = sampled ? DeviceWindowsOf(file.meta, clock) : DeviceWindows();
   for (StepRoot& s : trees->steps) {
     const Node& n = trees->nodes[s.vertical];
     if (!s.implicit && rules.RequestsCut(file.strings.Get(file.events[n.event].name))) ++c->step_names_cut;
-    if (file.meta.device_sampled && !InsideAWindow(windows, n.start, n.end)) {
+    if (sampled && !InsideAWindow(windows, n.start, n.end)) {
       s.device_detail = false;
       ++c->steps_without_device_detail;
     }

@@ -11,8 +11,10 @@
 //     Every other step of such a file is marked (StepRoot::device_detail = false) and counted
 //     (steps_without_device_detail): its trees lack device work by design, which is no anomaly.
 //     Windows are the DEVICE_WINDOW edges paired by window id, in any order, mapped onto the
-//     merged axis with the file's clock map; a window with one edge lasts to the end of the
-//     trace. Files that were not sampled are left as they are.
+//     merged axis with the file's clock map; a window whose end edge is missing lasts to the end
+//     of the trace, one whose start edge is missing (dropped) from its beginning. A file with
+//     window edges counts as sampled unless its META.config says "all". Files that were not
+//     sampled are left as they are.
 //
 // Pure functions over one file's data. Thread-safety: one call per file; calls for different
 // files may run concurrently.
@@ -32,10 +34,14 @@ namespace truffld::merge {
 uint64_t InjectorNamesTruncated(std::string_view stats_json);
 
 // A sampled file's device windows as [start, end] on the merged axis (ns), sorted by start;
-// end = INT64_MAX for a window with one edge. Empty for a file without edges.
-using DeviceWindows = std::vector<std::pair<TimeNs, TimeNs>>;
+// start = INT64_MIN for a window without its start edge, end = INT64_MAX for one without its
+// end edge. max_end[i]: the furthest end among spans[0..i]. Empty for a file without edges.
+struct DeviceWindows {
+  std::vector<std::pair<TimeNs, TimeNs>> spans;
+  std::vector<TimeNs> max_end;
+};
 DeviceWindows DeviceWindowsOf(const FileMeta& meta, const ClockMap& clock);
-// Whether [start, end] (merged axis) lies wholly inside one of `windows`.
+// Whether [start, end] (merged axis) lies wholly inside one of `windows`: O(log windows).
 bool InsideAWindow(const DeviceWindows& windows, TimeNs start, TimeNs end);
 
 // Counts `trees`' named steps whose request list `rules` cannot read whole and the names the

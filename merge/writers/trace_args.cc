@@ -155,7 +155,8 @@ void SliceNamer::OperatorArgs(const Node& n, const Event& e, std::string_view ke
     else out_.String(value);
   }
   if (!complete || dropped) {
-    Key("name");
+    // The original name; under "name" unless the profiler's args hold that key already.
+    Key(HasMember(kept, "name") ? "slice_name" : "name");
     strings_.Write(n.file, e.name);
   }
 }

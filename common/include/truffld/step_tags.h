@@ -12,7 +12,7 @@
 namespace truffld {
 
 // Value of the last `[name:N]` tag in `step_name`, or -1 when absent or not a number (values
-// stop growing past 2^58).
+// of 2^58 and more are refused: -1).
 inline int64_t StepNameTag(std::string_view s, std::string_view name) {
   int64_t found = -1;
   size_t pos = 0;

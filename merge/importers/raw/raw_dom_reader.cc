@@ -170,6 +170,8 @@ simdjson::error_code DomRecordReader::Member(std::string_view key, dom::element 
     ParseXyz(v, f->block);
   } else if (key == "host") {
     if (!v.is_null()) err = v.get_string().get(f->host);
+  } else if (key == "edge") {
+    if (!v.is_null()) err = v.get_string().get(f->edge);
   } else if (key == "clock") {
     if (!v.is_null()) err = v.get_string().get(f->clock);
   } else if (key == "schema") {
@@ -181,7 +183,10 @@ simdjson::error_code DomRecordReader::Member(std::string_view key, dom::element 
     // A config object is never a plain record, so the fast scanner leaves it to this reader.
     std::string_view windows;
     if (v.is_object() && v.at_key("device_windows").get_string().get(windows) == simdjson::SUCCESS)
+    {
       f->device_sampled = !windows.empty() && windows != "all";  // steps:..., time:... or off
+      f->device_all = windows == "all";
+    }
   } else if (key == "records_dropped" || key == "cupti_dropped") {
     f->dropped += SumCounts(v);
     f->has_dropped = true;

@@ -30,6 +30,7 @@ using truffld::RecordTypeOf;
 // the later value wins; the `type` may come last).
 struct Fields {
   std::string_view type, name, domain, category, copy_kind, payload, host, clock, schema;
+  std::string_view edge;  // DEVICE_WINDOW: "start" or "end" (DOM reader only)
   // RecordTypeOf(type) when a reader knew it without comparing (a remembered type member);
   // otherwise unset, and the caller works it out.
   bool type_code_set = false;
@@ -41,6 +42,7 @@ struct Fields {
   std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
   bool rank_null = false;
   bool device_sampled = false;  // META.config.device_windows is not "all" (DOM reader only)
+  bool device_all = false;      // META.config.device_windows is "all" (DOM reader only)
   uint64_t dropped = 0;
   bool has_dropped = false;
 };

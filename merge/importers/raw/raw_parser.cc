@@ -284,7 +284,13 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
     case RecordType::kDeviceWindow:  // an edge of a sampled device window: metadata, no event
       if (!f.has[kId] || !f.has[kTimestamp])
         ReportProblem(line_no, Problem::kMissingField, "DEVICE_WINDOW record without \"id\" or \"timestamp\"");
-      else out_->meta.device_window_edges.emplace_back(f.v[kId], f.v[kTimestamp]);
+      else {
+        using E = FileMeta::WindowEdge;
+        const E edge = f.edge == "start" ? E::kStart : f.edge == "end" ? E::kEnd : E::kUnknown;
+        if (edge == E::kUnknown)
+          ReportProblem(line_no, Problem::kMissingField, "DEVICE_WINDOW record without \"edge\": \"start\" or \"end\"");
+        out_->meta.device_window_edges.push_back({f.v[kId], f.v[kTimestamp], edge});
+      }
       return;
     default: break;
   }
@@ -312,6 +318,7 @@ void RawLineParser::ReadMeta(const raw::Fields& f, uint64_t line_no) {
   }
   meta.clock_sync.insert(meta.clock_sync.end(), f.clock_sync.begin(), f.clock_sync.end());
   meta.device_sampled = f.device_sampled;
+  meta.device_all = f.device_all;
   if (!f.schema.empty() && f.schema != "truffld.events/1")
     ReportProblem(line_no, Problem::kUnknownSchema, "schema '" + std::string(f.schema) + "' read as truffld.events/1");
 }

@@ -34,6 +34,7 @@ inline int KeyOf(std::string_view k) {
       if (Is(k, "host")) return kHostKey;
       if (Is(k, "rank")) return kRankKey;
       if (Is(k, "cbid")) return kCbid;
+      if (Is(k, "edge")) return kSlowKey;  // DEVICE_WINDOW (rare): the DOM reader's job
       return kUnknownKey;
     case 5:
       if (Is(k, "start")) return kStart;

@@ -171,6 +171,8 @@ TEST(Requests, CutListsAreReported) {
   EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a_b][phase:dec"));  // cut after it
   EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a\\]"));            // ']' escaped
   EXPECT_FALSE(r.RequestsCut("step_execute_model[request_ids:a_b][phase:decode]"));
+  EXPECT_FALSE(r.RequestsCut("exec[request_ids:a_b] graph"));                  // text after the tags
+  EXPECT_TRUE(r.RequestsCut("step_execute_model[request_ids:a][phase:decode][tok"));  // the last tag cut
   EXPECT_FALSE(r.RequestsCut("ProfilerStep#3"));
   EXPECT_FALSE(r.RequestsCut("step_execute_model[empty]"));
   ASSERT_TRUE(r.SetRequestRegex("reqs=([^;]*)").ok());  // a user's pattern reads 4 KiB

@@ -135,10 +135,11 @@ TEST(StepDetail, AStepCrossingAWindowEdgeHasNoDeviceDetail) {
 }
 
 TEST(StepDetail, UnsampledFilesAndSampledFilesWithoutWindows) {
-  // Without sampling (the default, or no config at all) every step has its device detail, even
-  // beside stray window records.
+  // Without sampling (the default "all", or no config and no window records) every step has
+  // its device detail; under "all" stray window records change nothing.
   for (const std::string& meta : {Meta(), Meta("all")}) {
-    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200) + Edge("start", 0, 300));
+    const std::string stray = meta == Meta() ? "" : Edge("start", 0, 300);
+    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200) + stray);
     EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true})) << meta;
     EXPECT_EQ(r.summary.total.steps_without_device_detail, 0u);
     EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("device detail"), std::string::npos);
@@ -165,9 +166,9 @@ TEST(StepDetail, WindowsAreMappedOntoTheMergedAxis) {
   shift.offset = 1000;
   TraceFile f = FileFromLines(meta + Edge("start", 3, 90) + Edge("end", 3, 210) + Edge("start", 4, 500));
   const DeviceWindows w = DeviceWindowsOf(f.meta, shift);
-  ASSERT_EQ(w.size(), 2u);
-  EXPECT_EQ(w[0], std::make_pair(TimeNs{1090}, TimeNs{1210}));
-  EXPECT_EQ(w[1], std::make_pair(TimeNs{1500}, std::numeric_limits<TimeNs>::max()));
+  ASSERT_EQ(w.spans.size(), 2u);
+  EXPECT_EQ(w.spans[0], std::make_pair(TimeNs{1090}, TimeNs{1210}));
+  EXPECT_EQ(w.spans[1], std::make_pair(TimeNs{1500}, std::numeric_limits<TimeNs>::max()));
   EXPECT_TRUE(InsideAWindow(w, 1090, 1210));
   EXPECT_FALSE(InsideAWindow(w, 1089, 1200));
   EXPECT_FALSE(InsideAWindow(w, 1200, 1211));
@@ -207,6 +208,42 @@ TEST(StepDetail, WorkloadTagsBecomeTreeFields) {
   }
   EXPECT_EQ(tagged, 2);
   EXPECT_EQ(plain, 2);
+}
+
+TEST(StepDetail, AWindowWithoutItsStartEdgeRanFromTheBeginning) {
+  // The injector dropped window 0's start: its end at 250 still closes it, so the step after
+  // it (outside every window) has no device detail, and the one before it keeps its detail.
+  const std::string dump = Meta("steps:3:1") + Step("step_execute_model[request_ids:a]", 100, 200) +
+                           Edge("end", 0, 250) + Step("step_execute_model[request_ids:b]", 300, 400) +
+                           Edge("start", 1, 450) + Edge("end", 1, 650) +
+                           Step("step_execute_model[request_ids:c]", 500, 600) +
+                           Step("step_execute_model[request_ids:d]", 700, 800);
+  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{true, false, true, false}));
+}
+
+TEST(StepDetail, WindowEdgesMeanSamplingWithoutAConfig) {
+  // META without config (or an unreadable one): the edges still say the file was sampled.
+  const std::string dump = Meta() + Edge("start", 0, 90) + Edge("end", 0, 210) +
+                           Step("step_execute_model[request_ids:a]", 100, 200) +
+                           Step("step_execute_model[request_ids:b]", 300, 400);
+  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{true, false}));
+}
+
+TEST(StepDetail, ManyWindowsEveryOtherStepInside) {
+  // 100,000 one-step windows and twice as many steps, every other one outside (the lookup is a
+  // binary search over window starts with the furthest end so far).
+  FileMeta meta;
+  meta.device_sampled = true;
+  for (int64_t w = 0; w < 100000; ++w) {
+    meta.device_window_edges.push_back({w, 1000 * w, FileMeta::WindowEdge::kStart});
+    meta.device_window_edges.push_back({w, 1000 * w + 500, FileMeta::WindowEdge::kEnd});
+  }
+  const DeviceWindows windows = DeviceWindowsOf(meta, ClockMap{});
+  size_t inside = 0;
+  for (int64_t s = 0; s < 200000; ++s) inside += InsideAWindow(windows, 500 * s + 10, 500 * s + 400);
+  EXPECT_EQ(inside, 100000u);
+  EXPECT_FALSE(InsideAWindow(windows, -5, 10));
+  EXPECT_FALSE(InsideAWindow(DeviceWindows{}, 0, 1));
 }
 
 }  // namespace

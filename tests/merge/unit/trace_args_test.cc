@@ -171,5 +171,34 @@ TEST(TraceArgs, KinetoArgsAreKeptCompactAndNotDuplicated) {
   EXPECT_TRUE(seen);
 }
 
+TEST(TraceArgs, TheOriginalNameNeverDuplicatesAKeptKey) {
+  // "seq" is both in the name and in the profiler's args, so the name is kept whole; the args
+  // already hold a "name", so it goes under "slice_name".
+  const char* kineto = R"J({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 2, "ts": 1000, "dur": 50},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm, seq = 3", "pid": 1, "tid": 2, "ts": 1001, "dur": 10,
+     "args": {"seq": 9, "name": "from the profiler"}}]})J";
+  auto tf = ImportKinetoFromBuffer(kineto, "k.json", ImportOptions{});
+  ASSERT_TRUE(tf.ok()) << tf.status().ToString();
+  std::vector<TraceFile> files;
+  files.push_back(std::move(tf).value());
+  auto r = Merge(std::move(files), {});
+  ASSERT_TRUE(r.ok());
+  JsonOut out;
+  WriteChromeTrace(*r, &out);
+  const std::string text = out.text();
+  const size_t at = text.find("from the profiler");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = text.substr(text.rfind('\n', at) + 1, text.find('\n', at) - text.rfind('\n', at) - 1);
+  size_t names = 0;
+  for (size_t p = line.find("\"name\":"); p != std::string::npos; p = line.find("\"name\":", p + 1)) ++names;
+  EXPECT_EQ(names, 2u) << line;  // the slice's own name and the profiler's, nothing more
+  const json mm = Slices(json::parse(text), "backend_op").at(0);
+  EXPECT_EQ(mm["name"], "aten::mm");
+  EXPECT_EQ(mm["args"]["name"], "from the profiler");
+  EXPECT_EQ(mm["args"]["slice_name"], "aten::mm, seq = 3");
+  EXPECT_EQ(mm["args"]["seq"], 9);
+}
+
 }  // namespace
 }  // namespace truffld::merge

@@ -20,8 +20,8 @@ inline std::string TraceFileText(const TraceFile& f) {
     << " world=" << (f.meta.world_size ? std::to_string(*f.meta.world_size) : "-")
     << " clock=" << int(f.meta.clock) << " has_meta=" << f.meta.has_meta << " stats=" << f.meta.stats_json << "\n";
   for (const auto& [r, m] : f.meta.clock_sync) o << "sync " << r << " " << m << "\n";
-  o << "device_sampled=" << f.meta.device_sampled << "\n";
-  for (const auto& [id, t] : f.meta.device_window_edges) o << "window " << id << " " << t << "\n";
+  o << "device_sampled=" << f.meta.device_sampled << " all=" << f.meta.device_all << "\n";
+  for (const auto& w : f.meta.device_window_edges) o << "window " << w.id << " " << w.at << " " << int(w.edge) << "\n";
   for (const Event& e : f.events) {
     o << "ev " << EventKindName(e.kind) << " " << e.start << ".." << e.end << " p" << f.ProcessOf(e) << " t"
       << f.ThreadIdOf(e) << " c" << f.Correlation(e) << " n=" << str(e.name) << " d=" << str(f.Extra(e).domain);

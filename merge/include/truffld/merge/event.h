@@ -207,9 +207,17 @@ struct FileMeta {
   std::string stats_json;           // the injector's STATS record, verbatim (empty if none)
   // Sampled device activity (the injector's TRUFFLD_DEVICE_WINDOWS other than "all"): when
   // device_sampled, kernels, copies and memsets were recorded only between DEVICE_WINDOW edges,
-  // given as (window id, timestamp on the file's clock) in file order ("off": no window at all).
+  // given as (window id, timestamp on the file's clock, which edge) in file order ("off": no
+  // window at all).
   bool device_sampled = false;
-  std::vector<std::pair<int64_t, TimeNs>> device_window_edges;
+  bool device_all = false;  // the config said "all" outright (window records are then strays)
+  enum class WindowEdge : uint8_t { kUnknown, kStart, kEnd };
+  struct DeviceWindowEdge {
+    int64_t id = 0;
+    TimeNs at = 0;
+    WindowEdge edge = WindowEdge::kUnknown;
+  };
+  std::vector<DeviceWindowEdge> device_window_edges;
 };
 
 // One reported problem: where, what (its row of the stats table, truffld/merge/stats.h), and a
