@@ -7,7 +7,9 @@
 # Usage: tools/fetch-speedscope.sh [--print-dir]
 #   --print-dir   print the folder it would use and exit
 # Environment: TRUFFLD_CACHE_DIR (default ~/.cache/truffld); the viewer lands in
-# $TRUFFLD_CACHE_DIR/speedscope-<version>/ (index.html at its top).
+# $TRUFFLD_CACHE_DIR/speedscope-<version>/ (index.html at its top). Under sudo, HOME is root's:
+# set TRUFFLD_CACHE_DIR (and the same for the tests) to share one copy. Offline, download it
+# elsewhere and unpack package/dist/release/ there.
 # Exit: 0 present or fetched; 1 download or checksum failed (message on stderr).
 set -euo pipefail
 
@@ -24,13 +26,15 @@ mkdir -p "$cache"
 tmp=$(mktemp -d "$cache/.speedscope.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if command -v curl >/dev/null; then
-  curl -fsSL --retry 2 -o "$tmp/s.tgz" "$url" || { echo "fetch-speedscope: cannot download $url" >&2; exit 1; }
+  curl -fsSL --retry 2 --connect-timeout 20 --max-time 300 -o "$tmp/s.tgz" "$url" ||
+    { echo "fetch-speedscope: cannot download $url" >&2; exit 1; }
 else
-  python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$url" "$tmp/s.tgz" ||
+  python3 -c 'import shutil, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=60) as r, open(sys.argv[2], "wb") as f: shutil.copyfileobj(r, f)' "$url" "$tmp/s.tgz" ||
     { echo "fetch-speedscope: cannot download $url" >&2; exit 1; }
 fi
-got=$(openssl dgst -sha512 -binary "$tmp/s.tgz" 2>/dev/null | base64 -w0 ||
-      python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tmp/s.tgz")
+got=$(python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tmp/s.tgz") ||
+  { echo "fetch-speedscope: cannot checksum the download (python3)" >&2; exit 1; }
 if [[ "$got" != "$sha512" ]]; then
   echo "fetch-speedscope: $url: sha512 $got, expected $sha512; not unpacked" >&2
   exit 1

@@ -36,6 +36,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 tools/bootstrap.sh
+# A test dependency outside Debian (the trace viewer test): fail now, saying how, not later.
+tools/fetch-speedscope.sh || { echo "test.sh: speedscope is needed by diagnose_trace_viewer (see above)" >&2; exit 1; }
 jobs=${JOBS:-$(nproc)}
 build=${TRUFFLD_BUILD_DIR:-build}
 extra=()

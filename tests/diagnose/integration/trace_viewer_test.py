@@ -118,7 +118,7 @@ class TraceInViewer(unittest.TestCase):
         with open(loader, "w") as f:
             f.write("speedscope.loadFileFromBase64(%s, %s)" % (json.dumps(os.path.basename(trace)), json.dumps(b64)))
         url = "file://%s/index.html#localProfilePath=%s&want=%s" % (
-            self.page_dir, loader, urllib.parse.quote(want))
+            urllib.parse.quote(self.page_dir), urllib.parse.quote(loader), urllib.parse.quote(want))
         out, _ = chromium(self.browser, self.profile, "--allow-file-access-from-files",
                           "--virtual-time-budget=60000", *(extra or ("--dump-dom",)), url, timeout=300)
         if extra:
@@ -146,6 +146,8 @@ class TraceInViewer(unittest.TestCase):
         self.assertTrue(title.startswith("truffld diagnosis (pid 999999), rank 0 vertical"), title)
 
     def test_screenshot_of_the_diagnosis_track(self):
+        # The same page, checked first: the screenshot shows the diagnosis track, not an error.
+        self.check_loaded(self.annotated, "rank 0 vertical (tid")
         shot = os.path.join(ARGS.work, "trace.png")
         self.open_in_viewer(self.annotated, "rank 0 vertical (tid", "--window-size=1400,420",
                             "--hide-scrollbars", "--screenshot=" + shot)
