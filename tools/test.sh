@@ -30,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --no-merge-asan) merge_asan=0; shift ;;
     --no-inject-tsan) inject_tsan=0; shift ;;
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
