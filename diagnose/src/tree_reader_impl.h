@@ -44,6 +44,15 @@ struct TreeReader::Impl {
   // Walks `node`; appends operator instances (with their own host/device costs, signatures and
   // blocked waits) to `bucket`; returns the subtree aggregate.
   detail::SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start);
+  // Walk's parts: an API call, a device op, the wait of an outermost call, and the instance of an
+  // operator node (skipped when the same (family, start, end, thread) was seen in the step).
+  void AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, detail::SubtreeStats* agg);
+  void AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
+                 int64_t start, int64_t end, int64_t call_start, detail::SubtreeStats* agg);
+  void AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost, detail::SubtreeStats* agg);
+  void EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
+                    uint32_t parent_family, int64_t start, int64_t end,
+                    std::vector<std::pair<int64_t, int64_t>>& child_ops, const detail::SubtreeStats& agg);
 };
 
 }  // namespace truffld::diagnose

@@ -153,6 +153,70 @@ void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t laun
   ++stats->instances;
 }
 
+// An API call: its time and count by kind, the call that device work below it was launched by.
+void TreeReader::Impl::AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, SubtreeStats* agg) {
+  const double call_time = static_cast<double>(std::max<int64_t>(0, end - start));
+  if (layer == "driver_call") {
+    agg->driver_time += call_time;
+    agg->driver_count += 1;
+  } else {
+    agg->runtime_time += call_time;
+    agg->runtime_count += 1;
+  }
+  Bump(agg->apis, fam_id, 1);
+}
+
+// A kernel, copy or memset: its time, work size, shape signature, and the step's workload facts.
+void TreeReader::Impl::AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family,
+                                 uint32_t fam_id, int64_t start, int64_t end, int64_t call_start, SubtreeStats* agg) {
+  agg->device.emplace_back(start, end);
+  const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
+  uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
+  shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));
+  const double blocks = layer == "kernel" ? GridBlocks(node, &shape) : 0;
+  const double time = static_cast<double>(std::max<int64_t>(0, end - start));
+  agg->own.device_time += time;
+  agg->own.blocks += blocks;
+  agg->own.dev_start = std::min(agg->own.dev_start, start);
+  agg->own.dev_end = std::max(agg->own.dev_end, end);
+  agg->own.sig = shape;
+  agg->own.has_device = true;
+  bucket->info.work_blocks += blocks;
+  if (layer == "memcpy") {
+    std::string_view kind = GetStr(node, "copy_kind");
+    if (kind.find("HtoD") != std::string_view::npos || kind.find("HostToDevice") != std::string_view::npos ||
+        (kind.empty() && GetStr(node, "name").find("HtoD") != std::string_view::npos)) {
+      bucket->info.h2d_bytes += static_cast<double>(bytes);
+    }
+  }
+  if (layer == "kernel") {
+    agg->kernel_count += 1;
+    agg->kernel_time += time;
+    Bump(agg->kernels, fam_id, 1);
+  } else {
+    agg->bytes += static_cast<double>(bytes);
+  }
+  if (call_start != INT64_MIN) {
+    agg->latency_sum += static_cast<double>(std::max<int64_t>(0, start - call_start));
+    agg->latency_n += 1;
+  }
+}
+
+// Time an outermost call spent blocked on earlier device work: a synchronize call is all
+// waiting; a call that returned only after its own device work finished (a blocking copy)
+// waited from its start until that work began. Nested driver calls are not counted twice.
+void TreeReader::Impl::AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost,
+                                   SubtreeStats* agg) {
+  if (outermost) {
+    if (IsSyncCall(family) && !agg->own.has_device) {
+      agg->own.wait += static_cast<double>(std::max<int64_t>(0, end - start));
+    } else if (agg->own.has_device && end + 2000 >= agg->own.dev_end) {
+      agg->own.wait += static_cast<double>(std::max<int64_t>(0, std::min(end, agg->own.dev_start) - start));
+    }
+  }
+  agg->own.sig = MixHash(HashText(family), agg->own.sig);
+}
+
 // Walks `node`; appends operator instances; returns the subtree aggregate.
 SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
   SubtreeStats agg;
@@ -179,47 +243,10 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
     bucket->domains.emplace(domain);
   }
   if (IsCallLayer(layer)) {
-    const double call_time = static_cast<double>(std::max<int64_t>(0, end - start));
-    if (layer == "driver_call") {
-      agg.driver_time += call_time;
-      agg.driver_count += 1;
-    } else {
-      agg.runtime_time += call_time;
-      agg.runtime_count += 1;
-    }
-    Bump(agg.apis, fam_id, 1);
+    AddCall(layer, fam_id, start, end, &agg);
     call_start = start;
   } else if (IsDeviceLayer(layer)) {
-    agg.device.emplace_back(start, end);
-    const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
-    uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
-    shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));
-    const double blocks = layer == "kernel" ? GridBlocks(node, &shape) : 0;
-    agg.own.device_time += static_cast<double>(std::max<int64_t>(0, end - start));
-    agg.own.blocks += blocks;
-    agg.own.dev_start = std::min(agg.own.dev_start, start);
-    agg.own.dev_end = std::max(agg.own.dev_end, end);
-    agg.own.sig = shape;
-    agg.own.has_device = true;
-    bucket->info.work_blocks += blocks;
-    if (layer == "memcpy") {
-      std::string_view kind = GetStr(node, "copy_kind");
-      if (kind.find("HtoD") != std::string_view::npos || kind.find("HostToDevice") != std::string_view::npos ||
-          (kind.empty() && GetStr(node, "name").find("HtoD") != std::string_view::npos)) {
-        bucket->info.h2d_bytes += static_cast<double>(bytes);
-      }
-    }
-    if (layer == "kernel") {
-      agg.kernel_count += 1;
-      agg.kernel_time += static_cast<double>(std::max<int64_t>(0, end - start));
-      Bump(agg.kernels, fam_id, 1);
-    } else {
-      agg.bytes += static_cast<double>(std::max<int64_t>(0, GetInt(node, "bytes", 0)));
-    }
-    if (call_start != INT64_MIN) {
-      agg.latency_sum += static_cast<double>(std::max<int64_t>(0, start - call_start));
-      agg.latency_n += 1;
-    }
+    AddDevice(node, layer, family, fam_id, start, end, call_start, &agg);
   }
   std::vector<std::pair<int64_t, int64_t>> child_ops;
   simdjson::dom::array children;
@@ -227,34 +254,26 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
     for (simdjson::dom::element c : children) {
       simdjson::dom::object co;
       if (c.get_object().get(co) != simdjson::SUCCESS) continue;
-      if (is_op && IsOperatorLayer(GetStr(co, "layer"))) {
-        child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
-      }
       const bool child_op = IsOperatorLayer(GetStr(co, "layer"));
+      if (is_op && child_op) child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
       agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN), child_op);
     }
     if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
   }
-  if (IsCallLayer(layer)) {
-    // Time an outermost call spent blocked on earlier device work: a synchronize call is all
-    // waiting; a call that returned only after its own device work finished (a blocking copy)
-    // waited from its start until that work began. Nested driver calls are not counted twice.
-    if (call_start_in == INT64_MIN) {
-      if (IsSyncCall(family) && !agg.own.has_device) {
-        agg.own.wait += static_cast<double>(std::max<int64_t>(0, end - start));
-      } else if (agg.own.has_device && end + 2000 >= agg.own.dev_end) {
-        agg.own.wait += static_cast<double>(std::max<int64_t>(0, std::min(end, agg.own.dev_start) - start));
-      }
-    }
-    agg.own.sig = MixHash(HashText(family), agg.own.sig);
-  }
-  if (!is_op) return agg;
+  if (IsCallLayer(layer)) AddCallWait(family, start, end, call_start_in == INT64_MIN, &agg);
+  if (is_op) EmitInstance(node, layer, family, fam_id, parent_family, start, end, child_ops, agg);
+  return agg;
+}
 
+// One operator instance from its node and its subtree's aggregate (unless a duplicate).
+void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family,
+                                    uint32_t fam_id, uint32_t parent_family, int64_t start, int64_t end,
+                                    std::vector<std::pair<int64_t, int64_t>>& child_ops, const SubtreeStats& agg) {
   int64_t thread = GetInt(node, "thread_id", -1);
   DedupKey key{fam_id, start, end, thread};
   if (!bucket->seen.insert(key).second) {
     ++stats->duplicate_instances;
-    return agg;
+    return;
   }
   if (end < start) ++stats->inverted_ranges;
   PendingInstance p;
@@ -313,7 +332,6 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
   p.apis = agg.apis;
   bucket->instances.push_back(std::move(p));
   ++stats->instances;
-  return agg;
 }
 
 }  // namespace truffld::diagnose
