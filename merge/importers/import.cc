@@ -266,12 +266,10 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
   return out;
 }
 
-std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
+std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, const ImportOptions& options,
                                           int threads) {
   std::vector<std::optional<Result<TraceFile>>> slots(paths.size());
-  ImportOptions opt;
-  opt.strict = strict;
-  ParallelFor(paths.size(), threads, [&](size_t i) { slots[i].emplace(ImportFile(paths[i], opt)); });
+  ParallelFor(paths.size(), threads, [&](size_t i) { slots[i].emplace(ImportFile(paths[i], options)); });
   std::vector<Result<TraceFile>> out;
   out.reserve(paths.size());
   for (auto& s : slots) out.push_back(std::move(*s));

@@ -206,7 +206,10 @@ int Run(const Args& a) {
   std::vector<Result<TraceFile>> imported;
   {
     ProgressTimer timer(progress, "reading " + std::to_string(paths->size()) + " file(s)...");
-    imported = ImportAll(*paths, a.strict, a.threads);
+    ImportOptions io;
+    io.strict = a.strict;
+    io.keep_args = !a.no_trace;  // only trace.json shows them
+    imported = ImportAll(*paths, io, a.threads);
   }
   for (size_t i = 0; i < imported.size(); ++i) {
     if (imported[i].ok()) { files.push_back(std::move(imported[i].value())); continue; }

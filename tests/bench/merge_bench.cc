@@ -118,7 +118,7 @@ int Run(const std::vector<std::string>& paths, bool trace) {
   auto t0 = clk::now();
   double c0 = CpuSeconds();
   double u0 = UserSeconds();
-  auto imported = ImportAll(paths, false, 2);
+  auto imported = ImportAll(paths, ImportOptions{}, 2);
   std::vector<TraceFile> files;
   uint64_t bytes = 0, events = 0;
   for (size_t i = 0; i < imported.size(); ++i) {

@@ -66,6 +66,7 @@ struct Walk {
   uint64_t kept[16] = {};
   uint64_t index = 0;  // 1-based index of the current traceEvents element
   simdjson::dom::parser args_parser;  // checks each kept args object (kineto::CompactArgs)
+  bool keep_args = true;              // ImportOptions::keep_args
 };
 
 // The event's args object for trace.json, interned (kNoStr: none, or empty). An object that is
@@ -122,7 +123,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->SetExtra(m.event, m.extra);
         w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
         w->out->AddEvent(m.event, w->index);
-        w->out->args.push_back(KeepArgs(rec, w));
+        w->out->args.push_back(w->keep_args ? KeepArgs(rec, w) : kNoStr);
         break;
       }
     }
@@ -198,7 +199,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
                            simdjson::error_message(e) + "); expected {\"traceEvents\": [...]}");
     return LooksTruncated(e) && !salvaged_from ? ImportSalvaged(text, name, options, st) : st;
   }
-  Walk w{&tf, &loc, &doc, {}, 0, simdjson::dom::parser()};
+  Walk w{&tf, &loc, &doc, {}, 0, simdjson::dom::parser(), options.keep_args};
   bool saw_events = false;
   std::optional<int64_t> base_ns;
   simdjson::error_code err = simdjson::SUCCESS;

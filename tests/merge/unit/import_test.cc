@@ -158,7 +158,7 @@ TEST_F(ImportTest, ExpandInputsSkipsOwnOutputsAndRepeatedDumps) {
 
 TEST_F(ImportTest, ImportAllKeepsOrderAndReportsFailures) {
   std::string a = Write("a.jsonl", "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":1,\"rank\":0,\"clock\":\"realtime\",\"clock_sync\":{\"realtime_ns\":1,\"monotonic_ns\":1}}\n");
-  auto all = ImportAll({a, (dir_ / "gone.jsonl").string(), a}, false, 2);
+  auto all = ImportAll({a, (dir_ / "gone.jsonl").string(), a}, ImportOptions{}, 2);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_TRUE(all[0].ok());
   EXPECT_FALSE(all[1].ok());

@@ -200,5 +200,15 @@ TEST(TraceArgs, TheOriginalNameNeverDuplicatesAKeptKey) {
   EXPECT_EQ(mm["args"]["seq"], 9);
 }
 
+TEST(TraceArgs, ArgsAreNotReadWhenNoTraceWantsThem) {
+  ImportOptions o;
+  o.keep_args = false;  // truffld-merge --no-trace-json
+  auto tf = ImportKinetoFromBuffer(kKinetoWithArgs, "k.json", o);
+  ASSERT_TRUE(tf.ok()) << tf.status().ToString();
+  ASSERT_EQ(tf->args.size(), tf->events.size());
+  for (StrId a : tf->args) EXPECT_EQ(a, kNoStr);
+  for (const IngestIssue& i : tf->stats.issues) EXPECT_EQ(i.message.find("args is not a valid JSON object"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace truffld::merge

@@ -29,6 +29,9 @@ struct ImportOptions {
   // the result merges identically, with a third fewer events held). Regular files only (a
   // thread out of time order makes the importer read the file again). Off: tests comparing both.
   bool fold_push_pop = true;
+  // Kineto: keep each event's args object for trace.json (TraceFile::args). Off when no
+  // trace.json is written: re-checking every args object is a quarter of a Kineto import.
+  bool keep_args = true;
 };
 
 enum class InputFormat { kRawJsonl, kKineto, kNsys };
@@ -87,7 +90,7 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
 
 // Imports every path on up to `threads` threads (one file per thread); results in input order.
 // A failed file is a non-ok entry: the caller decides whether to skip it or stop.
-std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, bool strict,
+std::vector<Result<TraceFile>> ImportAll(const std::vector<std::string>& paths, const ImportOptions& options,
                                          int threads);
 
 }  // namespace truffld::merge
