@@ -22,6 +22,29 @@ Record Rec(RecordKind k, int64_t t, uint16_t name_len = 0) {
   return r;
 }
 
+// Drains `ring` on its own thread until Finish(): counts records and checks their order.
+struct OrderedConsumer {
+  explicit OrderedConsumer(RecordRing& ring) : thread([this, &ring] {
+    std::string scratch;
+    while (!done.load() || !ring.empty()) {
+      ring.Drain([&](const Record& r, std::string_view) {
+        if (r.t0 <= last) in_order = false;
+        last = r.t0;
+        ++consumed;
+      }, scratch);
+    }
+  }) {}
+  void Finish() {
+    done = true;
+    thread.join();
+  }
+  std::atomic<bool> done{false};
+  uint64_t consumed = 0;
+  int64_t last = -1;
+  bool in_order = true;
+  std::thread thread;  // last: starts after the fields above are set
+};
+
 TEST(RecordRing, DeliversRecordsInOrderWithTheirBytes) {
   RecordRing ring(64);
   std::string long_name(300, 'x');
@@ -96,28 +119,14 @@ TEST(RecordRing, SlotsWrapAroundWithMultiSlotRecords) {
 TEST(RecordRing, ConcurrentProducerAndConsumerLoseNothingUncounted) {
   RecordRing ring(256);
   constexpr int kN = 200000;
-  std::atomic<bool> done{false};
-  uint64_t consumed = 0;
-  int64_t last = -1;
-  bool in_order = true;
-  std::thread consumer([&] {
-    std::string scratch;
-    while (!done.load() || !ring.empty()) {
-      ring.Drain([&](const Record& r, std::string_view) {
-        if (r.t0 <= last) in_order = false;
-        last = r.t0;
-        ++consumed;
-      }, scratch);
-    }
-  });
+  OrderedConsumer consumer(ring);
   for (int i = 0; i < kN; ++i) {
     Record r = Rec(RecordKind::kNvtxPush, i);
     if (!ring.TryPush(r, nullptr, 0)) ring.CountDrop(RecordKind::kNvtxPush);
   }
-  done = true;
-  consumer.join();
-  EXPECT_TRUE(in_order);
-  EXPECT_EQ(consumed + ring.dropped(RecordKind::kNvtxPush), static_cast<uint64_t>(kN));
+  consumer.Finish();
+  EXPECT_TRUE(consumer.in_order);
+  EXPECT_EQ(consumer.consumed + ring.dropped(RecordKind::kNvtxPush), static_cast<uint64_t>(kN));
 }
 
 TEST(RingRegistry, ReusesRingsOfExitedThreadsAndRespectsTheBudget) {
@@ -235,20 +244,7 @@ TEST(RecordRing, RewindsToItsFirstSlotsSoBurstsAloneTouchTheRest) {
 TEST(RecordRing, RewindsRaceNothingWithAConcurrentConsumer) {
   RecordRing ring(1024, 64);
   constexpr int kN = 300000;
-  std::atomic<bool> done{false};
-  uint64_t consumed = 0;
-  int64_t last = -1;
-  bool in_order = true;
-  std::thread consumer([&] {
-    std::string scratch;
-    while (!done.load() || !ring.empty()) {
-      ring.Drain([&](const Record& r, std::string_view) {
-        if (r.t0 <= last) in_order = false;
-        last = r.t0;
-        ++consumed;
-      }, scratch);
-    }
-  });
+  OrderedConsumer consumer(ring);
   for (int i = 0; i < kN; ++i) {
     Record r = Rec(RecordKind::kNvtxPush, i);
     if (!ring.TryPush(r, nullptr, 0)) ring.CountDrop(RecordKind::kNvtxPush);
@@ -256,10 +252,9 @@ TEST(RecordRing, RewindsRaceNothingWithAConcurrentConsumer) {
     // check (every 16 slots) with the ring empty. In between, bursts race the consumer.
     if (i % 2000 < 32) while (!ring.empty()) std::this_thread::yield();
   }
-  done = true;
-  consumer.join();
-  EXPECT_TRUE(in_order);
-  EXPECT_EQ(consumed + ring.dropped(RecordKind::kNvtxPush), static_cast<uint64_t>(kN));
+  consumer.Finish();
+  EXPECT_TRUE(consumer.in_order);
+  EXPECT_EQ(consumer.consumed + ring.dropped(RecordKind::kNvtxPush), static_cast<uint64_t>(kN));
   EXPECT_GT(ring.rewinds(), 0u);
 }
 

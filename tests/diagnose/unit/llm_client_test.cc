@@ -51,6 +51,21 @@ StubReply Ok(const std::string& content) { return {200, ChatBody(content), {}, f
 
 const Names kExpectedFaulty = {"aten::mm", "aten::linear", "vllm::forward"};
 
+// LLM on, pointed at a loopback port where nothing listens any more (a stub server was there
+// and is closed), retries 1 ms apart.
+StageTwoConfig RefusingConfig() {
+  int port = 0;
+  {
+    StubServer closed([](const StubRequest&) { return Ok(""); });
+    port = closed.port();
+  }
+  StageTwoConfig c;
+  c.mode = LlmMode::kOn;
+  c.url = "http://127.0.0.1:" + std::to_string(port);
+  c.initial_backoff_ms = 1;
+  return c;
+}
+
 TEST(LlmClient, SuccessSendsAWellFormedRequestAndCountsTokens) {
   StubServer server([](const StubRequest&) {
     return StubReply{200, ChatBody(Answer(true, {"aten::mm"}, "two strong"), 120, 30), {}, false};
@@ -328,16 +343,8 @@ TEST(LlmClient, StepsWithoutCandidatesAndModeOffNeverContactTheServer) {
 }
 
 TEST(LlmClient, ConnectionRefusedFallsBack) {
-  int port = 0;
-  {
-    StubServer closed([](const StubRequest&) { return Ok(""); });
-    port = closed.port();
-  }  // closed: nothing listens on `port` any more
-  StageTwoConfig c;
-  c.mode = LlmMode::kOn;
-  c.url = "http://127.0.0.1:" + std::to_string(port);
+  StageTwoConfig c = RefusingConfig();
   c.max_retries = 1;
-  c.initial_backoff_ms = 1;
   StageTwo two(c);
   StageTwoDecision d = two.Decide({AbnormalStep()})[0];
   EXPECT_EQ(d.source, DecisionSource::kLlmFallbackOffline);
@@ -348,16 +355,8 @@ TEST(LlmClient, ConnectionRefusedFallsBack) {
 // A dead endpoint costs a few attempts, not the retry schedule of every step: after
 // breaker_failures consecutive transport failures the rest of the run is decided offline.
 TEST(LlmClient, CircuitBreakerGivesUpOnARefusingEndpoint) {
-  int port = 0;
-  {
-    StubServer closed([](const StubRequest&) { return Ok(""); });
-    port = closed.port();
-  }
-  StageTwoConfig c;
-  c.mode = LlmMode::kOn;
-  c.url = "http://127.0.0.1:" + std::to_string(port);
+  StageTwoConfig c = RefusingConfig();
   c.max_retries = 3;
-  c.initial_backoff_ms = 1;
   c.max_concurrency = 1;
   c.breaker_failures = 3;
   StageTwo two(c);
@@ -398,16 +397,8 @@ TEST(LlmClient, CircuitBreakerCountsOnlyConsecutiveFailures) {
 }
 
 TEST(LlmClient, CircuitBreakerZeroNeverTrips) {
-  int port = 0;
-  {
-    StubServer closed([](const StubRequest&) { return Ok(""); });
-    port = closed.port();
-  }
-  StageTwoConfig c;
-  c.mode = LlmMode::kOn;
-  c.url = "http://127.0.0.1:" + std::to_string(port);
+  StageTwoConfig c = RefusingConfig();
   c.max_retries = 1;
-  c.initial_backoff_ms = 1;
   c.max_concurrency = 1;
   c.breaker_failures = 0;
   StageTwo two(c);
