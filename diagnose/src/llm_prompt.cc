@@ -56,6 +56,17 @@ const std::string* PromptNames::ToReal(const std::string& prompt_name) const {
 
 namespace {
 
+// The step's identity and size, the same in both prompts' summaries.
+void StepIdentity(const StepEvidence& step, json* s) {
+  (*s)["view"] = IsHorizontalView(step) ? "horizontal" : "vertical";
+  (*s)["rank"] = step.rank.has_value() ? json(*step.rank) : json(nullptr);
+  (*s)["step_index"] = step.step_index;
+  (*s)["step_name"] = SanitizeForPrompt(step.step_name, kMaxPromptTextBytes);
+  (*s)["phase"] = SanitizeForPrompt(step.phase, kMaxPromptTextBytes);
+  (*s)["step_duration_ms"] = NsToMs(static_cast<double>(step.step_duration_ns));
+  (*s)["request_count"] = step.requests.size();
+}
+
 StepPrompt BuildCalibratedPrompt(const StepEvidence& step) {
   StepPrompt p;
   p.calibrated = true;
@@ -81,13 +92,7 @@ StepPrompt BuildCalibratedPrompt(const StepEvidence& step) {
     cands.push_back(std::move(op));
   }
   json& s = p.summary;
-  s["view"] = IsHorizontalView(step) ? "horizontal" : "vertical";
-  s["rank"] = step.rank.has_value() ? json(*step.rank) : json(nullptr);
-  s["step_index"] = step.step_index;
-  s["step_name"] = SanitizeForPrompt(step.step_name, kMaxPromptTextBytes);
-  s["phase"] = SanitizeForPrompt(step.phase, kMaxPromptTextBytes);
-  s["step_duration_ms"] = NsToMs(static_cast<double>(step.step_duration_ns));
-  s["request_count"] = step.requests.size();
+  StepIdentity(step, &s);
   s["statistical_verdict"] = step.verdict;
   s["p_value"] = step.p_value;
   s["threshold"] = step.threshold;
@@ -144,13 +149,7 @@ StepPrompt BuildStepPrompt(const StepEvidence& step) {
   }
 
   json& s = p.summary;
-  s["view"] = IsHorizontalView(step) ? "horizontal" : "vertical";
-  s["rank"] = step.rank.has_value() ? json(*step.rank) : json(nullptr);
-  s["step_index"] = step.step_index;
-  s["step_name"] = SanitizeForPrompt(step.step_name, kMaxPromptTextBytes);
-  s["phase"] = SanitizeForPrompt(step.phase, kMaxPromptTextBytes);
-  s["step_duration_ms"] = NsToMs(static_cast<double>(step.step_duration_ns));
-  s["request_count"] = step.requests.size();
+  StepIdentity(step, &s);
   s["operator_instances"] = step.operator_instances;
   s["ops_count"] = ops_count;
   if (step.comm_bytes > 0) s["comm_bytes"] = step.comm_bytes;
