@@ -17,12 +17,33 @@ namespace {
 
 using nlohmann::json;
 
-json TraceOf(std::vector<TraceFile> files) {
+std::string TraceText(std::vector<TraceFile> files) {
   auto r = Merge(std::move(files), {});
-  EXPECT_TRUE(r.ok());
+  if (!r.ok()) {
+    ADD_FAILURE() << r.status().ToString();
+    return "{}";
+  }
   JsonOut out;
   WriteChromeTrace(*r, &out);
-  return json::parse(out.text());
+  return out.text();
+}
+
+json TraceOf(std::vector<TraceFile> files) { return json::parse(TraceText(std::move(files))); }
+
+std::string TraceTextOf(TraceFile file) {
+  std::vector<TraceFile> files;
+  files.push_back(std::move(file));
+  return TraceText(std::move(files));
+}
+
+// The line of `text` that holds `needle`, without its trailing comma ("" when none does).
+std::string LineWith(const std::string& text, std::string_view needle) {
+  const size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t begin = text.rfind('\n', at) + 1, end = text.find('\n', at);
+  std::string line = text.substr(begin, end - begin);
+  if (!line.empty() && line.back() == ',') line.pop_back();
+  return line;
 }
 
 json TraceOfDump(const std::string& dump) {
@@ -133,19 +154,10 @@ TEST(TraceArgs, KinetoArgsAreKeptCompactAndNotDuplicated) {
   bool reported = false;
   for (const IngestIssue& i : tf->stats.issues) reported |= i.message.find("args is not a valid JSON object") != std::string::npos;
   EXPECT_TRUE(reported);
-  std::vector<TraceFile> files;
-  files.push_back(std::move(tf).value());
-  auto r = Merge(std::move(files), {});
-  ASSERT_TRUE(r.ok());
-  JsonOut out;
-  WriteChromeTrace(*r, &out);
   // One event per line: the multi-line args object became one line, a JSON object of its own.
-  const std::string text = out.text();
-  const size_t dims = text.find("\"Input Dims\"");
-  ASSERT_NE(dims, std::string::npos);
-  std::string mm_line = text.substr(text.rfind('\n', dims) + 1);
-  mm_line = mm_line.substr(0, mm_line.find('\n'));
-  if (mm_line.back() == ',') mm_line.pop_back();
+  const std::string text = TraceTextOf(std::move(tf).value());
+  const std::string mm_line = LineWith(text, "\"Input Dims\"");
+  ASSERT_FALSE(mm_line.empty());
   EXPECT_TRUE(json::accept(mm_line)) << mm_line;
   const json t = json::parse(text);
   const json mm = Slices(t, "backend_op").at(0);
@@ -158,9 +170,8 @@ TEST(TraceArgs, KinetoArgsAreKeptCompactAndNotDuplicated) {
   EXPECT_EQ(k["args"]["note"], "line\nbreak \u00e9");
   EXPECT_EQ(k["args"]["correlation"], 55);
   // correlation appears once in the kernel's line (the kept args already hold it).
-  const size_t at = text.find("\"registers per thread\"");
-  const size_t line = text.rfind('\n', at), end = text.find('\n', at);
-  const std::string kline = text.substr(line, end - line);
+  const std::string kline = LineWith(text, "\"registers per thread\"");
+  ASSERT_FALSE(kline.empty());
   EXPECT_EQ(kline.find("\"correlation\""), kline.rfind("\"correlation\"")) << kline;
   bool seen = false;
   for (const json& e : t["traceEvents"]) {
@@ -180,16 +191,9 @@ TEST(TraceArgs, TheOriginalNameNeverDuplicatesAKeptKey) {
      "args": {"seq": 9, "name": "from the profiler"}}]})J";
   auto tf = ImportKinetoFromBuffer(kineto, "k.json", ImportOptions{});
   ASSERT_TRUE(tf.ok()) << tf.status().ToString();
-  std::vector<TraceFile> files;
-  files.push_back(std::move(tf).value());
-  auto r = Merge(std::move(files), {});
-  ASSERT_TRUE(r.ok());
-  JsonOut out;
-  WriteChromeTrace(*r, &out);
-  const std::string text = out.text();
-  const size_t at = text.find("from the profiler");
-  ASSERT_NE(at, std::string::npos);
-  const std::string line = text.substr(text.rfind('\n', at) + 1, text.find('\n', at) - text.rfind('\n', at) - 1);
+  const std::string text = TraceTextOf(std::move(tf).value());
+  const std::string line = LineWith(text, "from the profiler");
+  ASSERT_FALSE(line.empty());
   size_t names = 0;
   for (size_t p = line.find("\"name\":"); p != std::string::npos; p = line.find("\"name\":", p + 1)) ++names;
   EXPECT_EQ(names, 2u) << line;  // the slice's own name and the profiler's, nothing more
