@@ -20,21 +20,8 @@ import subprocess
 import tempfile
 import sys
 
-
-def timed(cmd, log):
-    """Runs cmd under /usr/bin/time -v: (ok, wall seconds, peak RSS MiB, stdout)."""
-    r = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
-    wall = rss = None
-    for line in r.stderr.splitlines():
-        line = line.strip()
-        if line.startswith("Elapsed (wall clock) time"):
-            parts = line.rsplit(" ", 1)[1].split(":")
-            wall = sum(float(p) * 60 ** i for i, p in enumerate(reversed(parts)))
-        elif line.startswith("Maximum resident set size"):
-            rss = int(line.rsplit(" ", 1)[1]) / 1024.0
-    if r.returncode != 0:
-        log(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
-    return r.returncode == 0, wall, rss, r.stdout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import timed  # noqa: E402
 
 
 def main():
@@ -58,7 +45,7 @@ def main():
     for n in sizes:
         d = os.path.join(args.work, f"gen-{n}")
         subprocess.run(["rm", "-rf", d])
-        ok, wall, rss, _ = timed([synth, "--preset", "bench", "--events", str(n), "-q", "--out", os.path.join(d, "dump")], log)
+        ok, wall, rss = timed([synth, "--preset", "bench", "--events", str(n), "-q", "--out", os.path.join(d, "dump")], log)
         if not ok:
             continue
         summ = json.load(open(os.path.join(d, "dump", "synth_summary.json")))
@@ -68,13 +55,13 @@ def main():
         log(f"synth {n}: {summ['records']} records in {wall:.2f} s ({summ['records'] / wall / 1e6:.2f} M/s), RSS {rss:.0f} MiB")
         if os.path.exists(merge):
             files = sorted(glob.glob(os.path.join(d, "dump", "truffld-*.jsonl")))
-            ok, mw, mrss, _ = timed([merge, *files, "-o", os.path.join(d, "merged")], log)
+            ok, mw, mrss = timed([merge, *files, "-o", os.path.join(d, "merged")], log)
             if ok:
                 run.update(merge_wall_s=mw, merge_rss_mib=mrss, merge_records_per_s=summ["records"] / mw,
                            synth_over_merge_speed=(summ["records"] / wall) / (summ["records"] / mw))
                 log(f"merge {n}: {mw:.2f} s ({summ['records'] / mw / 1e6:.2f} M records/s), peak RSS {mrss:.0f} MiB")
                 if n == sizes[0] and os.path.exists(diag):
-                    ok, dw, drss, _ = timed([diag, os.path.join(d, "merged"), "-o", os.path.join(d, "diag"),
+                    ok, dw, drss = timed([diag, os.path.join(d, "merged"), "-o", os.path.join(d, "diag"),
                                              "--mode", "peer", "--llm", "off", "--no-html", "-q"], log)
                     if ok:
                         run.update(diagnose_wall_s=dw, diagnose_rss_mib=drss)
@@ -84,8 +71,8 @@ def main():
         subprocess.run(["rm", "-rf", os.path.join(d, "dump"), os.path.join(d, "merged")])
     kin = os.path.join(args.shared_data, "kineto", "hta_df_index_resolver.json.gz") if args.shared_data else ""
     if kin and os.path.exists(kin) and os.path.exists(merge):
-        ok1, mw, mrss, _ = timed([merge, kin, "-o", os.path.join(args.work, "kineto-merged")], log)
-        ok2, pw, prss, _ = timed(["/usr/bin/python3", "-c",
+        ok1, mw, mrss = timed([merge, kin, "-o", os.path.join(args.work, "kineto-merged")], log)
+        ok2, pw, prss = timed(["/usr/bin/python3", "-c",
                                   "import gzip,json,sys; json.load(gzip.open(sys.argv[1],'rt'))", kin], log)
         if ok1 and ok2:
             out["kineto"] = {"file": kin, "merge_wall_s": mw, "merge_rss_mib": mrss, "python_json_load_wall_s": pw,
