@@ -6,15 +6,12 @@
 #include <string>
 
 #include "truffld/diagnose/tree_reader.h"
+#include "../tree_line.h"
 
 namespace truffld::diagnose {
 namespace {
 
-std::string OneLine(const std::string& s) {
-  std::string out;
-  for (char c : s) if (c != '\n') out += c;
-  return out;
-}
+using testing::OneLine;
 
 // Step 0..1000 on thread 7: aten::linear [100,600) wraps aten::mm [110,590), whose launch runs a
 // gemm (grid `grid`) at [300,450); then aten::copy_ [620,900) whose blocking cudaMemcpy [630,880)

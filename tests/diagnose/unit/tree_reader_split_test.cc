@@ -12,15 +12,12 @@
 
 #include "truffld/diagnose/output.h"
 #include "truffld/diagnose/tree_reader.h"
+#include "../tree_line.h"
 
 namespace truffld::diagnose {
 namespace {
 
-std::string OneLine(const std::string& s) {
-  std::string out;
-  for (char c : s) if (c != '\n') out += c;
-  return out;
-}
+using testing::OneLine;
 
 // aten::mm -> cudaLaunchKernel (runtime, 50 ns) -> cuLaunchKernel (driver, 30 ns) -> kernel,
 // plus a bare cuMemcpyHtoD (driver, 20 ns); a sibling frontend op with no calls.
