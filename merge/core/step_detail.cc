@@ -32,9 +32,8 @@ DeviceWindows DeviceWindowsOf(const FileMeta& meta, const ClockMap& clock) {
   DeviceWindows out;
   for (const auto& [id, s] : by_id) {
     // A window missing its start (dropped, or opened before the dump began) ran from the
-    // beginning; one missing its end, to the end.
-    out.spans.emplace_back(s.first == kNone ? kNone : s.first,
-                           s.last == kNone ? std::numeric_limits<TimeNs>::max() : s.last);
+    // beginning (first stays INT64_MIN); one missing its end, to the end.
+    out.spans.emplace_back(s.first, s.last == kNone ? std::numeric_limits<TimeNs>::max() : s.last);
   }
   std::sort(out.spans.begin(), out.spans.end());
   TimeNs reach = kNone;
