@@ -2,7 +2,7 @@
 #include "truffld/diagnose/trace_annotate.h"
 
 #include <charconv>
-#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -38,28 +38,6 @@ bool MicrosField(std::string_view s, size_t* p, std::string_view key, int64_t* n
   *p = end;
   return true;
 }
-
-class Writer {
- public:
-  explicit Writer(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
-    if (f_) std::setvbuf(f_, nullptr, _IOFBF, size_t{1} << 20);
-  }
-  ~Writer() {
-    if (f_) std::fclose(f_);
-  }
-  bool ok() const { return f_ != nullptr; }
-  void Put(std::string_view s) { std::fwrite(s.data(), 1, s.size(), f_); }
-  Status Close() {
-    const bool bad = std::ferror(f_) != 0;
-    const int rc = std::fclose(f_);
-    f_ = nullptr;
-    return bad || rc != 0 ? IoError(path_ + ": write failed") : Status::Ok();
-  }
-
- private:
-  std::string path_;
-  std::FILE* f_;
-};
 
 // The overlay's lookups by trace time (ns since the origin).
 struct Lookup {
@@ -133,11 +111,10 @@ std::string Event(std::string_view ph, std::string_view name, uint32_t tid, cons
 }
 
 // The overlay's process, tracks and slices, each preceded by ",\n" (`first`: none before the first).
-void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool first, Writer* w, AnnotateStats* st) {
+void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool first, std::ostream* w, AnnotateStats* st) {
   auto put = [&](const std::string& e) {
-    w->Put(first ? "" : ",\n");
+    *w << (first ? "" : ",\n") << e;
     first = false;
-    w->Put(e);
   };
   put(Event("M", "process_name", 0, ",\"args\":{\"name\":\"truffld diagnosis\"}"));
   put(Event("M", "process_sort_index", 0, ",\"args\":{\"sort_index\":-1}"));
@@ -252,12 +229,9 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
   if (!origin.ok()) return ParseError(in_path + ": " + origin.status().message());
   st->time_origin_ns = *origin;
   st->input_error = false;
-  Writer w(out_path);
-  if (!w.ok()) return IoError(out_path + ": cannot open for writing");
-  w.Put(line.substr(0, kHeadPrefix.size()));
-  w.Put(kAnnotated);
-  w.Put(line.substr(kHeadPrefix.size()));
-  w.Put("\n");
+  std::ofstream w(out_path, std::ios::binary | std::ios::trunc);
+  if (!w) return IoError(out_path + ": cannot open for writing");
+  w << line.substr(0, kHeadPrefix.size()) << kAnnotated << line.substr(kHeadPrefix.size()) << '\n';
   Lookup l = Index(o, *origin);
   bool closed = false, first = true;
   while (in.Next(&line)) {
@@ -268,8 +242,7 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
     if (line.empty()) continue;  // a trace with no events: "[\n\n]}"
     const bool comma = line.back() == ',';
     const std::string out = AnnotateLine(comma ? line.substr(0, line.size() - 1) : line, o, &l, st);
-    w.Put(first ? "" : ",\n");
-    w.Put(out);
+    w << (first ? "" : ",\n") << out;
     first = false;
     ++st->events;
   }
@@ -281,8 +254,9 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
                       " line(s) too long to copy; not a trace truffld-merge wrote");
   st->input_error = false;
   WriteOverlay(o, *origin, l, first, &w, st);
-  w.Put("\n]}\n");
-  return w.Close();
+  w << "\n]}\n";
+  w.flush();
+  return w ? Status::Ok() : IoError(out_path + ": write failed");
 }
 
 }  // namespace truffld::diagnose
