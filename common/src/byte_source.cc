@@ -1,13 +1,16 @@
 #include "truffld/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_FRAMEHEADERSIZE_MAX
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -290,31 +293,57 @@ Result<std::string_view> ByteSource::Peek(size_t n) {
   return std::string_view(peeked_).substr(0, n);
 }
 
-Result<std::string> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
-  std::string out;
+namespace {
+
+// Advises the kernel that [p, p + n) wants transparent huge pages, before it is touched: the
+// whole 2 MiB-aligned pages inside it (a hint; ignored where THP is off). TRUFFLD_HUGE_PAGES=0
+// turns it off.
+void AdviseHugePages(char* p, size_t n) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  static const bool enabled = [] {
+    const char* v = std::getenv("TRUFFLD_HUGE_PAGES");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  if (!enabled || n < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// Moves `b` into a buffer of `capacity` bytes (uninitialised past the data).
+void Reallocate(Bytes* b, size_t capacity) {
+  std::unique_ptr<char[]> bigger(new char[capacity]);
+  AdviseHugePages(bigger.get(), capacity);
+  if (b->size) std::memcpy(bigger.get(), b->data.get(), b->size);
+  b->data = std::move(bigger);
+  b->capacity = capacity;
+}
+
+}  // namespace
+
+Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
+  Bytes out;
   // One allocation when the size is known: the data, the spare bytes and room for the read
   // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
   constexpr size_t kMinRead = 4096;
   if (const uint64_t hint = src.size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
-    out.reserve(size_t(hint) + std::max(spare, kMinRead));
+    Reallocate(&out, size_t(hint) + std::max(spare, kMinRead));
   for (;;) {
-    const size_t old = out.size();
-    if (out.capacity() - old < kMinRead) out.reserve(std::max(out.capacity() * 2, old + (size_t{1} << 20)));
-    out.resize(out.capacity());
-    auto r = src.Read(out.data() + old, out.size() - old);
+    if (out.capacity - out.size < kMinRead) Reallocate(&out, std::max(out.capacity * 2, out.size + (size_t{1} << 20)));
+    auto r = src.Read(out.data.get() + out.size, out.capacity - out.size);
     if (!r.ok()) return r.status();
-    out.resize(old + *r);
+    out.size += *r;
     if (*r == 0) break;
   }
-  if (out.capacity() - out.size() < spare) out.reserve(out.size() + spare);
+  if (out.capacity - out.size < spare) Reallocate(&out, out.size + spare);
   if (src.truncated() && !allow_truncated)
     return Truncated(src.path() + ": " + CompressionName(src.compression()) +
-                     " stream ends early (file cut short?) after " + std::to_string(out.size()) +
+                     " stream ends early (file cut short?) after " + std::to_string(out.size) +
                      " decompressed bytes");
   return out;
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
+Result<Bytes> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
   auto src = OpenByteSource(path);
   if (!src.ok()) return src.status();
   return ReadAll(**src, allow_truncated, spare);

@@ -75,10 +75,18 @@ char* StringPool::Store(std::string_view s) {
   return p;
 }
 
+StrId StringPool::Add(std::string_view s) {
+  views_.emplace_back(Store(s), s.size());
+  bytes_ += s.size();
+  return static_cast<StrId>(views_.size() - 1);
+}
+
 void StringPool::Grow() {
   std::vector<uint64_t> slots(slots_.size() * 2, 0);
   const size_t mask = slots.size() - 1;
-  for (StrId id = 1; id < views_.size(); ++id) {
+  for (const uint64_t old : slots_) {  // the interned strings (not those stored by Add)
+    if (!old) continue;
+    const StrId id = static_cast<StrId>(old);
     const uint64_t h = HashBytes(views_[id], seed_);
     size_t i = h & mask;
     while (slots[i]) i = (i + 1) & mask;
@@ -102,7 +110,7 @@ StrId StringPool::Intern(std::string_view s) {
   views_.emplace_back(s.empty() ? "" : Store(s), s.size());
   slots_[i] = tag | id;
   bytes_ += s.size();
-  if (views_.size() * 2 > slots_.size()) Grow();
+  if (++interned_ * 2 > slots_.size()) Grow();
   return id;
 }
 

@@ -40,6 +40,10 @@ class StringPool {
   StringPool& operator=(const StringPool&) = delete;
 
   StrId Intern(std::string_view s);
+  // Stores `s` under a new id without looking it up or entering it for later lookups: for
+  // strings that are nearly all distinct and only ever read back by id (a Kineto event's args
+  // object), where hashing would cost time and save nothing.
+  StrId Add(std::string_view s);
   // The string for id; "" for kNoStr.
   std::string_view Get(StrId id) const { return views_[id]; }
   size_t size() const { return views_.size(); }
@@ -58,6 +62,7 @@ class StringPool {
   // Slots: 0 empty, else (upper 32 bits of the string's hash) << 32 | id. Size a power of two,
   // at most half full.
   std::vector<uint64_t> slots_;
+  size_t interned_ = 0;  // ids in slots_
   uint64_t seed_ = 0;
   size_t bytes_ = 0;
 };

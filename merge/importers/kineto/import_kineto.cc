@@ -9,6 +9,7 @@
 
 #include <simdjson.h>
 
+#include "importers/kineto/kept_args.h"
 #include "importers/kineto/kineto_record.h"
 #include "importers/main_process.h"
 #include "importers/kineto/salvage.h"
@@ -65,22 +66,24 @@ struct Walk {
   od::document* doc;
   uint64_t kept[16] = {};
   uint64_t index = 0;  // 1-based index of the current traceEvents element
-  simdjson::dom::parser args_parser;  // checks each kept args object (kineto::CompactArgs)
-  bool keep_args = true;              // ImportOptions::keep_args
+  kineto::KeptArgs* args = nullptr;  // ImportOptions::keep_args; else null (no args kept)
+  Locator* args_loc = nullptr;       // for args reports, which come after the walk has moved on
 };
 
-// The event's args object for trace.json, interned (kNoStr: none, or empty). An object that is
-// not valid JSON is reported and not kept; the event is.
-StrId KeepArgs(const kineto::KinetoRecord& rec, Walk* w) {
-  if (rec.args_text.empty()) return kNoStr;
-  const std::string compact = kineto::CompactArgs(rec.args_text, &w->args_parser);
-  if (compact.empty()) {
-    w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoIgnoredField,
-                         "event #" + std::to_string(w->index) +
+// Checks the pending args objects; the invalid ones are reported (and not kept; their events are).
+void CheckArgs(Walk* w) {
+  for (const kineto::KeptArgs::Rejected& r : w->args->Check())
+    w->out->stats.Report(w->args_loc->Where(r.where), Problem::kKinetoIgnoredField,
+                         "event #" + std::to_string(r.event_number) +
                              ": args is not a valid JSON object; not kept in trace.json, event kept");
-    return kNoStr;
+}
+
+void KeepArgs(const kineto::KinetoRecord& rec, Walk* w) {
+  if (!w->args) {
+    w->out->args.push_back(kNoStr);
+  } else if (w->args->Add(rec.args_text, w->index, rec.args_text.data())) {
+    CheckArgs(w);
   }
-  return compact == "{}" ? kNoStr : w->out->strings.Intern(compact);
 }
 
 // Imports every element of the traceEvents array. Returns the error that stopped the walk.
@@ -123,7 +126,7 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
         w->out->SetExtra(m.event, m.extra);
         w->out->SetThread(m.event, m.host.process_id, m.host.thread_id);
         w->out->AddEvent(m.event, w->index);
-        w->out->args.push_back(w->keep_args ? KeepArgs(rec, w) : kNoStr);
+        KeepArgs(rec, w);
         break;
       }
     }
@@ -199,7 +202,10 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
                            simdjson::error_message(e) + "); expected {\"traceEvents\": [...]}");
     return LooksTruncated(e) && !salvaged_from ? ImportSalvaged(text, name, options, st) : st;
   }
-  Walk w{&tf, &loc, &doc, {}, 0, simdjson::dom::parser(), options.keep_args};
+  tf.ReserveEvents(buf.size() / 80, options.keep_args);  // an event takes >= ~80 bytes of JSON
+  kineto::KeptArgs kept_args(&tf.strings, &tf.args);
+  Locator args_loc(text, name);
+  Walk w{&tf, &loc, &doc, {}, 0, options.keep_args ? &kept_args : nullptr, &args_loc};
   bool saw_events = false;
   std::optional<int64_t> base_ns;
   simdjson::error_code err = simdjson::SUCCESS;
@@ -225,6 +231,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
                         "baseTimeNanoseconds is not an integer; times left relative");
     }
   }
+  if (w.args) CheckArgs(&w);
   if (err) {
     std::string msg = loc.Where(Location(doc)) + ": malformed JSON after " +
                       std::to_string(w.index) + " trace events: " + simdjson::error_message(err);
@@ -267,12 +274,9 @@ Result<TraceFile> ImportKineto(std::unique_ptr<ByteSource> src, const ImportOpti
   // A cut-short gzip/zstd stream still yields its decodable bytes; the JSON salvage then keeps
   // the complete events and reports the truncation.
   const std::string path = src->path();
-  Result<std::string> bytes = ReadAll(*src, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
+  Result<Bytes> bytes = ReadAll(*src, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
   if (!bytes.ok()) return bytes.status();
-  std::string& s = bytes.value();
-  const size_t size = s.size();
-  s.reserve(size + simdjson::SIMDJSON_PADDING);  // (room left by the reader: no copy)
-  return ImportPadded(simdjson::padded_string_view(s.data(), size, s.capacity()), path, options);
+  return ImportPadded(simdjson::padded_string_view(bytes->data.get(), bytes->size, bytes->capacity), path, options);
 }
 
 Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options) {

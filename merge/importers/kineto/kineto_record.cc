@@ -16,6 +16,32 @@ std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
+// A string's text without unescaping it, when it holds no escape: `raw` starts just after its
+// opening quote (simdjson has checked UTF-8 and control bytes, and that the string ends).
+bool PlainText(const char* raw, std::string_view* out) {
+  const char* p = raw;
+  while (*p != '"' && *p != '\\') ++p;
+  if (*p == '\\') return false;
+  *out = std::string_view(raw, size_t(p - raw));
+  return true;
+}
+
+// A field's key: a view into the document when it has no escapes (nearly always), unescaped by
+// simdjson otherwise (which copies it).
+simdjson::error_code ReadKey(simdjson::simdjson_result<od::field>& field, std::string_view* key) {
+  od::raw_json_string raw;
+  if (auto e = field.key().get(raw)) return e;
+  if (PlainText(raw.raw(), key)) return simdjson::SUCCESS;
+  return field.unescaped_key().get(*key);
+}
+
+// A string value, the same way: false when it is not a string (or has a bad escape).
+bool ReadString(od::value& v, std::string_view* out) {
+  const std::string_view token = v.raw_json_token();
+  if (!token.empty() && token[0] == '"' && PlainText(token.data() + 1, out)) return true;
+  return v.get_string().get(*out) == simdjson::SUCCESS;
+}
+
 // Reads an integer field; a float is truncated toward zero (Kineto writes ints, but be lenient).
 bool ReadInt(od::value& v, int64_t* out) {
   int64_t i = 0;
@@ -35,7 +61,7 @@ bool ReadInt(od::value& v, int64_t* out) {
 bool ReadOptInt(od::value& v, std::optional<int64_t>* out) {
   int64_t i = 0;
   std::string_view s;
-  if (v.get_string().get(s) == simdjson::SUCCESS) {
+  if (ReadString(v, &s)) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
     if (ec != std::errc() || p != s.data() + s.size()) return false;
   } else if (!ReadInt(v, &i)) {
@@ -81,7 +107,7 @@ simdjson::error_code ReadArgs(od::value& v, KinetoRecord* rec) {
   if (auto e = args.reset().error()) return e;
   for (auto field : args) {
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = ReadKey(field, &key)) return e;
     od::value fv;
     if (auto e = field.value().get(fv)) return e;
     bool ok = true, optional = false;
@@ -92,7 +118,7 @@ simdjson::error_code ReadArgs(od::value& v, KinetoRecord* rec) {
     else if (key == "bytes") ok = ReadOptInt(fv, &rec->bytes), optional = true;
     else if (key == "grid") ok = ReadDim3(fv, rec->grid), optional = true;
     else if (key == "block") ok = ReadDim3(fv, rec->block), optional = true;
-    else if (key == "kind" && fv.get_string().get(rec->copy_kind) != simdjson::SUCCESS)
+    else if (key == "kind" && !ReadString(fv, &rec->copy_kind))
       rec->copy_kind = {};  // HIP writes a numeric hipMemcpyKind here; the name tells instead
     if (ok) continue;
     std::string_view& slot = optional ? rec->ignored_field : rec->bad_field;
@@ -121,13 +147,13 @@ bool IsHostRangeCat(std::string_view c) {
 simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
   for (auto field : obj) {
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = ReadKey(field, &key)) return e;
     od::value v;
     if (auto e = field.value().get(v)) return e;
     bool ok = true;
-    if (key == "ph") ok = v.get_string().get(rec->ph) == simdjson::SUCCESS;
-    else if (key == "cat") ok = v.get_string().get(rec->cat) == simdjson::SUCCESS;
-    else if (key == "name") ok = v.get_string().get(rec->name) == simdjson::SUCCESS;
+    if (key == "ph") ok = ReadString(v, &rec->ph);
+    else if (key == "cat") ok = ReadString(v, &rec->cat);
+    else if (key == "name") ok = ReadString(v, &rec->name);
     else if (key == "ts") ok = ReadNumberText(v, &rec->ts_text);
     else if (key == "dur") ok = ReadNumberText(v, &rec->dur_text);
     else if (key == "pid") ReadId(v, &rec->has_pid, &rec->pid_is_int, &rec->pid);
@@ -138,14 +164,6 @@ simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
     if (!ok && rec->bad_field.empty()) rec->bad_field = key;
   }
   return simdjson::SUCCESS;
-}
-
-std::string CompactArgs(std::string_view raw, simdjson::dom::parser* parser) {
-  simdjson::dom::element el;
-  if (raw.empty() || parser->parse(raw.data(), raw.size(), false).get(el) != simdjson::SUCCESS ||
-      !el.is_object())
-    return {};
-  return simdjson::minify(el);
 }
 
 Problem SkipKey(std::string_view ph, std::string_view cat) {

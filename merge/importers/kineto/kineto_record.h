@@ -56,12 +56,6 @@ struct Mapped {
   std::string message;   // for kProblem
 };
 
-// The args object's text made compact (no whitespace outside strings, one line), or "" when
-// it is not a valid JSON object: the document walk reads only the members it uses, so the
-// rest is checked here (valid UTF-8 is checked for the whole document when it is parsed).
-// `raw` must lie inside a padded buffer (simdjson::SIMDJSON_PADDING readable bytes after it).
-std::string CompactArgs(std::string_view raw, simdjson::dom::parser* parser);
-
 // Maps a record to the event model. Times are ns relative to the file's base (the caller adds
 // baseTimeNanoseconds later). Device events keep host = (kNone, kNone); the caller assigns the
 // host process afterwards. `pool` interns name and category.

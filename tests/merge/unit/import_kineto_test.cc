@@ -154,6 +154,17 @@ TEST(ImportKineto, FieldOrderAndEscapesDoNotMatter) {
   EXPECT_EQ(r->Correlation(r->events[0]), 9);
 }
 
+// Keys are matched after unescaping, as values are: an escaped key reads like its plain form.
+TEST(ImportKineto, EscapedKeysAreRead) {
+  auto r = Import(R"J({"traceEvents":[{"\u0070h":"X","c\u0061t":"cuda_runtime","\u006eame":"cudaMalloc",
+      "pid":2,"tid":3,"ts":5,"dur":1,"args":{"c\u006frrelation":9}}]})J");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->events.size(), 1u);
+  EXPECT_EQ(r->strings.Get(r->events[0].name), "cudaMalloc");
+  EXPECT_EQ(r->events[0].kind, EventKind::kRuntime);
+  EXPECT_EQ(r->Correlation(r->events[0]), 9);
+}
+
 TEST(ImportKineto, BadRecordsAreCountedWithLocationAndTheRestKept) {
   auto r = Import(R"J({"traceEvents":[
     {"ph":"X","cat":"cpu_op","name":"no_ts","pid":1,"tid":1,"dur":1},

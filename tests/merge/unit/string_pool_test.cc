@@ -57,6 +57,27 @@ TEST(StringPool, DistinguishesEveryByteAndLengthAcrossGrowth) {
   EXPECT_EQ(p.size(), 1 + keys.size() + 50000);
 }
 
+// Add stores without looking up: each call gets its own id, and interning the same text later
+// gets yet another (Add's strings are never found); growth of the table (which Add's strings
+// do not count towards) keeps every interned id findable.
+TEST(StringPool, AddStoresWithoutInterning) {
+  StringPool p;
+  const StrId a = p.Intern("aten::mm");
+  std::vector<StrId> added;
+  for (int i = 0; i < 100000; ++i) added.push_back(p.Add("{\"External id\":" + std::to_string(i % 7) + "}"));
+  EXPECT_EQ(added[0], a + 1);
+  EXPECT_NE(added[0], added[7]);  // same text, distinct ids
+  EXPECT_EQ(p.Get(added[7]), "{\"External id\":0}");
+  const StrId again = p.Intern("{\"External id\":0}");
+  EXPECT_NE(again, added[0]);
+  for (int i = 0; i < 5000; ++i) p.Intern("grow" + std::to_string(i));
+  EXPECT_EQ(p.Intern("aten::mm"), a);
+  EXPECT_EQ(p.Intern("{\"External id\":0}"), again);
+  EXPECT_EQ(p.Intern("grow4999"), p.Intern("grow4999"));
+  EXPECT_EQ(p.size(), 3 + added.size() + 5000);  // kNoStr, "aten::mm", `again`
+  for (int i = 0; i < 100000; i += 9973) EXPECT_EQ(p.Get(added[i]), "{\"External id\":" + std::to_string(i % 7) + "}");
+}
+
 TEST(StringPool, HashDependsOnEveryByteLengthAndSeed) {
   for (size_t len = 1; len <= 40; ++len) {
     std::string s(len, 'a');

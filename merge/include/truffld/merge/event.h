@@ -307,6 +307,14 @@ struct TraceFile {
   // other holders of thread indices (empty when nothing moved).
   std::vector<uint32_t> SortThreads();
 
+  // Room for n events (and their lines, and args when `with_args`) before they are added: an
+  // importer that can estimate the count saves the copies of growth. Reserved pages that are
+  // never filled are never touched, so an estimate on the high side costs no memory.
+  void ReserveEvents(size_t n, bool with_args) {
+    events.reserve(n);
+    lines.reserve(n);
+    if (with_args) args.reserve(n);
+  }
   // Appends e, read from source line (or record index) `line`. Importers add events this way
   // so that `lines` stays beside `events`.
   void AddEvent(const Event& e, uint64_t line) {
