@@ -1,9 +1,9 @@
 #include "truffld/byte_source.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_FRAMEHEADERSIZE_MAX
 #include <zstd.h>
@@ -49,6 +49,8 @@ class RawFile {
     }
   }
   uint64_t consumed() const { return consumed_; }
+  int fd() const { return fd_; }
+  void set_consumed(uint64_t n) { consumed_ = n; }
 
  private:
   int fd_;
@@ -154,11 +156,57 @@ class GzipSource final : public CompressedSource {
   bool truncated() const override { return truncated_; }
   Compression compression() const override { return Compression::kGzip; }
 
+ protected:
+  bool DecodeAllFromStart(Bytes* out, size_t spare) override;
+
  private:
   z_stream zs_;
   bool ok_ = false;
   bool in_member_ = false;
 };
+
+// A regular file's bytes from offset 0 (without moving its offset); false on any failure.
+bool ReadFileFromStart(int fd, std::string* out) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
+  out->resize(size_t(st.st_size));
+  for (size_t got = 0; got < out->size();) {
+    const ssize_t r = ::pread(fd, out->data() + got, out->size() - got, off_t(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += size_t(r);
+  }
+  return true;
+}
+
+// Every member of a gzip file, back to back, with libdeflate (whole buffers, no streaming).
+// The output starts at the last member's ISIZE (a hint) and doubles when a member needs more.
+bool GzipSource::DecodeAllFromStart(Bytes* out, size_t spare) {
+  std::string in;
+  if (!ReadFileFromStart(file_->fd(), &in)) return false;
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!d) return false;
+  Bytes b;
+  b.Reserve(std::max<size_t>(size_hint(), 4096) + spare);
+  for (size_t in_pos = 0; in_pos < in.size();) {
+    size_t used = 0, produced = 0;
+    const libdeflate_result r = libdeflate_gzip_decompress_ex(
+        d.get(), in.data() + in_pos, in.size() - in_pos, b.data.get() + b.size, b.capacity - spare - b.size,
+        &used, &produced);
+    if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      b.Reserve(2 * b.capacity + spare);
+      continue;
+    }
+    if (r != LIBDEFLATE_SUCCESS) return false;  // the streaming decoder says what and where
+    in_pos += used;
+    b.size += produced;
+  }
+  *out = std::move(b);
+  eof_ = true;
+  file_->set_consumed(in.size());
+  return true;
+}
 
 class ZstdSource final : public CompressedSource {
  public:
@@ -270,10 +318,21 @@ Result<size_t> ByteSource::Read(char* buf, size_t n) {
       std::string().swap(peeked_);
       peeked_pos_ = 0;
     }
+    read_any_ |= k > 0;
     return k;
   }
   if (!pending_.ok()) return std::exchange(pending_, Status::Ok());
-  return ReadMore(buf, n);
+  Result<size_t> r = ReadMore(buf, n);
+  read_any_ |= r.ok() && *r > 0;
+  return r;
+}
+
+bool ByteSource::DecodeAll(Bytes* out, size_t spare) {
+  if (read_any_ || !DecodeAllFromStart(out, spare)) return false;
+  std::string().swap(peeked_);
+  peeked_pos_ = 0;
+  pending_ = Status::Ok();
+  return true;
 }
 
 Result<std::string_view> ByteSource::Peek(size_t n) {
@@ -291,62 +350,6 @@ Result<std::string_view> ByteSource::Peek(size_t n) {
   }
   if (peeked_.empty() && !pending_.ok()) return std::exchange(pending_, Status::Ok());
   return std::string_view(peeked_).substr(0, n);
-}
-
-namespace {
-
-// Advises the kernel that [p, p + n) wants transparent huge pages, before it is touched: the
-// whole 2 MiB-aligned pages inside it (a hint; ignored where THP is off). TRUFFLD_HUGE_PAGES=0
-// turns it off.
-void AdviseHugePages(char* p, size_t n) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  static const bool enabled = [] {
-    const char* v = std::getenv("TRUFFLD_HUGE_PAGES");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  if (!enabled || n < 2 * kHuge) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
-  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-// Moves `b` into a buffer of `capacity` bytes (uninitialised past the data).
-void Reallocate(Bytes* b, size_t capacity) {
-  std::unique_ptr<char[]> bigger(new char[capacity]);
-  AdviseHugePages(bigger.get(), capacity);
-  if (b->size) std::memcpy(bigger.get(), b->data.get(), b->size);
-  b->data = std::move(bigger);
-  b->capacity = capacity;
-}
-
-}  // namespace
-
-Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
-  Bytes out;
-  // One allocation when the size is known: the data, the spare bytes and room for the read
-  // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
-  constexpr size_t kMinRead = 4096;
-  if (const uint64_t hint = src.size_hint(); hint > 0 && hint < (uint64_t{1} << 40))
-    Reallocate(&out, size_t(hint) + std::max(spare, kMinRead));
-  for (;;) {
-    if (out.capacity - out.size < kMinRead) Reallocate(&out, std::max(out.capacity * 2, out.size + (size_t{1} << 20)));
-    auto r = src.Read(out.data.get() + out.size, out.capacity - out.size);
-    if (!r.ok()) return r.status();
-    out.size += *r;
-    if (*r == 0) break;
-  }
-  if (out.capacity - out.size < spare) Reallocate(&out, out.size + spare);
-  if (src.truncated() && !allow_truncated)
-    return Truncated(src.path() + ": " + CompressionName(src.compression()) +
-                     " stream ends early (file cut short?) after " + std::to_string(out.size) +
-                     " decompressed bytes");
-  return out;
-}
-
-Result<Bytes> ReadWholeFile(const std::string& path, bool allow_truncated, size_t spare) {
-  auto src = OpenByteSource(path);
-  if (!src.ok()) return src.status();
-  return ReadAll(**src, allow_truncated, spare);
 }
 
 }  // namespace truffld

@@ -115,6 +115,48 @@ TEST_F(CorruptStreamTest, PeekedBytesAreReadAgain) {
   }
 }
 
+// The whole-file gzip decode (libdeflate) gives what streaming gives, for every member, after a
+// Peek; it declines, consuming nothing, once bytes were Read or when the file is not clean gzip,
+// and then the streaming decoder keeps its promises (prefix kept, problem reported).
+TEST_F(CorruptStreamTest, WholeGzipDecodeMatchesStreamingAndDeclinesOnProblems) {
+  const std::string a = Records(), b = "{\"tail\":1}\n";  // the last member is small: a low ISIZE hint
+  const std::string two = Gzip(a) + Gzip(b);
+  auto src = OpenByteSource(Write("two.gz", two));
+  ASSERT_TRUE(src.ok());
+  EXPECT_EQ((*src)->Peek(4).value(), a.substr(0, 4));
+  Bytes all;
+  ASSERT_TRUE((*src)->DecodeAll(&all, 64));
+  EXPECT_EQ(all.view(), a + b);
+  EXPECT_GE(all.capacity, all.size + 64);
+  EXPECT_EQ((*src)->raw_bytes_read(), two.size());
+  char c;
+  EXPECT_EQ((*src)->Read(&c, 1).value(), 0u);  // nothing left after it
+
+  auto read_first = OpenByteSource(Write("r.gz", Gzip(a)));
+  ASSERT_EQ((*read_first)->Read(&c, 1).value(), 1u);
+  EXPECT_FALSE((*read_first)->DecodeAll(&all, 0));
+  EXPECT_EQ(ReadAll(**read_first).value().view(), a.substr(1));
+
+  std::string corrupt = Gzip(a);
+  for (size_t i = corrupt.size() * 4 / 5; i < corrupt.size() * 4 / 5 + 16; ++i) corrupt[i] = char(corrupt[i] ^ 0x5a);
+  const std::string cut = Gzip(a).substr(0, Gzip(a).size() / 2), trailing = Gzip(a) + "garbage";
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"corrupt.gz", corrupt}, {"cut.gz", cut}, {"trailing.gz", trailing}}) {
+    auto bad = OpenByteSource(Write(name, bytes));
+    ASSERT_TRUE(bad.ok());
+    EXPECT_FALSE((*bad)->DecodeAll(&all, 0)) << name;
+    auto streamed = ReadAll(**bad, /*allow_truncated=*/true);
+    if (name == "cut.gz") {
+      ASSERT_TRUE(streamed.ok()) << streamed.status().ToString();
+      EXPECT_TRUE((*bad)->truncated());
+      EXPECT_EQ(streamed->view(), GzipCliDecode(cut));
+    } else {
+      ASSERT_FALSE(streamed.ok()) << name;
+      EXPECT_NE(streamed.status().message().find("corrupt gzip data"), std::string::npos) << name;
+    }
+  }
+}
+
 TEST_F(CorruptStreamTest, APipeIsReadOnceAndNotRereadable) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
