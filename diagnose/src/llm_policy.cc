@@ -74,21 +74,49 @@ int WeakInstances(const FamilyEvidence& f, const PolicyThresholds& t) noexcept {
   return std::max({std::max(f.weak_instances, 0), from_bar, StrongInstances(f, t)});
 }
 
-StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t) {
+namespace {
+
+// The peer-relative Stage I already decided at the stated false-alarm rate and named the
+// causes; the policy confirms that decision and its blamed families, in excess order.
+StageTwoDecision DecideCalibrated(const StepEvidence& step) {
   StageTwoDecision d;
   d.source = DecisionSource::kOffline;
-  if (step.calibrated) {
-    // The peer-relative Stage I already decided at the stated false-alarm rate and named the
-    // causes; the policy confirms that decision and its blamed families, in excess order.
-    d.abnormal = step.verdict == "abnormal";
-    if (d.abnormal) {
-      for (const FamilyEvidence& f : step.families) {
-        if (f.candidate) d.faulty.push_back(f.family);
-      }
+  d.abnormal = step.verdict == "abnormal";
+  if (d.abnormal) {
+    for (const FamilyEvidence& f : step.families) {
+      if (f.candidate) d.faulty.push_back(f.family);
     }
-    d.rationale = "calibrated rule: " + step.summary;
-    return d;
   }
+  d.rationale = "calibrated rule: " + step.summary;
+  return d;
+}
+
+// Appends to `listed` the families with weak instances whose parent is also the parent of a
+// strong family (siblings of a strong symptom); returns how many.
+size_t AddRelatedWeak(const StepEvidence& step, const std::unordered_set<std::string>& strong_set,
+                      const PolicyThresholds& t, std::vector<std::string>* listed) {
+  std::unordered_set<std::string> strong_parents;
+  for (const FamilyEvidence& f : step.families) {
+    if (strong_set.count(f.family) != 0 && !f.parent.empty()) strong_parents.insert(f.parent);
+  }
+  size_t related = 0;
+  std::unordered_set<std::string> added;
+  for (const FamilyEvidence& f : step.families) {
+    if (strong_set.count(f.family) == 0 && WeakInstances(f, t) > 0 && !f.parent.empty() &&
+        strong_parents.count(f.parent) != 0 && added.insert(f.family).second) {
+      listed->push_back(f.family);
+      ++related;
+    }
+  }
+  return related;
+}
+
+}  // namespace
+
+StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds& t) {
+  if (step.calibrated) return DecideCalibrated(step);
+  StageTwoDecision d;
+  d.source = DecisionSource::kOffline;
 
   // S counts strong INSTANCES; ops_count counts instances (as in the design's prompt). A family
   // is listed as strong when at least one of its instances is strong.
@@ -133,21 +161,7 @@ StageTwoDecision DecideOffline(const StepEvidence& step, const PolicyThresholds&
   }
 
   std::vector<std::string> listed = strong;
-  size_t related = 0;
-  if (t.include_related_weak) {
-    std::unordered_set<std::string> strong_parents;
-    for (const FamilyEvidence& f : step.families) {
-      if (strong_set.count(f.family) != 0 && !f.parent.empty()) strong_parents.insert(f.parent);
-    }
-    std::unordered_set<std::string> added;
-    for (const FamilyEvidence& f : step.families) {
-      if (strong_set.count(f.family) == 0 && WeakInstances(f, t) > 0 && !f.parent.empty() &&
-          strong_parents.count(f.parent) != 0 && added.insert(f.family).second) {
-        listed.push_back(f.family);
-        ++related;
-      }
-    }
-  }
+  const size_t related = t.include_related_weak ? AddRelatedWeak(step, strong_set, t, &listed) : 0;
   const size_t before = listed.size();
   d.faulty = PropagateUpward(step, std::move(listed));
   d.abnormal = true;

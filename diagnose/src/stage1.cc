@@ -25,6 +25,7 @@ const std::vector<std::string>& MethodNames() {
 struct GroupOutcome {
   FamilyModelInfo info;
   bool fitted = false, robust_z = false, failed = false, keep_info = false;
+  bool missing_in_reference = false;  // (failed) the family is absent from the reference run
   std::string note;
 };
 
@@ -47,60 +48,101 @@ Eigen::MatrixXd Columns(const Eigen::MatrixXd& x, const std::vector<int>& cols) 
   return out;
 }
 
+// Columns that vary in the fitting data (`active`) and those constant in it (`inactive`); a
+// column identical to an earlier active one (self time == duration for a leaf operator) is
+// dropped, since a diagonal model would count it twice and BIC would then split clusters to
+// mimic the correlation.
+void SplitColumns(const Eigen::MatrixXd& xf, std::vector<int>* active, std::vector<int>* inactive) {
+  for (int c = 0; c < kNumFeatures; ++c) {
+    bool varies = xf.rows() > 0 && xf.col(c).maxCoeff() - xf.col(c).minCoeff() > 1e-9;
+    bool duplicate = false;
+    for (int a : *active) duplicate = duplicate || (xf.col(c) - xf.col(a)).cwiseAbs().maxCoeff() < 1e-9;
+    if (duplicate) continue;
+    (varies ? active : inactive)->push_back(c);
+  }
+}
+
+// The BIC-selected mixture over `fa`; with `trim`, refitted without the least likely share
+// o.trim of the rows (pooled mode, where faulty instances are part of the fitting data).
+Result<BicSelection> FitMixture(const Eigen::MatrixXd& fa, bool trim, const StageOneOptions& o) {
+  GmmOptions gmm = o.gmm;
+  if (o.auto_covariance) {  // full covariance only with enough samples per parameter
+    const Eigen::Index da = fa.cols();
+    gmm.covariance = fa.rows() >= 10 * da * (da + 1) / 2 ? CovarianceType::kFull : CovarianceType::kDiagonal;
+  }
+  auto sel = FitGmmBic(fa, o.k_min, o.k_max, gmm);
+  if (!sel.ok() || !trim || o.trim <= 0 || fa.rows() < 2 * o.min_instances) return sel;
+  Eigen::VectorXd lp;
+  sel->model.Estimate(fa, &lp, nullptr);
+  std::vector<double> sorted(lp.data(), lp.data() + lp.size());
+  size_t cut_at = static_cast<size_t>(o.trim * static_cast<double>(sorted.size()));
+  std::nth_element(sorted.begin(), sorted.begin() + cut_at, sorted.end());
+  double cut = sorted[cut_at];
+  std::vector<int> keep;
+  for (Eigen::Index i = 0; i < lp.size(); ++i) if (lp(i) >= cut) keep.push_back(static_cast<int>(i));
+  Eigen::MatrixXd kept(static_cast<Eigen::Index>(keep.size()), fa.cols());
+  for (size_t i = 0; i < keep.size(); ++i) kept.row(static_cast<Eigen::Index>(i)) = fa.row(keep[i]);
+  auto refit = FitGmmBic(kept, o.k_min, o.k_max, gmm);
+  return refit.ok() ? std::move(refit) : std::move(sel);
+}
+
+// rho of row i of xt under model m: `resp`/`m2` are its responsibilities and squared
+// Mahalanobis distances per component over the active columns, `central` the central
+// components, `constant` the fitting data's values of the inactive (constant) columns.
+double RhoOf(const Eigen::MatrixXd& xt, Eigen::Index i, const Eigen::MatrixXd& resp, const Eigen::MatrixXd& m2,
+             const std::vector<int>& central, int df, const std::vector<int>& inactive,
+             const Eigen::RowVectorXd& constant, const StageOneOptions& o) {
+  if (o.rho == RhoRule::kCalibrated) {
+    // Membership of the central set times how plausible the point is under the nearest
+    // central component; both are probabilities, so their product can reach 1e-6 and below.
+    double mass = 0, tail = 0;
+    for (int k : central) {
+      mass += resp(i, k);
+      tail = std::max(tail, Chi2Survival(m2(i, k), df));
+    }
+    return std::clamp(mass * tail * MaxZTail(xt, i, inactive, &constant), 0.0, 1.0);
+  }
+  double r = 0;
+  for (int k : central) {
+    double g = resp(i, k);
+    if (o.rho == RhoRule::kGated) g *= Gate(Chi2Survival(m2(i, k), df), o.tail_alpha);
+    r += g;
+  }
+  // Columns constant in the fitting data: deviation from that constant, in scale units.
+  if (o.rho == RhoRule::kGated) r *= Gate(MaxZTail(xt, i, inactive, &constant), o.tail_alpha);
+  return std::clamp(r, 0.0, 1.0);
+}
+
+// Robust z-scores for every row of xt (the fallback when no mixture can be fitted).
+void RobustZ(const Eigen::MatrixXd& xt, const StageOneOptions& o, std::vector<double>* rho_out, GroupOutcome* out) {
+  std::vector<int> all(kNumFeatures);
+  for (int c = 0; c < kNumFeatures; ++c) all[c] = c;
+  for (Eigen::Index i = 0; i < xt.rows(); ++i) {
+    const double tail = MaxZTail(xt, i, all);
+    (*rho_out)[static_cast<size_t>(i)] = o.rho == RhoRule::kCalibrated ? tail : Gate(tail, o.tail_alpha);
+  }
+  out->robust_z = true;
+  out->info.method = "robust-z";
+}
+
 // Scores target rows `xt` against a model fitted on `xf` (both standardised). Writes rho into
 // rho_out (one per row of xt). Returns false when it had to fall back to robust z-scores.
 bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
                 const StageOneOptions& o, std::vector<double>* rho_out, GroupOutcome* out) {
-  // Active columns vary in the fitting data; a column identical to an earlier active one
-  // (self time == duration for a leaf operator) is dropped, since a diagonal model would count
-  // it twice and BIC would then split clusters to mimic the correlation.
   std::vector<int> active, inactive;
-  for (int c = 0; c < kNumFeatures; ++c) {
-    bool varies = xf.rows() > 0 && xf.col(c).maxCoeff() - xf.col(c).minCoeff() > 1e-9;
-    bool duplicate = false;
-    for (int a : active) duplicate = duplicate || (xf.col(c) - xf.col(a)).cwiseAbs().maxCoeff() < 1e-9;
-    if (duplicate) continue;
-    (varies ? active : inactive).push_back(c);
-  }
+  SplitColumns(xf, &active, &inactive);
   rho_out->assign(static_cast<size_t>(xt.rows()), 1.0);
-  auto robust_z = [&]() {
-    std::vector<int> all(kNumFeatures);
-    for (int c = 0; c < kNumFeatures; ++c) all[c] = c;
-    for (Eigen::Index i = 0; i < xt.rows(); ++i) {
-      const double tail = MaxZTail(xt, i, all);
-      (*rho_out)[static_cast<size_t>(i)] = o.rho == RhoRule::kCalibrated ? tail : Gate(tail, o.tail_alpha);
-    }
-    out->robust_z = true;
-    out->info.method = "robust-z";
+  if (xf.rows() < std::max(2, o.min_instances) || active.empty()) {
+    RobustZ(xt, o, rho_out, out);
     return false;
-  };
-  if (xf.rows() < std::max(2, o.min_instances) || active.empty()) return robust_z();
-
+  }
   Eigen::MatrixXd fa = Columns(xf, active);
-  GmmOptions gmm = o.gmm;
-  if (o.auto_covariance) {  // full covariance only with enough samples per parameter
-    const Eigen::Index da = static_cast<Eigen::Index>(active.size());
-    gmm.covariance = fa.rows() >= 10 * da * (da + 1) / 2 ? CovarianceType::kFull : CovarianceType::kDiagonal;
-  }
-  auto sel = FitGmmBic(fa, o.k_min, o.k_max, gmm);
-  if (sel.ok() && trim && o.trim > 0 && fa.rows() >= 2 * o.min_instances) {
-    Eigen::VectorXd lp;
-    sel->model.Estimate(fa, &lp, nullptr);
-    std::vector<double> sorted(lp.data(), lp.data() + lp.size());
-    size_t cut_at = static_cast<size_t>(o.trim * static_cast<double>(sorted.size()));
-    std::nth_element(sorted.begin(), sorted.begin() + cut_at, sorted.end());
-    double cut = sorted[cut_at];
-    std::vector<int> keep;
-    for (Eigen::Index i = 0; i < lp.size(); ++i) if (lp(i) >= cut) keep.push_back(static_cast<int>(i));
-    Eigen::MatrixXd kept(static_cast<Eigen::Index>(keep.size()), fa.cols());
-    for (size_t i = 0; i < keep.size(); ++i) kept.row(static_cast<Eigen::Index>(i)) = fa.row(keep[i]);
-    auto refit = FitGmmBic(kept, o.k_min, o.k_max, gmm);
-    if (refit.ok()) sel = std::move(refit);
-  }
+  auto sel = FitMixture(fa, trim, o);
   if (!sel.ok()) {
     out->failed = true;
     out->note = sel.status().message();
-    return robust_z();
+    RobustZ(xt, o, rho_out, out);
+    return false;
   }
   const GmmModel& m = sel->model;
   out->fitted = true;
@@ -112,31 +154,10 @@ bool ScoreGroup(const Eigen::MatrixXd& xf, const Eigen::MatrixXd& xt, bool trim,
   std::vector<int> central = CentralComponents(m, o.central_mass, o.top1);
   Eigen::MatrixXd ta = Columns(xt, active), resp, m2;
   m.Estimate(ta, nullptr, &resp, &m2);
-  const int df = static_cast<int>(active.size());
   const Eigen::RowVectorXd constant = xf.row(0);
-  for (Eigen::Index i = 0; i < xt.rows(); ++i) {
-    if (o.rho == RhoRule::kCalibrated) {
-      // Membership of the central set times how plausible the point is under the nearest
-      // central component; both are probabilities, so their product can reach 1e-6 and below.
-      double mass = 0, tail = 0;
-      for (int k : central) {
-        mass += resp(i, k);
-        tail = std::max(tail, Chi2Survival(m2(i, k), df));
-      }
-      double r = mass * tail * MaxZTail(xt, i, inactive, &constant);
-      (*rho_out)[static_cast<size_t>(i)] = std::clamp(r, 0.0, 1.0);
-      continue;
-    }
-    double r = 0;
-    for (int k : central) {
-      double g = resp(i, k);
-      if (o.rho == RhoRule::kGated) g *= Gate(Chi2Survival(m2(i, k), df), o.tail_alpha);
-      r += g;
-    }
-    // Columns constant in the fitting data: deviation from that constant, in scale units.
-    if (o.rho == RhoRule::kGated) r *= Gate(MaxZTail(xt, i, inactive, &constant), o.tail_alpha);
-    (*rho_out)[static_cast<size_t>(i)] = std::clamp(r, 0.0, 1.0);
-  }
+  for (Eigen::Index i = 0; i < xt.rows(); ++i)
+    (*rho_out)[static_cast<size_t>(i)] =
+        RhoOf(xt, i, resp, m2, central, static_cast<int>(active.size()), inactive, constant, o);
   return true;
 }
 
@@ -201,6 +222,78 @@ const char* ScoringModeName(ScoringMode m) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// One work item: a (view, family) group, or its rows in one step (within-step mode).
+struct Item {
+  const GroupKey* key;
+  const std::vector<uint32_t>* family_rows;
+  std::vector<uint32_t> rows;
+};
+
+std::vector<Item> MakeItems(const InstanceTable& t, const std::map<GroupKey, std::vector<uint32_t>>& groups,
+                            const StageOneOptions& o) {
+  std::vector<Item> items;
+  for (auto& [key, rows] : groups) {
+    if (o.mode != ScoringMode::kWithinStep) { items.push_back({&key, &rows, rows}); continue; }
+    size_t b = 0;
+    while (b < rows.size()) {  // rows are in step order: split into runs of one step
+      size_t e = b;
+      while (e < rows.size() && t.step[rows[e]] == t.step[rows[b]]) ++e;
+      items.push_back({&key, &rows, std::vector<uint32_t>(rows.begin() + b, rows.begin() + e)});
+      b = e;
+    }
+  }
+  return items;
+}
+
+// Fits and scores one item; writes its rows' rho and method.
+void ScoreItem(const Item& it, const InstanceTable& t, const InstanceTable* reference,
+               const std::map<GroupKey, std::vector<uint32_t>>& ref_groups, const StageOneOptions& o,
+               GroupOutcome* out, std::vector<double>* rho_all, std::vector<uint8_t>* method) {
+  out->info.family = it.key->family;
+  out->info.view = it.key->horizontal ? "horizontal" : "vertical";
+  const InstanceTable* fit_table = &t;
+  std::vector<uint32_t> fit_rows;
+  uint8_t m = kGmmPooled;
+  FamilyScaler scaler;
+  if (o.mode == ScoringMode::kReference) {
+    auto ref = ref_groups.find(*it.key);
+    if (ref != ref_groups.end()) {
+      fit_table = reference;
+      fit_rows = Subsample(ref->second, o.max_fit_samples);
+      m = kGmmReference;
+    } else {
+      out->note = out->info.view + " family '" + it.key->family +
+                  "' is absent from the reference run: robust z-scores against this run";
+      fit_rows = Subsample(it.rows, o.max_fit_samples);
+      out->failed = out->missing_in_reference = true;
+    }
+    scaler = FitScaler(*fit_table, fit_rows, o.min_scale);
+    out->keep_info = true;
+  } else if (o.mode == ScoringMode::kPooled) {
+    fit_rows = Subsample(it.rows, o.max_fit_samples);
+    scaler = FitScaler(t, fit_rows, o.min_scale);
+    out->keep_info = true;
+  } else {
+    fit_rows = it.rows;
+    scaler = FitScaler(t, Subsample(*it.family_rows, o.max_fit_samples), o.min_scale);
+    m = kGmm;
+  }
+  Eigen::MatrixXd xf = TransformRows(*fit_table, fit_rows, scaler);
+  Eigen::MatrixXd xt = fit_table == &t && fit_rows.size() == it.rows.size() ? xf : TransformRows(t, it.rows, scaler);
+  if (o.mode == ScoringMode::kReference && m != kGmmReference) xf.resize(0, kNumFeatures);
+  std::vector<double> rho;
+  if (!ScoreGroup(xf, xt, o.mode == ScoringMode::kPooled, o, &rho, out)) m = kRobustZ;
+  out->info.method = MethodNames()[m];
+  for (size_t i = 0; i < it.rows.size(); ++i) {
+    (*rho_all)[it.rows[i]] = rho[i];
+    (*method)[it.rows[i]] = m;
+  }
+}
+
+}  // namespace
+
 Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* reference,
                                    const StageOneOptions& o) {
   if (o.mode == ScoringMode::kReference && reference == nullptr) {
@@ -215,75 +308,16 @@ Result<StageOneResult> RunStageOne(const InstanceTable& t, const InstanceTable* 
   auto groups = GroupByFamily(t, o);
   std::map<GroupKey, std::vector<uint32_t>> ref_groups;
   if (o.mode == ScoringMode::kReference) ref_groups = GroupByFamily(*reference, o);
-
-  // One work item per (view, family) group, or per (step, view, family) within steps.
-  struct Item { const GroupKey* key; const std::vector<uint32_t>* family_rows; std::vector<uint32_t> rows; };
-  std::vector<Item> items;
-  for (auto& [key, rows] : groups) {
-    if (o.mode != ScoringMode::kWithinStep) { items.push_back({&key, &rows, rows}); continue; }
-    size_t b = 0;
-    while (b < rows.size()) {  // rows are in step order: split into runs of one step
-      size_t e = b;
-      while (e < rows.size() && t.step[rows[e]] == t.step[rows[b]]) ++e;
-      items.push_back({&key, &rows, std::vector<uint32_t>(rows.begin() + b, rows.begin() + e)});
-      b = e;
-    }
-  }
+  const std::vector<Item> items = MakeItems(t, groups, o);
   std::vector<GroupOutcome> outcomes(items.size());
   detail::ParallelFor(items.size(), o.threads, [&](size_t idx) {
-    const Item& it = items[idx];
-    GroupOutcome& out = outcomes[idx];
-    out.info.family = it.key->family;
-    out.info.view = it.key->horizontal ? "horizontal" : "vertical";
-    const InstanceTable* fit_table = &t;
-    std::vector<uint32_t> fit_rows;
-    uint8_t m = kGmmPooled;
-    FamilyScaler scaler;
-    if (o.mode == ScoringMode::kReference) {
-      auto ref = ref_groups.find(*it.key);
-      if (ref != ref_groups.end()) {
-        fit_table = reference;
-        fit_rows = Subsample(ref->second, o.max_fit_samples);
-        m = kGmmReference;
-      } else {
-        out.note = out.info.view + " family '" + it.key->family +
-                   "' is absent from the reference run: robust z-scores against this run";
-        fit_rows = Subsample(it.rows, o.max_fit_samples);
-        out.failed = true;
-      }
-      scaler = FitScaler(*fit_table, fit_rows, o.min_scale);
-      out.keep_info = true;
-    } else if (o.mode == ScoringMode::kPooled) {
-      fit_rows = Subsample(it.rows, o.max_fit_samples);
-      scaler = FitScaler(t, fit_rows, o.min_scale);
-      out.keep_info = true;
-    } else {
-      fit_rows = it.rows;
-      scaler = FitScaler(t, Subsample(*it.family_rows, o.max_fit_samples), o.min_scale);
-      m = kGmm;
-    }
-    Eigen::MatrixXd xf = TransformRows(*fit_table, fit_rows, scaler);
-    Eigen::MatrixXd xt = fit_table == &t && fit_rows.size() == it.rows.size()
-                             ? xf : TransformRows(t, it.rows, scaler);
-    if (o.mode == ScoringMode::kReference && m != kGmmReference) xf.resize(0, kNumFeatures);
-    std::vector<double> rho;
-    bool gmm = ScoreGroup(xf, xt, o.mode == ScoringMode::kPooled, o, &rho, &out);
-    if (!gmm) m = kRobustZ;
-    out.info.method = MethodNames()[m];
-    for (size_t i = 0; i < it.rows.size(); ++i) {
-      r.rho[it.rows[i]] = rho[i];
-      method[it.rows[i]] = m;
-    }
+    ScoreItem(items[idx], t, reference, ref_groups, o, &outcomes[idx], &r.rho, &method);
   });
   for (auto& out : outcomes) {
     r.gmm_fits += out.fitted;
     r.robust_z_groups += out.robust_z;
     if (out.failed) {
-      if (o.mode == ScoringMode::kReference && out.note.find("absent") != std::string::npos) {
-        ++r.missing_in_reference;
-      } else {
-        ++r.fit_failures;
-      }
+      ++(out.missing_in_reference ? r.missing_in_reference : r.fit_failures);
       if (r.notes.size() < 50) r.notes.push_back(out.note);
     }
     if (out.keep_info) r.models.push_back(std::move(out.info));

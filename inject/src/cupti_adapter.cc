@@ -221,19 +221,11 @@ void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bo
   }
 }
 
-}  // namespace
-
-bool StartCupti(Tracer* tracer) {
-  g_tracer = tracer;
-  g_clock = tracer->config().clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW;
-  auto fail = [&](const std::string& why) {
-    Tracer::Log("CUPTI unavailable (" + why + "); CUDA activity is not traced, NVTX capture continues");
-    tracer->SetCuptiStatus("unavailable: " + why);
-    return false;
-  };
+// Loads libcupti (the configured path, else the usual names and the build's copy) and fills
+// g_api from it. False with the reason when it cannot be loaded or lacks what tracing needs.
+bool LoadCuptiApi(const std::string& configured, std::string* why) {
   void* h = nullptr;
   std::string tried;
-  const std::string configured = tracer->config().cupti_library;
   const char* candidates[] = {configured.c_str(), "libcupti.so.13", "libcupti.so", TRUFFLD_CUPTI_BUILD_PATH};
   for (const char* c : candidates) {
     if (!c || !*c) continue;
@@ -241,7 +233,10 @@ bool StartCupti(Tracer* tracer) {
     tried += std::string(tried.empty() ? "" : ", ") + c;
     if (!configured.empty()) break;  // an explicit choice is not second-guessed
   }
-  if (!h) return fail("cannot load libcupti; tried " + tried);
+  if (!h) {
+    *why = "cannot load libcupti; tried " + tried;
+    return false;
+  }
 #define TRUFFLD_SYM(field, name) g_api.field = reinterpret_cast<decltype(g_api.field)>(dlsym(h, name))
   TRUFFLD_SYM(GetResultString, "cuptiGetResultString");
   TRUFFLD_SYM(GetVersion, "cuptiGetVersion");
@@ -261,8 +256,24 @@ bool StartCupti(Tracer* tracer) {
 #undef TRUFFLD_SYM
   if (!g_api.Subscribe || !g_api.RegisterCallbacks || !g_api.ActivityEnable || !g_api.GetNextRecord ||
       !g_api.FlushAll) {
-    return fail("libcupti lacks required functions");
+    *why = "libcupti lacks required functions";
+    return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool StartCupti(Tracer* tracer) {
+  g_tracer = tracer;
+  g_clock = tracer->config().clock_realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC_RAW;
+  auto fail = [&](const std::string& why) {
+    Tracer::Log("CUPTI unavailable (" + why + "); CUDA activity is not traced, NVTX capture continues");
+    tracer->SetCuptiStatus("unavailable: " + why);
+    return false;
+  };
+  std::string why;
+  if (!LoadCuptiApi(tracer->config().cupti_library, &why)) return fail(why);
   std::string notes;
   if (!g_api.RegisterTimestampCallback || g_api.RegisterTimestampCallback(&TimestampNow) != CUPTI_SUCCESS) {
     notes += "; GPU timestamps use CUPTI's own clock";
