@@ -122,7 +122,7 @@ bool ToBlamed(const InstanceTable& t, const StepInfo& st, uint32_t family, const
 }
 
 // Drops wrappers (a family whose excess a child family explains, by the instances' parent
-// links), orders by excess and keeps the top ones.
+// links) and orders by excess; o.top_m > 0 keeps only that many.
 std::vector<BlamedFamily> Finalize(const InstanceTable& t, const StepInfo& st, std::vector<BlamedFamily> blamed,
                                    const BlameOptions& o) {
   std::vector<BlamedFamily> kept;
@@ -142,7 +142,7 @@ std::vector<BlamedFamily> Finalize(const InstanceTable& t, const StepInfo& st, s
   });
   std::vector<BlamedFamily> out;
   for (const auto& b : kept) {
-    if (static_cast<int>(out.size()) >= o.top_m) break;
+    if (o.top_m > 0 && static_cast<int>(out.size()) >= o.top_m) break;
     if (!out.empty() && b.excess_ns < o.min_relative * kept[0].excess_ns) continue;
     out.push_back(b);
   }

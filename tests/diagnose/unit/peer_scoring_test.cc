@@ -193,6 +193,41 @@ TEST(Blame, DeepestCauseWithItsExcess) {
   EXPECT_DOUBLE_EQ(blamed[0][0].ratio[static_cast<int>(Source::kTp)], 4.0);
 }
 
+// Contention slows every operator in a window: each significant family is listed, highest
+// excess first, however many there are (none dropped without a word).
+TEST(Blame, EverySignificantFamilyIsListed) {
+  PeerTableBuilder b;
+  b.Unit(0, 0, "vertical", {"a"}, 0, 10000000);
+  constexpr uint32_t kFamilies = 12;
+  for (uint32_t i = 0; i < kFamilies; ++i) {
+    PeerTableBuilder::Op op{"op" + std::to_string(i)};
+    op.start = int64_t(i) * 500000;
+    op.end = op.start + 400000;
+    b.Add(op);
+  }
+  std::vector<TestRow> rows(kFamilies);
+  for (uint32_t i = 0; i < kFamilies; ++i) {
+    rows[i].unit = 0;
+    rows[i].instance = i;
+    rows[i].family = b.t.family[i];
+    rows[i].metric = Metric::kHost;
+    rows[i].expected[1] = 100000;
+    rows[i].effective_expected = 100000;
+    rows[i].basis = Source::kTp;
+    rows[i].p_value = 1e-20;
+    rows[i].observed = 200000 + 10000 * float(i);  // op11 the slowest
+  }
+  DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+  ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+  const auto blamed = BlameUnits(b.t, rows, d, BlameOptions{});
+  ASSERT_EQ(blamed[0].size(), kFamilies);
+  EXPECT_EQ(b.t.strings.Get(blamed[0][0].family), "op11");
+  EXPECT_EQ(b.t.strings.Get(blamed[0][kFamilies - 1].family), "op0");
+  BlameOptions capped;
+  capped.top_m = 3;
+  EXPECT_EQ(BlameUnits(b.t, rows, d, capped)[0].size(), 3u);
+}
+
 TEST(Evidence, DurationsAreWrittenForPeople) {
   EXPECT_EQ(FormatNs(950), "950 ns");
   EXPECT_EQ(FormatNs(4160), "4.16 us");

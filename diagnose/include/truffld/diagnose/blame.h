@@ -39,7 +39,7 @@ struct BlamedFamily {
 };
 
 struct BlameOptions {
-  int top_m = 8;                // at most this many families per unit
+  int top_m = 0;                // at most this many families per unit (0: every one)
   double min_relative = 0.0;    // drop families under this fraction of the top excess
 };
 
