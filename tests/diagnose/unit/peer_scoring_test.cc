@@ -156,6 +156,21 @@ TEST(DecideUnits, NoUnitLevelPeersIsInsufficientEvidence) {
   EXPECT_EQ(d.flagged[0], 0);
 }
 
+// A host-time row of instance i in unit 0, expected 100 us from its TP peers, surely significant.
+TestRow SlowHostRow(const PeerTableBuilder& b, uint32_t i, float observed) {
+  TestRow r;
+  r.unit = 0;
+  r.instance = i;
+  r.family = b.t.family[i];
+  r.metric = Metric::kHost;
+  r.expected[1] = 100000;
+  r.effective_expected = 100000;
+  r.basis = Source::kTp;
+  r.p_value = 1e-20;
+  r.observed = observed;
+  return r;
+}
+
 TEST(Blame, DeepestCauseWithItsExcess) {
   // A wrapper (parent) and its child both look slow; the child explains the excess.
   PeerTableBuilder b;
@@ -169,19 +184,8 @@ TEST(Blame, DeepestCauseWithItsExcess) {
   child.end = 400000;
   child.parent = 0;
   b.Add(child);
-  std::vector<TestRow> rows(2);
-  for (uint32_t i = 0; i < 2; ++i) {
-    rows[i].unit = 0;
-    rows[i].instance = i;
-    rows[i].family = b.t.family[i];
-    rows[i].metric = Metric::kHost;
-    rows[i].expected[1] = 100000;
-    rows[i].effective_expected = 100000;
-    rows[i].basis = Source::kTp;
-    rows[i].p_value = 1e-20;
-  }
-  rows[0].observed = 450000;  // excess 350 us
-  rows[1].observed = 400000;  // excess 300 us >= half of the wrapper's
+  // Excess 350 us for the wrapper, 300 us for the leaf (at least half of the wrapper's).
+  std::vector<TestRow> rows = {SlowHostRow(b, 0, 450000), SlowHostRow(b, 1, 400000)};
   DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
   ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
   const auto blamed = BlameUnits(b.t, rows, d, BlameOptions{});
@@ -205,18 +209,8 @@ TEST(Blame, EverySignificantFamilyIsListed) {
     op.end = op.start + 400000;
     b.Add(op);
   }
-  std::vector<TestRow> rows(kFamilies);
-  for (uint32_t i = 0; i < kFamilies; ++i) {
-    rows[i].unit = 0;
-    rows[i].instance = i;
-    rows[i].family = b.t.family[i];
-    rows[i].metric = Metric::kHost;
-    rows[i].expected[1] = 100000;
-    rows[i].effective_expected = 100000;
-    rows[i].basis = Source::kTp;
-    rows[i].p_value = 1e-20;
-    rows[i].observed = 200000 + 10000 * float(i);  // op11 the slowest
-  }
+  std::vector<TestRow> rows;
+  for (uint32_t i = 0; i < kFamilies; ++i) rows.push_back(SlowHostRow(b, i, 200000 + 10000 * float(i)));  // op11 slowest
   DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
   ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
   const auto blamed = BlameUnits(b.t, rows, d, BlameOptions{});
