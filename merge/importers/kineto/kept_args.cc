@@ -1,13 +1,16 @@
 // KeptArgs (see kept_args.h): compact args objects, checked in batches.
 #include "importers/kineto/kept_args.h"
 
+#include <algorithm>
+
 #include <simdjson.h>
 
 namespace truffld::merge::kineto {
 namespace {
 
 // A batch this big (and its parse) stays in the CPU's caches, and the parser's buffers,
-// allocated once for twice that, are reused (each new allocation would be touched afresh).
+// allocated for twice that at the first big batch, are reused (each new allocation would be
+// touched afresh).
 constexpr size_t kBatchBytes = 256 << 10;
 
 // Whether `array` (a parsed batch) holds exactly `n` objects.
@@ -25,11 +28,7 @@ bool AllObjects(simdjson::dom::element array, size_t n) {
 }  // namespace
 
 KeptArgs::KeptArgs(StringPool* pool, std::vector<StrId>* ids)
-    : pool_(*pool), ids_(*ids), parser_(std::make_unique<simdjson::dom::parser>()) {
-  batch_.reserve(2 * kBatchBytes + simdjson::SIMDJSON_PADDING);
-  // On failure here, parse allocates (and reports failure) itself.
-  if (parser_->allocate(2 * kBatchBytes) != simdjson::SUCCESS) return;
-}
+    : pool_(*pool), ids_(*ids), parser_(std::make_unique<simdjson::dom::parser>()) {}
 
 KeptArgs::~KeptArgs() = default;
 
@@ -44,6 +43,7 @@ bool KeptArgs::Add(std::string_view raw, uint64_t event_number, const char* wher
   const std::string_view compact(scratch_.data(), len);
   ids_.push_back(pool_.Add(compact));
   pending_.push_back({ids_.size() - 1, event_number, where});
+  if (batch_.capacity() < kBatchBytes) batch_.reserve(2 * kBatchBytes + simdjson::SIMDJSON_PADDING);
   if (batch_.size() > 1) batch_ += ',';
   batch_ += compact;
   return batch_.size() >= kBatchBytes;
@@ -54,6 +54,10 @@ std::vector<KeptArgs::Rejected> KeptArgs::Check() {
   if (pending_.empty()) return rejected;
   batch_ += ']';
   batch_.reserve(batch_.size() + simdjson::SIMDJSON_PADDING);
+  // Room for any ordinary batch at once (a small document needs only its own size); on failure
+  // here, parse allocates (and reports failure) itself.
+  if (parser_->capacity() < batch_.size())
+    (void)!parser_->allocate(std::max(batch_.size(), std::min(2 * kBatchBytes, 2 * batch_.size())));
   simdjson::dom::element parsed;
   const bool ok = parser_->parse(batch_.data(), batch_.size(), false).get(parsed) == simdjson::SUCCESS &&
                   AllObjects(parsed, pending_.size());
