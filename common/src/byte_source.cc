@@ -166,15 +166,15 @@ class GzipSource final : public CompressedSource {
 };
 
 // A regular file's bytes from offset 0 (without moving its offset); false on any failure.
-bool ReadFileFromStart(int fd, std::string* out) {
+bool ReadFileFromStart(int fd, Bytes* out) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
-  out->resize(size_t(st.st_size));
-  for (size_t got = 0; got < out->size();) {
-    const ssize_t r = ::pread(fd, out->data() + got, out->size() - got, off_t(got));
+  out->Reserve(size_t(st.st_size));
+  while (out->size < size_t(st.st_size)) {
+    const ssize_t r = ::pread(fd, out->data.get() + out->size, size_t(st.st_size) - out->size, off_t(out->size));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
-    got += size_t(r);
+    out->size += size_t(r);
   }
   return true;
 }
@@ -182,17 +182,17 @@ bool ReadFileFromStart(int fd, std::string* out) {
 // Every member of a gzip file, back to back, with libdeflate (whole buffers, no streaming).
 // The output starts at the last member's ISIZE (a hint) and doubles when a member needs more.
 bool GzipSource::DecodeAllFromStart(Bytes* out, size_t spare) {
-  std::string in;
+  Bytes in;
   if (!ReadFileFromStart(file_->fd(), &in)) return false;
   std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
   if (!d) return false;
   Bytes b;
   b.Reserve(std::max<size_t>(size_hint(), 4096) + spare);
-  for (size_t in_pos = 0; in_pos < in.size();) {
+  for (size_t in_pos = 0; in_pos < in.size;) {
     size_t used = 0, produced = 0;
     const libdeflate_result r = libdeflate_gzip_decompress_ex(
-        d.get(), in.data() + in_pos, in.size() - in_pos, b.data.get() + b.size, b.capacity - spare - b.size,
+        d.get(), in.data.get() + in_pos, in.size - in_pos, b.data.get() + b.size, b.capacity - spare - b.size,
         &used, &produced);
     if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
       b.Reserve(2 * b.capacity + spare);
@@ -204,7 +204,7 @@ bool GzipSource::DecodeAllFromStart(Bytes* out, size_t spare) {
   }
   *out = std::move(b);
   eof_ = true;
-  file_->set_consumed(in.size());
+  file_->set_consumed(in.size);
   return true;
 }
 

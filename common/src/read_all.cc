@@ -25,8 +25,6 @@ void AdviseHugePages(char* p, size_t n) {
   if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
-
-
 }  // namespace
 
 void Bytes::Reserve(size_t n) {

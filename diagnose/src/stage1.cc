@@ -121,8 +121,7 @@ void RobustZ(const Eigen::MatrixXd& xt, const StageOneOptions& o, std::vector<do
     const double tail = MaxZTail(xt, i, all);
     (*rho_out)[static_cast<size_t>(i)] = o.rho == RhoRule::kCalibrated ? tail : Gate(tail, o.tail_alpha);
   }
-  out->robust_z = true;
-  out->info.method = "robust-z";
+  out->robust_z = true;  // (ScoreItem names the method)
 }
 
 // Scores target rows `xt` against a model fitted on `xf` (both standardised). Writes rho into

@@ -81,7 +81,7 @@ void CheckArgs(Walk* w) {
 void KeepArgs(const kineto::KinetoRecord& rec, Walk* w) {
   if (!w->args) {
     w->out->args.push_back(kNoStr);
-  } else if (w->args->Add(rec.args_text, w->index, rec.args_text.data())) {
+  } else if (w->args->Add(rec.args_text, w->index)) {
     CheckArgs(w);
   }
 }

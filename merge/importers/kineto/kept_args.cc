@@ -32,7 +32,7 @@ KeptArgs::KeptArgs(StringPool* pool, std::vector<StrId>* ids)
 
 KeptArgs::~KeptArgs() = default;
 
-bool KeptArgs::Add(std::string_view raw, uint64_t event_number, const char* where) {
+bool KeptArgs::Add(std::string_view raw, uint64_t event_number) {
   size_t len = 0;
   scratch_.resize(raw.size());
   if (raw.empty() || simdjson::minify(raw.data(), raw.size(), scratch_.data(), len) != simdjson::SUCCESS ||
@@ -42,7 +42,7 @@ bool KeptArgs::Add(std::string_view raw, uint64_t event_number, const char* wher
   }
   const std::string_view compact(scratch_.data(), len);
   ids_.push_back(pool_.Add(compact));
-  pending_.push_back({ids_.size() - 1, event_number, where});
+  pending_.push_back({ids_.size() - 1, event_number, raw.data()});
   if (batch_.capacity() < kBatchBytes) batch_.reserve(2 * kBatchBytes + simdjson::SIMDJSON_PADDING);
   if (batch_.size() > 1) batch_ += ',';
   batch_ += compact;

@@ -32,7 +32,7 @@ class KeptArgs {
   // where its text starts in the document.
   struct Rejected {
     uint64_t event_number;
-    const char* where;
+    const char* where;  // raw.data() of its Add
   };
 
   // Ids go to `ids` (one per Add, in order), text into `pool`; both outlive this object.
@@ -40,8 +40,9 @@ class KeptArgs {
   ~KeptArgs();
 
   // Appends the id of one event's args: `raw` is the object's text as found in the document
-  // ("" for none: kNoStr), inside a buffer with simdjson's padding after it. Returns true when enough is pending that Check should run.
-  bool Add(std::string_view raw, uint64_t event_number, const char* where);
+  // ("" for none: kNoStr), which must outlive the next Check (rejections point into it).
+  // Returns true when enough is pending that Check should run.
+  bool Add(std::string_view raw, uint64_t event_number);
 
   // Checks everything added since the last call; the invalid objects' ids become kNoStr and
   // they are returned in document order.
@@ -51,7 +52,7 @@ class KeptArgs {
   struct Pending {
     size_t id_index;  // into ids_
     uint64_t event_number;
-    const char* where;
+    const char* where;  // raw.data()
   };
   bool Valid(std::string_view compact);  // one object on its own (the slow path)
 

@@ -182,8 +182,7 @@ simdjson::error_code DomRecordReader::Member(std::string_view key, dom::element 
   } else if (key == "config") {  // META: the injector's settings; one matters here
     // A config object is never a plain record, so the fast scanner leaves it to this reader.
     std::string_view windows;
-    if (v.is_object() && v.at_key("device_windows").get_string().get(windows) == simdjson::SUCCESS)
-    {
+    if (v.is_object() && v.at_key("device_windows").get_string().get(windows) == simdjson::SUCCESS) {
       f->device_sampled = !windows.empty() && windows != "all";  // steps:..., time:... or off
       f->device_all = windows == "all";
     }

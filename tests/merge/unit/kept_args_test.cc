@@ -34,7 +34,7 @@ TEST(KeptArgs, CompactTextIsKeptAsWrittenAndEmptyObjectsAreNone) {
   std::vector<StrId> ids;
   KeptArgs kept(&pool, &ids);
   Doc doc({"{\n  \"External id\": 7, \"x\": 1e3,\n  \"s\": \"a  b\\n\\u00e9\" }", "{ }", ""});
-  for (size_t i = 0; i < doc.objects.size(); ++i) kept.Add(doc.objects[i], i + 1, doc.objects[i].data());
+  for (size_t i = 0; i < doc.objects.size(); ++i) kept.Add(doc.objects[i], i + 1);
   EXPECT_TRUE(kept.Check().empty());
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_EQ(pool.Get(ids[0]), "{\"External id\":7,\"x\":1e3,\"s\":\"a  b\\n\\u00e9\"}");
@@ -64,7 +64,7 @@ TEST(KeptArgs, InvalidObjectsAreFoundInsideLargeBatches) {
   std::vector<KeptArgs::Rejected> rejected;
   size_t checks = 0;
   for (size_t i = 0; i < objs.size(); ++i) {
-    if (!kept.Add(doc.objects[i], i + 1, doc.objects[i].data())) continue;
+    if (!kept.Add(doc.objects[i], i + 1)) continue;
     ++checks;
     for (const auto& r : kept.Check()) rejected.push_back(r);
   }
