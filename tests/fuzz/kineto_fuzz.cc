@@ -3,13 +3,17 @@
 // Whatever the input, importing must not crash, leak or trip a sanitizer, must return either an
 // error or a TraceFile whose events are well formed (end >= start, device events carry a host
 // process when the file has one), and merging an imported file must succeed. Strict mode is run
-// too so the error paths it adds are covered. Seeds: tests/fuzz/corpus/kineto/ (hand-written,
+// too so the error paths it adds are covered. The batch reader (ImportOptions::kineto_batch_bytes)
+// runs at a small batch size chosen from the input: its result, TraceFile or error, must be the
+// whole-document reader's exactly. Seeds: tests/fuzz/corpus/kineto/ (hand-written,
 // small); dictionary: tests/fuzz/kineto.dict. Run with tools/run-fuzz.sh.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "../merge/unit/trace_file_text.h"
 
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/pipeline.h"
@@ -39,7 +43,14 @@ void CheckFile(const TraceFile& tf) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view doc(reinterpret_cast<const char*>(data), size);
   ImportOptions lenient;
+  lenient.kineto_batch_bytes = 0;
   auto r = ImportKinetoFromBuffer(doc, "fuzz.json", lenient);
+  ImportOptions batched;
+  batched.kineto_batch_bytes = 1 + (size ? data[size / 2] % 48 : 0);
+  auto b = ImportKinetoFromBuffer(doc, "fuzz.json", batched);
+  Check(r.ok() == b.ok());
+  if (r.ok() && b.ok()) Check(testing::TraceFileText(*r) == testing::TraceFileText(*b));
+  if (!r.ok() && !b.ok()) Check(r.status().ToString() == b.status().ToString());
   if (r.ok()) {
     CheckFile(*r);
     std::vector<TraceFile> files;

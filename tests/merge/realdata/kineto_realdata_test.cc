@@ -7,7 +7,10 @@
 // when its args.correlation equals that of a cuda_runtime/cuda_driver event in the file).
 #include <gtest/gtest.h>
 
+#include "importers/kineto/document_parts.h"
 #include "realdata_util.h"
+#include "trace_file_text.h"
+#include "truffld/byte_source.h"
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/pipeline.h"
 
@@ -81,6 +84,30 @@ TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
   auto m = Merge(std::move(files), mo);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ExpectMergeInvariants(*m, x.kernels, x.device_ops, x.linked);
+}
+
+// The batch reader (ImportOptions::kineto_batch_bytes) reads every real file itself, without
+// handing it back to the whole-document reader, and gives the same TraceFile at any batch size.
+TEST_P(KinetoRealData, BatchesGiveTheSameFileAsTheWholeDocument) {
+  std::string why;
+  std::string path = SharedDataFile(std::string("kineto/") + GetParam().file, &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  ImportOptions whole_options;
+  whole_options.kineto_batch_bytes = 0;
+  auto whole = ImportKineto(path, whole_options);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  const std::string expected = testing::TraceFileText(*whole);
+  auto bytes = ReadWholeFile(path, false, simdjson::SIMDJSON_PADDING);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  for (size_t target : {size_t{4096}, ImportOptions{}.kineto_batch_bytes, size_t{1} << 22}) {
+    ImportOptions o;
+    o.kineto_batch_bytes = target;
+    auto batched = kineto::ImportInBatches(bytes->data.get(), bytes->size, bytes->capacity, path, o);
+    if (bytes->size <= target) continue;  // ImportKineto reads such a file whole
+    ASSERT_TRUE(batched.has_value()) << "handed back to the whole-document reader at target " << target;
+    ASSERT_TRUE(batched->ok()) << batched->status().ToString();
+    EXPECT_TRUE(testing::TraceFileText(**batched) == expected) << "target " << target << " differs";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFiles, KinetoRealData, ::testing::ValuesIn(kFiles),

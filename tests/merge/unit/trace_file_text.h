@@ -1,7 +1,7 @@
 // A canonical text rendering of everything an importer put in a TraceFile (meta, every event
-// field with its strings resolved, extras, counters, kept problem messages), so that two ways of
-// reading the same input can be compared with one string equality and a readable diff.
-// Used by the raw-parser differential test and the raw-line fuzzer.
+// field with its strings resolved, extras, kept args, counters, kept problem messages), so that
+// two ways of reading the same input can be compared with one string equality and a readable
+// diff. Used by the raw-parser and Kineto-batch differential tests and their fuzzers.
 #pragma once
 
 #include <sstream>
@@ -33,6 +33,7 @@ inline std::string TraceFileText(const TraceFile& f) {
       << " " << x.grid[0] << "," << x.grid[1] << "," << x.grid[2] << " " << x.block[0] << "," << x.block[1]
       << "," << x.block[2] << "]\n";
   }
+  for (size_t i = 0; i < f.args.size(); ++i) o << "args " << i << " " << str(f.args[i]) << "\n";
   for (const auto& [k, n] : f.stats.counts.items) o << "count " << IngestStats::Name(k) << "=" << n << "\n";
   for (const IngestIssue& i : f.stats.issues) o << "issue " << i.where << " " << ProblemKey(i.kind) << " " << i.message << "\n";
   return o.str();

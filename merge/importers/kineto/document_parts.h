@@ -1,0 +1,45 @@
+// Private to the Kineto importer: what both ways of reading a document share (the whole
+// document at once in import_kineto.cc; traceEvents in batches in import_batched.cc): the
+// top-level fields besides traceEvents, and the steps that end every import.
+// Thread-safety: pure functions over the caller's data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+#include "importers/kineto/event_walk.h"
+#include "truffld/merge/event.h"
+#include "truffld/merge/import.h"
+#include "truffld/status.h"
+
+namespace truffld::merge::kineto {
+
+// An empty TraceFile for a Kineto document called `name`.
+TraceFile NewKinetoFile(const std::string& name);
+
+// `distributedInfo`: rank and world_size into `meta` (fields of other types are ignored).
+void ReadDistributedInfo(simdjson::ondemand::value v, FileMeta* meta);
+
+// `baseTimeNanoseconds`: the integer in a raw JSON token, nullopt when it is not one.
+std::optional<int64_t> ParseBaseTime(std::string_view raw);
+
+// The end of every import, once traceEvents has been walked: adds `base_ns` to every time,
+// gives device events their host process, sorts the thread table, fills the counters and, with
+// options.strict, turns the first problem into the error.
+Result<TraceFile> FinishImport(TraceFile tf, const Walk& w, std::optional<int64_t> base_ns,
+                               const std::string& name, const ImportOptions& options);
+
+// Reads traceEvents a batch at a time (event_batches.h) from `text` (`size` bytes, writable,
+// `capacity` >= size + SIMDJSON_PADDING allocated; changed while it runs, restored before it
+// returns). nullopt when the document needs the whole-document reader: a problem outside
+// traceEvents, malformed JSON anywhere, or a cut the batches could not make; the caller then
+// reads it whole, which reports whatever it finds, so both ways give the same result.
+std::optional<Result<TraceFile>> ImportInBatches(char* text, size_t size, size_t capacity,
+                                                 const std::string& name,
+                                                 const ImportOptions& options);
+
+}  // namespace truffld::merge::kineto

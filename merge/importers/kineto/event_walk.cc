@@ -1,0 +1,95 @@
+// The traceEvents walk (see event_walk.h): one element at a time, read, mapped and stored.
+#include "importers/kineto/event_walk.h"
+
+#include "importers/kineto/kineto_record.h"
+
+namespace truffld::merge::kineto {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+void KeepArgs(const KinetoRecord& rec, Walk* w) {
+  if (!w->args) {
+    w->out->args.push_back(kNoStr);
+  } else if (w->args->Add(rec.args_text, w->index)) {
+    CheckArgs(w);
+  }
+}
+
+void KeepEvent(const KinetoRecord& rec, Mapped& m, Walk* w) {
+  const int64_t corr = rec.correlation.value_or(kNone);
+  Event& event = m.event;
+  w->out->SetCorrelation(event, corr);
+  if ((IsApiKind(event.kind) || IsDeviceKind(event.kind)) && corr == kNone)
+    w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoMissingCorrelation,
+                         "event #" + std::to_string(w->index) + ": " +
+                             std::string(EventKindName(event.kind)) +
+                             " without args.correlation (kept, cannot be linked)");
+  if (!rec.ignored_field.empty())
+    w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoIgnoredField,
+                         "event #" + std::to_string(w->index) + ": args." +
+                             std::string(rec.ignored_field) +
+                             " has the wrong JSON type; field ignored, event kept");
+  ++w->kept[static_cast<int>(event.kind)];
+  w->out->SetExtra(event, m.extra);
+  w->out->SetThread(event, m.host.process_id, m.host.thread_id);
+  w->out->AddEvent(event, w->index);
+  KeepArgs(rec, w);
+}
+
+}  // namespace
+
+std::string Locator::Where(const char* p) {
+  size_t off = (p && p >= doc_.data() && p <= doc_.data() + doc_.size())
+                   ? static_cast<size_t>(p - doc_.data())
+                   : last_;
+  if (off < last_) off = last_;
+  for (size_t i = last_; i < off; ++i) line_ += doc_[i] == '\n';
+  last_ = off;
+  return name_ + ":" + std::to_string(line_) + " (byte " + std::to_string(off) + ")";
+}
+
+const char* Location(od::document& doc) {
+  const char* p = nullptr;
+  if (doc.current_location().get(p) != simdjson::SUCCESS) return nullptr;
+  return p;
+}
+
+void CheckArgs(Walk* w) {
+  for (const KeptArgs::Rejected& r : w->args->Check())
+    w->out->stats.Report(w->args_loc->Where(r.where), Problem::kKinetoIgnoredField,
+                         "event #" + std::to_string(r.event_number) +
+                             ": args is not a valid JSON object; not kept in trace.json, event kept");
+}
+
+simdjson::error_code WalkEvents(od::array events, Walk* w) {
+  for (auto item : events) {
+    ++w->index;
+    od::object obj;
+    if (auto e = item.get_object().get(obj)) {
+      if (e != simdjson::INCORRECT_TYPE) return e;
+      w->out->stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoNotAnObject,
+                           "traceEvents element #" + std::to_string(w->index) +
+                               " is not a JSON object");
+      continue;
+    }
+    KinetoRecord rec;
+    if (auto e = ReadKinetoRecord(obj, &rec)) return e;
+    Mapped m = MapKinetoRecord(rec, &w->out->strings);
+    switch (m.what) {
+      case Disposition::kSkip:
+        w->out->stats.Add(m.key);
+        break;
+      case Disposition::kProblem:
+        w->out->stats.Report(w->loc->Where(Location(*w->doc)), m.key,
+                             "event #" + std::to_string(w->index) + ": " + m.message);
+        break;
+      case Disposition::kEvent:
+        KeepEvent(rec, m, w);
+        break;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace truffld::merge::kineto

@@ -1,0 +1,58 @@
+// Private to the Kineto importer: the walk over traceEvents elements, shared by the two ways of
+// reading a document (whole, or in batches: event_batches.h).
+//
+// Walk is the import's state (the TraceFile being filled, counters, the element number, the
+// kept args); WalkEvents imports the elements of one simdjson on-demand array into it, in
+// order, so reading the array whole or batch by batch with one Walk gives the same TraceFile.
+// Locator turns pointers into the document into "name:LINE (byte N)" for messages.
+// Thread-safety: one Walk per import; nothing shared.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+#include "importers/kineto/kept_args.h"
+#include "truffld/merge/event.h"
+
+namespace truffld::merge::kineto {
+
+// Turns pointers into the document into "name:LINE (byte N)". Offsets must be non-decreasing
+// from call to call (an earlier one is clamped to the last), so counting newlines stays linear
+// in the document size however many problems are reported.
+class Locator {
+ public:
+  Locator(std::string_view doc, const std::string& name) : doc_(doc), name_(name) {}
+  std::string Where(const char* p);
+
+ private:
+  std::string_view doc_;
+  const std::string& name_;
+  size_t last_ = 0;
+  uint64_t line_ = 1;
+};
+
+// Where the on-demand document stands (nullptr at its end).
+const char* Location(simdjson::ondemand::document& doc);
+
+// The state of one import's walk over traceEvents.
+struct Walk {
+  TraceFile* out = nullptr;
+  Locator* loc = nullptr;
+  simdjson::ondemand::document* doc = nullptr;  // the document (or batch) being walked
+  uint64_t kept[16] = {};                       // events kept, by EventKind
+  uint64_t index = 0;                           // 1-based number of the current element
+  KeptArgs* args = nullptr;                     // ImportOptions::keep_args; else null
+  Locator* args_loc = nullptr;                  // for args reports, which come after the walk has moved on
+};
+
+// Imports every element of `events` into w->out. Returns the error that stopped the walk
+// (malformed JSON); elements before it are kept.
+simdjson::error_code WalkEvents(simdjson::ondemand::array events, Walk* w);
+
+// Checks the args objects kept since the last call and reports the invalid ones.
+void CheckArgs(Walk* w);
+
+}  // namespace truffld::merge::kineto
