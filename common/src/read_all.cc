@@ -38,7 +38,6 @@ void Bytes::Reserve(size_t n) {
 
 Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
   Bytes out;
-  if (src.DecodeAll(&out, spare)) return out;
   // One allocation when the size is known: the data, the spare bytes and room for the read
   // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
   constexpr size_t kMinRead = 4096;

@@ -50,13 +50,6 @@ class ByteSource {
   // The first n bytes still to be read (fewer at the end of data or before an error, which the
   // following Read reports), without consuming them. Decompressed.
   Result<std::string_view> Peek(size_t n);
-  // Decodes the whole input into `out` in one call, with `spare` bytes of capacity after it,
-  // when the source can do that faster than Read and nothing has been Read yet (Peek is fine):
-  // a gzip regular file through libdeflate (about 2.3x zlib's speed). False, with nothing
-  // consumed, otherwise, or when the data is not a clean gzip file (corrupt, cut short, trailing
-  // bytes): Read then decodes it as usual, keeping what comes before a problem and saying where.
-  // After true, Read returns 0.
-  bool DecodeAll(Bytes* out, size_t spare);
   // True once the end was reached inside an unfinished compressed frame/member.
   virtual bool truncated() const = 0;
   virtual Compression compression() const = 0;
@@ -76,14 +69,11 @@ class ByteSource {
   explicit ByteSource(std::string path) : path_(std::move(path)) {}
   // The next decoded bytes (up to n; 0 at the end of data), or the error met.
   virtual Result<size_t> ReadMore(char* buf, size_t n) = 0;
-  // DecodeAll's codec part, from the start of the data; the default cannot.
-  virtual bool DecodeAllFromStart(Bytes*, size_t) { return false; }
 
  private:
   std::string path_;
   uint64_t size_hint_ = 0;
   bool rereadable_ = false;
-  bool read_any_ = false;   // whether Read has returned bytes
   std::string peeked_;      // bytes read ahead by Peek, not yet returned by Read
   size_t peeked_pos_ = 0;
   Status pending_;          // an error met by Peek, returned once the peeked bytes are read
@@ -94,7 +84,7 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 
 // Reads everything left in `src` into memory, sized from its size_hint when known; `spare` more
 // bytes of capacity are left after the data (simdjson's padding). A truncated compressed stream
-// is an error here unless allow_truncated is set. Uses DecodeAll when the source can.
+// is an error here unless allow_truncated is set.
 Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated = false, size_t spare = 0);
 
 // Opens `path` and ReadAll's it.

@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include "importers/kineto/doc_feed.h"
 #include "importers/kineto/event_walk.h"
 #include "truffld/merge/event.h"
 #include "truffld/merge/import.h"
@@ -33,13 +34,13 @@ std::optional<int64_t> ParseBaseTime(std::string_view raw);
 Result<TraceFile> FinishImport(TraceFile tf, const Walk& w, std::optional<int64_t> base_ns,
                                const std::string& name, const ImportOptions& options);
 
-// Reads traceEvents a batch at a time (event_batches.h) from `text` (`size` bytes, writable,
-// `capacity` >= size + SIMDJSON_PADDING allocated; changed while it runs, restored before it
-// returns). nullopt when the document needs the whole-document reader: a problem outside
-// traceEvents, malformed JSON anywhere, or a cut the batches could not make; the caller then
-// reads it whole, which reports whatever it finds, so both ways give the same result.
-std::optional<Result<TraceFile>> ImportInBatches(char* text, size_t size, size_t capacity,
-                                                 const std::string& name,
+// Reads traceEvents a batch at a time (event_batches.h) from `feed`: the whole document, or a
+// window on a source (doc_feed.h) whose bytes it changes while it runs and restores before it
+// returns. nullopt when the document needs the whole-document reader: a problem outside
+// traceEvents, malformed JSON anywhere, a read error, or a cut the batches could not make;
+// the caller then reads it whole, which reports whatever it finds, so both ways give the same
+// result. A fed window has moved past the document's start by then.
+std::optional<Result<TraceFile>> ImportInBatches(DocFeed* feed, const std::string& name,
                                                  const ImportOptions& options);
 
 }  // namespace truffld::merge::kineto

@@ -31,31 +31,46 @@ class EventBatches {
     size_t begin = 0, end = 0;
     bool last = false;
   };
+  enum class Step {
+    kBatch,     // the next batch is ready
+    kNeedMore,  // the bytes held end before the next cut could be decided: call Moved with more
+    kNone,      // no more batches: the last was returned, or no cut exists before the document ends
+  };
 
-  // `doc`: the document (`size` bytes, writable). `open`: offset of the '[' that opens
-  // traceEvents. `target`: bytes per batch (at least 1); a batch runs to the first cut past it.
-  EventBatches(char* doc, size_t size, size_t open, size_t target);
+  // `doc`: `size` bytes of the document (writable), from its start or from where the caller
+  // last moved it (Moved). `open`: offset of the '[' that opens traceEvents. `target`: bytes
+  // per batch (at least 1); a batch runs to the first cut past it. `complete`: the document ends
+  // at doc + size (else more may follow, and a cut that needs bytes beyond is not decided).
+  EventBatches(char* doc, size_t size, size_t open, size_t target, bool complete = true);
   ~EventBatches() { Restore(); }
   EventBatches(const EventBatches&) = delete;
   EventBatches& operator=(const EventBatches&) = delete;
 
-  // The next batch, or nullopt once the last has been returned or when no cut can be found
-  // before the document ends (then the caller reads the document whole).
-  std::optional<Batch> Next();
+  // The next batch into *out (kBatch), or what stopped it.
+  Step Next(Batch* out);
 
-  // Puts back every byte the batches changed. Idempotent.
+  // Offset where the next batch starts: the bytes before it are no longer needed.
+  size_t needed_from() const { return begin_; }
+
+  // The caller dropped the first `dropped` bytes (at most needed_from()) and now holds `size`
+  // bytes at `doc`, more of the same document; `complete`: it ends there.
+  void Moved(char* doc, size_t size, size_t dropped, bool complete);
+
+  // Puts back every byte the batches changed that is still held. Idempotent.
   void Restore();
 
  private:
-  // Offset of the first `}` at or after `from` that ends an element: followed by `,` and `{`
-  // (`*last` false; returns the comma's offset) or by `]` (`*last` true; returns the `]`'s).
-  std::optional<size_t> FindCut(size_t from, bool* last) const;
+  enum class Found { kCut, kNoCut, kUndecided };
+  // The first `}` at or after `from` that ends an element: followed by `,` and `{` (*last
+  // false; *at is the comma's offset) or by `]` (*last true; *at is the `]`'s).
+  Found FindCut(size_t from, size_t* at, bool* last) const;
   size_t SkipSpace(size_t i) const;
 
   char* doc_;
   size_t size_;
   size_t begin_;  // where the next batch starts ('[' once it is returned)
   size_t target_;
+  bool complete_;
   bool done_ = false;
   std::vector<size_t> commas_;  // offsets of commas turned into brackets
 };

@@ -21,16 +21,24 @@ namespace truffld::merge::kineto {
 
 // Turns pointers into the document into "name:LINE (byte N)". Offsets must be non-decreasing
 // from call to call (an earlier one is clamped to the last), so counting newlines stays linear
-// in the document size however many problems are reported.
+// in the document size however many problems are reported. The text it counts in may be the
+// whole document or a window on it that moves forward (Slide).
 class Locator {
  public:
   Locator(std::string_view doc, const std::string& name) : doc_(doc), name_(name) {}
   std::string Where(const char* p);
+  // The window now holds the document from byte `base` on (base <= the old window's end; lines
+  // are counted up to it in the old window first). Call it before the old window's bytes change.
+  void Slide(uint64_t base);
+  void SetWindow(std::string_view window) { doc_ = window; }
 
  private:
-  std::string_view doc_;
+  void CountTo(uint64_t off);  // absolute offset, within the window
+
+  std::string_view doc_;  // the document from byte base_ on
   const std::string& name_;
-  size_t last_ = 0;
+  uint64_t base_ = 0;
+  uint64_t last_ = 0;
   uint64_t line_ = 1;
 };
 

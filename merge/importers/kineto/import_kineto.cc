@@ -7,6 +7,7 @@
 
 #include <simdjson.h>
 
+#include "importers/kineto/doc_feed.h"
 #include "importers/kineto/document_parts.h"
 #include "importers/kineto/kept_args.h"
 #include "importers/kineto/salvage.h"
@@ -129,9 +130,36 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
 // Batches where they can be used (see ImportOptions::kineto_batch_bytes), else the whole.
 Result<TraceFile> ImportDocument(char* text, size_t size, size_t capacity, const std::string& name,
                                  const ImportOptions& options) {
-  if (!options.strict && options.kineto_batch_bytes > 0 && size > options.kineto_batch_bytes)
-    if (auto r = kineto::ImportInBatches(text, size, capacity, name, options)) return std::move(*r);
+  if (!options.strict && options.kineto_batch_bytes > 0 && size > options.kineto_batch_bytes) {
+    kineto::DocFeed feed(text, size, capacity);
+    if (auto r = kineto::ImportInBatches(&feed, name, options)) return std::move(*r);
+  }
   return ImportPadded(simdjson::padded_string_view(text, size, capacity), name, options);
+}
+
+// The whole document in memory, then ImportDocument.
+Result<TraceFile> ImportRead(ByteSource& src, const ImportOptions& options) {
+  // A cut-short gzip/zstd stream still yields its decodable bytes; the JSON salvage then keeps
+  // the complete events and reports the truncation.
+  Result<Bytes> bytes = ReadAll(src, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
+  if (!bytes.ok()) return bytes.status();
+  return ImportDocument(bytes->data.get(), bytes->size, bytes->capacity, src.path(), options);
+}
+
+// A regular file in batches through a window of four batches, never held whole; read again,
+// whole, when the batches cannot go on (a file is read whole anyway when it fits the window).
+Result<TraceFile> ImportStreamed(std::unique_ptr<ByteSource> src, const ImportOptions& options) {
+  const std::string path = src->path();
+  kineto::DocFeed feed(src.get(), 4 * options.kineto_batch_bytes);
+  if (feed.Refill(0)) {
+    if (feed.complete())
+      return ImportDocument(feed.data(), feed.size(), feed.size() + simdjson::SIMDJSON_PADDING, path, options);
+    if (auto r = kineto::ImportInBatches(&feed, path, options)) return std::move(*r);
+  }
+  src.reset();
+  auto again = OpenByteSource(path);
+  if (!again.ok()) return again.status();
+  return ImportRead(**again, options);
 }
 
 }  // namespace
@@ -143,12 +171,9 @@ Result<TraceFile> ImportKinetoFromBuffer(std::string_view json, const std::strin
 }
 
 Result<TraceFile> ImportKineto(std::unique_ptr<ByteSource> src, const ImportOptions& options) {
-  // A cut-short gzip/zstd stream still yields its decodable bytes; the JSON salvage then keeps
-  // the complete events and reports the truncation.
-  const std::string path = src->path();
-  Result<Bytes> bytes = ReadAll(*src, /*allow_truncated=*/true, simdjson::SIMDJSON_PADDING);
-  if (!bytes.ok()) return bytes.status();
-  return ImportDocument(bytes->data.get(), bytes->size, bytes->capacity, path, options);
+  if (src->rereadable() && !options.strict && options.kineto_batch_bytes > 0)
+    return ImportStreamed(std::move(src), options);
+  return ImportRead(*src, options);
 }
 
 Result<TraceFile> ImportKineto(const std::string& path, const ImportOptions& options) {

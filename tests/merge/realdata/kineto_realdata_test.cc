@@ -87,7 +87,8 @@ TEST_P(KinetoRealData, ImportsWithTheReadmeCountsAndMergesCleanly) {
 }
 
 // The batch reader (ImportOptions::kineto_batch_bytes) reads every real file itself, without
-// handing it back to the whole-document reader, and gives the same TraceFile at any batch size.
+// handing it back to the whole-document reader, and gives the same TraceFile at any batch size,
+// from memory and through a window on the file.
 TEST_P(KinetoRealData, BatchesGiveTheSameFileAsTheWholeDocument) {
   std::string why;
   std::string path = SharedDataFile(std::string("kineto/") + GetParam().file, &why);
@@ -102,11 +103,23 @@ TEST_P(KinetoRealData, BatchesGiveTheSameFileAsTheWholeDocument) {
   for (size_t target : {size_t{4096}, ImportOptions{}.kineto_batch_bytes, size_t{1} << 22}) {
     ImportOptions o;
     o.kineto_batch_bytes = target;
-    auto batched = kineto::ImportInBatches(bytes->data.get(), bytes->size, bytes->capacity, path, o);
+    kineto::DocFeed feed(bytes->data.get(), bytes->size, bytes->capacity);
+    auto batched = kineto::ImportInBatches(&feed, path, o);
     if (bytes->size <= target) continue;  // ImportKineto reads such a file whole
     ASSERT_TRUE(batched.has_value()) << "handed back to the whole-document reader at target " << target;
     ASSERT_TRUE(batched->ok()) << batched->status().ToString();
     EXPECT_TRUE(testing::TraceFileText(**batched) == expected) << "target " << target << " differs";
+    // The same through a window of four batches on the file, as ImportKineto reads a regular
+    // file, never held whole.
+    auto src = OpenByteSource(path);
+    ASSERT_TRUE(src.ok()) << src.status().ToString();
+    kineto::DocFeed window(src->get(), 4 * target);
+    ASSERT_TRUE(window.Refill(0));
+    if (window.complete()) continue;  // ImportKineto reads a file that fits the window whole
+    auto streamed = kineto::ImportInBatches(&window, path, o);
+    ASSERT_TRUE(streamed.has_value()) << "streamed: handed back at target " << target;
+    ASSERT_TRUE(streamed->ok()) << streamed->status().ToString();
+    EXPECT_TRUE(testing::TraceFileText(**streamed) == expected) << "streamed, target " << target << " differs";
   }
 }
 

@@ -16,9 +16,10 @@ std::vector<std::string> Cut(std::string* doc, size_t target, bool* ended = null
   EventBatches batches(doc->data(), doc->size(), open, target);
   std::vector<std::string> out;
   bool last = false;
-  while (auto b = batches.Next()) {
-    out.emplace_back(doc->substr(b->begin, b->end - b->begin));
-    last = b->last;
+  EventBatches::Batch b;
+  while (batches.Next(&b) == EventBatches::Step::kBatch) {
+    out.emplace_back(doc->substr(b.begin, b.end - b.begin));
+    last = b.last;
   }
   if (ended) *ended = last;
   return out;
@@ -79,16 +80,44 @@ TEST(EventBatches, RestoreIsIdempotentAndNextStopsAfterTheLast) {
   std::string doc = "[{},{},{}]";
   const std::string original = doc;
   EventBatches batches(doc.data(), doc.size(), 0, 1);
-  ASSERT_TRUE(batches.Next());
-  ASSERT_TRUE(batches.Next());
+  EventBatches::Batch b;
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
   EXPECT_EQ(doc, "[{}[{}]{}]");  // the first batch's ']' became the second's '['
-  auto last = batches.Next();
-  ASSERT_TRUE(last);
-  EXPECT_TRUE(last->last);
-  EXPECT_FALSE(batches.Next());
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
+  EXPECT_TRUE(b.last);
+  EXPECT_EQ(batches.Next(&b), EventBatches::Step::kNone);
   batches.Restore();
   batches.Restore();
   EXPECT_EQ(doc, original);
+}
+
+// A window on the document, as a streamed read holds it: a cut whose bytes run past the window
+// is not decided until more come, and offsets follow the window as it moves.
+TEST(EventBatches, AWindowAsksForMoreAndFollowsTheMove) {
+  const std::string full = "{\"traceEvents\":[{\"a\":1},{\"a\":2},{\"a\":3}],\"x\":0}";
+  std::string window = full.substr(0, 24);  // ends right after the first element's '}'
+  EventBatches batches(window.data(), window.size(), 15, 1, /*complete=*/false);
+  EventBatches::Batch b;
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kNeedMore);  // '}' then nothing: undecided
+  window = full.substr(0, 30);
+  batches.Moved(window.data(), window.size(), 0, false);
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
+  EXPECT_EQ(window.substr(b.begin, b.end - b.begin), "[{\"a\":1}]");
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kNeedMore);
+  // The caller drops what comes before the next batch and holds the rest of the document.
+  const size_t drop = batches.needed_from();
+  EXPECT_EQ(drop, 23u);
+  window = full.substr(drop);
+  window[0] = '[';  // the bytes it held, changed as the batches left them
+  batches.Moved(window.data(), window.size(), drop, true);
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
+  EXPECT_EQ(window.substr(b.begin, b.end - b.begin), "[{\"a\":2}]");
+  ASSERT_EQ(batches.Next(&b), EventBatches::Step::kBatch);
+  EXPECT_EQ(window.substr(b.begin, b.end - b.begin), "[{\"a\":3}]");
+  EXPECT_TRUE(b.last);
+  batches.Restore();
+  EXPECT_EQ(window, full.substr(drop));  // the commas still held are back
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // The Kineto batch reader (ImportInBatches, ImportOptions::kineto_batch_bytes) against the
-// whole-document reader: every document, cut at every size, must give the same TraceFile (or
-// the same error), and the batches must actually be used where they can be and be given up
-// where they cannot.
+// whole-document reader: every document, cut at every size, from memory or through a window on
+// a file (plain or gzip), must give the same TraceFile (or the same error), and the batches must
+// actually be used where they can be and be given up where they cannot.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "../../common/test_files.h"
 #include "importers/kineto/document_parts.h"
 #include "trace_file_text.h"
 #include "truffld/merge/import_kineto.h"
@@ -32,7 +33,8 @@ std::string Batched(const std::string& doc, size_t target, bool keep_args = true
   o.kineto_batch_bytes = target;
   o.keep_args = keep_args;
   simdjson::padded_string copy(doc);
-  auto r = kineto::ImportInBatches(copy.data(), copy.size(), copy.size() + simdjson::SIMDJSON_PADDING, "t.json", o);
+  kineto::DocFeed feed(copy.data(), copy.size(), copy.size() + simdjson::SIMDJSON_PADDING);
+  auto r = kineto::ImportInBatches(&feed, "t.json", o);
   EXPECT_EQ(std::string_view(copy.data(), copy.size()), doc) << "the document was not restored";
   return r ? Text(*r) : std::string("fallback");
 }
@@ -105,6 +107,82 @@ TEST(KinetoBatches, DocumentsTheBatchesCannotReadAreReadWhole) {
   // A cut inside a string, or in a nested array of objects, is never read as a batch.
   EXPECT_EQ(Batched(docs[0], 1), "fallback");
   EXPECT_EQ(Batched(docs[1], 80), "fallback");
+}
+
+// A larger healthy document: the window on a file (four batches) holds a small part of it.
+std::string ManyEvents(int n) {
+  std::string doc = "{\"schemaVersion\": 1,\n \"traceEvents\": [\n";
+  for (int i = 0; i < n; ++i) {
+    doc += i ? ",\n" : "";
+    // Two records with problems far into the file, reported with their lines.
+    if (i == 250) doc += "  42,\n";
+    if (i == 120) doc += "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 5, \"dur\": 1},\n";
+    doc += "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op" + std::to_string(i % 7) +
+           "\", \"pid\": 1, \"tid\": 2, \"ts\": " + std::to_string(1000 + 10 * i) +
+           ", \"dur\": 5, \"args\": {\"External id\": " + std::to_string(i) + "}}";
+  }
+  return doc + "\n ],\n \"deviceProperties\": [{\"id\": 0}, {\"id\": 1}],\n \"baseTimeNanoseconds\": 7\n}\n";
+}
+
+class KinetoStreamed : public truffld::testing::TempDirTest {
+ protected:
+  // ImportInBatches through a window of four batches on the file: "fallback" when handed back.
+  std::string Streamed(const std::string& path, size_t target) {
+    ImportOptions o;
+    o.kineto_batch_bytes = target;
+    auto src = OpenByteSource(path);
+    EXPECT_TRUE(src.ok());
+    if (!src.ok()) return "";
+    kineto::DocFeed window(src->get(), 4 * target);
+    EXPECT_TRUE(window.Refill(0));
+    EXPECT_FALSE(window.complete()) << "the file must not fit the window";
+    auto r = kineto::ImportInBatches(&window, path, o);
+    return r ? Text(*r) : std::string("fallback");
+  }
+  static std::string ViaPath(const std::string& path, size_t target) {
+    ImportOptions o;
+    o.kineto_batch_bytes = target;
+    auto r = ImportKineto(path, o);
+    return Text(r);
+  }
+};
+
+TEST_F(KinetoStreamed, AWindowOnAFileGivesTheWholeReadersFile) {
+  const std::string doc = ManyEvents(300);
+  for (const std::string name : {"t.json", "t.json.gz"}) {
+    const std::string path = Write(name, name == "t.json" ? doc : truffld::testing::Gzip(doc));
+    const std::string whole = ViaPath(path, 0);
+    ASSERT_EQ(whole.rfind("error", 0), std::string::npos) << whole;
+    ASSERT_NE(whole.find(name + ":123 (byte 15011) kineto.missing_correlation event #121"), std::string::npos) << whole;
+    ASSERT_NE(whole.find(name + ":254 (byte 31265) kineto.not_an_object traceEvents element #252"), std::string::npos);
+    for (size_t target : {1, 50, 333, 4096}) {
+      EXPECT_EQ(Streamed(path, target), whole) << name << " target " << target;
+      EXPECT_EQ(ViaPath(path, target), whole) << name << " target " << target;
+    }
+  }
+}
+
+// Files the window cannot read to the end are read again, whole: same result as the whole reader,
+// problems and their file:line included.
+TEST_F(KinetoStreamed, FilesHandedBackAreReadAgainWhole) {
+  std::string bad_end = ManyEvents(300);
+  bad_end.replace(bad_end.rfind("\"dur\": 5"), 9, "\"dur\" 5");
+  std::string nested = ManyEvents(300);
+  nested.replace(nested.find("{\"External id\": 150}"), 21, "{\"l\": [{\"a\": 1}, {\"b\": 2}]}");
+  const std::string gz = truffld::testing::Gzip(ManyEvents(300));
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"bad_end.json", bad_end}, {"nested.json", nested}, {"cut.json.gz", gz.substr(0, gz.size() * 2 / 3)},
+      {"cut.json", ManyEvents(300).substr(0, 20000)}};
+  for (const auto& [name, bytes] : files) {
+    const std::string path = Write(name, bytes);
+    const std::string whole = ViaPath(path, 0);
+    for (size_t target : {1, 64, 1000}) {
+      const std::string streamed = Streamed(path, target);
+      EXPECT_TRUE(streamed == "fallback" || streamed == whole) << name << " target " << target;
+      EXPECT_EQ(ViaPath(path, target), whole) << name << " target " << target;
+    }
+  }
+  EXPECT_EQ(Streamed(Write("bad_end.json", bad_end), 64), "fallback");
 }
 
 }  // namespace
