@@ -36,10 +36,12 @@ struct ImportOptions {
   // Kineto: parse traceEvents in batches of about this many bytes, with one small parser index
   // reused for all, instead of indexing the whole document at once (4 bytes per JSON token,
   // about 40 MB for a 53 MB trace, whose page faults cost more than the rest of the import's
-  // memory). 0, a document no longer than this, or --strict: the whole document at once. Both
-  // give the same TraceFile (a document the batches cannot cut is read whole); tests set small
-  // values to cut hand-written documents into many batches.
-  size_t kineto_batch_bytes = size_t{1} << 20;
+  // memory); a regular file is read through a window of four batches. 0, a document no longer
+  // than this, or --strict: the whole document at once. Both give the same TraceFile (a
+  // document the batches cannot cut is read whole); tests set small values to cut hand-written
+  // documents into many batches. 256 KiB to 2 MiB cost the same time on a 53 MB trace; 512 KiB
+  // had the lowest peak memory (BENCHMARKS.md).
+  size_t kineto_batch_bytes = size_t{512} << 10;
 };
 
 enum class InputFormat { kRawJsonl, kKineto, kNsys };
