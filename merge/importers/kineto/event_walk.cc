@@ -85,11 +85,15 @@ const char* Location(od::document& doc) {
   return p;
 }
 
-void CheckArgs(Walk* w) {
+void CheckArgs(Walk* w, bool hold) {
   for (const KeptArgs::Rejected& r : w->args->Check())
-    w->out->stats.Report(w->args_loc->Where(r.where), Problem::kKinetoIgnoredField,
-                         "event #" + std::to_string(r.event_number) +
-                             ": args is not a valid JSON object; not kept in trace.json, event kept");
+    w->held_args.emplace_back(w->args_loc->Where(r.where),
+                              "event #" + std::to_string(r.event_number) +
+                                  ": args is not a valid JSON object; not kept in trace.json, event kept");
+  if (hold) return;
+  for (auto& [where, message] : w->held_args)
+    w->out->stats.Report(std::move(where), Problem::kKinetoIgnoredField, std::move(message));
+  w->held_args.clear();
 }
 
 simdjson::error_code WalkEvents(od::array events, Walk* w) {

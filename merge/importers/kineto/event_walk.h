@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -54,13 +56,18 @@ struct Walk {
   uint64_t index = 0;                           // 1-based number of the current element
   KeptArgs* args = nullptr;                     // ImportOptions::keep_args; else null
   Locator* args_loc = nullptr;                  // for args reports, which come after the walk has moved on
+  // Args reports found early (CheckArgs with hold), as (where, message): reported at the next
+  // check, so that they come in the order the whole-document reader gives them.
+  std::vector<std::pair<std::string, std::string>> held_args;
 };
 
 // Imports every element of `events` into w->out. Returns the error that stopped the walk
 // (malformed JSON); elements before it are kept.
 simdjson::error_code WalkEvents(simdjson::ondemand::array events, Walk* w);
 
-// Checks the args objects kept since the last call and reports the invalid ones.
-void CheckArgs(Walk* w);
+// Checks the args objects kept since the last call and reports the invalid ones, after any
+// held from before. `hold`: keep them for the next call instead (the window is about to move:
+// their text and lines must be read now, but the whole-document reader reports them later).
+void CheckArgs(Walk* w, bool hold = false);
 
 }  // namespace truffld::merge::kineto

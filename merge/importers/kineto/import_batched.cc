@@ -34,7 +34,7 @@ size_t FindEventsArray(std::string_view text) {
 
 // Moves the window on once the batches need bytes past it; false when the document cannot go on.
 bool MoveOn(DocFeed* feed, EventBatches* batches, Walk* w) {
-  if (w->args) CheckArgs(w);  // pending args point into the bytes about to move
+  if (w->args) CheckArgs(w, /*hold=*/true);  // pending args point into the bytes about to move
   const size_t keep = batches->needed_from();
   w->loc->Slide(feed->base() + keep);
   w->args_loc->Slide(feed->base() + keep);
@@ -129,7 +129,7 @@ std::optional<Result<TraceFile>> ImportInBatches(DocFeed* feed, const std::strin
   tf.ReserveEvents(feed->size_hint() / 80, options.keep_args);  // an event takes >= ~80 bytes of JSON
   KeptArgs kept_args(&tf.strings, &tf.args);
   Locator loc(feed->view(), name), args_loc(feed->view(), name);
-  Walk w{&tf, &loc, nullptr, {}, 0, options.keep_args ? &kept_args : nullptr, &args_loc};
+  Walk w{&tf, &loc, nullptr, {}, 0, options.keep_args ? &kept_args : nullptr, &args_loc, {}};
   const size_t close = WalkBatches(feed, open, options.kineto_batch_bytes, &w);
   if (close == std::string_view::npos) return std::nullopt;
   skeleton_text.append(feed->view().substr(close));

@@ -109,7 +109,7 @@ Result<TraceFile> ImportPadded(simdjson::padded_string_view buf, const std::stri
   tf.ReserveEvents(buf.size() / 80, options.keep_args);  // an event takes >= ~80 bytes of JSON
   kineto::KeptArgs kept_args(&tf.strings, &tf.args);
   Locator args_loc(text, name);
-  Walk w{&tf, &loc, &doc, {}, 0, options.keep_args ? &kept_args : nullptr, &args_loc};
+  Walk w{&tf, &loc, &doc, {}, 0, options.keep_args ? &kept_args : nullptr, &args_loc, {}};
   bool saw_events = false;
   std::optional<int64_t> base_ns;
   Status fatal = Status::Ok();

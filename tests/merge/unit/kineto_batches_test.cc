@@ -162,6 +162,20 @@ TEST_F(KinetoStreamed, AWindowOnAFileGivesTheWholeReadersFile) {
   }
 }
 
+// An args object that is not valid JSON is found when the window moves on (its text is about
+// to go), but reported where the whole-document reader reports it: after the problems met
+// before its batch of args was checked (found by the fuzzer: the order of summary's issues).
+TEST_F(KinetoStreamed, ArgsProblemsKeepTheWholeReadersOrder) {
+  std::string doc = ManyEvents(300);
+  doc.replace(doc.find("{\"External id\": 30}"), 19, "{\"x\": tru}");
+  const std::string path = Write("args.json", doc);
+  const std::string whole = ViaPath(path, 0);
+  const size_t args_issue = whole.find("args is not a valid JSON object");
+  ASSERT_NE(args_issue, std::string::npos) << whole;
+  EXPECT_GT(args_issue, whole.find("kineto.not_an_object")) << "the whole reader reports it last";
+  for (size_t target : {1, 50, 333, 4096}) EXPECT_EQ(Streamed(path, target), whole) << "target " << target;
+}
+
 // Files the window cannot read to the end are read again, whole: same result as the whole reader,
 // problems and their file:line included.
 TEST_F(KinetoStreamed, FilesHandedBackAreReadAgainWhole) {
