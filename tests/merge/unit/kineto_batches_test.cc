@@ -1,6 +1,6 @@
 // The Kineto batch reader (ImportInBatches, ImportOptions::kineto_batch_bytes) against the
 // whole-document reader: every document, cut at every size, from memory or through a window on
-// a file (plain or gzip), must give the same TraceFile (or the same error), and the batches must
+// a file (plain, gzip or zstd), must give the same TraceFile (or the same error), and the batches must
 // actually be used where they can be and be given up where they cannot.
 #include <gtest/gtest.h>
 
@@ -149,8 +149,10 @@ class KinetoStreamed : public truffld::testing::TempDirTest {
 
 TEST_F(KinetoStreamed, AWindowOnAFileGivesTheWholeReadersFile) {
   const std::string doc = ManyEvents(300);
-  for (const std::string name : {"t.json", "t.json.gz"}) {
-    const std::string path = Write(name, name == "t.json" ? doc : truffld::testing::Gzip(doc));
+  for (const std::string name : {"t.json", "t.json.gz", "t.json.zst"}) {
+    const std::string path = Write(name, name == "t.json"      ? doc
+                                         : name == "t.json.gz" ? truffld::testing::Gzip(doc)
+                                                               : truffld::testing::Zstd(doc));
     const std::string whole = ViaPath(path, 0);
     ASSERT_EQ(whole.rfind("error", 0), std::string::npos) << whole;
     ASSERT_NE(whole.find(name + ":123 (byte 15011) kineto.missing_correlation event #121"), std::string::npos) << whole;
