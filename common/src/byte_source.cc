@@ -148,11 +148,7 @@ class GzipSource final : public CompressedSource {
         // Bytes after a member that do not start another: zlib's "incorrect header check".
         // (ISA-L would wait for a whole header first and call a short tail cut short.)
         const unsigned char* at = reinterpret_cast<const unsigned char*>(in_.data() + in_pos_);
-        if (at[0] != 0x1f || (in_len_ - in_pos_ > 1 && at[1] != 0x8b)) {
-          error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
-                              " compressed bytes (" + IsalError(ISAL_INVALID_WRAPPER) + ")");
-          return error_;
-        }
+        if (at[0] != 0x1f || (in_len_ - in_pos_ > 1 && at[1] != 0x8b)) return Corrupt(ISAL_INVALID_WRAPPER);
         isal_inflate_init(state_.get());
         state_->crc_flag = ISAL_GZIP;
         in_member_ = true;
@@ -166,9 +162,8 @@ class GzipSource final : public CompressedSource {
       produced = static_cast<size_t>(reinterpret_cast<char*>(state_->next_out) - buf);
       if (rc < 0) {
         // What was decoded before the corruption is returned first; the error comes next.
-        error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
-                            " compressed bytes (" + IsalError(rc) + ")");
-        return produced ? Result<size_t>(produced) : Result<size_t>(error_);
+        const Status bad = Corrupt(rc);
+        return produced ? Result<size_t>(produced) : Result<size_t>(bad);
       }
       if (state_->block_state == ISAL_BLOCK_FINISH) in_member_ = false;
     }
@@ -178,6 +173,13 @@ class GzipSource final : public CompressedSource {
   Compression compression() const override { return Compression::kGzip; }
 
  private:
+  // Records (error_) and returns the corruption an ISA-L code names.
+  Status Corrupt(int rc) {
+    error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
+                        " compressed bytes (" + IsalError(rc) + ")");
+    return error_;
+  }
+
   std::unique_ptr<inflate_state> state_;  // about 40 KB: on the heap
   bool in_member_ = false;
 };

@@ -43,12 +43,10 @@ bool DocFeed::Refill(size_t keep_from) {
   size_ -= keep_from;
   base_ += keep_from;
   if (capacity_ - size_ < capacity_ / 4) {
-    Bytes bigger;
-    bigger.Reserve(2 * capacity_ + simdjson::SIMDJSON_PADDING);
-    std::memcpy(bigger.data.get(), data_, size_);
-    window_ = std::move(bigger);
-    data_ = window_.data.get();
+    window_.size = size_;  // what Reserve keeps
     capacity_ *= 2;
+    window_.Reserve(capacity_ + simdjson::SIMDJSON_PADDING);
+    data_ = window_.data.get();
   }
   size_t got = 0;
   const bool ok = ReadInto(data_ + size_, capacity_ - size_, &got);

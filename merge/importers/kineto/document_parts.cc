@@ -3,19 +3,14 @@
 
 #include <charconv>
 
+#include "importers/kineto/event_batches.h"
 #include "importers/main_process.h"
 
 namespace truffld::merge::kineto {
 
 namespace od = simdjson::ondemand;
 
-TraceFile NewKinetoFile(const std::string& name) {
-  TraceFile tf;
-  tf.meta.path = name;
-  tf.meta.format = "kineto";
-  tf.meta.clock = ClockId::kRealtime;
-  return tf;
-}
+namespace {
 
 void ReadDistributedInfo(od::value v, FileMeta* meta) {
   od::object obj;
@@ -31,13 +26,28 @@ void ReadDistributedInfo(od::value v, FileMeta* meta) {
 }
 
 std::optional<int64_t> ParseBaseTime(std::string_view raw) {
-  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
-                          raw.back() == '\t'))
-    raw.remove_suffix(1);
+  while (!raw.empty() && IsJsonSpace(raw.back())) raw.remove_suffix(1);
   int64_t v = 0;
   auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
   if (ec != std::errc() || p != raw.data() + raw.size()) return std::nullopt;
   return v;
+}
+
+}  // namespace
+
+TraceFile NewKinetoFile(const std::string& name) {
+  TraceFile tf;
+  tf.meta.path = name;
+  tf.meta.format = "kineto";
+  tf.meta.clock = ClockId::kRealtime;
+  return tf;
+}
+
+bool ReadTopMember(std::string_view key, od::value v, FileMeta* meta, std::optional<int64_t>* base_ns) {
+  if (key == "distributedInfo") ReadDistributedInfo(v, meta);
+  if (key != "baseTimeNanoseconds") return true;
+  *base_ns = ParseBaseTime(v.raw_json_token());
+  return base_ns->has_value();
 }
 
 Result<TraceFile> FinishImport(TraceFile tf, const Walk& w, std::optional<int64_t> base_ns,

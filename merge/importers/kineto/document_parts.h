@@ -22,11 +22,11 @@ namespace truffld::merge::kineto {
 // An empty TraceFile for a Kineto document called `name`.
 TraceFile NewKinetoFile(const std::string& name);
 
-// `distributedInfo`: rank and world_size into `meta` (fields of other types are ignored).
-void ReadDistributedInfo(simdjson::ondemand::value v, FileMeta* meta);
-
-// `baseTimeNanoseconds`: the integer in a raw JSON token, nullopt when it is not one.
-std::optional<int64_t> ParseBaseTime(std::string_view raw);
+// One top-level member other than traceEvents: distributedInfo's rank and world_size into
+// `meta` (fields of other types ignored), baseTimeNanoseconds into *base_ns; the rest is ignored. False when baseTimeNanoseconds is not
+// an integer (*base_ns is then empty).
+bool ReadTopMember(std::string_view key, simdjson::ondemand::value v, FileMeta* meta,
+                   std::optional<int64_t>* base_ns);
 
 // The end of every import, once traceEvents has been walked: adds `base_ns` to every time,
 // gives device events their host process, sorts the thread table, fills the counters and, with

@@ -4,17 +4,11 @@
 #include <cstring>
 
 namespace truffld::merge::kineto {
-namespace {
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-}  // namespace
-
 EventBatches::EventBatches(char* doc, size_t size, size_t open, size_t target, bool complete)
     : doc_(doc), size_(size), begin_(open), target_(target ? target : 1), complete_(complete) {}
 
 size_t EventBatches::SkipSpace(size_t i) const {
-  while (i < size_ && IsSpace(doc_[i])) ++i;
+  while (i < size_ && IsJsonSpace(doc_[i])) ++i;
   return i;
 }
 

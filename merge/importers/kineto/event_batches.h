@@ -23,6 +23,9 @@
 
 namespace truffld::merge::kineto {
 
+// JSON's whitespace (RFC 8259): space, tab, line feed, carriage return.
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 class EventBatches {
  public:
   // One batch: doc[begin] is '[' and doc[end - 1] is ']'; `last` when that ']' closes the

@@ -6,8 +6,6 @@
 // parsed afterwards as a small copy (the "skeleton"). The batches are an optimisation only: on
 // anything unexpected the reader hands the document back to the whole-document reader, which
 // then finds and reports the problem as it always has.
-#include <cstring>
-
 #include "importers/kineto/document_parts.h"
 #include "importers/kineto/event_batches.h"
 
@@ -16,8 +14,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 // Offset of the '[' that opens the first "traceEvents": [ in the text, npos if none. Whether
 // it is the top-level member is checked later, on the skeleton.
 size_t FindEventsArray(std::string_view text) {
@@ -25,10 +21,10 @@ size_t FindEventsArray(std::string_view text) {
   const size_t key = text.find(kKey);
   if (key == std::string_view::npos) return key;
   size_t i = key + kKey.size();
-  while (i < text.size() && IsSpace(text[i])) ++i;
+  while (i < text.size() && IsJsonSpace(text[i])) ++i;
   if (i >= text.size() || text[i] != ':') return std::string_view::npos;
   ++i;
-  while (i < text.size() && IsSpace(text[i])) ++i;
+  while (i < text.size() && IsJsonSpace(text[i])) ++i;
   return i < text.size() && text[i] == '[' ? i : std::string_view::npos;
 }
 
@@ -65,7 +61,7 @@ size_t WalkBatch(od::parser* parser, const DocFeed& feed, const EventBatches::Ba
   if (!rest) return b.last ? b.end - 1 : kContinue;
   // The array closed inside the batch: its cut lay after traceEvents, in later members.
   size_t close = static_cast<size_t>(rest - text);
-  while (close > b.begin && IsSpace(text[close - 1])) --close;
+  while (close > b.begin && IsJsonSpace(text[close - 1])) --close;
   return close > b.begin && text[close - 1] == ']' ? close - 1 : std::string_view::npos;
 }
 
@@ -108,10 +104,8 @@ bool ReadSkeleton(const simdjson::padded_string& skeleton, size_t open, TraceFil
     if (key == "traceEvents") {
       if (v.raw_json_token().data() != skeleton.data() + open || found) return false;
       found = true;
-    } else if (key == "distributedInfo") {
-      ReadDistributedInfo(v, &tf->meta);
-    } else if (key == "baseTimeNanoseconds") {
-      if (!(*base_ns = ParseBaseTime(v.raw_json_token()))) return false;
+    } else if (!ReadTopMember(key, v, &tf->meta, base_ns)) {
+      return false;  // the whole-document reader reports it
     }
   }
   return found && Location(doc) == nullptr;  // nothing after the top-level object

@@ -74,13 +74,9 @@ simdjson::error_code WalkTopLevel(od::object top, Walk* w, bool* saw_events,
       }
       *saw_events = true;
       if (auto e = kineto::WalkEvents(arr, w)) return e;
-    } else if (key == "distributedInfo") {
-      kineto::ReadDistributedInfo(v, &tf.meta);
-    } else if (key == "baseTimeNanoseconds") {
-      *base_ns = kineto::ParseBaseTime(v.raw_json_token());
-      if (!*base_ns)
-        tf.stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoBadField,
-                        "baseTimeNanoseconds is not an integer; times left relative");
+    } else if (!kineto::ReadTopMember(key, v, &tf.meta, base_ns)) {
+      tf.stats.Report(w->loc->Where(Location(*w->doc)), Problem::kKinetoBadField,
+                      "baseTimeNanoseconds is not an integer; times left relative");
     }
   }
   return simdjson::SUCCESS;
