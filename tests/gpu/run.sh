@@ -10,6 +10,11 @@
 #        TRUFFLD_GPU_VARIANTS  1: also time truffld with parts switched off (overhead.py --variants)
 #        PYTHON             python with torch for the PyTorch parts (default python3)
 #        CUDA_HOME          CUDA toolkit (default /usr/local/cuda, else the folder above nvcc's bin/)
+#        TRUFFLD_GPU_INJECTOR  a libcupti_injector.so built elsewhere (with TRUFFLD_GPU_PYNVTX, its
+#                           NVTX shim): used as is, nothing is built but the CUDA workload
+#        TRUFFLD_GPU_SKIP   parts to leave out, comma list of check,overhead,hooks (said as SKIP
+#                           lines; check: the CUDA workload, its dump check and merge; overhead
+#                           needs the workload and is left out with it)
 #        TRUFFLD_MERGE      a truffld-merge binary for the hooks check when CMake cannot build one
 #                           here (the project's dependencies are missing); without it that check
 #                           prints SKIP and the suite says so
@@ -38,7 +43,12 @@ nvidia-smi -L
 #    direct compile of inject/src (needs only g++ and the CUDA headers; libzstd when present).
 INJ=""
 MERGE=${TRUFFLD_MERGE:-}
-if cmake -S "$ROOT" -B "$BUILD/cmake" -DCMAKE_BUILD_TYPE=Release -DTRUFFLD_BUILD_TESTS=OFF \
+SKIP_PARTS=",${TRUFFLD_GPU_SKIP:-},"
+if [ -n "${TRUFFLD_GPU_INJECTOR:-}" ]; then
+  INJ=$TRUFFLD_GPU_INJECTOR
+  PYNVTX=${TRUFFLD_GPU_PYNVTX:-}
+  echo "prebuilt injector: $INJ"
+elif cmake -S "$ROOT" -B "$BUILD/cmake" -DCMAKE_BUILD_TYPE=Release -DTRUFFLD_BUILD_TESTS=OFF \
      -DTRUFFLD_BUILD_BENCHMARKS=OFF >"$OUTDIR/cmake.log" 2>&1 &&
    cmake --build "$BUILD/cmake" --target cupti_injector truffld-merge truffld_pynvtx -j"$(nproc)" \
      >>"$OUTDIR/cmake.log" 2>&1; then
@@ -50,23 +60,31 @@ else
   tail -n 3 "$OUTDIR/cmake.log"
   CUPTI_INC=$(dirname "$(find "$CUDA_HOME/include" "$CUDA_HOME/extras/CUPTI/include" \
                  "$CUDA_HOME/targets" -name cupti.h 2>/dev/null | head -n 1)")
-  CUPTI_LIB=$(find "$CUDA_HOME/lib64" "$CUDA_HOME/extras/CUPTI/lib64" "$CUDA_HOME/targets" \
+  CUPTI_LIB=$(find "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$CUDA_HOME/extras/CUPTI/lib64" "$CUDA_HOME/targets" \
                  -name 'libcupti.so' 2>/dev/null | head -n 1)
-  ZSTD_FLAGS=(-lzstd)
+  ZSTD_DEF=-DTRUFFLD_WITH_ZSTD_PROBED ZSTD_LIB=-lzstd
   if ! echo '#include <zstd.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
     echo "no zstd.h here: building without TRUFFLD_COMPRESS=zstd support"
-    ZSTD_FLAGS=(-DTRUFFLD_WITHOUT_ZSTD)
+    ZSTD_DEF=-DTRUFFLD_WITHOUT_ZSTD ZSTD_LIB=
   fi
   echo "cupti.h in ${CUPTI_INC:-?}, libcupti.so at ${CUPTI_LIB:-?}"
-  g++ -O2 -g -std=c++20 -fPIC -shared -fvisibility=hidden -I"$ROOT/inject/src" -I"$CUDA_HOME/include" \
-    -I"${CUPTI_INC:-$CUDA_HOME/include}" -DTRUFFLD_CUPTI_BUILD_PATH="\"${CUPTI_LIB:-}\"" \
-    "$ROOT"/inject/src/*.cc -o "$BUILD/libcupti_injector.so" "${ZSTD_FLAGS[@]}" -ldl -pthread || exit 1
+  # One compiler per source file, all cores at once, then one link.
+  mkdir -p "$BUILD/obj"
+  printf '%s\n' "$ROOT"/inject/src/*.cc | xargs -P "$(nproc)" -I{} sh -c \
+    'g++ -O2 -g -std=c++20 -fPIC -fvisibility=hidden "$@" -c {} -o "'"$BUILD"'/obj/$(basename {} .cc).o"' _ \
+    -I"$ROOT/inject/src" -I"$ROOT/common/include" -I"$CUDA_HOME/include" -I"${CUPTI_INC:-$CUDA_HOME/include}" \
+    -DTRUFFLD_CUPTI_BUILD_PATH="\"${CUPTI_LIB:-}\"" "$ZSTD_DEF" || exit 1
+  g++ -shared "$BUILD"/obj/*.o -o "$BUILD/libcupti_injector.so" $ZSTD_LIB -ldl -pthread || exit 1
   INJ="$BUILD/libcupti_injector.so"
   gcc -O2 -fPIC -shared -I"$CUDA_HOME/include" "$ROOT/inject/pynvtx/pynvtx.c" \
     -o "$BUILD/libtruffld_pynvtx.so" -ldl && PYNVTX="$BUILD/libtruffld_pynvtx.so"
 fi
 echo "injector: $INJ"
 
+if [[ $SKIP_PARTS == *,check,* ]]; then
+  echo "SKIP: the CUDA workload, its dump check and merge (TRUFFLD_GPU_SKIP)"
+  SKIP_PARTS="$SKIP_PARTS,overhead,"
+else
 # 2. The workload.
 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -I"$CUDA_HOME/include" -o "$BUILD/truffld_gpu_workload" \
   "$ROOT/tests/gpu/workload.cu" -lcublas -ldl || exit 1
@@ -102,15 +120,19 @@ PYEOF
     echo "FAIL truffld-merge on the dump:"; tail -n 20 "$OUTDIR/merge.txt"; status=1
   fi
 fi
+fi  # check
 
 # 4. Overhead: workload and a PyTorch loop, none / truffld / torch.profiler, median of >= 5.
+if [[ $SKIP_PARTS == *,overhead,* ]]; then echo "SKIP: overhead (TRUFFLD_GPU_SKIP)"; else
 "$PY" "$ROOT/tests/gpu/overhead.py" --workload "$BUILD/truffld_gpu_workload" --injector "$INJ" \
   --runs "$RUNS" ${TRUFFLD_GPU_VARIANTS:+--variants} --torch-loop "$ROOT/tests/gpu/torch_loop.py" --python "$PY" \
   | tee "$OUTDIR/overhead.txt" || status=1
+fi
 
 # 5. The hooks colleague's GPU checks, if any (exit 77 = skipped, reported, not a pass).
 for f in "$ROOT"/tests/gpu/hooks_*.py; do
   [ -e "$f" ] || continue
+  if [[ $SKIP_PARTS == *,hooks,* ]]; then echo "SKIP: $f (TRUFFLD_GPU_SKIP)"; skipped=1; continue; fi
   echo "== $f"
   TRUFFLD_INJECTOR="$INJ" TRUFFLD_MERGE="$MERGE" TRUFFLD_SYSTEM_PYTHON="$PY" \
     TRUFFLD_PYNVTX_LIB="${PYNVTX:-}" "$PY" "$f" --keep "$OUTDIR/$(basename "$f" .py)"

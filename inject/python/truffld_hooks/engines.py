@@ -15,6 +15,9 @@ Patched entry points (module paths and signatures mirrored from the engines' sou
   intermediate_tensors=None, num_steps=1, ...)`` (0.4 .. 0.10).
 * SGLang ``sglang.srt.managers.scheduler.Scheduler.run_batch(self, batch, ...)`` (0.3 .. 0.5);
   an idle (DP-attention) batch is a dummy step.
+* transformers' continuous batching (``generate_batch``, ``transformers serve``):
+  ``ContinuousBatchProcessor._generation_step`` / ``ContinuousBatchingManager._generation_step``
+  (see transformers_cb).
 
 Every step wrapper also enables backend operator ranges on its thread (backend.ensure_thread)
 and closes any range left open inside the step (nvtx.Emitter.pop_to) so one failing step never
@@ -27,7 +30,7 @@ are per thread.
 
 import _thread
 
-from . import backend, importhook, naming, nvtx, patching, requests
+from . import backend, importhook, naming, nvtx, patching, requests, transformers_cb
 
 counters = {"steps": 0, "id_errors": 0, "unrecognised": 0}
 _tls = _thread._local()
@@ -123,6 +126,12 @@ TARGETS = (
      lambda f, c: make_step_wrapper(f, "vllm_v0", "model_input", c)),
     ("sglang.srt.managers.scheduler", "Scheduler.run_batch",
      lambda f, c: make_step_wrapper(f, "sglang", "batch", c)),
+    (transformers_cb.MODULE, "ContinuousBatchProcessor._generation_step",
+     lambda f, c: transformers_cb.make_step_wrapper(f, False, c, run_step, counters)),
+    (transformers_cb.MODULE, "ContinuousBatchingManager._generation_step",
+     lambda f, c: transformers_cb.make_step_wrapper(f, True, c, run_step, counters)),
+    (transformers_cb.METRICS_MODULE, "ContinuousBatchProcessorMetrics.record_batch_metrics",
+     lambda f, c: transformers_cb.make_metrics_wrapper(f)),
 )
 
 
