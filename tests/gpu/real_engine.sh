@@ -93,10 +93,17 @@ traced() {  # traced NAME ARGS...: one serve_cb.py run under the hooks and the i
   echo "diagnose rc=$?"; head -n 25 "$dir/diagnose.txt"
 }
 
-pack() {  # runs.tar: dumps, truths, results, merge summaries and diagnoses (not the big trees)
-  (cd "$WORK/runs" && tar cf "$OUTDIR/runs.tar" --exclude='*/merged/trees.jsonl' \
+pack() {  # runs.tar (split in 15 MiB parts runs.tar.NN when larger): dumps, truths, results,
+          # merge summaries and diagnoses (not the big trees and traces)
+  (cd "$WORK/runs" && tar cf "$WORK/runs.tar" --exclude='*/merged/trees.jsonl' \
      --exclude='*/merged/trace.json' --exclude='*/diag/*.trace.json' --exclude='*/diag/report.html' .)
-  ls -la "$OUTDIR/runs.tar"
+  rm -f "$OUTDIR"/runs.tar*
+  if [ "$(stat -c %s "$WORK/runs.tar")" -gt $((15 << 20)) ]; then
+    split -b 15M -d "$WORK/runs.tar" "$OUTDIR/runs.tar."
+  else
+    cp "$WORK/runs.tar" "$OUTDIR/runs.tar"
+  fi
+  ls -la "$OUTDIR"/runs.tar*
 }
 
 # 2. The serving engine, traced: healthy runs of three shapes and one with real faults.
