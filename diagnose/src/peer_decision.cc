@@ -30,6 +30,41 @@ double BenjaminiHochbergThreshold(std::vector<double> p, double alpha) {
   return thr;
 }
 
+double UpperTailP(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+double UpperTailZ(double p) {
+  if (!(p < 0.5)) return 0;
+  double lo = 0, hi = 38.5;  // UpperTailP(38.5) underflows past the smallest double
+  for (int i = 0; i < 80; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (UpperTailP(mid) > p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units) {
+  EmpiricalNull n;
+  if (unit_p.empty() || static_cast<int>(unit_p.size()) < min_units) return n;
+  std::vector<double> z;
+  z.reserve(unit_p.size());
+  for (double p : unit_p) z.push_back(UpperTailZ(p));
+  std::sort(z.begin(), z.end());
+  auto quantile = [&](double q) {
+    const double at = q * static_cast<double>(z.size() - 1);
+    const size_t i = static_cast<size_t>(at);
+    const double f = at - static_cast<double>(i);
+    return i + 1 < z.size() ? z[i] * (1 - f) + z[i + 1] * f : z[i];
+  };
+  const double median = quantile(0.5), lower = quantile(0.25);
+  // Inflation must stand out of the estimates' own sampling error (about 1.25 / sqrt(n) for the
+  // median of n standard normal values, a little more for the quartile spread): three of them.
+  const double noise = 3 * 1.5 / std::sqrt(static_cast<double>(z.size()));
+  const double scale = (median - lower) / 0.6745;
+  if (median > noise) n.centre = median;
+  if (scale > 1 + noise) n.scale = scale;
+  return n;
+}
+
 namespace {
 
 std::string InsufficientReason(const InstanceTable& t, uint32_t u, const UnitVerdict& v) {
@@ -45,6 +80,16 @@ std::string InsufficientReason(const InstanceTable& t, uint32_t u, const UnitVer
 }
 
 }  // namespace
+
+double CalibratedP(const EmpiricalNull& null, double p) {
+  if (!null.Active()) return p;
+  return p >= 0.5 ? 1.0 : UpperTailP((UpperTailZ(p) - null.centre) / null.scale);
+}
+
+bool DecisionResult::Passes(int view, double raw_p) const {
+  const EmpiricalNull null{null_centre[view], null_scale[view]};
+  return calibrated_threshold[view] > 0 && CalibratedP(null, raw_p) <= calibrated_threshold[view];
+}
 
 double RowRatio(const TestRow& row) {
   const double e = BestExpected(row, nullptr);
@@ -148,12 +193,23 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     per_view[view].push_back(v.p_value);
     ++d.judged[view];
   }
-  for (int view = 0; view < 2; ++view) d.threshold[view] = BenjaminiHochbergThreshold(per_view[view], o.alpha);
+  for (int view = 0; view < 2; ++view) {
+    const EmpiricalNull null = FitEmpiricalNull(per_view[view], o.min_null_units);
+    d.null_centre[view] = null.centre;
+    d.null_scale[view] = null.scale;
+    // BH on the recalibrated p-values; the threshold mapped back to the raw scale.
+    std::vector<double> calibrated;
+    calibrated.reserve(per_view[view].size());
+    for (double p : per_view[view]) calibrated.push_back(CalibratedP(null, p));
+    const double thr = BenjaminiHochbergThreshold(calibrated, o.alpha);
+    d.calibrated_threshold[view] = thr;
+    d.threshold[view] = thr > 0 && null.Active() ? UpperTailP(null.centre + null.scale * UpperTailZ(thr)) : thr;
+  }
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     UnitVerdict& v = d.units[u];
     if (v.tests == 0) continue;
     const int view = t.steps[u].view == "horizontal" ? 1 : 0;
-    const bool flagged = d.threshold[view] > 0 && v.p_value <= d.threshold[view];
+    const bool flagged = d.Passes(view, v.p_value);
     v.verdict = flagged ? Verdict::kAbnormal : Verdict::kNormal;
     d.flagged[view] += flagged;
   }
@@ -163,8 +219,7 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
 bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r) {
   const UnitVerdict& v = d.units[rows[r].unit];
   if (v.verdict != Verdict::kAbnormal) return false;
-  const double thr = d.threshold[t.steps[rows[r].unit].view == "horizontal" ? 1 : 0];
-  return d.support_p[r] * static_cast<double>(v.tests) <= thr;
+  return d.Passes(t.steps[rows[r].unit].view == "horizontal" ? 1 : 0, d.support_p[r] * static_cast<double>(v.tests));
 }
 
 }  // namespace truffld::diagnose

@@ -67,7 +67,11 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
   out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
          std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
          (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
-         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate)";
+         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
+         (d.null_centre[view] > 0 || d.null_scale[view] > 1
+              ? ", judged against this run's other steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
+                    ", spread " + Fmt("%.1f", d.null_scale[view])
+              : std::string()) + ")";
   if (!blamed.empty()) {
     double total = 0;
     for (const auto& b : blamed) total += b.excess_ns;
@@ -148,6 +152,8 @@ std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerSt
     e.verdict = VerdictName(v.verdict);
     e.p_value = v.p_value;
     e.threshold = r.decision.threshold[st.view == "horizontal" ? 1 : 0];
+    e.null_centre = r.decision.null_centre[st.view == "horizontal" ? 1 : 0];
+    e.null_scale = r.decision.null_scale[st.view == "horizontal" ? 1 : 0];
     e.alpha = r.decision.alpha;
     e.tests = v.tests;
     e.tp_peers = tp_peers[u];

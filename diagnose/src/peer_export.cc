@@ -50,7 +50,8 @@ nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
   for (int v = 0; v < 2; ++v) {
     j[v ? "horizontal" : "vertical"] = {{"threshold", d.threshold[v]}, {"judged", d.judged[v]},
                                         {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]},
-                                        {"below_impact_floor", d.immaterial[v]}};
+                                        {"below_impact_floor", d.immaterial[v]},
+                                        {"null", {{"centre", d.null_centre[v]}, {"scale", d.null_scale[v]}}}};
   }
   j["tests"] = r.rows.size();
   j["timer_resolution_ns"] = r.timer_resolution_ns;

@@ -86,6 +86,10 @@ struct RunSpec {
   int tp = 2, steps = 60, layers = 8;
   uint64_t seed = 1;
   double device_jitter = 0.04, host_jitter = 0.25;
+  // Share of host ranges delayed by a heavy-tailed factor (Pareto, shape 1.1, at least 1): what a
+  // real eager engine's host side shows (allocator, lazy kernel loading, the interpreter), where
+  // 1% of a family's ranges run 3x to 60x their usual time on a healthy run.
+  double host_tail = 0;
   bool single_shape = false;  // every step the same decode batch (default: three sizes, every third a prefill)
   std::vector<PlantedFault> faults;
 };
@@ -93,7 +97,12 @@ struct RunSpec {
 inline InstanceTable SimulatedRun(const RunSpec& spec) {
   std::mt19937_64 rng(spec.seed);
   std::normal_distribution<double> z(0.0, 1.0);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
   auto jit = [&](double base, double sigma) { return base * std::exp(sigma * z(rng)); };
+  auto host = [&](double base) {
+    const double h = jit(base, spec.host_jitter);
+    return spec.host_tail > 0 && u01(rng) < spec.host_tail ? h * std::pow(1.0 - u01(rng), -1.0 / 1.1) : h;
+  };
   auto fault = [&](int rank, int step, const std::string& fam) -> const PlantedFault* {
     for (const auto& f : spec.faults) {
       if (f.rank == rank && f.step == step && (f.family == fam || f.straggle)) return &f;
@@ -137,7 +146,7 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
           op.family = ops[k];
           op.start = st;
           op.end = st + 20000;
-          op.host_ns = jit(8000, spec.host_jitter);
+          op.host_ns = host(8000);
           op.device_ns = jit(base_dev[k] * size, spec.device_jitter) * fac;
           op.signature = static_cast<uint64_t>(k * 100 + static_cast<int>(size));
           op.position = static_cast<uint64_t>(k + 1);
@@ -153,7 +162,7 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
         op.layer = "comm";
         op.start = entry[l][r] - 5000;
         op.end = entry[l][r];
-        op.host_ns = jit(5000, spec.host_jitter);
+        op.host_ns = host(5000);
         op.device_start = entry[l][r];
         op.device_end = end[l];
         op.device_ns = static_cast<double>(end[l] - entry[l][r]);

@@ -20,7 +20,7 @@ import report_tables as T  # noqa: E402
 # Headings this script writes (and headings older versions of it wrote): never carried over.
 GENERATED = {"Summary", "Targets", "How to read these tables", "Detection quality: default suite (realistic fault rate)",
              "Detection quality: stress suite (high fault rate)", "False alarms on healthy runs",
-             "Real traces", "Cost of Stage I", "Speed", "Per-scenario results",
+             "Real traces", "Real serving engine", "Cost of Stage I", "Speed", "Per-scenario results",
              "Detection quality (Table 2 layout)", "Reading these numbers"}
 
 READING = [
@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--runtime", default="", help="how long the run took, for the header")
     args = ap.parse_args()
     res, healthy, real = load(args.work, "results.json"), load(args.work, "healthy.json"), load(args.work, "real.json")
+    engine = load(args.work, "engine.json")
     cost, spd = load(args.work, "cost.json"), load(args.work, "speed.json")
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     md = ["# truffld benchmarks", "",
@@ -160,6 +161,13 @@ def main():
     md += ["## Real traces", "", "Each file of the shared data folder (`" + ((real or {}).get("data") or "?") +
            "`) through `truffld-merge FILE` and `truffld-diagnose --llm off` (peer mode): units per view by label.",
            ""] + T.real_table(real)
+    md += ["## Real serving engine", "",
+           "transformers' continuous-batching engine serving a random Qwen2 on a GPU, traced by the injector and "
+           "the hooks (`tests/gpu/real_engine.sh`; the dumps, their ground truth and how they were made are in "
+           "`" + ((engine or {}).get("data") or "tests/data/real_engine") + "`, see its README), through "
+           "`truffld-merge` and `truffld-diagnose --llm off`, vertical view, scored against truth.json. False alarms: "
+           "flagged steps without a fault (steps at the edge of a contention window excluded) over the judged "
+           "fault-free steps.", ""] + T.engine_table(engine) + T.overhead_table(engine)
     md += ["## Cost of Stage I", "", "`truffld-diagnose --llm off --no-html` wall time and peak RSS "
            f"({(cost or {}).get('cores', '?')} cores, default threads); instances = stats.json `input.instances`.",
            ""] + T.cost_table(cost)

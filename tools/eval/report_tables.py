@@ -299,3 +299,60 @@ def targets(res, healthy, real, cost):
           "| target | measured | met |", "|---|---|---|"]
     md += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return md + [""]
+
+
+def _engine_cells(s):
+    fa = "–" if s["false_alarm_rate"] is None else f"{s['false_alarms']} of {s['clean_steps']} ({100 * s['false_alarm_rate']:.1f}%)"
+    classes = "; ".join(f"{k} {c['flagged']}/{c['steps']} (right operator {c['blamed']})"
+                        for k, c in sorted(s["classes"].items())) or "–"
+    return fa, classes
+
+
+def engine_table(e):
+    """Real serving-engine runs (engine_runs.py): one row per run and method."""
+    if not e:
+        return ["Not run.", ""]
+    if e.get("skipped"):
+        return [f"**Skipped:** {e['skipped']}.", ""]
+    md = ["| run | engine | steps (judged / insufficient) | method | flagged | false alarms | fault steps flagged, per class |",
+          "|---|---|---|---|---|---|---|"]
+    for r in e["runs"]:
+        if r.get("failed"):
+            md.append(f"| {r['name']} | | | failed: {r['failed']} | | | |")
+            continue
+        eng = r.get("engine") or {}
+        what = (f"{r.get('requests')} requests, {'CUDA graphs' if eng.get('use_cuda_graph') else 'eager'}, "
+                f"{eng.get('max_batch_tokens')} batch tokens, {r.get('tokens_per_s')} tok/s traced")
+        t = r["truffld"]
+        steps = f"{r['steps']} ({t['judged']} / {t['insufficient']})"
+        for method, label in (("truffld", "truffld"), ("flag_every_step", "flag every step"),
+                              ("flag_no_step", "flag no step")):
+            s = r[method]
+            fa, classes = _engine_cells(s)
+            first = method == "truffld"
+            md.append(f"| {r['name'] if first else ''} | {what if first else ''} | {steps if first else ''} | "
+                      f"{label} | {s['flagged']} | {fa} | {classes} |")
+    md.append("")
+    for r in e["runs"]:
+        null = r.get("null") or {}
+        if r.get("examples"):
+            md.append(f"- {r['name']} (empirical null: centre {null.get('centre', 0):.1f}, spread {null.get('scale', 1):.1f}): "
+                      + " / ".join(cell(x, 240) for x in r["examples"]))
+    return md + [""]
+
+
+def overhead_table(e):
+    """Capture overhead measured with the runs (tests/gpu/engine_overhead.py output)."""
+    rows = []
+    for device, o in sorted((e or {}).get("overhead", {}).items()):
+        for kind, label, unit in (("engine", "serving engine", "tokens/s"), ("loop", "eager PyTorch loop", "s")):
+            part = o.get(kind) or {}
+            for r in part.get("rows", []):
+                rows.append(f"| {device} | {label} | {r['setting']} | {r['median']:.3g} {unit} | {r['ratio']:.2f}x | "
+                            f"{', '.join(f'{v:.3g}' for v in r['values'])} |")
+    if not rows:
+        return []
+    return (["Capture overhead measured with these runs (`tests/gpu/engine_overhead.py`, settings interleaved, "
+             f"{next(iter(e['overhead'].values())).get('rounds', '?')} rounds; ratio = cost against `off`: "
+             "tokens/s of off over the setting's, or the loop's time over off's):", "",
+             "| device | workload | setting | median | ratio | values |", "|---|---|---|---|---|---|"] + rows + [""])

@@ -73,11 +73,12 @@ part() {  # part NAME CMD...: runs one part, logs its time and failure, never st
   echo "== run.sh: $name took $(( $(date +%s) - t )) s" >&2
   echo "$name $(( $(date +%s) - t ))" >> "$WORK/parts.txt"
 }
-rm -f "$WORK/parts.txt" "$WORK"/{results,healthy,real,cost,speed}.json
+rm -f "$WORK/parts.txt" "$WORK"/{results,healthy,real,engine,cost,speed}.json
 export TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$ROOT/../shared/data}
 part evaluate "$PY" "$EVAL/evaluate.py" --bin "$BIN" --work "$WORK" $QUICK
 part healthy "$PY" "$EVAL/healthy.py" --bin "$BIN" --work "$WORK" $QUICK
 part real-traces "$PY" "$EVAL/realtraces.py" --bin "$BIN" --work "$WORK" --data "$TRUFFLD_SHARED_DATA"
+part engine-runs "$PY" "$EVAL/engine_runs.py" --bin "$BIN" --work "$WORK"
 [[ $COST == 1 ]] && part cost "$PY" "$EVAL/cost.py" --bin "$BIN" --work "$WORK" $QUICK $EVENTS
 if [[ $SPEED == 1 ]]; then
   part speed "$PY" "$EVAL/speed.py" --bin "$BIN" --inject-bin "$BUILD" --work "$WORK/speed" $QUICK $SIZES

@@ -14,6 +14,20 @@
 // `single_ratio` times its expectation.
 // A unit with no judged row (no tensor-parallel peer and no step of similar workload on its
 // rank) is `insufficient_evidence`, with the reason, never abnormal.
+// The run's own null (Efron's empirical null): the per-row p-values assume residual tails the
+// run may not have. On a real eager engine host times are heavy-tailed (allocator, lazy kernel
+// loading, new GEMM shapes, the interpreter), so nearly every step of a healthy run holds some
+// "impossible" row and unit p-values are tiny across the board. Under the assumed null a unit's
+// p-value is conservative (at least uniform), so the z-score z = Q(p) (Q: the standard normal's
+// upper-tail inverse) of most units is at most standard normal; when the run's units say
+// otherwise -- the median unit z above 0, the spread above 1 -- the units are judged against
+// the run's own distribution instead: z ~ N(centre, scale^2), centre = the median z, scale =
+// (median - lower quartile) / 0.6745, both from the lower half where faults (a minority that
+// only raises z) hardly reach. Units with p >= 0.5 count as z = 0. The null is never narrower
+// or lower than the assumed one (centre >= 0, scale >= 1), each departs from it only by more
+// than three times its sampling error (4.5 / sqrt(units)), and it needs `min_null_units` judged
+// units in the view; BH then runs on the recalibrated p-values, and the threshold is reported
+// back on the raw scale (the map is monotone), so a raw p-value at or below it is flagged.
 // Pure; thread-safety: reentrant.
 #pragma once
 
@@ -55,6 +69,13 @@ struct DecisionResult {
   std::vector<double> support_p;
   std::vector<UnitVerdict> units;     // per InstanceTable unit
   double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
+                                      // (on the raw scale of UnitVerdict::p_value)
+  double null_centre[2] = {0, 0};     // the empirical null per view (z scale); {0, 1}: the assumed one
+  double null_scale[2] = {1, 1};
+  double calibrated_threshold[2] = {0, 0};  // the BH cut on the recalibrated scale (what decides)
+  // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
+  // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
+  bool Passes(int view, double raw_p) const;
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
   int immaterial[2] = {0, 0};         // significant but below the impact floor (not in flagged)
 };
@@ -77,6 +98,8 @@ struct DecisionOptions {
   // step of hundreds of milliseconds can be statistically surprising and still be nothing
   // anyone should act on.
   double min_impact_share = 0.001;
+  // Judged units a view needs before its own null is estimated (fewer: the assumed null).
+  int min_null_units = 20;
   double cluster_window = 0.1;  // share of the unit's duration around a device row
   int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {
@@ -97,5 +120,21 @@ bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vec
 
 // Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).
 double BenjaminiHochbergThreshold(std::vector<double> p, double alpha);
+
+// The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
+// the z scale, {0, 1} when fewer than `min_units` are given or they show no inflation.
+struct EmpiricalNull {
+  double centre = 0, scale = 1;
+  bool Active() const { return centre > 0 || scale > 1; }
+};
+EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units);
+// z = Q(p), the standard normal upper-tail inverse, for p in (0, 1]; clamped to [0, 38.5]
+// (p >= 0.5 gives 0; the smallest double p gives about 37.5).
+double UpperTailZ(double p);
+// Upper tail of N(0, 1) at z.
+double UpperTailP(double z);
+// A raw unit p-value judged against `null`: the upper tail of N(centre, scale^2) at Q(p); p itself
+// when the null is the assumed one.
+double CalibratedP(const EmpiricalNull& null, double p);
 
 }  // namespace truffld::diagnose

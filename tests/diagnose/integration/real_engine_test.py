@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""The real-engine dumps in tests/data/real_engine (transformers' continuous batching on an H200,
+traced by libcupti_injector.so and the hooks; see that folder's README) through truffld-merge
+and truffld-diagnose --llm off.
+
+Checks, per run: the merge keeps every engine step (as many step trees per view as the engine
+ran, by the ground truth's count), names every request of the run in some step, reads each
+step's phase, tokens and context from the hooks' tags, closes every range and links kernels to
+their launches; the diagnosis validates against schemas/diagnosis.schema.json, judges or
+explains every step, and each abnormal unit blames operators with their excess time and an
+evidence sentence; the fault steps of the ground truth exist as units. Detection scores are not
+asserted here: they are benchmark figures (tools/eval/engine_runs.py, BENCHMARKS.md).
+
+Usage: real_engine_test.py --merge BIN --diag BIN --data DIR --schema FILE --work DIR
+Exit status 0 pass, 1 fail (each failure printed).
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(ok, message):
+    print(("PASS " if ok else "FAIL ") + message)
+    if not ok:
+        FAILURES.append(message)
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def check_merge(name, run, out, truth, result):
+    summary = json.load(open(os.path.join(out, "summary.json")))["total"]
+    check(summary["steps"] == truth["steps"], "%s: %d steps merged, the engine ran %d"
+          % (name, summary["steps"], truth["steps"]))
+    check(summary["unclosed_ranges"] == 0 and summary["unmatched_pops"] == 0,
+          "%s: ranges balanced (unclosed %d, unmatched pops %d)" % (name, summary["unclosed_ranges"],
+                                                                   summary["unmatched_pops"]))
+    check(summary["kernels_linked_unique"] > 0.5 * summary["kernels_read"],
+          "%s: %d of %d kernels linked to their launch" % (name, summary["kernels_linked_unique"],
+                                                           summary["kernels_read"]))
+    trees = [t for t in read_jsonl(os.path.join(out, "trees.jsonl")) if t["view"] == "vertical"]
+    steps = {t["step_index"]: t for t in trees}
+    check(sorted(steps) == list(range(truth["steps"])), "%s: step indices 0..%d" % (name, truth["steps"] - 1))
+    named = set()
+    for t in trees:
+        named.update(t.get("request_group") or t.get("requests") or [])
+    wanted = {"req-%03d" % i for i in range(result["requests"])}
+    check(wanted <= named, "%s: all %d requests named in step trees (missing %s)"
+          % (name, len(wanted), sorted(wanted - named)[:5]))
+    tagged = [t for t in steps.values() if t.get("phase") in ("prefill", "decode", "mixed")
+              and isinstance(t.get("tokens"), int) and isinstance(t.get("ctx"), int)
+              and re.search(r"\[tokens:%d\]" % t["tokens"], t["step"])]
+    check(len(tagged) == len(steps), "%s: %d of %d steps carry phase, tokens and ctx"
+          % (name, len(tagged), len(steps)))
+    return steps
+
+
+def check_diagnosis(name, ddir, steps, truth, schema):
+    units = read_jsonl(os.path.join(ddir, "diagnosis.jsonl"))
+    try:
+        import jsonschema
+        bad = [str(e.message)[:200] for u in units for e in jsonschema.Draft202012Validator(schema).iter_errors(u)]
+        check(not bad, "%s: diagnosis.jsonl valid against the schema %s" % (name, bad[:2]))
+    except ImportError:
+        check(False, "python3-jsonschema is missing (a test dependency)")
+    vertical = {u["step_index"]: u for u in units if u["view"] == "vertical"}
+    check(sorted(vertical) == sorted(steps), "%s: one vertical unit per step" % name)
+    labels = {u["label"] for u in units}
+    check(labels <= {"normal", "abnormal", "insufficient_evidence"}, "%s: labels %s" % (name, sorted(labels)))
+    for u in units:
+        if u["label"] == "abnormal":
+            ok = u["faulty"] and all(f.get("excess_ns", 0) > 0 and f.get("evidence") for f in u["faulty"])
+            check(bool(ok) and re.search(r"p = [0-9.e+-]+", u["evidence"]) is not None,
+                  "%s: abnormal step %s blames operators with excess and evidence" % (name, u["step_index"]))
+        if u["label"] == "insufficient_evidence":
+            check("insufficient evidence" in u["evidence"], "%s: step %s says why it is not judged"
+                  % (name, u["step_index"]))
+    for fault in truth["faults"]:
+        check(fault["step"] in vertical, "%s: fault step %d (%s) is a unit" % (name, fault["step"], fault["class"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for flag in ("--merge", "--diag", "--data", "--schema", "--work"):
+        ap.add_argument(flag, required=True)
+    args = ap.parse_args()
+    schema = json.load(open(args.schema))
+    runs = sorted(d for d in glob.glob(os.path.join(args.data, "*")) if os.path.isfile(os.path.join(d, "truth.json")))
+    check(len(runs) >= 2, "real-engine runs found: %s" % [os.path.basename(r) for r in runs])
+    shutil.rmtree(args.work, ignore_errors=True)
+    for run in runs:
+        name = os.path.basename(run)
+        truth = json.load(open(os.path.join(run, "truth.json")))
+        result = json.load(open(os.path.join(run, "result.json")))
+        out, ddir = os.path.join(args.work, name, "merged"), os.path.join(args.work, name, "diag")
+        dumps = sorted(glob.glob(os.path.join(run, "truffld-*.jsonl*")))
+        proc = subprocess.run([args.merge, *dumps, "-o", out, "-q", "--no-trace-json"], capture_output=True, text=True)
+        check(proc.returncode == 0, "%s: truffld-merge rc %d %s" % (name, proc.returncode, proc.stderr[-500:]))
+        if proc.returncode != 0:
+            continue
+        steps = check_merge(name, run, out, truth, result)
+        proc = subprocess.run([args.diag, out, "-o", ddir, "--llm", "off", "-q", "--no-html", "--no-trace"],
+                              capture_output=True, text=True)
+        check(proc.returncode == 0, "%s: truffld-diagnose rc %d %s" % (name, proc.returncode, proc.stderr[-500:]))
+        if proc.returncode == 0:
+            check_diagnosis(name, ddir, steps, truth, schema)
+    print("%d failure(s)" % len(FAILURES))
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
