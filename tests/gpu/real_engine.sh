@@ -12,6 +12,9 @@
 #                          fallback when the injector cannot be built here); default <repo>/.devbin
 #        TRUFFLD_GPU_ROUNDS   rounds of the overhead comparison (default 2)
 #        TRUFFLD_GPU_PHASES   comma list of suite,runs,stage2,overhead (default all, in that order)
+#        TRUFFLD_GPU_RUN_SET  which traced runs: default (three healthy shapes and one with 2 ms
+#                             delays, 16 MiB copies and contention) or strong (one with 20 ms
+#                             delays, 256 MiB copies and contention, and one more healthy run)
 #        PYTHON            python with torch and transformers (default python3)
 # Writes into the output folder: real_engine.log (everything), gpu_suite.log (tests/gpu/run.sh),
 # runs.tar (per run: dumps, truth.json, result.json, and the merged summary and diagnosis), and
@@ -107,7 +110,11 @@ pack() {  # runs.tar (split in 15 MiB parts runs.tar.NN when larger): dumps, tru
 }
 
 # 2. The serving engine, traced: healthy runs of three shapes and one with real faults.
-if [[ $PHASES == *,runs,* ]]; then
+if [[ $PHASES == *,runs,* ]] && [[ ${TRUFFLD_GPU_RUN_SET:-default} == strong ]]; then
+  traced faulty_strong --requests 96 --seed 15 --fault-every 8 --delay-ms 20 --copy-mb 256
+  traced healthy_eager2 --requests 80 --seed 16
+  pack
+elif [[ $PHASES == *,runs,* ]]; then
   traced healthy_eager --requests 64 --seed 11
   traced faulty_eager --requests 96 --seed 12 --fault-every 12
   traced healthy_graphs --requests 96 --seed 13 --cuda-graphs --min-prompt 8 --max-prompt 96

@@ -16,7 +16,7 @@ settings), and the engine configuration actually used.
 Faults (--fault-every N > 0, needs the truffld hooks, whose step counter numbers the steps):
 after step 10, one fault starts every N steps, in turn
   software    the MLP of the middle layer sleeps --delay-ms on its host thread (one step);
-  memcpy      a 16 MiB pageable host buffer is copied to the GPU inside the step (one step);
+  memcpy      a --copy-mb MiB (16) pageable host buffer is copied to the GPU inside the step (one step);
   contention  a second process runs 8192^3 bf16 matrix products on the same GPU for 4 steps.
 --truth FILE receives what was injected where: {"steps": engine steps, "faults": [{"step",
 "class", "target"}], "uncertain": [steps at a contention edge]}, steps numbered from 0 in the
@@ -141,7 +141,7 @@ class Faults:
         self.every, self.delay = args.fault_every, args.delay_ms / 1e3
         self.faults, self.uncertain, self.done = [], set(), set()
         self.contention_until = -1
-        self.staging = torch.empty(4 << 20, dtype=torch.float32)  # 16 MiB, pageable on purpose
+        self.staging = torch.empty(args.copy_mb << 18, dtype=torch.float32)  # pageable on purpose
         layers = model.model.layers
         self.mlp = layers[len(layers) // 2].mlp
         self.mlp_name = "model.layers.%d.mlp" % (len(layers) // 2)
@@ -172,7 +172,8 @@ class Faults:
         kind = self.kind(step)
         if kind == "memcpy":
             self.staging.to("cuda")
-            self.faults.append({"step": step, "class": "memcpy", "target": "aten::copy_"})
+            self.faults.append({"step": step, "class": "memcpy", "target": "aten::copy_",
+                                "bytes": self.staging.numel() * 4})
         elif kind == "contention":
             self.child.stdin.write("on\n"); self.child.stdin.flush()
             self.contention_until = step + 4
@@ -252,6 +253,7 @@ def main():
     ap.add_argument("--cuda-graphs", action="store_true", help="let the engine replay CUDA graphs")
     ap.add_argument("--fault-every", type=int, default=0)
     ap.add_argument("--delay-ms", type=float, default=2.0)
+    ap.add_argument("--copy-mb", type=int, default=16, help="size of the memcpy fault's host buffer (MiB)")
     ap.add_argument("--truth")
     ap.add_argument("--result")
     ap.add_argument("--timeout-s", type=float, default=240)
