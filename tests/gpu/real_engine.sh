@@ -11,6 +11,8 @@
 #                          shared libraries, libcupti_injector.so and libtruffld_pynvtx.so as a
 #                          fallback when the injector cannot be built here); default <repo>/.devbin
 #        TRUFFLD_GPU_ROUNDS   rounds of the overhead comparison (default 2)
+#        TRUFFLD_GPU_OVERHEAD what it times: comma list of engine,loop (default both)
+#        TRUFFLD_GPU_LOOP_ITERS  iterations of the eager PyTorch loop (default 3000)
 #        TRUFFLD_GPU_PHASES   comma list of suite,runs,stage2,overhead (default all, in that order)
 #        TRUFFLD_GPU_RUN_SET  which traced runs: default (three healthy shapes and one with 2 ms
 #                             delays, 16 MiB copies and contention) or strong (one with 20 ms
@@ -152,10 +154,12 @@ fi
 # 5. Overhead, settings interleaved.
 if [[ $PHASES == *,overhead,* ]]; then
   say "overhead, $ROUNDS rounds"
+  WHAT=",${TRUFFLD_GPU_OVERHEAD:-engine,loop},"
+  ARGS=()
+  [[ $WHAT == *,engine,* ]] && ARGS+=(--engine-cmd "$PY $GPU/serve_cb.py --requests 48 --seed 21")
+  [[ $WHAT == *,loop,* ]] && ARGS+=(--loop-cmd "$PY $GPU/torch_loop.py --iters ${TRUFFLD_GPU_LOOP_ITERS:-3000}")
   timeout 330 "$PY" "$GPU/engine_overhead.py" --injector "$INJ" --hooks "$ROOT/inject/python" \
-    --pynvtx "$PYNVTX" --rounds "$ROUNDS" --json "$OUTDIR/overhead.json" \
-    --engine-cmd "$PY $GPU/serve_cb.py --requests 48 --seed 21" \
-    --loop-cmd "$PY $GPU/torch_loop.py --iters 3000" || status=1
+    --pynvtx "$PYNVTX" --rounds "$ROUNDS" --json "$OUTDIR/overhead.json" "${ARGS[@]}" || status=1
 fi
 say "done, status $status"
 exit $status
