@@ -55,13 +55,16 @@ EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units)
     const double f = at - static_cast<double>(i);
     return i + 1 < z.size() ? z[i] * (1 - f) + z[i + 1] * f : z[i];
   };
-  const double median = quantile(0.5), lower = quantile(0.25);
-  // Inflation must stand out of the estimates' own sampling error (about 1.25 / sqrt(n) for the
-  // median of n standard normal values, a little more for the quartile spread): three of them.
-  const double noise = 3 * 1.5 / std::sqrt(static_cast<double>(z.size()));
-  const double scale = (median - lower) / 0.6745;
-  if (median > noise) n.centre = median;
-  if (scale > 1 + noise) n.scale = scale;
+  // Only when the bulk of the run is inflated: three quarters of its units more surprising than
+  // the assumed null makes half of them. A run where a quarter or more of the units look as the
+  // assumed null says is not judged against itself: its surprising units may be faults (a
+  // stress run can have half of its units faulty). Inflation must also stand out of the
+  // estimates' own sampling error (about 2 / sqrt(n) for these quantiles): three of them.
+  const double median = quantile(0.5), q25 = quantile(0.25);
+  const double noise = 3 * 2.0 / std::sqrt(static_cast<double>(z.size()));
+  if (q25 <= noise) return n;
+  n.centre = median;
+  n.scale = std::max(1.0, (median - q25) / 0.6745);
   return n;
 }
 

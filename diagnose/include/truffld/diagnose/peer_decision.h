@@ -20,12 +20,13 @@
 // "impossible" row and unit p-values are tiny across the board. Under the assumed null a unit's
 // p-value is conservative (at least uniform), so the z-score z = Q(p) (Q: the standard normal's
 // upper-tail inverse) of most units is at most standard normal; when the run's units say
-// otherwise -- the median unit z above 0, the spread above 1 -- the units are judged against
-// the run's own distribution instead: z ~ N(centre, scale^2), centre = the median z, scale =
-// (median - lower quartile) / 0.6745, both from the lower half where faults (a minority that
-// only raises z) hardly reach. Units with p >= 0.5 count as z = 0. The null is never narrower
-// or lower than the assumed one (centre >= 0, scale >= 1), each departs from it only by more
-// than three times its sampling error (4.5 / sqrt(units)), and it needs `min_null_units` judged
+// otherwise -- even the lower quartile of unit z is above 0, where the assumed null puts the
+// median, by more than three times its sampling error (6 / sqrt(units)) -- the units are judged
+// against the run's own distribution instead: z ~ N(centre, scale^2), centre = the median z,
+// scale = (median - lower quartile) / 0.6745 (at least 1). Units with p >= 0.5 count as z = 0.
+// Requiring the bulk of the run to be inflated keeps runs where many units are faulty (a stress
+// run can have half of them) on the assumed null: their surprising units may be the faults.
+// It needs `min_null_units` judged
 // units in the view; BH then runs on the recalibrated p-values, and the threshold is reported
 // back on the raw scale (the map is monotone), so a raw p-value at or below it is flagged.
 // Pure; thread-safety: reentrant.
