@@ -38,8 +38,9 @@ def blame_hits(unit, fault):
     return False
 
 
-def score(units, truth, flagged):
-    """Scores a set of flagged step numbers against the truth (see the module docstring)."""
+def score(units, truth, flagged, blames=True):
+    """Scores a set of flagged step numbers against the truth (see the module docstring); with
+    `blames` off (the flag every/no step rows, which name no operator) nothing counts as blamed."""
     faults = {f["step"]: f for f in truth["faults"]}
     uncertain = set(truth.get("uncertain", []))
     judged = {s for s, u in units.items() if u["label"] != "insufficient_evidence"}
@@ -51,7 +52,7 @@ def score(units, truth, flagged):
         c = out["classes"].setdefault(fault["class"], {"steps": 0, "flagged": 0, "blamed": 0})
         c["steps"] += 1
         c["flagged"] += step in flagged
-        c["blamed"] += step in flagged and step in units and blame_hits(units[step], fault)
+        c["blamed"] += blames and step in flagged and step in units and blame_hits(units[step], fault)
     return out
 
 
@@ -78,8 +79,8 @@ def evaluate_run(tools, work, run, log):
     return {"name": name, "steps": truth["steps"], "requests": result.get("requests"),
             "engine": result.get("engine"), "tokens_per_s": result.get("tokens_per_s"),
             "faults": len(truth["faults"]), "diagnose_seconds": seconds, "null": null,
-            "truffld": score(units, truth, flagged), "flag_every_step": score(units, truth, set(units)),
-            "flag_no_step": score(units, truth, set()), "flagged_steps": sorted(flagged), "examples": examples}
+            "truffld": score(units, truth, flagged), "flag_every_step": score(units, truth, set(units), False),
+            "flag_no_step": score(units, truth, set(), False), "flagged_steps": sorted(flagged), "examples": examples}
 
 
 def main():
