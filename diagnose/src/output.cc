@@ -32,7 +32,8 @@ void AddPeerVerdict(nlohmann::json& j, const StepEvidence& e) {
   j["evidence"] = e.summary;
   j["calibration"] = {{"p_value", e.p_value}, {"threshold", e.threshold},
                       {"false_alarm_rate", e.alpha}, {"tests", e.tests},
-                      {"null", {{"centre", e.null_centre}, {"scale", e.null_scale}}}};
+                      {"null", {{"centre", e.null_centre}, {"scale", e.null_scale},
+                                {"lone_step_detectable", !e.null_blind}}}};
   j["peers"] = {{"tp_ranks", e.tp_peers}, {"tests_with_similar_steps", e.with_similar_steps},
                 {"tests_with_layers", e.with_layers}};
   if (e.waited_ns > 0) {

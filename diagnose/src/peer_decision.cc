@@ -206,7 +206,19 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     for (double p : per_view[view]) calibrated.push_back(CalibratedP(null, p));
     const double thr = BenjaminiHochbergThreshold(calibrated, o.alpha);
     d.calibrated_threshold[view] = thr;
-    d.threshold[view] = thr > 0 && null.Active() ? UpperTailP(null.centre + null.scale * UpperTailZ(thr)) : thr;
+    // Reported on the raw scale as the largest raw p-value that passes (exact: mapping the cut
+    // back through the normal tail loses the last digits near underflow).
+    d.threshold[view] = thr;
+    if (null.Active()) {
+      d.threshold[view] = 0;
+      for (size_t i = 0; i < calibrated.size(); ++i) {
+        if (thr > 0 && calibrated[i] <= thr) d.threshold[view] = std::max(d.threshold[view], per_view[view][i]);
+      }
+      // Row p-values stop at 1e-300 (peer_scoring.cc), so a unit's evidence cannot exceed it: a
+      // null wide enough leaves no step that a single fault could get flagged.
+      d.best_possible_p[view] = CalibratedP(null, kSmallestRowP);
+      d.single_step_blind[view] = d.best_possible_p[view] > o.alpha / static_cast<double>(calibrated.size());
+    }
   }
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     UnitVerdict& v = d.units[u];

@@ -69,8 +69,12 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
          (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
          " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
          (d.null_centre[view] > 0 || d.null_scale[view] > 1
-              ? ", judged against this run's other steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
-                    ", spread " + Fmt("%.1f", d.null_scale[view])
+              ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
+                    ", spread " + Fmt("%.1f", d.null_scale[view]) +
+                    (d.single_step_blind[view]
+                         ? "; so wide that even the strongest evidence would reach only q = " +
+                               Fmt("%.2g", d.best_possible_p[view]) + ": a lone slow step of this view cannot be flagged"
+                         : std::string())
               : std::string()) + ")";
   if (!blamed.empty()) {
     double total = 0;
@@ -154,6 +158,7 @@ std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerSt
     e.threshold = r.decision.threshold[st.view == "horizontal" ? 1 : 0];
     e.null_centre = r.decision.null_centre[st.view == "horizontal" ? 1 : 0];
     e.null_scale = r.decision.null_scale[st.view == "horizontal" ? 1 : 0];
+    e.null_blind = r.decision.single_step_blind[st.view == "horizontal" ? 1 : 0];
     e.alpha = r.decision.alpha;
     e.tests = v.tests;
     e.tp_peers = tp_peers[u];

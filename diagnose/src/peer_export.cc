@@ -51,7 +51,10 @@ nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
     j[v ? "horizontal" : "vertical"] = {{"threshold", d.threshold[v]}, {"judged", d.judged[v]},
                                         {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]},
                                         {"below_impact_floor", d.immaterial[v]},
-                                        {"null", {{"centre", d.null_centre[v]}, {"scale", d.null_scale[v]}}}};
+                                        {"null", {{"centre", d.null_centre[v]}, {"scale", d.null_scale[v]},
+                                                  {"best_possible_p", d.best_possible_p[v]},
+                                                  {"lone_step_detectable", !d.single_step_blind[v]}}},
+                                        {"calibrated_threshold", d.calibrated_threshold[v]}};
   }
   j["tests"] = r.rows.size();
   j["timer_resolution_ns"] = r.timer_resolution_ns;

@@ -9,6 +9,7 @@
 
 #include "parallel.h"
 #include "truffld/diagnose/features.h"
+#include "truffld/diagnose/peer_decision.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -264,7 +265,7 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
         p += f.weight[c] * UpperTail((x - f.central[c].first) / f.central[c].second);
       }
       p = std::max(p, UpperTail((x - f.guard_mu) / f.guard_sigma));
-      return std::clamp(p, 1e-300, 1.0);
+      return std::clamp(p, kSmallestRowP, 1.0);
     };
     for (size_t i = 0; i < list.size(); ++i) {
       TestRow& row = rows[list[i]];

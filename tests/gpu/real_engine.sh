@@ -13,7 +13,7 @@
 #        TRUFFLD_GPU_ROUNDS   rounds of the overhead comparison (default 2)
 #        TRUFFLD_GPU_OVERHEAD what it times: comma list of engine,loop (default both)
 #        TRUFFLD_GPU_LOOP_ITERS  iterations of the eager PyTorch loop (default 3000)
-#        TRUFFLD_GPU_PHASES   comma list of suite,runs,stage2,overhead (default all, in that order)
+#        TRUFFLD_GPU_PHASES   comma list of runs,suite,stage2,overhead (default all; they run in that order)
 #        TRUFFLD_GPU_RUN_SET  which traced runs: default (three healthy shapes and one with 2 ms
 #                             delays, 16 MiB copies and contention) or strong (one with 20 ms
 #                             delays, 256 MiB copies and contention, and one more healthy run)
@@ -95,7 +95,8 @@ traced() {  # traced NAME ARGS...: one serve_cb.py run under the hooks and the i
   "$MERGE" "$dir/dump" -o "$dir/merged" >"$dir/merge.txt" 2>&1 || { echo "merge failed"; tail "$dir/merge.txt"; status=1; }
   head -n 12 "$dir/merge.txt"
   "$DIAG" "$dir/merged" -o "$dir/diag" --llm off >"$dir/diagnose.txt" 2>&1
-  echo "diagnose rc=$?"; head -n 25 "$dir/diagnose.txt"
+  local drc=$?
+  echo "diagnose rc=$drc"; head -n 25 "$dir/diagnose.txt"; [ $drc -ne 0 ] && status=1
 }
 
 pack() {  # runs.tar (split in 15 MiB parts runs.tar.NN when larger): dumps, truths, results,
@@ -145,7 +146,8 @@ if [[ $PHASES == *,stage2,* ]] && [ -d "$WORK/runs/healthy_eager/merged" ]; then
   done
   timeout 100 "$DIAG" "$WORK/runs/healthy_eager/merged" -o "$WORK/runs/stage2" --llm on \
     --llm-url http://127.0.0.1:18080/v1 --llm-model qwen2-random-cb >"$WORK/runs/stage2.txt" 2>&1
-  echo "diagnose --llm on rc=$?"; head -n 30 "$WORK/runs/stage2.txt"
+  src=$?
+  echo "diagnose --llm on rc=$src"; head -n 30 "$WORK/runs/stage2.txt"; [ $src -ne 0 ] && status=1
   http_get /quit; wait "$serve_pid"
   tail -n 8 "$WORK/serve.txt"; cp "$WORK/serve.txt" "$WORK/runs/serve.txt"
   pack

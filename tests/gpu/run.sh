@@ -62,18 +62,20 @@ else
                  "$CUDA_HOME/targets" -name cupti.h 2>/dev/null | head -n 1)")
   CUPTI_LIB=$(find "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$CUDA_HOME/extras/CUPTI/lib64" "$CUDA_HOME/targets" \
                  -name 'libcupti.so' 2>/dev/null | head -n 1)
-  ZSTD_DEF=-DTRUFFLD_WITH_ZSTD_PROBED ZSTD_LIB=-lzstd
+  ZSTD_DEF=() ZSTD_LIB=-lzstd
   if ! echo '#include <zstd.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
     echo "no zstd.h here: building without TRUFFLD_COMPRESS=zstd support"
-    ZSTD_DEF=-DTRUFFLD_WITHOUT_ZSTD ZSTD_LIB=
+    ZSTD_DEF=(-DTRUFFLD_WITHOUT_ZSTD) ZSTD_LIB=
   fi
   echo "cupti.h in ${CUPTI_INC:-?}, libcupti.so at ${CUPTI_LIB:-?}"
   # One compiler per source file, all cores at once, then one link.
-  mkdir -p "$BUILD/obj"
-  printf '%s\n' "$ROOT"/inject/src/*.cc | xargs -P "$(nproc)" -I{} sh -c \
-    'g++ -O2 -g -std=c++20 -fPIC -fvisibility=hidden "$@" -c {} -o "'"$BUILD"'/obj/$(basename {} .cc).o"' _ \
+  # (xargs appends the source file last; the flags come first.)
+  export OBJ="$BUILD/obj"
+  rm -rf "$OBJ" && mkdir -p "$OBJ"
+  printf '%s\0' "$ROOT"/inject/src/*.cc | xargs -0 -P "$(nproc)" -n 1 bash -c \
+    'src=${!#}; g++ -O2 -g -std=c++20 -fPIC -fvisibility=hidden "${@:1:$#-1}" -c "$src" -o "$OBJ/$(basename "$src" .cc).o"' _ \
     -I"$ROOT/inject/src" -I"$ROOT/common/include" -I"$CUDA_HOME/include" -I"${CUPTI_INC:-$CUDA_HOME/include}" \
-    -DTRUFFLD_CUPTI_BUILD_PATH="\"${CUPTI_LIB:-}\"" "$ZSTD_DEF" || exit 1
+    -DTRUFFLD_CUPTI_BUILD_PATH="\"${CUPTI_LIB:-}\"" "${ZSTD_DEF[@]}" || exit 1
   g++ -shared "$BUILD"/obj/*.o -o "$BUILD/libcupti_injector.so" $ZSTD_LIB -ldl -pthread || exit 1
   INJ="$BUILD/libcupti_injector.so"
   gcc -O2 -fPIC -shared -I"$CUDA_HOME/include" "$ROOT/inject/pynvtx/pynvtx.c" \

@@ -49,7 +49,25 @@ class TransformersContinuousBatchingTest(unittest.TestCase):
         self.check(self.run_style(STANDIN_CB_STYLE="old"))
 
     def test_batch_read_from_the_metrics_call_when_attributes_are_absent(self):
-        self.check(self.run_style(STANDIN_CB_HIDE="1"))
+        # The states alone (no wrapper's query_length): a prefill's token count is not guessed
+        # (its tokens_to_process holds only the placeholder), so steps with one carry no tokens.
+        out = self.run_style(STANDIN_CB_HIDE="1")
+        self.assertEqual([EXPECTED[0].replace("[tokens:17]", ""), EXPECTED[1].replace("[tokens:8]", ""),
+                          EXPECTED[2]], out["ranges"])
+        self.assertTrue(out["balanced"])
+
+    def test_metrics_fallback_is_used_once(self):
+        out = hookstest.run_child("""
+from transformers.generation.continuous_batching.continuous_api import (
+    ContinuousBatchProcessor, RequestState, RequestStatus)
+p = ContinuousBatchProcessor()
+p.prepare_next_batch([RequestState("a", 1, 5, RequestStatus.DECODING)])
+p._generation_step("model")
+p._generation_step("model")          # no new batch: no stale ids
+print(json.dumps({"ranges": ranges()}))
+""", env=hookstest.hooks_env(STANDIN, STANDIN_CB_HIDE="1"))
+        self.assertEqual(["step_execute_model[request_ids:a][phase:decode][tokens:1][ctx:6]",
+                          "step_execute_model"], out["ranges"])
 
     def test_unreadable_batch_still_makes_one_step_without_ids(self):
         out = hookstest.run_child("""

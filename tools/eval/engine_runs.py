@@ -7,8 +7,9 @@ number (steps are numbered in the order the engine ran them, as the merge number
 Per run: steps, units judged and insufficient, units flagged; false alarms (flagged steps with no
 fault, edges of a contention window excluded) as a share of the judged fault-free steps; per
 fault class, the fault steps flagged; for the operator faults, whether the largest blamed excess
-is the operator the fault was injected into (software: the delayed MLP module or an operator
-inside it; memcpy: aten::copy_); and the same scores for "flag every step" and "flag no step".
+is the operator the fault was injected into (software: an MLP module forward, or an operator
+whose call chain holds one -- the blame does not name the layer, so any layer's MLP counts;
+memcpy: aten::copy_); and the same scores for "flag every step" and "flag no step".
 Writes WORK/engine.json. Also carries tests/data/real_engine/overhead_*.json (the capture
 overhead measured with the runs) into it.
 """
@@ -41,7 +42,11 @@ def blame_hits(unit, fault):
 def score(units, truth, flagged, blames=True):
     """Scores a set of flagged step numbers against the truth (see the module docstring); with
     `blames` off (the flag every/no step rows, which name no operator) nothing counts as blamed."""
-    faults = {f["step"]: f for f in truth["faults"]}
+    faults = {}
+    for f in truth["faults"]:
+        if f["step"] in faults:
+            raise ValueError("two faults on step %d in truth.json" % f["step"])
+        faults[f["step"]] = f
     uncertain = set(truth.get("uncertain", []))
     judged = {s for s, u in units.items() if u["label"] != "insufficient_evidence"}
     clean = judged - set(faults) - uncertain

@@ -314,24 +314,28 @@ def engine_table(e):
         return ["Not run.", ""]
     if e.get("skipped"):
         return [f"**Skipped:** {e['skipped']}.", ""]
-    md = ["| run | engine | steps (judged / insufficient) | method | flagged | false alarms | fault steps flagged, per class |",
-          "|---|---|---|---|---|---|---|"]
+    md = ["| run | engine | steps (judged / insufficient) | null (centre, spread; a lone faulty step flaggable?) | method | "
+          "flagged | false alarms | fault steps flagged, per class |",
+          "|---|---|---|---|---|---|---|---|"]
     for r in e["runs"]:
         if r.get("failed"):
-            md.append(f"| {r['name']} | | | failed: {r['failed']} | | | |")
+            md.append(f"| {r['name']} | | | | failed: {r['failed']} | | | |")
             continue
         eng = r.get("engine") or {}
         what = (f"{r.get('requests')} requests, {'CUDA graphs' if eng.get('use_cuda_graph') else 'eager'}, "
                 f"{eng.get('max_batch_tokens')} batch tokens, {r.get('tokens_per_s')} tok/s traced")
         t = r["truffld"]
         steps = f"{r['steps']} ({t['judged']} / {t['insufficient']})"
+        null = r.get("null") or {}
+        flaggable = "yes" if null.get("lone_step_detectable", True) else "**no**: a clean result proves little"
+        nullcell = f"{null.get('centre', 0):.1f}, {null.get('scale', 1):.1f}; {flaggable}"
         for method, label in (("truffld", "truffld"), ("flag_every_step", "flag every step"),
                               ("flag_no_step", "flag no step")):
             s = r[method]
             fa, classes = _engine_cells(s)
             first = method == "truffld"
             md.append(f"| {r['name'] if first else ''} | {what if first else ''} | {steps if first else ''} | "
-                      f"{label} | {s['flagged']} | {fa} | {classes} |")
+                      f"{nullcell if first else ''} | {label} | {s['flagged']} | {fa} | {classes} |")
     md.append("")
     for r in e["runs"]:
         null = r.get("null") or {}
@@ -348,11 +352,10 @@ def overhead_table(e):
         for kind, label, unit in (("engine", "serving engine", "tokens/s"), ("loop", "eager PyTorch loop", "s")):
             part = o.get(kind) or {}
             for r in part.get("rows", []):
-                rows.append(f"| {device} | {label} | {r['setting']} | {r['median']:.3g} {unit} | {r['ratio']:.2f}x | "
-                            f"{', '.join(f'{v:.3g}' for v in r['values'])} |")
+                rows.append(f"| {device} | {label} | {o.get('rounds', '?')} | {r['setting']} | {r['median']:.3g} {unit} | "
+                            f"{r['ratio']:.2f}x | {', '.join(f'{v:.3g}' for v in r['values'])} |")
     if not rows:
         return []
-    return (["Capture overhead measured with these runs (`tests/gpu/engine_overhead.py`, settings interleaved, "
-             f"{next(iter(e['overhead'].values())).get('rounds', '?')} rounds; ratio = cost against `off`: "
-             "tokens/s of off over the setting's, or the loop's time over off's):", "",
-             "| device | workload | setting | median | ratio | values |", "|---|---|---|---|---|---|"] + rows + [""])
+    return (["Capture overhead measured with these runs (`tests/gpu/engine_overhead.py`, settings interleaved round by "
+             "round; ratio = cost against `off`: tokens/s of off over the setting's, or the loop's time over off's):", "",
+             "| file | workload | rounds | setting | median | ratio | values |", "|---|---|---|---|---|---|---|"] + rows + [""])

@@ -22,6 +22,10 @@ prefill; ``DECODING``: a decode); ``position_offset``, which ``prepare_next_batc
 advanced past this step's tokens, so it is the request's context (cache plus tokens now).
 The name is ``step_execute_model[request_ids:...][phase:...][tokens:N][ctx:N]`` (naming).
 
+With async batching (``use_async_batching``) the batch is read through the metrics fallback
+and the range covers only the launch of the step's work (its copy of the new tokens to the host
+does not block there).
+
 Thread-safety: the wrappers run on the engine's generation thread; the fallback batch and the
 "a step is open" flag are per thread.
 """
@@ -37,24 +41,31 @@ METRICS_MODULE = "transformers.utils.metrics"
 
 def _items(processor):
     """The items of the batch ``processor`` scheduled last (``RequestState`` objects, or
-    wrappers holding one in ``.state``), or None."""
+    wrappers holding one in ``.state``), or None. The metrics fallback is used once: a step
+    without a fresh batch gets no ids rather than the previous step's."""
     for holder in (processor, getattr(processor, "inputs_and_outputs", None)):
         batch = getattr(holder, "requests_in_batch", None) if holder is not None else None
         if isinstance(batch, (list, tuple)):
             return batch
     batch = getattr(_tls, "metrics_batch", None)
+    _tls.metrics_batch = None
     return batch if isinstance(batch, (list, tuple)) else None
 
 
 def _tokens_now(item, state):
+    """Tokens the request processes in this step, or None when they cannot be known: in 5.3+ a
+    prefill that ends in this step already holds only its placeholder in ``tokens_to_process``,
+    so without the wrapper's ``query_length`` (the metrics fallback, async batching) a prefill's
+    count is not guessed."""
     length = requests._whole(getattr(item, "query_length", None))
     if length is not None:
         return length
-    for field in ("tokens_to_process", "prompt_ids"):
-        value = getattr(state, field, None)
-        if isinstance(value, (list, tuple)):
-            return len(value)
-    return None
+    pending = getattr(state, "tokens_to_process", None)
+    if isinstance(pending, (list, tuple)):
+        status = getattr(state, "status", None)
+        return None if str(getattr(status, "name", status) or "").startswith(("PREFILL", "SPLIT")) else len(pending)
+    value = getattr(state, "prompt_ids", None)  # before 5.3: the tokens of this step
+    return len(value) if isinstance(value, (list, tuple)) else None
 
 
 def _is_prefill(state, tokens):
@@ -123,8 +134,9 @@ def make_step_wrapper(original, from_manager, config, run_step, counters):
 def make_metrics_wrapper(original):
     """Keeps the batch passed to ``record_batch_metrics`` for ``_states``' last resort."""
 
-    def wrapper(self, requests_in_batch, *args, **kwargs):
-        _tls.metrics_batch = requests_in_batch
-        return original(self, requests_in_batch, *args, **kwargs)
+    def wrapper(self, *args, **kwargs):
+        batch = args[0] if args else kwargs.get("requests_in_batch")
+        _tls.metrics_batch = batch if isinstance(batch, (list, tuple)) else None
+        return original(self, *args, **kwargs)
 
     return wrapper

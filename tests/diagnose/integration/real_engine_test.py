@@ -86,6 +86,17 @@ def check_diagnosis(name, ddir, steps, truth, schema):
                   % (name, u["step_index"]))
     for fault in truth["faults"]:
         check(fault["step"] in vertical, "%s: fault step %d (%s) is a unit" % (name, fault["step"], fault["class"]))
+    # The reported threshold agrees with the verdicts: a judged unit's p-value is at or below it
+    # exactly when the unit passed (abnormal, or normal only for being below the impact floor).
+    for u in units:
+        cal = u.get("calibration")
+        if u["label"] == "insufficient_evidence" or not cal:
+            continue
+        passed = u["label"] == "abnormal" or "impact floor" in u["evidence"]
+        at_or_below = cal["threshold"] > 0 and cal["p_value"] <= cal["threshold"]
+        check(passed == at_or_below, "%s: %s step %s, p %.3g against threshold %.3g agrees with its label %s"
+              % (name, u["view"], u["step_index"], cal["p_value"], cal["threshold"], u["label"]))
+    return {u["calibration"]["null"]["centre"] for u in units if u.get("calibration")}
 
 
 def main():
@@ -112,7 +123,10 @@ def main():
                               capture_output=True, text=True)
         check(proc.returncode == 0, "%s: truffld-diagnose rc %d %s" % (name, proc.returncode, proc.stderr[-500:]))
         if proc.returncode == 0:
-            check_diagnosis(name, ddir, steps, truth, schema)
+            centres = check_diagnosis(name, ddir, steps, truth, schema)
+            if name.startswith("healthy_eager"):  # the runs that showed heavy-tailed host times
+                check(any(c > 0 for c in centres), "%s: judged against the run's own null (centres %s)"
+                      % (name, sorted(centres)))
     print("%d failure(s)" % len(FAILURES))
     return 1 if FAILURES else 0
 

@@ -73,6 +73,15 @@ TEST(EmpiricalNull, ManyFaultyUnitsKeepTheAssumedNull) {
   EXPECT_TRUE(FitEmpiricalNull(p, 20).Active());
 }
 
+TEST(EmpiricalNull, AWideNullCannotFlagALoneStepAndSaysSo) {
+  // The null of a real run with long prompts (centre 15.9, spread 12.5, 61 units): the strongest
+  // evidence a row can carry (1e-300) recalibrates to about 0.05, above alpha / 61.
+  const EmpiricalNull wide{15.9, 12.5};
+  EXPECT_GT(CalibratedP(wide, kSmallestRowP), 0.01 / 61);
+  const EmpiricalNull usual{11.9, 6.0};  // the eager run that still flags its stalls
+  EXPECT_LT(CalibratedP(usual, kSmallestRowP), 0.01 / 58);
+}
+
 TEST(EmpiricalNull, NeedsEnoughUnits) {
   std::vector<double> p(19, 1e-40);
   EXPECT_FALSE(FitEmpiricalNull(p, 20).Active());
@@ -117,6 +126,7 @@ TEST(EmpiricalNull, StrongFaultIsStillFoundOnAHeavyTailedRun) {
     const InstanceTable t = SimulatedRun(spec);
     const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
     EXPECT_GT(r.decision.null_centre[0], 0) << seed;  // the empirical null is in use
+    EXPECT_FALSE(r.decision.single_step_blind[0]) << seed;
     for (uint32_t u = 0; u < t.steps.size(); ++u) {
       const StepInfo& s = t.steps[u];
       if (s.rank == 1 && s.step_index == 30 && s.view == "vertical") found += r.decision.units[u].verdict == Verdict::kAbnormal;

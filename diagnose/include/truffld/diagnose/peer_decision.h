@@ -74,12 +74,22 @@ struct DecisionResult {
   double null_centre[2] = {0, 0};     // the empirical null per view (z scale); {0, 1}: the assumed one
   double null_scale[2] = {1, 1};
   double calibrated_threshold[2] = {0, 0};  // the BH cut on the recalibrated scale (what decides)
+  // With an empirical null: the recalibrated p-value of the strongest evidence a unit can carry
+  // (row p-values stop at kSmallestRowP), and whether that is above alpha / judged units, i.e. a
+  // lone faulty step of the view could not be flagged however slow it was (say so: a clean
+  // result there proves little).
+  double best_possible_p[2] = {0, 0};
+  bool single_step_blind[2] = {false, false};
   // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
   // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
   bool Passes(int view, double raw_p) const;
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
   int immaterial[2] = {0, 0};         // significant but below the impact floor (not in flagged)
 };
+
+// The smallest p-value a row's tail test returns (peer_scoring.cc clamps there: the normal tail
+// underflows beyond z of about 37).
+constexpr double kSmallestRowP = 1e-300;
 
 struct DecisionOptions {
   double alpha = 0.01;        // Benjamini-Hochberg level per view
@@ -130,7 +140,7 @@ struct EmpiricalNull {
 };
 EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units);
 // z = Q(p), the standard normal upper-tail inverse, for p in (0, 1]; clamped to [0, 38.5]
-// (p >= 0.5 gives 0; the smallest double p gives about 37.5).
+// (p >= 0.5 gives 0; 1e-300 gives about 37.0, p = 0 or a denormal about 38.5).
 double UpperTailZ(double p);
 // Upper tail of N(0, 1) at z.
 double UpperTailP(double z);

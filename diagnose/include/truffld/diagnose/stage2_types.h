@@ -71,6 +71,7 @@ struct StepEvidence {
   double threshold = 0;             // the run's Benjamini-Hochberg threshold for this view
   double null_centre = 0;           // the view's empirical null on the z scale (peer_decision.h);
   double null_scale = 1;            // {0, 1}: the assumed null
+  bool null_blind = false;          // that null leaves a lone slow step no way to be flagged
   double alpha = 0;                 // the stated false-alarm rate
   int tests = 0;                    // judged tests (operator costs with peers)
   int tp_peers = 0;                 // other ranks that ran this logical step

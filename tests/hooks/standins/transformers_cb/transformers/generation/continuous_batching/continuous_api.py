@@ -58,7 +58,7 @@ class ContinuousBatchProcessor:
             self.requests_in_batch = states
         else:
             self.inputs_and_outputs.requests_in_batch = [FutureRequestState(s) for s in states]
-        self.metrics.record_batch_metrics([FutureRequestState(s) for s in states])
+        self.metrics.record_batch_metrics(states)  # the real engine passes the states themselves
         return True
 
     def _generation_step(self, model):
