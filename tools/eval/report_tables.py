@@ -194,11 +194,18 @@ def healthy_table(h):
     return md + [""]
 
 
-def real_table(r):
-    if not r:
+def not_run(part):
+    """The lines saying a part did not run or was skipped, else None."""
+    if not part:
         return ["Not run.", ""]
-    if r.get("skipped"):
-        return [f"**Skipped:** {r['skipped']}.", ""]
+    if part.get("skipped"):
+        return [f"**Skipped:** {part['skipped']}.", ""]
+    return None
+
+
+def real_table(r):
+    if not_run(r):
+        return not_run(r)
     md = ["| trace | ranks | steps per rank (max) | instances | vertical normal / abnormal / insufficient | horizontal normal / "
           "abnormal / insufficient | justification (first abnormal unit, else first insufficient one) |",
           "|---|---|---|---|---|---|---|"]
@@ -310,10 +317,8 @@ def _engine_cells(s):
 
 def engine_table(e):
     """Real serving-engine runs (engine_runs.py): one row per run and method."""
-    if not e:
-        return ["Not run.", ""]
-    if e.get("skipped"):
-        return [f"**Skipped:** {e['skipped']}.", ""]
+    if not_run(e):
+        return not_run(e)
     md = ["| run | engine | steps (judged / insufficient) | null (centre, spread; a lone faulty step flaggable?) | method | "
           "flagged | false alarms | fault steps flagged, per class |",
           "|---|---|---|---|---|---|---|---|"]
