@@ -90,8 +90,7 @@ double CalibratedP(const EmpiricalNull& null, double p) {
 }
 
 bool DecisionResult::Passes(int view, double raw_p) const {
-  const EmpiricalNull null{null_centre[view], null_scale[view]};
-  return calibrated_threshold[view] > 0 && CalibratedP(null, raw_p) <= calibrated_threshold[view];
+  return calibrated_threshold[view] > 0 && CalibratedP(Null(view), raw_p) <= calibrated_threshold[view];
 }
 
 double RowRatio(const TestRow& row) {
@@ -211,8 +210,8 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     d.threshold[view] = thr;
     if (null.Active()) {
       d.threshold[view] = 0;
-      for (size_t i = 0; i < calibrated.size(); ++i) {
-        if (thr > 0 && calibrated[i] <= thr) d.threshold[view] = std::max(d.threshold[view], per_view[view][i]);
+      for (size_t i = 0; thr > 0 && i < calibrated.size(); ++i) {
+        if (calibrated[i] <= thr) d.threshold[view] = std::max(d.threshold[view], per_view[view][i]);
       }
       // Row p-values stop at 1e-300 (peer_scoring.cc), so a unit's evidence cannot exceed it: a
       // null wide enough leaves no step that a single fault could get flagged.

@@ -68,7 +68,7 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
          std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
          (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
          " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
-         (d.null_centre[view] > 0 || d.null_scale[view] > 1
+         (d.Null(view).Active()
               ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
                     ", spread " + Fmt("%.1f", d.null_scale[view]) +
                     (d.single_step_blind[view]
@@ -155,10 +155,11 @@ std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerSt
     e.calibrated = true;
     e.verdict = VerdictName(v.verdict);
     e.p_value = v.p_value;
-    e.threshold = r.decision.threshold[st.view == "horizontal" ? 1 : 0];
-    e.null_centre = r.decision.null_centre[st.view == "horizontal" ? 1 : 0];
-    e.null_scale = r.decision.null_scale[st.view == "horizontal" ? 1 : 0];
-    e.null_blind = r.decision.single_step_blind[st.view == "horizontal" ? 1 : 0];
+    const int view = st.view == "horizontal" ? 1 : 0;
+    e.threshold = r.decision.threshold[view];
+    e.null_centre = r.decision.null_centre[view];
+    e.null_scale = r.decision.null_scale[view];
+    e.null_blind = r.decision.single_step_blind[view];
     e.alpha = r.decision.alpha;
     e.tests = v.tests;
     e.tp_peers = tp_peers[u];

@@ -14,8 +14,6 @@
 namespace truffld::diagnose {
 namespace {
 
-double UpperTail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
-
 // One residual population. Expectations of different kinds err differently (a fit over steps of
 // other sizes is looser than steps of the same shape), and replayed graphs differ from eager
 // steps, so each gets its own null model.
@@ -262,9 +260,9 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     auto tail = [&](double x) {  // upper tail of the null mixture, guarded (see FitGroup)
       double p = 0;
       for (size_t c = 0; c < f.central.size(); ++c) {
-        p += f.weight[c] * UpperTail((x - f.central[c].first) / f.central[c].second);
+        p += f.weight[c] * UpperTailP((x - f.central[c].first) / f.central[c].second);
       }
-      p = std::max(p, UpperTail((x - f.guard_mu) / f.guard_sigma));
+      p = std::max(p, UpperTailP((x - f.guard_mu) / f.guard_sigma));
       return std::clamp(p, kSmallestRowP, 1.0);
     };
     for (size_t i = 0; i < list.size(); ++i) {

@@ -204,8 +204,9 @@ def not_run(part):
 
 
 def real_table(r):
-    if not_run(r):
-        return not_run(r)
+    skipped = not_run(r)
+    if skipped:
+        return skipped
     md = ["| trace | ranks | steps per rank (max) | instances | vertical normal / abnormal / insufficient | horizontal normal / "
           "abnormal / insufficient | justification (first abnormal unit, else first insufficient one) |",
           "|---|---|---|---|---|---|---|"]
@@ -317,8 +318,9 @@ def _engine_cells(s):
 
 def engine_table(e):
     """Real serving-engine runs (engine_runs.py): one row per run and method."""
-    if not_run(e):
-        return not_run(e)
+    skipped = not_run(e)
+    if skipped:
+        return skipped
     md = ["| run | engine | steps (judged / insufficient) | null (centre, spread; a lone faulty step flaggable?) | method | "
           "flagged | false alarms | fault steps flagged, per class |",
           "|---|---|---|---|---|---|---|---|"]

@@ -52,6 +52,12 @@ def _items(processor):
     return batch if isinstance(batch, (list, tuple)) else None
 
 
+def _prefilling(state):
+    """Whether the request's status says it is (still) prefilling."""
+    status = getattr(state, "status", None)
+    return str(getattr(status, "name", status) or "").startswith(("PREFILL", "SPLIT"))
+
+
 def _tokens_now(item, state):
     """Tokens the request processes in this step, or None when they cannot be known: in 5.3+ a
     prefill that ends in this step already holds only its placeholder in ``tokens_to_process``,
@@ -62,18 +68,16 @@ def _tokens_now(item, state):
         return length
     pending = getattr(state, "tokens_to_process", None)
     if isinstance(pending, (list, tuple)):
-        status = getattr(state, "status", None)
-        return None if str(getattr(status, "name", status) or "").startswith(("PREFILL", "SPLIT")) else len(pending)
+        return None if _prefilling(state) else len(pending)
     value = getattr(state, "prompt_ids", None)  # before 5.3: the tokens of this step
     return len(value) if isinstance(value, (list, tuple)) else None
 
 
 def _is_prefill(state, tokens):
-    status = getattr(state, "status", None)
-    name = str(getattr(status, "name", status) or "")
-    if name.startswith("PREFILL") or name.startswith("SPLIT"):
+    if _prefilling(state):
         return True
-    if name.startswith("DECODING"):
+    status = getattr(state, "status", None)
+    if str(getattr(status, "name", status) or "").startswith("DECODING"):
         return tokens is not None and tokens > 1
     return None
 
@@ -132,7 +136,7 @@ def make_step_wrapper(original, from_manager, config, run_step, counters):
 
 
 def make_metrics_wrapper(original):
-    """Keeps the batch passed to ``record_batch_metrics`` for ``_states``' last resort."""
+    """Keeps the batch passed to ``record_batch_metrics`` for ``_items``' last resort."""
 
     def wrapper(self, *args, **kwargs):
         batch = args[0] if args else kwargs.get("requests_in_batch")

@@ -26,9 +26,9 @@
 // scale = (median - lower quartile) / 0.6745 (at least 1). Units with p >= 0.5 count as z = 0.
 // Requiring the bulk of the run to be inflated keeps runs where many units are faulty (a stress
 // run can have half of them) on the assumed null: their surprising units may be the faults.
-// It needs `min_null_units` judged
-// units in the view; BH then runs on the recalibrated p-values, and the threshold is reported
-// back on the raw scale (the map is monotone), so a raw p-value at or below it is flagged.
+// It needs `min_null_units` judged units in the view; BH then runs on the recalibrated p-values
+// and decides there, and the threshold is reported on the raw scale as the largest raw p-value
+// that passed (the map is monotone), so a unit's p-value is at or below it exactly when it passed.
 // Pure; thread-safety: reentrant.
 #pragma once
 
@@ -59,6 +59,13 @@ struct UnitVerdict {
   int immaterial_families = 0;
 };
 
+// The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
+// the z scale, {0, 1} when fewer than `min_units` are given or they show no inflation.
+struct EmpiricalNull {
+  double centre = 0, scale = 1;
+  bool Active() const { return centre > 0 || scale > 1; }
+};
+
 struct DecisionResult {
   double alpha = 0.01;
   double min_impact_share = 0;        // the floor DemoteImmaterial applied (DecisionOptions)
@@ -80,6 +87,7 @@ struct DecisionResult {
   // result there proves little).
   double best_possible_p[2] = {0, 0};
   bool single_step_blind[2] = {false, false};
+  EmpiricalNull Null(int view) const { return {null_centre[view], null_scale[view]}; }
   // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
   // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
   bool Passes(int view, double raw_p) const;
@@ -132,12 +140,6 @@ bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vec
 // Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).
 double BenjaminiHochbergThreshold(std::vector<double> p, double alpha);
 
-// The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
-// the z scale, {0, 1} when fewer than `min_units` are given or they show no inflation.
-struct EmpiricalNull {
-  double centre = 0, scale = 1;
-  bool Active() const { return centre > 0 || scale > 1; }
-};
 EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units);
 // z = Q(p), the standard normal upper-tail inverse, for p in (0, 1]; clamped to [0, 38.5]
 // (p >= 0.5 gives 0; 1e-300 gives about 37.0, p = 0 or a denormal about 38.5).
