@@ -112,9 +112,12 @@ struct TwoSmallest {
 // Evidence p-value of every row (see DecisionResult::support_p).
 std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o) {
   std::vector<double> support(rows.size(), 1.0);
-  std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
+  std::vector<std::vector<uint32_t>> by_unit(t.steps.size()), device_rows(t.steps.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
     if (!Tested(rows[r])) continue;
+    if (rows[r].instance != kFamilyRow && rows[r].metric == Metric::kDevice && !t.detail.empty()) {
+      device_rows[rows[r].unit].push_back(r);
+    }
     const StepInfo& st = t.steps[rows[r].unit];
     const double excess = rows[r].observed - BestExpected(rows[r], nullptr);
     const bool strong = RowRatio(rows[r]) >= o.SingleRatio(rows[r]) &&
@@ -132,8 +135,10 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
     device.clear();
     for (uint32_t r : by_unit[u]) {
       family[uint64_t{rows[r].family} * 2 + static_cast<uint64_t>(rows[r].metric)].Add(rows[r].p_value);
-      if (rows[r].metric == Metric::kDevice && !t.detail.empty()) device.emplace_back(t.detail[rows[r].instance].device_start, r);
     }
+    // Every device instance of the unit can witness its neighbours, strong ones included: under
+    // contention the slowest kernels are the strongest witnesses that the window was slow.
+    for (uint32_t r : device_rows[u]) device.emplace_back(t.detail[rows[r].instance].device_start, r);
     for (uint32_t r : by_unit[u]) {
       const double own = rows[r].p_value;
       double other = family[uint64_t{rows[r].family} * 2 + static_cast<uint64_t>(rows[r].metric)].BestOther(own);
@@ -149,6 +154,7 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
       while (device[lo].first < device[i].first - w) window.erase(window.find(rows[device[lo++].second].p_value));
       while (hi < device.size() && device[hi].first <= device[i].first + w) window.insert(rows[device[hi++].second].p_value);
       const uint32_t r = device[i].second;
+      if (support[r] == rows[r].p_value) continue;  // stands on its own (or no witness can help)
       // The second-smallest p-value among the others = the third smallest, or second when this
       // row is itself among the two smallest.
       auto it = window.begin();

@@ -156,6 +156,65 @@ TEST(DecideUnits, NoUnitLevelPeersIsInsufficientEvidence) {
   EXPECT_EQ(d.flagged[0], 0);
 }
 
+// Contention: kernels slowed together in a window. A small kernel 1.5x its expectation (too
+// mild to count alone, and the only one of its family) is significant when two other device rows
+// in its window are surprising too, even when those two are strong enough on their own: the
+// slowest kernels are the best witnesses that the window was slow. Outside the window they are not.
+TEST(DecideUnits, StrongKernelsWitnessTheirWindow) {
+  for (const int64_t gap : {int64_t{0}, int64_t{5000000}}) {
+    PeerTableBuilder b;
+    b.Unit(0, 0, "vertical", {"a"}, 0, 10000000);
+    const char* families[] = {"mm", "mm", "norm", "quiet"};
+    const double device[] = {300000, 280000, 3000, 1000};
+    for (int i = 0; i < 4; ++i) {
+      PeerTableBuilder::Op op{families[i]};
+      op.start = i * 20000 + (i == 2 ? gap : 0);
+      op.end = op.start + 10000;
+      op.device_ns = device[i];
+      b.Add(op);
+    }
+    // A second unit, mildly abnormal, sets the run's threshold (BH over two units) to 1e-6.
+    b.Unit(0, 1, "vertical", {"a"}, 10000000, 20000000);
+    PeerTableBuilder::Op other{"mm"};
+    other.start = 10000000;
+    other.end = other.start + 10000;
+    other.device_ns = 300000;
+    b.Add(other);
+    std::vector<TestRow> rows(5);
+    rows[4].unit = 1;
+    rows[4].instance = 4;
+    rows[4].metric = Metric::kDevice;
+    rows[4].family = b.t.family[4];
+    rows[4].observed = 300000;
+    rows[4].expected[1] = 100000;
+    rows[4].effective_expected = 100000;
+    rows[4].p_value = 1e-6;
+    const double expected[] = {100000, 100000, 2000, 1000};
+    const double p[] = {1e-40, 1e-35, 1e-30, 0.5};
+    for (uint32_t i = 0; i < 4; ++i) {
+      rows[i].unit = 0;
+      rows[i].instance = i;
+      rows[i].metric = Metric::kDevice;
+      rows[i].family = b.t.family[i];
+      rows[i].observed = static_cast<float>(device[i]);
+      rows[i].expected[1] = static_cast<float>(expected[i]);
+      rows[i].effective_expected = static_cast<float>(expected[i]);
+      rows[i].p_value = p[i];
+    }
+    const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+    ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+    EXPECT_DOUBLE_EQ(d.support_p[0], 1e-40);  // strong: stands on its own
+    if (gap == 0) {
+      EXPECT_DOUBLE_EQ(d.support_p[2], 1e-30) << "witnessed by the two slow mm kernels beside it";
+      EXPECT_TRUE(Significant(d, b.t, rows, 2));
+    } else {
+      EXPECT_DOUBLE_EQ(d.support_p[2], 1.0) << "no witness within the window";
+      EXPECT_FALSE(Significant(d, b.t, rows, 2));
+    }
+    EXPECT_FALSE(Significant(d, b.t, rows, 3));
+  }
+}
+
 // A host-time row of instance i in unit 0, expected 100 us from its TP peers, surely significant.
 TestRow SlowHostRow(const PeerTableBuilder& b, uint32_t i, float observed) {
   TestRow r;

@@ -10,8 +10,9 @@
 // long now and then, while a fault slows a family's instances together (a family in a step, a
 // kind of work for a while). So a unit's p-value takes, over its families, the smallest of: the
 // family-sum row's p-value; the second-smallest p-value of the family's instance rows (two
-// instances must both be surprising); and an instance row's own p-value only when it is at least
-// `single_ratio` times its expectation.
+// instances must both be surprising); for device work, the second-smallest p-value of the other
+// device rows starting near it (contention slows a window's kernels of every family together);
+// and an instance row's own p-value only when it is at least `single_ratio` times its expectation.
 // A unit with no judged row (no tensor-parallel peer and no step of similar workload on its
 // rank) is `insufficient_evidence`, with the reason, never abnormal.
 // The run's own null (Efron's empirical null): the per-row p-values assume residual tails the
@@ -72,8 +73,8 @@ struct DecisionResult {
   // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
   // and an instance at least SingleRatio times its expectation stand on their own; any other
   // instance needs a witness and contributes max(own, witness): the best other instance of its
-  // family in the unit, or, for device work, the second-best other device row starting within
-  // a window of the unit (work slowed together, as under contention).
+  // family in the unit, or, for device work, the second-best other device row (strong ones
+  // included) starting within a window of the unit (work slowed together, as under contention).
   std::vector<double> support_p;
   std::vector<UnitVerdict> units;     // per InstanceTable unit
   double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
