@@ -19,6 +19,13 @@ double PhaseCode(const std::string& phase) noexcept {
   return 0;
 }
 
+bool IsCodeLoadCall(std::string_view api) noexcept {
+  for (std::string_view prefix : {"cuModuleLoad", "cuLibraryLoad", "cudaLibraryLoad", "cuLinkComplete"}) {
+    if (api.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 uint32_t StringTable::Intern(std::string_view s) {
   const uint32_t id = pool_.Intern(s) - 1;  // pool ids start at 1 (0 is its "no string")
   if (id == strings_.size()) strings_.emplace_back(s);

@@ -36,6 +36,15 @@ void AddPeerVerdict(nlohmann::json& j, const StepEvidence& e) {
                                 {"lone_step_detectable", !e.null_blind}}}};
   j["peers"] = {{"tp_ranks", e.tp_peers}, {"tests_with_similar_steps", e.with_similar_steps},
                 {"tests_with_layers", e.with_layers}};
+  if (!e.warmup.empty()) {
+    nlohmann::json warm = nlohmann::json::array();
+    for (const WarmupEvidence& w : e.warmup) {
+      warm.push_back({{"family", w.family}, {"instances", w.instances}, {"observed_ns", std::llround(w.observed_ns)},
+                      {"expected_ns", std::llround(w.expected_ns)}, {"excess_ns", std::llround(w.excess_ns)},
+                      {"share", w.share}});
+    }
+    j["warmup"] = warm;
+  }
   if (e.waited_ns > 0) {
     j["waited_ns"] = std::llround(e.waited_ns);
     if (e.waiting_on >= 0) j["waiting_on_rank"] = e.waiting_on;

@@ -53,9 +53,23 @@ std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const Blam
   return out;
 }
 
+// "; first use of GPU code (warm-up, not judged): aten::mm +4.46 ms (5.6% of the step) and 1
+// more": empty when loading cost nothing measurable.
+std::string WarmupClause(const InstanceTable& t, const std::vector<WarmupCost>& warmup) {
+  double total = 0, share = 0;
+  for (const WarmupCost& c : warmup) {
+    total += c.excess_ns;
+    share += c.share;
+  }
+  if (warmup.empty() || total <= 0) return "";
+  return "; first use of GPU code (warm-up, not judged): " + t.strings.Get(warmup[0].family) +
+         (warmup.size() > 1 ? " and " + std::to_string(warmup.size() - 1) + " more" : std::string()) +
+         " loaded code and took +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, share));
+}
+
 std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,
                          const std::vector<BlamedFamily>& blamed, const InstanceTable& t,
-                         const UnitWait& w) {
+                         const UnitWait& w, const std::vector<WarmupCost>& warmup) {
   std::string what = s.phase != "unknown" ? s.phase : "";
   size_t named = 0;
   for (const auto& r : s.requests) named += r != "*";
@@ -90,6 +104,7 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
            " explain only +" + FormatNs(v.immaterial_excess_ns) + Fmt(" (%.3f%% of the step)", 100 * v.immaterial_excess_ns / dur) +
            ", below the " + Fmt("%g", 100 * d.min_impact_share) + "% impact floor: not an alarm";
   }
+  out += WarmupClause(t, warmup);
   if (w.waited_ns > 0 && w.waiting_on >= 0) {
     out += "; waited " + FormatNs(w.waited_ns) + " in " + std::to_string(w.collectives) +
            " collectives, " + FormatNs(w.waiting_on_ns) + " of it for rank " + std::to_string(w.waiting_on);
@@ -170,7 +185,12 @@ std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerSt
     const UnitWait w = u < r.stragglers.waits.size() ? r.stragglers.waits[u] : UnitWait{};
     e.waited_ns = w.waited_ns;
     e.waiting_on = w.waiting_on;
-    e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w);
+    static const std::vector<WarmupCost> kNone;
+    const std::vector<WarmupCost>& warm = u < r.warmup.size() ? r.warmup[u] : kNone;
+    e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w, warm);
+    for (const WarmupCost& c : warm) {
+      e.warmup.push_back({t.strings.Get(c.family), c.instances, c.observed_ns, c.expected_ns, c.excess_ns, c.share});
+    }
     // Blamed families first, in excess order, each with its cost and sentence.
     std::vector<FamilyEvidence> ordered;
     for (const BlamedFamily& b : r.blame[u]) {

@@ -45,12 +45,15 @@ Status WriteTests(const std::string& path, const InstanceTable& t, const PeerSta
 nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
   nlohmann::json j;
+  const WarmupTally& warm = r.warmup_tally;
   j["false_alarm_rate"] = d.alpha;
   j["min_impact_share"] = d.min_impact_share;
   for (int v = 0; v < 2; ++v) {
     j[v ? "horizontal" : "vertical"] = {{"threshold", d.threshold[v]}, {"judged", d.judged[v]},
                                         {"abnormal", d.flagged[v]}, {"insufficient_evidence", d.insufficient[v]},
                                         {"below_impact_floor", d.immaterial[v]},
+                                        {"warmup", {{"units", warm.units[v]}, {"above_impact_floor", warm.material[v]},
+                                                    {"excess_ns", std::llround(warm.excess_ns[v])}}},
                                         {"null", {{"centre", d.null_centre[v]}, {"scale", d.null_scale[v]},
                                                   {"best_possible_p", d.best_possible_p[v]},
                                                   {"lone_step_detectable", !d.single_step_blind[v]}}},
@@ -102,7 +105,13 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
                 "  horizontal: %d units judged, %d abnormal%s, %d with insufficient evidence; %zu straggler step(s)",
                 d.alpha, 100 * d.min_impact_share, d.judged[0], d.flagged[0], floor(0).c_str(), d.insufficient[0],
                 d.judged[1], d.flagged[1], floor(1).c_str(), d.insufficient[1], r.stragglers.stragglers.size());
-  return line;
+  std::string out = line;
+  const WarmupTally& w = r.warmup_tally;
+  if (w.material[0] + w.material[1] > 0) {
+    out += "\n  warm-up (first use of GPU code, not judged): " + std::to_string(w.material[0] + w.material[1]) +
+           " unit(s) above the impact floor, +" + FormatNs(w.excess_ns[0] + w.excess_ns[1]) + " in all";
+  }
+  return out;
 }
 
 }  // namespace truffld::diagnose

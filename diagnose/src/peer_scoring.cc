@@ -151,8 +151,10 @@ double Residual(const TestRow& row, Source s, double floor_ns) {
   return std::log((row.observed + floor_ns) / (std::max(0.0, e) + floor_ns));
 }
 
-bool Judged(const TestRow& row) { return row.Has(Source::kTp) || row.Has(Source::kTime); }
-bool Tested(const TestRow& row) { return Judged(row) || (row.layer_only && row.Has(Source::kLayer)); }
+bool Judged(const TestRow& row) { return !row.warmup && (row.Has(Source::kTp) || row.Has(Source::kTime)); }
+bool Tested(const TestRow& row) {
+  return Judged(row) || (!row.warmup && row.layer_only && row.Has(Source::kLayer));
+}
 
 namespace {
 
@@ -176,6 +178,7 @@ void Conservative(const TestRow& row, Source a, Source b, Combined* c) {
 
 Combined Combine(const TestRow& row) {
   Combined c;
+  if (row.warmup) return c;  // loading GPU code: reported, never judged (warmup.h)
   if (!Judged(row)) {
     // Within its step only: slower than the same work at the step's other layers. Used when the
     // unit is judged through its other rows (ScoreRows sets layer_only), never alone.
@@ -230,6 +233,7 @@ double CombineSources(const TestRow& row) { return Combine(row).p; }
 ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, const ScoringOptions& o) {
   std::map<GroupKey, std::vector<uint32_t>> groups;
   for (uint32_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].warmup) continue;  // first-use costs would widen the null of every later step
     for (int s = 0; s < kNumSources; ++s) {
       if (!rows[r].Has(static_cast<Source>(s))) continue;
       const StepInfo& st = t.steps[rows[r].unit];

@@ -28,11 +28,14 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.groups = GroupUnits(t);
   r.comm = MatchCollectives(t, r.groups);
   r.rows = BuildTests(t, r.groups, r.comm, o.peers);
+  MarkWarmupRows(t, r.rows);
   ScoringOptions so = o.scoring;
   so.floor_ns = o.peers.floor_ns;
   so.threads = o.threads;
   r.scoring = ScoreRows(t, r.rows, so);
+  r.warmup = WarmupCosts(t, r.rows);
   r.decision = DecideUnits(t, r.rows, o.decision);
+  r.warmup_tally = TallyWarmup(t, r.warmup, o.decision.min_impact_share);
   BlameOptions bo = o.blame;
   r.blame = BlameUnits(t, r.rows, r.decision, bo);
   DemoteImmaterial(t, o.decision.min_impact_share, &r.decision, &r.blame);

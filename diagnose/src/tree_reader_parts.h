@@ -33,12 +33,14 @@ struct OwnWork {
   int64_t dev_start = INT64_MAX, dev_end = INT64_MIN;
   uint64_t sig = 0;
   bool has_device = false;
+  bool loads_code = false;  // a call loaded GPU code (IsCodeLoadCall)
   void Merge(const OwnWork& o) {
     device_time += o.device_time; blocks += o.blocks; wait += o.wait;
     dev_start = std::min(dev_start, o.dev_start);
     dev_end = std::max(dev_end, o.dev_end);
     if (o.sig != 0) sig = MixHash(sig, o.sig);
     has_device = has_device || o.has_device;
+    loads_code = loads_code || o.loads_code;
   }
 };
 

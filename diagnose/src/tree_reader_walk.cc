@@ -244,6 +244,7 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
   }
   if (IsCallLayer(layer)) {
     AddCall(layer, fam_id, start, end, &agg);
+    agg.own.loads_code = IsCodeLoadCall(family);
     call_start = start;
   } else if (IsDeviceLayer(layer)) {
     AddDevice(node, layer, family, fam_id, start, end, call_start, &agg);
@@ -328,6 +329,7 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
     p.detail.device_end = agg.own.dev_end;
     p.detail.flags |= kDetailHasDevice;
   }
+  if (agg.own.loads_code) p.detail.flags |= kDetailLoadsCode;
   p.kernels = agg.kernels;
   p.apis = agg.apis;
   bucket->instances.push_back(std::move(p));

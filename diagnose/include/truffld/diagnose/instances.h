@@ -106,10 +106,18 @@ struct InstanceDetail {
   float device_ns = 0;        // own device time: kernels, copies, memsets of its own calls
   float wait_ns = 0;          // time its own calls were blocked waiting for earlier device work
   float blocks = 0;           // grid blocks of its own kernels
-  uint8_t flags = 0;          // kDetailReplay | kDetailHasDevice
+  uint8_t flags = 0;          // kDetailReplay | kDetailHasDevice | kDetailLoadsCode
 };
 inline constexpr uint8_t kDetailReplay = 1;     // rebuilt from a CUDA-graph replay (no host range)
 inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device work
+// Its own calls loaded GPU code (IsCodeLoadCall): the first use of a kernel (lazy module
+// loading, a JIT-compiled or runtime-generated kernel), whose host cost is warm-up, not a fault.
+inline constexpr uint8_t kDetailLoadsCode = 4;
+
+// Whether a CUDA driver/runtime API name loads GPU code into the context: cuModuleLoad*,
+// cuLibraryLoad*, cudaLibraryLoad*, cuLinkComplete (the calls truffld's injector records by
+// default). Pure.
+bool IsCodeLoadCall(std::string_view api) noexcept;
 
 // Small per-instance tallies of the kernels and API calls under an operator.
 struct NameCount {

@@ -44,10 +44,11 @@ struct PeerStageResult;
 struct StragglerRow;
 Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
 // stats.json's "peer" object: the false-alarm rate and per-view thresholds and counts (judged,
-// abnormal, insufficient_evidence), every residual mixture, and the straggler table.
+// abnormal, insufficient_evidence, warm-up), every residual mixture, and the straggler table.
 nlohmann::json PeerStatsJson(const InstanceTable& t, const PeerStageResult& r);
 // Three stdout lines for peer mode: the false-alarm rate, then per view the units judged,
-// abnormal and with insufficient evidence, and the stragglers found (no trailing newline).
+// abnormal and with insufficient evidence, and the stragglers found; a fourth when warm-up
+// (first use of GPU code) cost any unit at least the impact floor (no trailing newline).
 std::string FormatPeerSummary(const PeerStageResult& r);
 // Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
 // "host" (its top blamed family's cost), or "no abnormal operator on the rank".

@@ -68,6 +68,7 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
 double CombineSources(const TestRow& row);
 // Whether a row has a unit-level witness (a tensor-parallel or similar-steps expectation). A
 // unit is judged when one of its rows is; its rows with only layer peers then count as well.
+// Warm-up rows (warmup.h) are neither.
 bool Judged(const TestRow& row);
 // Whether a row counts as a test of its unit: Judged, or layer peers in a judged unit.
 bool Tested(const TestRow& row);

@@ -13,6 +13,7 @@
 #include "truffld/diagnose/peer_scoring.h"
 #include "truffld/diagnose/peers.h"
 #include "truffld/diagnose/stragglers.h"
+#include "truffld/diagnose/warmup.h"
 
 namespace truffld::diagnose {
 
@@ -33,6 +34,8 @@ struct PeerStageResult {
   ScoringResult scoring;
   DecisionResult decision;
   std::vector<std::vector<BlamedFamily>> blame;  // per unit
+  std::vector<std::vector<WarmupCost>> warmup;   // per unit: first use of GPU code (not judged)
+  WarmupTally warmup_tally;
   StragglerResult stragglers;
 };
 

@@ -77,6 +77,7 @@ struct TestRow {
   bool context_known = false;  // the unit's step name carries its context length ([ctx:N])
   double p_group = 1;          // the TP peers' own cost against similar steps (scoring)
   bool layer_only = false;     // its unit is judged, so layer peers alone may count (scoring)
+  bool warmup = false;         // host cost that includes loading GPU code (warmup.h): not judged
   bool Has(Source s) const { return !std::isnan(expected[static_cast<int>(s)]); }
 };
 

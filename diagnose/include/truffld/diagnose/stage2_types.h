@@ -46,6 +46,15 @@ struct FamilyEvidence {
   std::string sentence;             // the evidence in one sentence with numbers
 };
 
+// Host time an operator spent while loading GPU code (first use of a kernel): reported, not
+// judged (warmup.h). Times in ns.
+struct WarmupEvidence {
+  std::string family;
+  int instances = 0;
+  double observed_ns = 0, expected_ns = 0, excess_ns = 0;
+  double share = 0;  // excess / step duration
+};
+
 struct StepEvidence {
   std::optional<int64_t> rank;
   int64_t step_index = 0;
@@ -81,6 +90,7 @@ struct StepEvidence {
   int64_t start_ns = 0, end_ns = 0; // the step on the merged axis
   double waited_ns = 0;             // horizontal: time spent waiting for other ranks
   int64_t waiting_on = -1;          // horizontal: the rank most of that wait was for
+  std::vector<WarmupEvidence> warmup;  // first use of GPU code in the step, highest excess first
 };
 
 enum class DecisionSource { kLlm, kOffline, kLlmFallbackOffline, kCache };
