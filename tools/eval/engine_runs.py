@@ -81,11 +81,14 @@ def evaluate_run(tools, work, run, log):
     flagged = {s for s, u in units.items() if u["label"] == "abnormal"}
     null = next(iter(units.values()), {}).get("calibration", {}).get("null")
     examples = [units[s]["evidence"] for s in sorted(flagged)][:3]
+    stats = json.load(open(os.path.join(d, "diag", "stats.json"))).get("peer", {}).get("vertical", {})
+    warmup = stats.get("warmup")
     return {"name": name, "steps": truth["steps"], "requests": result.get("requests"),
             "engine": result.get("engine"), "tokens_per_s": result.get("tokens_per_s"),
             "faults": len(truth["faults"]), "diagnose_seconds": seconds, "null": null,
             "truffld": score(units, truth, flagged), "flag_every_step": score(units, truth, set(units), False),
-            "flag_no_step": score(units, truth, set(), False), "flagged_steps": sorted(flagged), "examples": examples}
+            "flag_no_step": score(units, truth, set(), False), "flagged_steps": sorted(flagged), "examples": examples,
+            "warmup": warmup}
 
 
 def main():

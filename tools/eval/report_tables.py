@@ -321,12 +321,13 @@ def engine_table(e):
     skipped = not_run(e)
     if skipped:
         return skipped
-    md = ["| run | engine | steps (judged / insufficient) | null (centre, spread; a lone faulty step flaggable?) | method | "
+    md = ["| run | engine | steps (judged / insufficient) | null (centre, spread; a lone faulty step flaggable?) | "
+          "warm-up: steps above the impact floor, time (not judged) | method | "
           "flagged | false alarms | fault steps flagged, per class |",
-          "|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in e["runs"]:
         if r.get("failed"):
-            md.append(f"| {r['name']} | | | | failed: {r['failed']} | | | |")
+            md.append(f"| {r['name']} | | | | | failed: {r['failed']} | | | |")
             continue
         eng = r.get("engine") or {}
         what = (f"{r.get('requests')} requests, {'CUDA graphs' if eng.get('use_cuda_graph') else 'eager'}, "
@@ -336,13 +337,15 @@ def engine_table(e):
         null = r.get("null") or {}
         flaggable = "yes" if null.get("lone_step_detectable", True) else "**no**: a clean result proves little"
         nullcell = f"{null.get('centre', 0):.1f}, {null.get('scale', 1):.1f}; {flaggable}"
+        w = r.get("warmup") or {}
+        warmcell = f"{w.get('above_impact_floor', 0)}, {w.get('excess_ns', 0) / 1e6:.1f} ms" if w else "–"
         for method, label in (("truffld", "truffld"), ("flag_every_step", "flag every step"),
                               ("flag_no_step", "flag no step")):
             s = r[method]
             fa, classes = _engine_cells(s)
             first = method == "truffld"
             md.append(f"| {r['name'] if first else ''} | {what if first else ''} | {steps if first else ''} | "
-                      f"{nullcell if first else ''} | {label} | {s['flagged']} | {fa} | {classes} |")
+                      f"{nullcell if first else ''} | {warmcell if first else ''} | {label} | {s['flagged']} | {fa} | {classes} |")
     md.append("")
     for r in e["runs"]:
         null = r.get("null") or {}
