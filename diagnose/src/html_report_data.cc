@@ -85,6 +85,8 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
     out.judged[v] = r.decision.judged[v];
     out.flagged[v] = r.decision.flagged[v];
     out.insufficient[v] = r.decision.insufficient[v];
+    out.warmup_units[v] = r.warmup_tally.material[v];
+    out.warmup_ns[v] = r.warmup_tally.excess_ns[v];
   }
   out.timer_resolution_ns = r.timer_resolution_ns;
   for (const StragglerRow& s : r.stragglers.stragglers) {

@@ -49,6 +49,28 @@ std::string InsufficientTable(const std::vector<StepDiagnosis>& d) {
   return h + "</table>";
 }
 
+// The run's warm-up: units that lost at least the impact floor to the first use of GPU code,
+// their total, and the costliest few (not judged: see warmup.h).
+std::string WarmupRow(const std::vector<StepDiagnosis>& d, const ReportRunData& run) {
+  std::vector<std::pair<double, const StepDiagnosis*>> costly;
+  for (const StepDiagnosis& s : d) {
+    double sum = 0;
+    for (const WarmupEvidence& w : s.evidence.warmup) sum += w.excess_ns;
+    if (sum > 0) costly.emplace_back(sum, &s);
+  }
+  std::sort(costly.begin(), costly.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string ex;
+  for (size_t i = 0; i < costly.size() && i < 3; ++i) {
+    const StepEvidence& e = costly[i].second->evidence;
+    ex += (ex.empty() ? "" : ", ") + std::string("rank ") + RankText(e) + " step " + std::to_string(e.step_index) + " " +
+          ViewLetter(e.view) + ": " + HtmlEscape(e.warmup[0].family) + " +" + Us(costly[i].first) + " &micro;s";
+  }
+  const int n = run.warmup_units[0] + run.warmup_units[1];
+  return "<tr><th>warm-up (not judged)</th><td>" + std::to_string(n) + (n == 1 ? " unit" : " units") + " lost at least the impact floor to the first use of GPU code (a kernel loaded or compiled), +" +
+         Us(run.warmup_ns[0] + run.warmup_ns[1]) + " &micro;s in all" + (ex.empty() ? "" : "; costliest: " + ex) +
+         "</td></tr>";
+}
+
 }  // namespace
 
 std::string RenderRunSection(const std::vector<StepDiagnosis>& d, const ReportRunData& run, const ReportContext& ctx) {
@@ -78,6 +100,7 @@ std::string RenderRunSection(const std::vector<StepDiagnosis>& d, const ReportRu
     h += "<tr><th>could not be judged</th><td>" + std::to_string(run.insufficient[0] + run.insufficient[1]) +
          " units with insufficient evidence (" + std::to_string(run.insufficient[0]) + " vertical, " +
          std::to_string(run.insufficient[1]) + " horizontal): never called abnormal</td></tr>";
+    if (run.warmup_units[0] + run.warmup_units[1] > 0) h += WarmupRow(d, run);
     if (run.timer_resolution_ns > 1) {
       h += "<tr><th>timer resolution</th><td>" + std::to_string(run.timer_resolution_ns) + " ns</td></tr>";
     }

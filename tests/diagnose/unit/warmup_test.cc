@@ -7,6 +7,9 @@
 
 #include "../peer_table.h"
 #include "../tree_line.h"
+#include "truffld/diagnose/fusion.h"
+#include "truffld/diagnose/html_report.h"
+#include "truffld/diagnose/output.h"
 #include "truffld/diagnose/peer_evidence.h"
 #include "truffld/diagnose/peer_stage.h"
 #include "truffld/diagnose/tree_reader.h"
@@ -88,6 +91,22 @@ TEST(Warmup, FirstUseIsReportedNotJudged) {
       << ev[u].summary;
   ASSERT_EQ(ev[u].warmup.size(), 1u);
   EXPECT_EQ(ev[u].warmup[0].family, "aten::mm");
+  // It reaches every output: stats.json, the stdout summary and report.html's run table.
+  const nlohmann::json stats = PeerStatsJson(t, warm);
+  EXPECT_EQ(stats["vertical"]["warmup"]["units"], 1);
+  EXPECT_EQ(stats["vertical"]["warmup"]["above_impact_floor"], 1);
+  EXPECT_NE(FormatPeerSummary(warm).find("warm-up (first use of GPU code, not judged): 1 unit(s)"), std::string::npos);
+  std::vector<StepDiagnosis> d(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) {
+    d[i].evidence = ev[i];
+    d[i].label = ev[i].verdict;
+  }
+  const ReportRunData run = BuildReportRunData(t, warm, d);
+  ReportContext ctx;
+  ctx.run = &run;
+  const std::string html = RenderHtmlReport(d, ctx);
+  EXPECT_NE(html.find("<th>warm-up (not judged)</th><td>1 unit lost"), std::string::npos);
+  EXPECT_NE(html.find("rank 0 step 30 v: aten::mm +"), std::string::npos);
 
   // A slowed kernel of another family in the same step is judged as usual.
   uint32_t silu = t.steps[u].first_instance;

@@ -64,6 +64,8 @@ struct ReportRunData {
   double threshold[2] = {0, 0};  // [vertical, horizontal]
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
   int64_t timer_resolution_ns = 1;
+  int warmup_units[2] = {0, 0};       // units whose first use of GPU code cost the impact floor
+  double warmup_ns[2] = {0, 0};       // warm-up excess over all units (not judged)
   std::vector<Straggler> stragglers;  // highest delay first
   std::vector<CostHistogram> histograms;
   std::vector<UnitCosts> unit_costs;  // abnormal units' faulty operators
