@@ -115,8 +115,8 @@ inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device
 inline constexpr uint8_t kDetailLoadsCode = 4;
 
 // Whether a CUDA driver/runtime API name loads GPU code into the context: cuModuleLoad*,
-// cuLibraryLoad*, cudaLibraryLoad*, cuLinkComplete (the calls truffld's injector records by
-// default). Pure.
+// cuLibraryLoad*, cudaLibraryLoad* (truffld's injector records these by default) and
+// cuLinkComplete (recorded only when every API call is). Pure.
 bool IsCodeLoadCall(std::string_view api) noexcept;
 
 // Small per-instance tallies of the kernels and API calls under an operator.
