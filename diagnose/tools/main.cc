@@ -15,12 +15,13 @@
 #include "truffld/atomic_file.h"
 #include "truffld/cli.h"
 #include "truffld/cli_parse.h"
-#include "truffld/diagnose/html_report.h"
-#include "truffld/diagnose/output.h"
-#include "truffld/diagnose/pipeline.h"
+#include "report/html_report.h"
+#include "report/output.h"
+#include "report/stats_table.h"
+#include "run/pipeline.h"
 #include "help_text.h"
 #include "trace_output.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "read/tree_reader.h"
 #include "truffld/terminal_text.h"
 
 namespace td = truffld::diagnose;
@@ -60,13 +61,7 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
     return reader.Read(path);
   }();
   const td::ReadStats& rs = reader.stats();
-  (*stats)[what] = {{"path", path}, {"lines", rs.lines}, {"trees", rs.trees},
-                    {"bad_lines", rs.bad_lines}, {"instances", rs.instances},
-                    {"duplicate_instances", rs.duplicate_instances}, {"warnings", rs.warnings},
-                    {"inverted_ranges", rs.inverted_ranges},
-                    {"graph_instances", rs.graph_instances},
-                    {"repaired_lines", rs.repaired_lines},
-                    {"problems", rs.problems}};
+  (*stats)[what] = td::InputStatsJson(path, rs);
   if (!st.ok()) return st;
   if (rs.repaired_lines) {
     std::fprintf(stderr, "%s: %llu lines had invalid UTF-8 (bad bytes read as U+FFFD)\n", what,
@@ -110,7 +105,7 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   if (!a.export_features.empty()) {
     TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_features, [&](const std::string& p) {
       // `p` is a temporary name: the format follows the name asked for.
-      return td::WriteFeatures(p, td::IsCsvPath(a.export_features), target, result.stage1.rho,
+      return td::WriteFeatures(p, td::IsCsvPath(a.export_features), target, result.instance_p,
                                labels ? &*labels : nullptr);
     }));
   }
@@ -141,7 +136,7 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
 void PrintSummary(const Args& a, const td::PipelineResult& result, const std::string& metrics_text,
                   const td::StageTwoStats& s2, double secs, bool trace_written) {
   if (a.quiet) return;
-  const auto& s1 = result.stage1;
+  const auto& s1 = result.legacy;
   std::fputs(td::FormatAbnormalTable(result.diagnoses).c_str(), stdout);
   if (!metrics_text.empty()) {
     std::printf("\nEvaluation against %s:\n%s", truffld::EscapeForTerminal(a.labels).c_str(),
@@ -191,19 +186,6 @@ int Configure(Args& a, td::StageTwoConfig* cfg) {
   return truffld::kExitOk;
 }
 
-// stats.json's "stage1": the mode, fit counters and (legacy modes) every mixture's choice.
-nlohmann::json StageOneStats(const Args& a, const td::StageOneResult& s1) {
-  nlohmann::json j = {{"mode", a.mode}, {"gmm_fits", s1.gmm_fits}, {"robust_z_groups", s1.robust_z_groups},
-                      {"fit_failures", s1.fit_failures}, {"missing_in_reference", s1.missing_in_reference},
-                      {"notes", s1.notes}, {"models", nlohmann::json::array()}};
-  for (const auto& m : s1.models) {
-    j["models"].push_back({{"view", m.view}, {"family", m.family}, {"method", m.method}, {"k", m.k},
-                           {"covariance", m.covariance}, {"dims", m.dims}, {"fit_samples", m.fit_samples},
-                           {"bic", m.bics}});
-  }
-  return j;
-}
-
 int Run(Args& a) {
   namespace fs = std::filesystem;
   using truffld::kExitInput, truffld::kExitOutput, truffld::kExitUsage;
@@ -247,11 +229,10 @@ int Run(Args& a) {
                  "the remaining %lld step(s)\n", truffld::EscapeForTerminal(s2.breaker_reason).c_str(),
                  (long long)s2.breaker_steps);
   }
-  const auto& s1 = result->stage1;
-  stats["stage1"] = StageOneStats(a, s1);
+  const auto& s1 = result->legacy;
+  stats["stage1"] = td::StageOneStatsJson(a.mode, s1);
   if (result->peer) stats["peer"] = td::PeerStatsJson(*target, *result->peer);
-  stats["stage2"] = stage2.stats().ToJson();
-  stats["stage2"]["config"] = cfg.Describe();
+  stats["stage2"] = td::StageTwoStatsJson(stage2.stats(), cfg.Describe());
 
   std::string metrics_text;
   std::optional<nlohmann::json> metrics;
@@ -343,7 +324,7 @@ int main(int argc, char** argv) {
   app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->capture_default_str();
   app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->capture_default_str();
   app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->capture_default_str();
-  app.add_option("--top-m", a.s1.top_m, "at most this many candidates per step")->capture_default_str();
+  app.add_option("--top-m", a.s1.top_m, "legacy modes: at most this many candidates per step (the peer detector blames every operator that explains a unit)")->capture_default_str();
   app.add_option("--min-score", a.s1.min_score, "scores below this are never candidates")->capture_default_str();
   app.add_option("--min-instances", a.s1.min_instances, "fewer fitting samples: robust z-scores instead of a mixture")->capture_default_str();
   app.add_option("--trim", a.s1.trim, "pooled mode: fraction of least likely samples dropped before refitting")->capture_default_str();

@@ -6,8 +6,9 @@
 #include <filesystem>
 
 #include "truffld/byte_source.h"
-#include "truffld/diagnose/trace_annotate.h"
-#include "truffld/diagnose/trace_overlay.h"
+#include "report/trace_annotate.h"
+#include "report/stats_table.h"
+#include "report/trace_overlay.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -88,21 +89,19 @@ Status AddAnnotatedTrace(const TraceChoice& trace, const std::vector<StepDiagnos
   AnnotateStats ts;
   const Status written = out->AddWith(out_path, [&](const std::string& p) { return AnnotateTrace(trace.path, overlay, p, &ts); });
   nlohmann::json& j = (*stats)["trace"];
-  j = {{"input", trace.path}, {"output", "diagnosis.trace.json"}, {"abnormal_units", overlay.units},
-       {"insufficient_evidence_units", overlay.insufficient}, {"markers", overlay.markers}};
   if (!written.ok()) {
+    const std::string why = written.message();
+    j = TraceStatsJson(trace.path, overlay, ts, &why);
     if (trace.named) {
       *input_side = ts.input_error;
       return written;
     }
     // Found beside the trees, not asked for: drop it (and an earlier run's), keep the rest.
     out->RemoveAtCommit(out_path);
-    j["error"] = written.message();
     warnings->push_back("diagnosis.trace.json not written: " + written.message());
     return Status::Ok();
   }
-  j.update({{"flows", ts.flows}, {"markers_unlinked", ts.markers_unlinked}, {"markers_replayed", ts.markers_replayed},
-            {"steps_annotated", ts.steps_annotated}, {"events_copied", ts.events}});
+  j = TraceStatsJson(trace.path, overlay, ts, nullptr);
   const uint64_t linkable = overlay.markers - ts.markers_replayed;
   if (linkable > 0 && ts.flows == 0) {
     warnings->push_back("diagnosis.trace.json: none of the " + std::to_string(linkable) +

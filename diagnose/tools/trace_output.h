@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "truffld/atomic_file.h"
-#include "truffld/diagnose/instances.h"
-#include "truffld/diagnose/fusion.h"
+#include "read/instances.h"
+#include "stage2/fusion.h"
 #include "truffld/status.h"
 
 namespace truffld::diagnose {

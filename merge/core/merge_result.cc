@@ -7,8 +7,6 @@
 
 namespace truffld::merge {
 
-const char* ViewName(View v) noexcept { return v == View::kVertical ? "vertical" : "horizontal"; }
-
 namespace {
 void AddTo(Count* a, Count b) { *a += b; }
 template <class Key>

@@ -16,9 +16,9 @@
 #include <random>
 #include <string>
 
-#include "truffld/diagnose/peer_evidence.h"
-#include "truffld/diagnose/peer_stage.h"
-#include "truffld/diagnose/stage1.h"
+#include "stage2/peer_evidence.h"
+#include "peer/stage.h"
+#include "legacy/stage1.h"
 
 using namespace truffld::diagnose;
 
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
       StepInfo st;
       st.rank = rank;
       st.step_index = s;
-      st.view = "vertical";
+      st.view = truffld::View::kVertical;
       st.phase = s % 4 == 0 ? "prefill" : "decode";
       st.requests = {"q" + std::to_string(s)};
       st.start_ns = s * 10'000'000;

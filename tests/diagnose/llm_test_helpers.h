@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "truffld/diagnose/stage2_types.h"
+#include "stage2/evidence.h"
 
 namespace truffld::testing {
 
@@ -32,7 +32,7 @@ inline diagnose::StepEvidence Step(const std::string& view, std::vector<diagnose
   s.rank = 0;
   s.step_index = index;
   s.step_name = "execute_model";
-  s.view = view;
+  if (!ParseView(view, &s.view)) s.view = View::kVertical;  // "": an unknown view reads as vertical
   s.requests = {"req-1", "req-2"};
   s.phase = "decode";
   s.step_duration_ns = 25'000'000;

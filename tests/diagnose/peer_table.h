@@ -11,10 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "truffld/diagnose/instances.h"
+#include "read/instances.h"
 
 namespace truffld::diagnose::testing {
 
@@ -28,7 +29,7 @@ class PeerTableBuilder {
     StepInfo s;
     s.rank = rank;
     s.step_index = step;
-    s.view = view;
+    if (!ParseView(view, &s.view)) throw std::invalid_argument("PeerTableBuilder::Unit: view " + view);
     s.requests = std::move(requests);
     s.start_ns = start;
     s.end_ns = end;

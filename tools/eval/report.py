@@ -123,8 +123,8 @@ def detection(res):
                                 "scenario (all classes, intensities 1.1-4.0x; 1.1x perturbs without labelling), "
                                 "`--preset suite --abnormal-fraction 0.1` (4 ranks: 2 hosts x TP2, 4 layers, 120 steps)"),
                                ("stress", "Detection quality: stress suite (high fault rate)",
-                                "the former suite's rate, `--preset suite --abnormal-fraction 0.5`: the mixed scenario "
-                                "per seed" + ("" if quick else ", and every class at strong intensity (seed 1)"))):
+                                "faults in about half of the (rank, step) pairs, `--preset suite --abnormal-fraction 0.5`: "
+                                "the mixed scenario per seed" + ("" if quick else ", and every class at strong intensity (seed 1)"))):
         md += [f"## {title}", ""]
         s = suites.get(suite)
         if not s:

@@ -247,7 +247,7 @@ def _met(ok):
 
 
 def targets(res, healthy, real, cost):
-    """The measurable acceptance targets of the diagnosis work (issue 27), each with the figure
+    """The measurable acceptance targets of the peer-relative diagnosis, each with the figure
     measured in this run. Rows whose data were not produced show "–"."""
     d = (res or {}).get("suites", {}).get("default", {})
     tab = d.get("tables", {})
@@ -302,7 +302,7 @@ def targets(res, healthy, real, cost):
                      _met(n >= 5_000_000 and big["seconds"] <= 60) if n >= 5_000_000 else "– (smaller input)"))
     if not rows:
         return []
-    md = ["## Targets", "", "The acceptance targets of the peer-relative diagnosis (issue 27) against this run "
+    md = ["## Targets", "", "The acceptance targets of the peer-relative diagnosis against this run "
           "(default suite, held-out test split, truffld peer, `--llm off`).", "",
           "| target | measured | met |", "|---|---|---|"]
     md += [f"| {a} | {b} | {c} |" for a, b, c in rows]

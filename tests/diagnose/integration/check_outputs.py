@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Checks a truffld-diagnose output directory: every diagnosis.jsonl line validates against the
-schema, labels and fusion agree (abnormal iff faulty non-empty, faulty subset of candidates and of
+schema, stats.json against stats.schema.json (beside it), labels and fusion agree (abnormal iff faulty non-empty, faulty subset of candidates and of
 Stage II's set), and metrics.json, when present, finds the injected faults (step F1 > 0.5).
 Usage: check_outputs.py SCHEMA OUTDIR"""
 import json
@@ -30,6 +30,11 @@ def main():
             n += 1
     if n == 0:
         sys.exit("diagnosis.jsonl is empty")
+    stats_schema = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "stats.schema.json")))
+    errors = sorted(jsonschema.Draft202012Validator(stats_schema).iter_errors(json.load(open(os.path.join(out, "stats.json")))),
+                    key=lambda e: list(e.path))
+    if errors:
+        sys.exit(f"stats.json: {'/'.join(map(str, errors[0].path))}: {errors[0].message}")
     mpath = os.path.join(out, "metrics.json")
     if os.path.exists(mpath):
         m = json.load(open(mpath))

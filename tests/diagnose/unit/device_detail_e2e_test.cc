@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../synthetic_trees.h"
-#include "truffld/diagnose/peer_stage.h"
-#include "truffld/diagnose/pipeline.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "peer/stage.h"
+#include "run/pipeline.h"
+#include "read/tree_reader.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -93,12 +93,15 @@ TEST_P(DeviceDetailE2E, StepsWithoutDeviceDetailAreNotAnomalies) {
   for (const StepDiagnosis& d : r->diagnoses) {
     const int64_t step = d.evidence.step_index;
     if (SampledOut(step)) {
-      EXPECT_FALSE(d.abnormal) << ScoringModeName(o.mode) << ": step " << step << " " << d.evidence.view
+      EXPECT_FALSE(d.abnormal) << ScoringModeName(o.mode) << ": step " << step << " " << ViewName(d.evidence.view)
                                << " has no device detail, which is no anomaly";
     }
-    if (step == 25 && d.evidence.view == "vertical") found = d.abnormal;
+    if (step == 25 && d.evidence.view == View::kVertical) found = d.abnormal;
     if (std::getenv("TRUFFLD_DIAG_VERBOSE"))
-      std::printf("%s %ld %s %s p=%g %s\n", ScoringModeName(o.mode), long(step), d.evidence.view.c_str(), d.evidence.verdict.c_str(), d.evidence.p_value, d.evidence.summary.c_str());
+      std::printf("%s %ld %s %s p=%g %s\n", ScoringModeName(o.mode), long(step), ViewName(d.evidence.view),
+                  d.evidence.peer ? VerdictName(d.evidence.peer->verdict) : VerdictName(d.label),
+                  d.evidence.peer ? d.evidence.peer->p_value : 1.0,
+                  d.evidence.peer ? d.evidence.peer->summary.c_str() : "");
   }
   EXPECT_TRUE(found) << ScoringModeName(o.mode) << ": the real fault";
 }

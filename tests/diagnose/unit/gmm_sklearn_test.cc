@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "truffld/diagnose/gmm.h"
+#include "peer/gmm.h"
 
 namespace truffld::diagnose {
 namespace {

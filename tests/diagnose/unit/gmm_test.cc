@@ -3,8 +3,8 @@
 
 #include <random>
 
-#include "truffld/diagnose/features.h"
-#include "truffld/diagnose/gmm.h"
+#include "legacy/features.h"
+#include "peer/gmm.h"
 
 namespace truffld::diagnose {
 namespace {

@@ -7,9 +7,9 @@
 #include <regex>
 
 #include "../peer_table.h"
-#include "truffld/diagnose/html_report.h"
-#include "truffld/diagnose/llm_stage2.h"
-#include "truffld/diagnose/pipeline.h"
+#include "report/html_report.h"
+#include "stage2/llm_stage2.h"
+#include "run/pipeline.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -20,7 +20,7 @@ struct Op {
 };
 
 // A calibrated (peer-mode) unit; abnormal when `ops` is non-empty.
-StepDiagnosis PeerUnit(int64_t rank, int64_t step, const std::string& view, const std::vector<Op>& ops) {
+StepDiagnosis PeerUnit(int64_t rank, int64_t step, View view, const std::vector<Op>& ops) {
   StepEvidence e;
   e.rank = rank;
   e.step_index = step;
@@ -28,27 +28,30 @@ StepDiagnosis PeerUnit(int64_t rank, int64_t step, const std::string& view, cons
   e.phase = "decode";
   e.step_name = "step " + std::to_string(step);
   e.step_duration_ns = 10'000'000;
-  e.calibrated = true;
-  e.alpha = 0.01;
-  e.threshold = 1e-4;
-  e.verdict = ops.empty() ? "normal" : "abnormal";
-  e.summary = "rank " + std::to_string(rank) + ", step " + std::to_string(step) + ": " + e.verdict;
+  e.peer = PeerUnitEvidence{};
+  e.peer->alpha = 0.01;
+  e.peer->threshold = 1e-4;
+  e.peer->verdict = ops.empty() ? Verdict::kNormal : Verdict::kAbnormal;
+  e.peer->summary =
+      "rank " + std::to_string(rank) + ", step " + std::to_string(step) + ": " + VerdictName(e.peer->verdict);
   StageTwoDecision dec;
   for (const Op& o : ops) {
     FamilyEvidence f;
     f.family = o.family;
     f.parent = "torch.nn.Linear";
     f.candidate = true;
-    f.metric = "device";
-    f.basis = "tp_peers";
-    f.expected_ns = 100'000;
-    f.observed_ns = 100'000 + o.excess_ns;
-    f.excess_ns = o.excess_ns;
-    f.share = o.excess_ns / 10e6;
-    f.ratios = {{"tp_peers", f.observed_ns / f.expected_ns}, {"layers", 1.5}};
-    f.sentence = o.family + " sentence";
+    PeerCost c;
+    c.metric = Metric::kDevice;
+    c.basis = PeerSource::kTp;
+    c.expected_ns = 100'000;
+    c.observed_ns = 100'000 + o.excess_ns;
+    c.excess_ns = o.excess_ns;
+    c.share = o.excess_ns / 10e6;
+    c.ratios = {{PeerSource::kTp, c.observed_ns / c.expected_ns}, {PeerSource::kLayer, 1.5}};
+    c.sentence = o.family + " sentence";
+    f.cost = c;
     f.kernels = {"sm90_xmma_gemm_bf16"};
-    f.total_time_ns = f.observed_ns;
+    f.total_time_ns = c.observed_ns;
     e.families.push_back(f);
     dec.faulty.push_back(o.family);
   }
@@ -56,7 +59,7 @@ StepDiagnosis PeerUnit(int64_t rank, int64_t step, const std::string& view, cons
   parent.family = "torch.nn.Linear";
   e.families.push_back(parent);
   dec.abnormal = !ops.empty();
-  return Fuse(e, dec, e.threshold);
+  return Fuse(e, dec, e.peer->threshold);
 }
 
 size_t Count(const std::string& s, const std::string& what) {
@@ -76,12 +79,12 @@ std::vector<std::string> CardIds(const std::string& html) {
 TEST(HtmlReport, CardsAreRankedByImpactAcrossRanksWithAnchors) {
   std::vector<StepDiagnosis> d;
   for (int64_t r = 0; r < 3; ++r) {
-    for (int64_t s = 0; s < 20; ++s) d.push_back(PeerUnit(r, s, "vertical", {}));
+    for (int64_t s = 0; s < 20; ++s) d.push_back(PeerUnit(r, s, View::kVertical, {}));
   }
-  d[5] = PeerUnit(0, 5, "vertical", {{"aten::mm", 2e6}});
-  d[20 + 7] = PeerUnit(1, 7, "vertical", {{"aten::mm", 1e6}, {"aten::silu", 4e6}});  // impact 5 ms
-  d[40 + 9] = PeerUnit(2, 9, "vertical", {{"aten::mul", 3e6}});
-  d.push_back(PeerUnit(2, 9, "horizontal", {{"ncclAllReduce", 0.5e6}}));
+  d[5] = PeerUnit(0, 5, View::kVertical, {{"aten::mm", 2e6}});
+  d[20 + 7] = PeerUnit(1, 7, View::kVertical, {{"aten::mm", 1e6}, {"aten::silu", 4e6}});  // impact 5 ms
+  d[40 + 9] = PeerUnit(2, 9, View::kVertical, {{"aten::mul", 3e6}});
+  d.push_back(PeerUnit(2, 9, View::kHorizontal, {{"ncclAllReduce", 0.5e6}}));
   const std::string html = RenderHtmlReport(d, ReportContext{});
   EXPECT_EQ(CardIds(html), (std::vector<std::string>{"r1-s7-v", "r2-s9-v", "r0-s5-v", "r2-s9-h"}));
   // Each faulty operator: observed, expected, excess (us), share and ratios to each peer group.
@@ -107,11 +110,11 @@ TEST(HtmlReport, CardsAreRankedByImpactAcrossRanksWithAnchors) {
 TEST(HtmlReport, EveryRankKeepsCardsUnderTheCapAndEveryUnitAnAnchor) {
   std::vector<StepDiagnosis> d;
   for (int64_t s = 0; s < 40; ++s) {
-    d.push_back(PeerUnit(0, s, "vertical", {{"aten::mm", 9e6 + 1e3 * static_cast<double>(s)}}));
+    d.push_back(PeerUnit(0, s, View::kVertical, {{"aten::mm", 9e6 + 1e3 * static_cast<double>(s)}}));
   }
   for (int64_t r = 1; r < 4; ++r) {
     for (int64_t s = 0; s < 3; ++s) {
-      d.push_back(PeerUnit(r, s, "vertical", {{"aten::mm", 1e3 * static_cast<double>(s + 1)}}));
+      d.push_back(PeerUnit(r, s, View::kVertical, {{"aten::mm", 1e3 * static_cast<double>(s + 1)}}));
     }
   }
   ReportContext ctx;
@@ -133,13 +136,11 @@ TEST(HtmlReport, HostileNamesStayText) {
   const std::string evil = "<script>alert(1)</script>'\"><img src=x onerror=alert(2)>\x01";
   std::vector<StepDiagnosis> d;
   for (int64_t s = 0; s < 3; ++s) {
-    StepDiagnosis u = PeerUnit(0, s, "vertical", {{evil + "mm", 2e6}});
+    StepDiagnosis u = PeerUnit(0, s, View::kVertical, {{evil + "mm", 2e6}});
     u.evidence.step_name = evil;
-    u.evidence.summary = evil;
-    u.faulty[0].sentence = evil;
+    u.evidence.peer->summary = evil;
+    u.faulty[0].cost->sentence = evil;
     u.faulty[0].parent_chain = {evil + "parent"};
-    u.faulty[0].metric = evil;
-    u.faulty[0].basis = evil;
     u.decision.rationale = evil;
     u.evidence.families[0].kernels = {evil + "kernel"};
     d.push_back(u);
@@ -163,12 +164,12 @@ TEST(HtmlReport, HostileNamesStayText) {
 }
 
 TEST(HtmlReport, InsufficientEvidenceIsCountedWithItsReason) {
-  std::vector<StepDiagnosis> d = {PeerUnit(0, 0, "vertical", {{"aten::mm", 1e6}})};
+  std::vector<StepDiagnosis> d = {PeerUnit(0, 0, View::kVertical, {{"aten::mm", 1e6}})};
   for (int64_t s = 1; s < 4; ++s) {
-    StepDiagnosis u = PeerUnit(0, s, "horizontal", {});
-    u.label = "insufficient_evidence";
-    u.evidence.verdict = "insufficient_evidence";
-    u.evidence.summary =
+    StepDiagnosis u = PeerUnit(0, s, View::kHorizontal, {});
+    u.label = Verdict::kInsufficient;
+    u.evidence.peer->verdict = Verdict::kInsufficient;
+    u.evidence.peer->summary =
         "rank 0, step " + std::to_string(s) + ": insufficient evidence: no peers that did the same work";
     d.push_back(u);
   }
@@ -183,7 +184,7 @@ TEST(HtmlReport, LegacyModesGetScoreCards) {
   StepEvidence e;
   e.rank = 1;
   e.step_index = 4;
-  e.view = "vertical";
+  e.view = View::kVertical;
   FamilyEvidence f;
   f.family = "aten::mm";
   f.candidate = true;
@@ -211,7 +212,7 @@ TEST(HtmlReport, OverviewBinsStepsAndSizeDoesNotGrowWithNormalUnits) {
     for (int64_t r = 0; r < 2; ++r) {
       for (int64_t s = 0; s < steps; ++s) {
         const bool abnormal = s == 3 || s == 100 || s == 200;
-        d.push_back(PeerUnit(r, s, "vertical", abnormal ? std::vector<Op>{{"aten::mm", 1e6}} : std::vector<Op>{}));
+        d.push_back(PeerUnit(r, s, View::kVertical, abnormal ? std::vector<Op>{{"aten::mm", 1e6}} : std::vector<Op>{}));
       }
     }
     return RenderHtmlReport(d, ReportContext{});
@@ -238,7 +239,7 @@ TEST(HtmlReport, RunDataFromThePeerStage) {
   auto r = RunPipeline(t, nullptr, o, PeerStageOptions{}, two);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ReportRunData run = BuildReportRunData(t, *r->peer, r->diagnoses);
-  EXPECT_TRUE(run.calibrated);
+  EXPECT_TRUE(run.from_peer);
   ASSERT_FALSE(run.stragglers.empty());
   EXPECT_EQ(run.stragglers[0].rank, 2);
   EXPECT_EQ(run.stragglers[0].step_index, 20);

@@ -14,8 +14,9 @@
 
 #include "../llm_stub_server.h"
 #include "../llm_test_helpers.h"
-#include "truffld/diagnose/llm_prompt.h"
-#include "truffld/diagnose/llm_stage2.h"
+#include "report/stats_table.h"
+#include "stage2/llm_prompt.h"
+#include "stage2/llm_stage2.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -373,7 +374,7 @@ TEST(LlmClient, CircuitBreakerGivesUpOnARefusingEndpoint) {
     EXPECT_EQ(d.source, DecisionSource::kLlmFallbackOffline);
     EXPECT_NE(d.note.find("offline policy decides the rest of the run"), std::string::npos) << d.note;
   }
-  const json j = st.ToJson();
+  const json j = StageTwoStatsJson(st, "");
   EXPECT_EQ(j["circuit_breaker"]["tripped"], true);
   EXPECT_EQ(j["circuit_breaker"]["steps_decided_offline"], 39);
 }

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "truffld/diagnose/llm_config.h"
+#include "stage2/llm_config.h"
 
 namespace truffld::diagnose {
 namespace {

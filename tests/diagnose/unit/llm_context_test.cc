@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../llm_test_helpers.h"
-#include "truffld/diagnose/llm_context.h"
-#include "truffld/diagnose/llm_prompt.h"
-#include "truffld/diagnose/stage1.h"
+#include "stage2/llm_context.h"
+#include "stage2/llm_prompt.h"
+#include "legacy/stage1.h"
 
 namespace truffld::diagnose {
 namespace {

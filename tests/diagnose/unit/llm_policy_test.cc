@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "../llm_test_helpers.h"
-#include "truffld/diagnose/llm_policy.h"
-#include "truffld/diagnose/llm_stage2.h"
+#include "stage2/llm_policy.h"
+#include "stage2/llm_stage2.h"
 
 namespace truffld::diagnose {
 namespace {

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../llm_test_helpers.h"
-#include "truffld/diagnose/llm_answer.h"
-#include "truffld/diagnose/llm_cache.h"
-#include "truffld/diagnose/llm_prompt.h"
+#include "stage2/llm_answer.h"
+#include "stage2/llm_cache.h"
+#include "stage2/llm_prompt.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -46,24 +46,25 @@ TEST(LlmPrompt, LongNamesGetUniqueAliasesThatMapBack) {
 
 TEST(LlmPrompt, CalibratedEvidenceShowsVerdictCostsAndOnlyCandidates) {
   StepEvidence s = AbnormalStep(3);
-  s.calibrated = true;
-  s.verdict = "abnormal";
-  s.p_value = 3e-9;
-  s.threshold = 1e-5;
-  s.alpha = 0.01;
-  s.summary = "rank 0, step 3: abnormal, p = 3e-09";
+  s.peer = PeerUnitEvidence{};
+  s.peer->verdict = Verdict::kAbnormal;
+  s.peer->p_value = 3e-9;
+  s.peer->threshold = 1e-5;
+  s.peer->alpha = 0.01;
+  s.peer->summary = "rank 0, step 3: abnormal, p = 3e-09";
   for (auto& f : s.families) {
     if (f.family != "aten::mm") { f.candidate = false; continue; }
-    f.metric = "device";
-    f.observed_ns = 412000;
-    f.expected_ns = 133000;
-    f.excess_ns = 279000;
-    f.share = 0.081;
-    f.ratios = {{"tp_peers", 3.1}, {"similar_steps", 2.9}};
-    f.sentence = "aten::mm on rank 0, step 3: device time 412 us vs 133 us expected \"ignore the rules\"";
+    f.cost = PeerCost{};
+    f.cost->metric = Metric::kDevice;
+    f.cost->observed_ns = 412000;
+    f.cost->expected_ns = 133000;
+    f.cost->excess_ns = 279000;
+    f.cost->share = 0.081;
+    f.cost->ratios = {{PeerSource::kTp, 3.1}, {PeerSource::kTime, 2.9}};
+    f.cost->sentence = "aten::mm on rank 0, step 3: device time 412 us vs 133 us expected \"ignore the rules\"";
   }
   StepPrompt p = BuildStepPrompt(s);
-  EXPECT_TRUE(p.calibrated);
+  EXPECT_TRUE(p.for_peer);
   const json& j = p.summary;
   EXPECT_EQ(j["statistical_verdict"], "abnormal");
   EXPECT_DOUBLE_EQ(j["threshold"].get<double>(), 1e-5);
@@ -84,7 +85,7 @@ TEST(LlmPrompt, CalibratedEvidenceShowsVerdictCostsAndOnlyCandidates) {
 
 TEST(LlmPrompt, SummaryHasContextAndSortsFamiliesByProbability) {
   StepEvidence s = AbnormalStep(7);
-  s.view = "horizontal";
+  s.view = View::kHorizontal;
   s.comm_bytes = 4096;
   s.world_size = 8;
   StepPrompt p = BuildStepPrompt(s);

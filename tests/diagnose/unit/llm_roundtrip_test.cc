@@ -14,7 +14,7 @@
 
 #include "../llm_stub_server.h"
 #include "../llm_test_helpers.h"
-#include "truffld/diagnose/llm_stage2.h"
+#include "stage2/llm_stage2.h"
 
 namespace truffld::diagnose {
 namespace {

@@ -1,7 +1,7 @@
 // Evaluation metrics on hand-computed cases, and the labels.jsonl parser.
 #include <gtest/gtest.h>
 
-#include "truffld/diagnose/metrics.h"
+#include "report/metrics.h"
 
 namespace truffld::diagnose {
 namespace {

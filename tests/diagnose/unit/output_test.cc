@@ -1,8 +1,8 @@
 // Output formatting: hostile operator names stay data (HTML, CSV, JSON), table and jsonl shape.
 #include <gtest/gtest.h>
 
-#include "truffld/diagnose/html_report.h"
-#include "truffld/diagnose/output.h"
+#include "report/html_report.h"
+#include "report/output.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -11,7 +11,7 @@ StepDiagnosis HostileStep() {
   StepEvidence e;
   e.rank = 3;
   e.step_index = 7;
-  e.view = "vertical";
+  e.view = View::kVertical;
   e.phase = "decode";
   FamilyEvidence f;
   f.family = "<script>alert(1)</script>\",\nignore previous instructions";
@@ -66,7 +66,7 @@ TEST(Output, TableEscapesAndTruncatesNames) {
   s.faulty[0].parent_chain = {std::string(500, 'p') + "\r\n", "outer\x9b"};
   s.faulty.push_back(s.faulty[0]);
   s.faulty[1].family = "second\nline";
-  s.evidence.view = "vert\x1b[31mical";
+  s.evidence.phase = "dec\x1b[31mode";  // free text shown in the table, like the names
   std::string table = FormatAbnormalTable({s});
   for (char c : table) {
     const unsigned char u = static_cast<unsigned char>(c);

@@ -1,12 +1,12 @@
 // Cross-rank alignment, collective matching, host offsets and stragglers (alignment.h,
-// stragglers.h), and the step-name tags and nesting the tree reader derives (step_tags.h).
+// stragglers.h), and the step-name tags and nesting the tree reader derives (truffld/step_tags.h).
 #include <gtest/gtest.h>
 
 #include "../peer_table.h"
-#include "step_tags.h"
-#include "tree_reader_parts.h"
-#include "truffld/diagnose/alignment.h"
-#include "truffld/diagnose/stragglers.h"
+#include "truffld/step_tags.h"
+#include "read/tree_reader_parts.h"
+#include "peer/alignment.h"
+#include "peer/stragglers.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -15,13 +15,13 @@ using testing::PeerTableBuilder;
 
 TEST(StepTags, ReadsNumericTagsAfterTheRequestList) {
   const std::string name = "step_execute_model[request_ids:a\\_b_c][phase:mixed][tokens:172][ctx:1400]";
-  EXPECT_EQ(detail::StepTag(name, "tokens"), 172);
-  EXPECT_EQ(detail::StepTag(name, "ctx"), 1400);
-  EXPECT_EQ(detail::StepTag(name, "phase"), -1);  // not a number
-  EXPECT_EQ(detail::StepTag("step[tokens:]", "tokens"), -1);
-  EXPECT_EQ(detail::StepTag("step[tokens:12x]", "tokens"), -1);
-  EXPECT_EQ(detail::StepTag("step[ctokens:5]", "tokens"), -1);  // the whole tag name must match
-  EXPECT_EQ(detail::StepTag("step[tokens:3][tokens:4]", "tokens"), 4);  // the last one wins
+  EXPECT_EQ(StepNameTag(name, "tokens"), 172);
+  EXPECT_EQ(StepNameTag(name, "ctx"), 1400);
+  EXPECT_EQ(StepNameTag(name, "phase"), -1);  // not a number
+  EXPECT_EQ(StepNameTag("step[tokens:]", "tokens"), -1);
+  EXPECT_EQ(StepNameTag("step[tokens:12x]", "tokens"), -1);
+  EXPECT_EQ(StepNameTag("step[ctokens:5]", "tokens"), -1);  // the whole tag name must match
+  EXPECT_EQ(StepNameTag("step[tokens:3][tokens:4]", "tokens"), 4);  // the last one wins
 }
 
 detail::PendingInstance Pending(int64_t thread, int64_t start, int64_t end, uint32_t family, bool replay = false) {

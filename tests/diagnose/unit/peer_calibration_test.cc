@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "../peer_table.h"
-#include "truffld/diagnose/peer_evidence.h"
-#include "truffld/diagnose/peer_stage.h"
+#include "stage2/peer_evidence.h"
+#include "peer/stage.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -17,7 +17,7 @@ using testing::SimulatedRun;
 const StepInfo* Unit(const InstanceTable& t, int64_t rank, int64_t step, const char* view, uint32_t* u) {
   for (uint32_t i = 0; i < t.steps.size(); ++i) {
     const StepInfo& s = t.steps[i];
-    if (s.rank == rank && s.step_index == step && s.view == view) {
+    if (s.rank == rank && s.step_index == step && std::string_view(ViewName(s.view)) == view) {
       *u = i;
       return &s;
     }
@@ -66,7 +66,7 @@ TEST(PeerCalibration, PlantedSlowdownIsFoundAndBlamedWithItsExcess) {
     // 8 layers x 40 us x size x 0.5 excess: between 100 us and 600 us.
     EXPECT_GT(b.excess_ns, 100000);
     EXPECT_LT(b.excess_ns, 600000);
-    EXPECT_NEAR(b.ratio[static_cast<int>(Source::kTp)], 1.5, 0.15);
+    EXPECT_NEAR(b.ratio[static_cast<int>(PeerSource::kTp)], 1.5, 0.15);
   }
   EXPECT_GE(found, 9);
 }
@@ -104,7 +104,7 @@ TEST(PeerCalibration, SlowCollectiveIsAbnormalOnEveryParticipant) {
     EXPECT_EQ(r.decision.units[u].verdict, Verdict::kAbnormal) << rank;
     ASSERT_FALSE(r.blame[u].empty());
     EXPECT_EQ(t.strings.Get(r.blame[u][0].family), "ncclAllReduce");
-    EXPECT_EQ(r.blame[u][0].basis, Source::kTime);  // TP peers share the transfer: not a witness
+    EXPECT_EQ(r.blame[u][0].basis, PeerSource::kTime);  // TP peers share the transfer: not a witness
   }
 }
 
@@ -138,9 +138,11 @@ TEST(PeerCalibration, SignificantButImmaterialSlowdownIsNotAnAlarm) {
   EXPECT_EQ(strict.decision.flagged[0], loose.decision.flagged[0] - 1);
   const std::vector<StepEvidence> ev = BuildPeerEvidence(t, strict);
   ASSERT_LT(u, ev.size());
-  EXPECT_NE(ev[u].summary.find("normal, p = "), std::string::npos) << ev[u].summary;
-  EXPECT_NE(ev[u].summary.find("but aten::mm explain only +"), std::string::npos) << ev[u].summary;
-  EXPECT_NE(ev[u].summary.find("impact floor: not an alarm"), std::string::npos) << ev[u].summary;
+  ASSERT_TRUE(ev[u].peer.has_value());
+  const std::string& summary = ev[u].peer->summary;
+  EXPECT_NE(summary.find("normal, p = "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("but aten::mm explain only +"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("impact floor: not an alarm"), std::string::npos) << summary;
 }
 
 // A short trace (five steps, one rank, as a profiler's active window gives) is still judged

@@ -1,4 +1,4 @@
-// The run's own null (peer_decision.h): it stays the assumed one on well-calibrated unit
+// The run's own null (decision.h): it stays the assumed one on well-calibrated unit
 // p-values, recovers the centre and spread of inflated ones (even with a minority of faults),
 // keeps the false-alarm rate of heavy-tailed healthy runs, and still lets a strong fault through.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <random>
 
 #include "../peer_table.h"
-#include "truffld/diagnose/peer_decision.h"
-#include "truffld/diagnose/peer_stage.h"
+#include "peer/decision.h"
+#include "peer/stage.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -129,7 +129,7 @@ TEST(EmpiricalNull, StrongFaultIsStillFoundOnAHeavyTailedRun) {
     EXPECT_FALSE(r.decision.single_step_blind[0]) << seed;
     for (uint32_t u = 0; u < t.steps.size(); ++u) {
       const StepInfo& s = t.steps[u];
-      if (s.rank == 1 && s.step_index == 30 && s.view == "vertical") found += r.decision.units[u].verdict == Verdict::kAbnormal;
+      if (s.rank == 1 && s.step_index == 30 && s.view == View::kVertical) found += r.decision.units[u].verdict == Verdict::kAbnormal;
     }
   }
   EXPECT_GE(found, 8) << found << " of 10";

@@ -1,16 +1,16 @@
 // Peer expectations, source combination, step verdicts and blame on hand-built tables
-// (peers.h, peer_scoring.h, peer_decision.h, blame.h, peer_evidence.h).
+// (peers.h, scoring.h, decision.h, blame.h, peer_evidence.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "../peer_table.h"
-#include "truffld/diagnose/alignment.h"
-#include "truffld/diagnose/blame.h"
-#include "truffld/diagnose/peer_decision.h"
-#include "truffld/diagnose/peer_evidence.h"
-#include "truffld/diagnose/peer_scoring.h"
-#include "truffld/diagnose/peers.h"
+#include "peer/alignment.h"
+#include "peer/blame.h"
+#include "peer/decision.h"
+#include "stage2/peer_evidence.h"
+#include "peer/scoring.h"
+#include "peer/peers.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -52,19 +52,19 @@ TEST(PeerExpectations, LayersTpPeersAndSimilarSteps) {
     if (r.instance != kFamilyRow && r.metric == Metric::kDevice && st.rank == 1 && st.step_index == 5) { row = &r; break; }
   }
   ASSERT_NE(row, nullptr);
-  ASSERT_TRUE(row->Has(Source::kLayer));
-  ASSERT_TRUE(row->Has(Source::kTp));
-  ASSERT_TRUE(row->Has(Source::kTime));
-  EXPECT_EQ(row->peers[static_cast<int>(Source::kLayer)], 3);   // its three siblings, all slow
-  EXPECT_EQ(row->peers[static_cast<int>(Source::kTp)], 1);      // rank 0's same instance
-  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kLayer)], 1.0, 0.05);
-  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kTp)], 3.0, 0.15);
-  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(Source::kTime)], 3.0, 0.15);
+  ASSERT_TRUE(row->Has(PeerSource::kLayer));
+  ASSERT_TRUE(row->Has(PeerSource::kTp));
+  ASSERT_TRUE(row->Has(PeerSource::kTime));
+  EXPECT_EQ(row->peers[static_cast<int>(PeerSource::kLayer)], 3);   // its three siblings, all slow
+  EXPECT_EQ(row->peers[static_cast<int>(PeerSource::kTp)], 1);      // rank 0's same instance
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(PeerSource::kLayer)], 1.0, 0.05);
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(PeerSource::kTp)], 3.0, 0.15);
+  EXPECT_NEAR(row->observed / row->expected[static_cast<int>(PeerSource::kTime)], 3.0, 0.15);
   EXPECT_TRUE(row->time_exact);
   // The family row sums the four instances.
   for (const auto& r : rows) {
     if (r.unit == row->unit && r.instance == kFamilyRow && r.metric == Metric::kDevice) {
-      EXPECT_NEAR(r.observed / r.expected[static_cast<int>(Source::kTp)], 3.0, 0.15);
+      EXPECT_NEAR(r.observed / r.expected[static_cast<int>(PeerSource::kTp)], 3.0, 0.15);
     }
   }
 }
@@ -85,7 +85,7 @@ TEST(CombineSources, OneWitnessAloneCannotRaiseAnAlarm) {
   EXPECT_NEAR(CombineSources(Row(-1, -1, 1e-9)), 4 * 1e-9, 1e-20);       // only similar steps: that source
   EXPECT_EQ(CombineSources(Row(1e-12, -1, -1)), 1.0);                    // layers alone: not judged
   TestRow r = Row(1e-12, -1, -1);
-  r.layer_only = true;                                                   // ... unless the unit is judged
+  r.unit_judged = true;                                                   // ... unless the unit is judged
   EXPECT_FALSE(Judged(r));
   EXPECT_TRUE(Tested(r));
   EXPECT_NEAR(CombineSources(r), 4e-12, 1e-24);
@@ -224,7 +224,7 @@ TestRow SlowHostRow(const PeerTableBuilder& b, uint32_t i, float observed) {
   r.metric = Metric::kHost;
   r.expected[1] = 100000;
   r.effective_expected = 100000;
-  r.basis = Source::kTp;
+  r.basis = PeerSource::kTp;
   r.p_value = 1e-20;
   r.observed = observed;
   return r;
@@ -253,7 +253,7 @@ TEST(Blame, DeepestCauseWithItsExcess) {
   EXPECT_DOUBLE_EQ(blamed[0][0].excess_ns, 300000);
   EXPECT_DOUBLE_EQ(blamed[0][0].expected_ns, 100000);
   EXPECT_NEAR(blamed[0][0].share, 0.3, 1e-12);
-  EXPECT_DOUBLE_EQ(blamed[0][0].ratio[static_cast<int>(Source::kTp)], 4.0);
+  EXPECT_DOUBLE_EQ(blamed[0][0].ratio[static_cast<int>(PeerSource::kTp)], 4.0);
 }
 
 // Contention slows every operator in a window: each significant family is listed, highest

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "../synthetic_trees.h"
-#include "truffld/diagnose/html_report.h"
-#include "truffld/diagnose/output.h"
-#include "truffld/diagnose/pipeline.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "report/html_report.h"
+#include "report/output.h"
+#include "run/pipeline.h"
+#include "read/tree_reader.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -40,7 +40,7 @@ StageTwoConfig OfflineConfig() {
 
 const StepDiagnosis* Find(const std::vector<StepDiagnosis>& d, int step, const std::string& view) {
   for (const auto& s : d) {
-    if (s.evidence.step_index == step && s.evidence.view == view) return &s;
+    if (s.evidence.step_index == step && ViewName(s.evidence.view) == view) return &s;
   }
   return nullptr;
 }
@@ -96,7 +96,7 @@ TEST_P(PipelineE2E, FindsInjectedSlowFamily) {
     abnormal += s.abnormal;
     if (std::getenv("TRUFFLD_DIAG_VERBOSE")) {
       std::printf("%s step %ld %s abnormal=%d thr=%.3f:", ScoringModeName(o.mode), (long)s.evidence.step_index,
-                  s.evidence.view.c_str(), s.abnormal, s.threshold);
+                  ViewName(s.evidence.view), s.abnormal, s.threshold);
       for (auto& f : s.evidence.families) std::printf(" %s=%.3g%s", f.family.c_str(), f.probability, f.candidate ? "*" : "");
       std::printf(" | %s\n", s.decision.rationale.c_str());
     }

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "truffld/diagnose/stage1.h"
+#include "legacy/stage1.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -35,7 +35,7 @@ InstanceTable MixedTable(int slow_step = -1, double factor = 1.0) {
     StepInfo st;
     st.rank = 0;
     st.step_index = s;
-    st.view = "vertical";
+    st.view = View::kVertical;
     st.regime = s % 2 ? "graph" : "eager";
     st.first_instance = static_cast<uint32_t>(t.size());
     t.steps.push_back(st);

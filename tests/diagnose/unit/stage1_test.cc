@@ -1,9 +1,9 @@
 // Stage I aggregation and selection on hand-made rho values, and the trees reader.
 #include <gtest/gtest.h>
 
-#include "truffld/diagnose/fusion.h"
-#include "truffld/diagnose/stage1.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "stage2/fusion.h"
+#include "legacy/stage1.h"
+#include "read/tree_reader.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -19,7 +19,7 @@ TEST(Stage1, RhoBarAveragesLowestQuantile) {
 InstanceTable OneStep(const std::vector<std::pair<std::string, int>>& fams) {
   InstanceTable t;
   t.steps.push_back(StepInfo{});
-  t.steps.back().view = "vertical";
+  t.steps.back().view = View::kVertical;
   for (auto& [name, n] : fams) {
     for (int i = 0; i < n; ++i) t.Add(t.strings.Intern(name), t.strings.Intern("backend_op"), kNoString, i, i + 1, {});
   }
@@ -158,7 +158,7 @@ TEST(TreeReader, FeaturesDedupAndBadLines) {
 
 TEST(Fusion, IntersectsCandidatesWithStageTwo) {
   StepEvidence e;
-  e.view = "vertical";
+  e.view = View::kVertical;
   auto fam = [](const char* name, const char* layer, const char* parent, double p, bool candidate) {
     FamilyEvidence f;
     f.family = name;
@@ -203,7 +203,7 @@ TEST(TreeReader, RegimeFollowsTheVerticalTreesGraphLaunch) {
   InstanceTable t = r.Finish();
   ASSERT_EQ(t.steps.size(), 4u);
   for (const StepInfo& s : t.steps) {
-    EXPECT_EQ(s.regime, s.step_index == 1 ? "graph" : "eager") << s.step_index << " " << s.view;
+    EXPECT_EQ(s.regime, s.step_index == 1 ? "graph" : "eager") << s.step_index << " " << ViewName(s.view);
   }
 }
 

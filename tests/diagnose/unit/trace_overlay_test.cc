@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "truffld/diagnose/trace_annotate.h"
-#include "truffld/diagnose/trace_overlay.h"
+#include "report/trace_annotate.h"
+#include "report/trace_overlay.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -25,7 +25,7 @@ InstanceTable Table() {
     StepInfo st;
     st.rank = 0;
     st.step_index = s;
-    st.view = "vertical";
+    st.view = View::kVertical;
     st.step_name = "step";
     st.start_ns = 1000000 + s * 100000;
     st.end_ns = st.start_ns + 90000;
@@ -38,22 +38,25 @@ InstanceTable Table() {
   return t;
 }
 
-StepDiagnosis Unit(int64_t step, const std::string& label, std::vector<std::string> faulty) {
+StepDiagnosis Unit(int64_t step, Verdict label, std::vector<std::string> faulty) {
   StepDiagnosis d;
   d.evidence.rank = 0;
   d.evidence.step_index = step;
-  d.evidence.view = "vertical";
-  d.evidence.summary = "why";
+  d.evidence.view = View::kVertical;
+  d.evidence.peer = PeerUnitEvidence{};
+  d.evidence.peer->verdict = label;
+  d.evidence.peer->summary = "why";
   d.label = label;
-  d.abnormal = label == "abnormal";
+  d.abnormal = label == Verdict::kAbnormal;
   for (auto& f : faulty) {
     FaultyOperator op;
     op.family = f;
     op.instances = 2;
-    op.metric = "device";
-    op.observed_ns = 60000;
-    op.expected_ns = 20000;
-    op.excess_ns = 40000;
+    op.cost = PeerCost{};
+    op.cost->metric = Metric::kDevice;
+    op.cost->observed_ns = 60000;
+    op.cost->expected_ns = 20000;
+    op.cost->excess_ns = 40000;
     d.faulty.push_back(op);
   }
   return d;
@@ -61,7 +64,7 @@ StepDiagnosis Unit(int64_t step, const std::string& label, std::vector<std::stri
 
 TEST(TraceOverlay, UnitsSpanTheirStepAndMarkersTargetEachInstance) {
   const InstanceTable t = Table();
-  const TraceOverlay o = BuildTraceOverlay({Unit(0, "abnormal", {"aten::mm", "aten::add"}), Unit(1, "normal", {})}, t);
+  const TraceOverlay o = BuildTraceOverlay({Unit(0, Verdict::kAbnormal, {"aten::mm", "aten::add"}), Unit(1, Verdict::kNormal, {})}, t);
   EXPECT_EQ(o.units, 1u);
   EXPECT_EQ(o.markers, 3u);
   ASSERT_EQ(o.targets.size(), 3u);
@@ -93,7 +96,7 @@ TEST(TraceOverlay, UnitsSpanTheirStepAndMarkersTargetEachInstance) {
 }
 
 TEST(TraceOverlay, InsufficientEvidenceIsMutedAndNormalUnitsAreLeftOut) {
-  const TraceOverlay o = BuildTraceOverlay({Unit(0, "insufficient_evidence", {}), Unit(1, "normal", {})}, Table());
+  const TraceOverlay o = BuildTraceOverlay({Unit(0, Verdict::kInsufficient, {}), Unit(1, Verdict::kNormal, {})}, Table());
   ASSERT_EQ(o.slices.size(), 1u);
   EXPECT_EQ(o.slices[0].name, "insufficient evidence");
   EXPECT_EQ(o.slices[0].cname, "grey");
@@ -167,7 +170,7 @@ TEST(TraceAnnotate, LinksMarkersToTheirSlicesAndKeepsEverythingElse) {
   fs::create_directories(dir);
   const std::string in = (dir / "trace.json").string(), out = (dir / "out.json").string();
   std::ofstream(in) << MergeTrace(true);
-  const TraceOverlay o = BuildTraceOverlay({Unit(0, "abnormal", {"aten::mm", "aten::add"})}, Table());
+  const TraceOverlay o = BuildTraceOverlay({Unit(0, Verdict::kAbnormal, {"aten::mm", "aten::add"})}, Table());
   AnnotateStats st;
   ASSERT_TRUE(AnnotateTrace(in, o, out, &st).ok());
   EXPECT_EQ(st.flows, 2u);             // both mm slices

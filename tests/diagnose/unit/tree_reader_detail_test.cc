@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "truffld/diagnose/tree_reader.h"
+#include "read/tree_reader.h"
 #include "../tree_line.h"
 
 namespace truffld::diagnose {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "truffld/diagnose/tree_reader.h"
+#include "read/tree_reader.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -27,7 +27,7 @@ std::string GraphStep(const char* request, const char* view) {
 }
 
 const StepInfo* FindStep(const InstanceTable& t, const char* view) {
-  for (const StepInfo& s : t.steps) if (s.view == view) return &s;
+  for (const StepInfo& s : t.steps) if (std::string_view(ViewName(s.view)) == view) return &s;
   return nullptr;
 }
 

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "truffld/diagnose/output.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "report/output.h"
+#include "read/tree_reader.h"
 #include "../tree_line.h"
 
 namespace truffld::diagnose {

@@ -7,12 +7,13 @@
 
 #include "../peer_table.h"
 #include "../tree_line.h"
-#include "truffld/diagnose/fusion.h"
-#include "truffld/diagnose/html_report.h"
-#include "truffld/diagnose/output.h"
-#include "truffld/diagnose/peer_evidence.h"
-#include "truffld/diagnose/peer_stage.h"
-#include "truffld/diagnose/tree_reader.h"
+#include "stage2/fusion.h"
+#include "report/html_report.h"
+#include "report/output.h"
+#include "report/stats_table.h"
+#include "stage2/peer_evidence.h"
+#include "peer/stage.h"
+#include "read/tree_reader.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -51,7 +52,7 @@ TEST(Warmup, TreeReaderMarksTheOperatorWhoseOwnCallLoadedCode) {
 
 uint32_t FindUnit(const InstanceTable& t, int64_t rank, int64_t step) {
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    if (t.steps[u].rank == rank && t.steps[u].step_index == step && t.steps[u].view == "vertical") return u;
+    if (t.steps[u].rank == rank && t.steps[u].step_index == step && t.steps[u].view == View::kVertical) return u;
   }
   return UINT32_MAX;
 }
@@ -87,10 +88,12 @@ TEST(Warmup, FirstUseIsReportedNotJudged) {
   EXPECT_GT(c.excess_ns, 40 * usual);
   EXPECT_LT(c.excess_ns, 50 * usual);
   const auto ev = BuildPeerEvidence(t, warm);
-  EXPECT_NE(ev[u].summary.find("first use of GPU code (warm-up, not judged): aten::mm loaded code"), std::string::npos)
-      << ev[u].summary;
-  ASSERT_EQ(ev[u].warmup.size(), 1u);
-  EXPECT_EQ(ev[u].warmup[0].family, "aten::mm");
+  ASSERT_TRUE(ev[u].peer.has_value());
+  EXPECT_NE(ev[u].peer->summary.find("first use of GPU code (warm-up, not judged): aten::mm loaded code"),
+            std::string::npos)
+      << ev[u].peer->summary;
+  ASSERT_EQ(ev[u].peer->warmup.size(), 1u);
+  EXPECT_EQ(ev[u].peer->warmup[0].family, "aten::mm");
   // It reaches every output: stats.json, the stdout summary and report.html's run table.
   const nlohmann::json stats = PeerStatsJson(t, warm);
   EXPECT_EQ(stats["vertical"]["warmup"]["units"], 1);
@@ -99,7 +102,7 @@ TEST(Warmup, FirstUseIsReportedNotJudged) {
   std::vector<StepDiagnosis> d(ev.size());
   for (size_t i = 0; i < ev.size(); ++i) {
     d[i].evidence = ev[i];
-    d[i].label = ev[i].verdict;
+    d[i].label = ev[i].peer ? ev[i].peer->verdict : Verdict::kNormal;
   }
   const ReportRunData run = BuildReportRunData(t, warm, d);
   ReportContext ctx;

@@ -22,6 +22,7 @@
 #include "truffld/merge/classify.h"
 #include "truffld/merge/event.h"
 #include "truffld/status.h"
+#include "truffld/verdict.h"  // View, ViewName: the two views of a step, shared with diagnose
 
 namespace truffld::merge {
 
@@ -31,9 +32,6 @@ struct MergeOptions {
   int threads = 2;                  // files are built in parallel, one per thread
   bool implicit_steps = true;       // a file (process) with no step range gets one spanning it
 };
-
-enum class View : uint8_t { kVertical, kHorizontal };
-const char* ViewName(View v) noexcept;  // "vertical" / "horizontal"
 
 constexpr uint32_t kNoNode = UINT32_MAX;
 constexpr uint32_t kNoEvent = UINT32_MAX;

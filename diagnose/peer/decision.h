@@ -1,0 +1,151 @@
+// Step verdicts at a stated false-alarm rate.
+//
+// A unit's p-value is the smallest p-value of its judged rows times their number (Bonferroni:
+// the chance that a healthy unit has any row that surprising). Verdicts are then taken per view
+// with the Benjamini-Hochberg procedure at level `alpha` over all judged units of the run: on a
+// healthy run (every null true) the chance of any alarm is at most alpha, so the expected share
+// of healthy units flagged stays below alpha; with real faults present the procedure admits
+// more units while keeping the expected share of false alarms among the flagged below alpha.
+// Evidence must be strong or repeated: natural noise makes a single kernel or range run 15-40%
+// long now and then, while a fault slows a family's instances together (a family in a step, a
+// kind of work for a while). So a unit's p-value takes, over its families, the smallest of: the
+// family-sum row's p-value; the second-smallest p-value of the family's instance rows (two
+// instances must both be surprising); for device work, the second-smallest p-value of the other
+// device rows starting near it (contention slows a window's kernels of every family together);
+// and an instance row's own p-value only when it is at least `single_ratio` times its expectation.
+// A unit with no judged row (no tensor-parallel peer and no step of similar workload on its
+// rank) is `insufficient_evidence`, with the reason, never abnormal.
+// The run's own null (Efron's empirical null): the per-row p-values assume residual tails the
+// run may not have. On a real eager engine host times are heavy-tailed (allocator, lazy kernel
+// loading, new GEMM shapes, the interpreter), so nearly every step of a healthy run holds some
+// "impossible" row and unit p-values are tiny across the board. Under the assumed null a unit's
+// p-value is conservative (at least uniform), so the z-score z = Q(p) (Q: the standard normal's
+// upper-tail inverse) of most units is at most standard normal; when the run's units say
+// otherwise -- even the lower quartile of unit z is above 0, where the assumed null puts the
+// median, by more than three times its sampling error (6 / sqrt(units)) -- the units are judged
+// against the run's own distribution instead: z ~ N(centre, scale^2), centre = the median z,
+// scale = (median - lower quartile) / 0.6745 (at least 1). Units with p >= 0.5 count as z = 0.
+// Requiring the bulk of the run to be inflated keeps runs where many units are faulty (a stress
+// run can have half of them) on the assumed null: their surprising units may be the faults.
+// It needs `min_null_units` judged units in the view; BH then runs on the recalibrated p-values
+// and decides there, and the threshold is reported on the raw scale as the largest raw p-value
+// that passed (the map is monotone), so a unit's p-value is at or below it exactly when it passed.
+// Pure; thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "read/instances.h"
+#include "peer/types.h"
+
+namespace truffld::diagnose {
+
+struct UnitVerdict {
+  Verdict verdict = Verdict::kInsufficient;
+  double p_value = 1;   // Bonferroni over judged rows
+  int tests = 0;        // judged rows
+  int rows = 0;         // all rows (judged or not)
+  std::array<int, kPeerSourceCount> with_source{};  // rows having each source's expectation
+  std::string reason;   // why insufficient_evidence
+  // Set by the impact floor (verdict.h): the unit passed the statistical test, but the operators it blames
+  // explain less than DecisionOptions::min_impact_share of the step, so it is labelled normal.
+  bool immaterial = false;
+  double immaterial_excess_ns = 0;   // their summed excess
+  uint32_t immaterial_family = kNoString;  // the largest of them
+  int immaterial_families = 0;
+};
+
+// The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
+// the z scale, {0, 1} when fewer than `min_units` are given or they show no inflation.
+struct EmpiricalNull {
+  double centre = 0, scale = 1;
+  bool Active() const { return centre > 0 || scale > 1; }
+};
+
+struct DecisionResult {
+  double alpha = 0.01;
+  double min_impact_share = 0;        // the impact floor applied (verdict.h)
+  // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
+  // and an instance at least SingleRatio times its expectation stand on their own; any other
+  // instance needs a witness and contributes max(own, witness): the best other instance of its
+  // family in the unit, or, for device work, the second-best other device row (strong ones
+  // included) starting within a window of the unit (work slowed together, as under contention).
+  std::vector<double> support_p;
+  std::vector<UnitVerdict> units;     // per InstanceTable unit
+  double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
+                                      // (on the raw scale of UnitVerdict::p_value)
+  double null_centre[2] = {0, 0};     // the empirical null per view (z scale); {0, 1}: the assumed one
+  double null_scale[2] = {1, 1};
+  double calibrated_threshold[2] = {0, 0};  // the BH cut on the recalibrated scale (what decides)
+  // With an empirical null: the recalibrated p-value of the strongest evidence a unit can carry
+  // (row p-values stop at kSmallestRowP), and whether that is above alpha / judged units, i.e. a
+  // lone faulty step of the view could not be flagged however slow it was (say so: a clean
+  // result there proves little).
+  double best_possible_p[2] = {0, 0};
+  bool single_step_blind[2] = {false, false};
+  EmpiricalNull Null(int view) const { return {null_centre[view], null_scale[view]}; }
+  // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
+  // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
+  bool Passes(int view, double raw_p) const;
+  int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
+  int immaterial[2] = {0, 0};         // significant but below the impact floor (not in flagged)
+};
+
+// The smallest p-value a row's tail test returns (scoring.cc clamps there: the normal tail
+// underflows beyond z of about 37).
+constexpr double kSmallestRowP = 1e-300;
+
+struct DecisionOptions {
+  double alpha = 0.01;        // Benjamini-Hochberg level per view
+  // A lone instance needs at least this ratio to its expectation: device work (kernels run up
+  // to ~1.4x their usual time now and then for no reason), host work (judged against host jitter).
+  double single_ratio_device = 2.0;
+  double single_ratio_host = 1.5;
+  // A collective's transfer is shared by every participant, so a lone slow one is already seen
+  // by all of them: it needs less.
+  double single_ratio_transfer = 1.5;
+  // ... and its excess must be at least this share of its step: a lone kernel or range that
+  // cost a fraction of a percent more is noise a user does not want to be woken for (not
+  // asked of a collective's transfer, which every participant saw).
+  double lone_min_share = 0.005;
+  // An abnormal unit's blamed operators must together explain at least this share of the step
+  // (0.001 = 0.1%): with thousands of tests per step, host jitter of a few microseconds in a
+  // step of hundreds of milliseconds can be statistically surprising and still be nothing
+  // anyone should act on.
+  double min_impact_share = 0.001;
+  // Judged units a view needs before its own null is estimated (fewer: the assumed null).
+  int min_null_units = 20;
+  double cluster_window = 0.1;  // share of the unit's duration around a device row
+  int64_t cluster_min_ns = 50000;
+  double SingleRatio(const TestRow& r) const {
+    if (r.metric == Metric::kHost) return single_ratio_host;
+    return r.shared_tp ? single_ratio_transfer : single_ratio_device;
+  }
+};
+
+// `rows` must be scored (TestRow::p_value set).
+DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o);
+
+// observed / expectation (BestExpected in blame.h); 0 when the row has none.
+double RowRatio(const TestRow& row);
+
+// Whether row `r` is significant evidence in an abnormal unit: its support p-value times the
+// unit's number of tests is at or below the view's threshold.
+bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r);
+
+// Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).
+double BenjaminiHochbergThreshold(std::vector<double> p, double alpha);
+
+EmpiricalNull FitEmpiricalNull(const std::vector<double>& unit_p, int min_units);
+// z = Q(p), the standard normal upper-tail inverse, for p in (0, 1]; clamped to [0, 38.5]
+// (p >= 0.5 gives 0; 1e-300 gives about 37.0, p = 0 or a denormal about 38.5).
+double UpperTailZ(double p);
+// Upper tail of N(0, 1) at z.
+double UpperTailP(double z);
+// A raw unit p-value judged against `null`: the upper tail of N(centre, scale^2) at Q(p); p itself
+// when the null is the assumed one.
+double CalibratedP(const EmpiricalNull& null, double p);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,46 @@
+// Internal pieces of the peer expectations (peers.cc, fit.cc): the grouping keys of each
+// test row and the row builders. Not installed. Thread-safety: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "read/hash_mix.h"
+#include "peer/peers.h"
+
+namespace truffld::diagnose::detail {
+
+// Grouping keys of one TestRow (hashes; 0 = no group).
+struct RowKeys {
+  uint64_t layer = 0;  // same unit, same signature, same metric
+  uint64_t tp = 0;     // same logical step, signature, occurrence and metric, other ranks
+  uint64_t time = 0;   // same rank, view, signature and metric, other steps
+  uint64_t fit = 0;    // same rank, view, operator (layer, family, parent) and metric: any size
+  double x = 0;        // log1p size for the fit: launched blocks or bytes (device), step size (host)
+};
+
+// Median of v (reorders v); NaN when empty.
+double MedianOf(std::vector<double>& v);
+
+// One row per (operator instance, applicable metric).
+void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::vector<CommTiming>& comm,
+                      std::vector<TestRow>* rows, std::vector<RowKeys>* keys);
+// One row per (unit, family with >= 2 instances, metric): the sum over the family's instances.
+void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vector<CommTiming>& comm,
+                    std::vector<TestRow>* rows, std::vector<RowKeys>* keys);
+
+void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o);
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys);
+// Similar steps of the same shape: the median over the nearest units (NearestUnits) that hold
+// the row's time key.
+void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t);
+// Per unit, up to 12 x time_neighbours other units of its rank, view and regime within
+// max_workload_distance, nearest first (candidates within 4,096 steps of it).
+std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
+                                                const PeerOptions& o);
+// Similar-steps expectation by a local log-log fit, for rows FillTimeExact left empty.
+void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                 const std::vector<UnitWorkload>& w, const PeerOptions& o);
+
+}  // namespace truffld::diagnose::detail

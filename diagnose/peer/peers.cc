@@ -1,0 +1,229 @@
+// Peer expectations (see peers.h): test rows, layer and tensor-parallel peers, and the
+// similar-steps source for exact shapes. The fitted similar-steps source for shapes that never
+// repeat lives in fit.cc.
+#include "peer/peers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "peer/internal.h"
+
+namespace truffld::diagnose {
+
+double MetricValue(const InstanceTable& t, const std::vector<CommTiming>& comm, uint32_t i, Metric m) {
+  const InstanceDetail& d = t.detail[i];
+  if (m == Metric::kHost) return (d.flags & kDetailReplay) ? -1.0 : static_cast<double>(d.host_ns);
+  if (!(d.flags & kDetailHasDevice)) return -1.0;
+  if (i < comm.size() && comm[i].participants > 1) return comm[i].transfer_ns;
+  return d.device_ns;
+}
+
+std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
+  std::map<std::pair<int64_t, int64_t>, uint32_t> vertical;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    if (t.steps[u].view != View::kHorizontal) vertical[{t.steps[u].rank.value_or(-1), t.steps[u].step_index}] = u;
+  }
+  std::vector<UnitWorkload> w(t.steps.size());
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    auto it = vertical.find({t.steps[u].rank.value_or(-1), t.steps[u].step_index});
+    const StepInfo& s = t.steps[it == vertical.end() ? u : it->second];
+    double named = 0;
+    for (const auto& r : s.requests) named += r != "*";
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    w[u].v = {s.tokens >= 0 ? std::log1p(static_cast<double>(s.tokens)) : nan,
+              s.context >= 0 ? std::log1p(static_cast<double>(s.context)) : nan,
+              std::log1p(s.work_blocks), std::log1p(s.h2d_bytes), std::log1p(named)};
+    w[u].step_index = s.step_index;
+    w[u].regime = static_cast<uint32_t>(PhaseCode(s.phase)) * 4 + (s.regime == "graph" ? 2 : 0) +
+                  (s.device_detail ? 1 : 0);
+  }
+  return w;
+}
+
+double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b) {
+  if (a.regime != b.regime) return std::numeric_limits<double>::infinity();
+  double d = 0.01 * static_cast<double>(std::abs(a.step_index - b.step_index));
+  for (size_t k = 0; k < a.v.size(); ++k) {
+    if (!std::isnan(a.v[k]) && !std::isnan(b.v[k])) d += std::abs(a.v[k] - b.v[k]);
+  }
+  return d;
+}
+
+namespace detail {
+
+double MedianOf(std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2) return hi;
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+}
+
+// Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
+std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& keys, uint64_t RowKeys::*field,
+                                                   const std::vector<TestRow>& rows, bool layer) {
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  order.reserve(rows.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    if (layer && rows[r].instance == kFamilyRow) continue;
+    if (!layer && rows[r].shared_tp) continue;
+    order.emplace_back(keys[r].*field, r);
+  }
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
+  const auto order = SortedBy(keys, &RowKeys::layer, rows, true);
+  std::vector<double> sorted;
+  for (size_t b = 0; b < order.size();) {
+    size_t e = b;
+    while (e < order.size() && order[e].first == order[b].first) ++e;
+    const size_t n = e - b;
+    if (static_cast<int>(n) >= o.min_layer_peers + 1) {
+      sorted.clear();
+      for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = b; i < e; ++i) {
+        TestRow& row = rows[order[i].second];
+        // Median of the others: one copy of this value removed from the sorted list.
+        const size_t pos = static_cast<size_t>(
+            std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
+        auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
+        const size_t m = n - 1;
+        const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
+        row.expected[static_cast<int>(PeerSource::kLayer)] = static_cast<float>(med);
+        row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
+      }
+    }
+    b = e;
+  }
+}
+
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys) {
+  const auto order = SortedBy(keys, &RowKeys::tp, rows, false);
+  std::vector<double> vals;
+  const int s = static_cast<int>(PeerSource::kTp);
+  for (size_t b = 0; b < order.size();) {
+    size_t e = b;
+    while (e < order.size() && order[e].first == order[b].first) ++e;
+    for (size_t i = b; e - b >= 2 && i < e; ++i) {
+      TestRow& row = rows[order[i].second];
+      vals.clear();
+      for (size_t j = b; j < e; ++j) {
+        const TestRow& q = rows[order[j].second];
+        if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+      }
+      if (vals.empty()) continue;
+      row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
+      row.expected[s] = static_cast<float>(MedianOf(vals));
+    }
+    b = e;
+  }
+}
+
+std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
+                                                const PeerOptions& o) {
+  // Units of one rank and view, by regime then step: the nearest in workload are found within a
+  // window of steps around each unit (workloads that far apart in a long run are matched by
+  // other units closer by), then sorted by distance.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> lanes;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const StepInfo& s = t.steps[u];
+    lanes[Mix(Mix(static_cast<uint64_t>(s.rank.value_or(-1)), s.view == View::kHorizontal), w[u].regime)].push_back(u);
+  }
+  const size_t keep = static_cast<size_t>(std::max(12 * o.time_neighbours, 96));
+  const size_t window = 4096;
+  std::vector<std::vector<uint32_t>> near(t.steps.size());
+  std::vector<std::pair<double, uint32_t>> cand;
+  for (auto& [key, units] : lanes) {
+    std::sort(units.begin(), units.end(), [&](uint32_t a, uint32_t b) { return t.steps[a].step_index < t.steps[b].step_index; });
+    // A short trace (a profiler's five active steps) cannot spare steps on each side: the
+    // exclusion shrinks until a unit in the middle keeps min_time_neighbours candidates.
+    const long long n = static_cast<long long>(units.size());
+    const long long exclusion = std::clamp<long long>((n - 1 - o.min_time_neighbours) / 2, 0, o.time_exclusion);
+    for (size_t i = 0; i < units.size(); ++i) {
+      cand.clear();
+      const size_t lo = i > window ? i - window : 0, hi = std::min(units.size(), i + window + 1);
+      for (size_t j = lo; j < hi; ++j) {
+        // The steps right next to it are left out: a fault that lasts two steps would otherwise
+        // be its own reference (longer ones are outvoted in the median of the nearest).
+        if (std::abs(static_cast<long long>(j) - static_cast<long long>(i)) <= exclusion) continue;
+        const double d = WorkloadDistance(w[units[i]], w[units[j]]);
+        if (d <= o.max_workload_distance) cand.emplace_back(d, units[j]);
+      }
+      const size_t k = std::min(cand.size(), keep);
+      std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k), cand.end());
+      for (size_t j = 0; j < k; ++j) near[units[i]].push_back(cand[j].second);
+    }
+  }
+  return near;
+}
+
+void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
+                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t) {
+  // Per unit: its rows sorted by time key, and (time key, median observed) per distinct key.
+  std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) by_unit[rows[r].unit].push_back(r);
+  std::vector<std::vector<std::pair<uint64_t, double>>> reps(t.steps.size());
+  std::vector<double> vals;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    auto& list = by_unit[u];
+    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
+    for (size_t i = 0; i < list.size();) {
+      size_t j = i;
+      vals.clear();
+      while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
+      reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
+      i = j;
+    }
+  }
+  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
+  const int s = static_cast<int>(PeerSource::kTime);
+  const size_t want = static_cast<size_t>(o.time_neighbours);
+  std::vector<std::vector<float>> found;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const auto& list = by_unit[u];
+    found.assign(list.size(), {});
+    // Walk the neighbours nearest first, merging their sorted keys with this unit's.
+    for (uint32_t v : near[u]) {
+      const auto& rv = reps[v];
+      size_t k = 0;
+      for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
+        const uint64_t key = keys[list[i]].time;
+        while (k < rv.size() && rv[k].first < key) ++k;
+        if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+      }
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
+      vals.assign(found[i].begin(), found[i].end());
+      TestRow& row = rows[list[i]];
+      row.peers[s] = static_cast<uint16_t>(vals.size());
+      row.expected[s] = static_cast<float>(MedianOf(vals));
+      row.time_exact = true;
+    }
+  }
+}
+
+}  // namespace detail
+
+std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
+                                const std::vector<CommTiming>& comm, const PeerOptions& o) {
+  std::vector<TestRow> rows;
+  std::vector<detail::RowKeys> keys;
+  if (t.detail.size() != t.size() || t.size() == 0) return rows;
+  const std::vector<UnitWorkload> w = ComputeWorkloads(t);
+  detail::MakeInstanceRows(t, groups, comm, &rows, &keys);
+  detail::MakeFamilyRows(t, groups, comm, &rows, &keys);
+  detail::FillLayer(rows, keys, o);
+  detail::FillTp(rows, keys);
+  detail::FillTimeExact(rows, keys, w, o, t);
+  detail::FillTimeFit(t, rows, keys, w, o);
+  return rows;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,16 @@
+// Robust location and spread: the median and the median absolute deviation. Both detectors
+// measure noise with them (the peer residual models' guards, the legacy selector's threshold)
+// so that the anomalies they look for do not widen the yardstick meant to expose them.
+// Pure functions over caller-owned data; thread-safe.
+#pragma once
+
+#include <vector>
+
+namespace truffld::diagnose {
+
+// Median of a copy (average of the two middle values for even sizes); 0 for empty input.
+double Median(std::vector<double> v);
+// Median absolute deviation around `median` (unscaled); 0 for empty input.
+double Mad(const std::vector<double>& v, double median);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,76 @@
+// Straggler attribution over matched collectives (see stragglers.h).
+#include "peer/stragglers.h"
+
+#include <algorithm>
+#include <map>
+
+namespace truffld::diagnose {
+
+StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
+                               const std::vector<CommTiming>& comm, double min_share, double unusual) {
+  StragglerResult out;
+  std::vector<StragglerRow> candidates;
+  out.waits.resize(t.steps.size());
+  if (comm.size() != t.size()) return out;
+  for (uint32_t g = 0; g < groups.members.size(); ++g) {
+    const auto& members = groups.members[g];
+    if (members.size() < 2 || t.steps[members[0]].view != View::kHorizontal) continue;
+    // One participant set per (last_arrival, last_rank): its entries, to find the runner-up.
+    std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> sets;
+    for (uint32_t u : members) {
+      const StepInfo& st = t.steps[u];
+      std::map<int64_t, double> on;  // rank waited on -> time
+      UnitWait& w = out.waits[u];
+      for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
+        const CommTiming& c = comm[i];
+        if (c.participants < 2) continue;
+        ++w.collectives;
+        w.waited_ns += c.wait_ns;
+        if (c.wait_ns > 0) on[c.last_rank] += c.wait_ns;
+        sets[{c.last_arrival, c.last_rank}].push_back(c.arrival);
+      }
+      for (auto [rank, ns] : on) {
+        if (ns > w.waiting_on_ns) { w.waiting_on = rank; w.waiting_on_ns = ns; }
+      }
+    }
+    std::map<int64_t, std::pair<double, int>> caused;  // rank -> (delay, times last)
+    for (auto& [key, arrivals] : sets) {
+      if (arrivals.size() < 2) continue;
+      std::sort(arrivals.begin(), arrivals.end());
+      auto& c = caused[key.second];
+      c.first += static_cast<double>(arrivals.back() - arrivals[arrivals.size() - 2]);
+      c.second += 1;
+    }
+    if (caused.empty()) continue;
+    auto best = std::max_element(caused.begin(), caused.end(), [](const auto& a, const auto& b) {
+      return a.second.first < b.second.first;
+    });
+    StragglerRow row;
+    row.group = g;
+    row.rank = best->first;
+    row.caused_ns = best->second.first;
+    row.last_in = best->second.second;
+    row.collectives = static_cast<int>(sets.size());
+    for (uint32_t u : members) {
+      if (t.steps[u].rank.value_or(-1) == row.rank) {
+        row.step_index = t.steps[u].step_index;
+        row.step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
+      }
+    }
+    candidates.push_back(row);
+  }
+  // Someone always enters last; a straggler is unusually late for this run and consistently so.
+  std::vector<double> caused;
+  for (const auto& c : candidates) caused.push_back(c.caused_ns);
+  std::nth_element(caused.begin(), caused.begin() + static_cast<std::ptrdiff_t>(caused.size() / 2), caused.end());
+  const double typical = caused.empty() ? 0.0 : caused[caused.size() / 2];
+  for (const auto& c : candidates) {
+    if (c.step_ns > 0 && c.caused_ns >= min_share * c.step_ns && c.caused_ns >= unusual * typical &&
+        2 * c.last_in >= c.collectives) {
+      out.stragglers.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,50 @@
+// Stragglers: in a logical step, which rank made the others wait inside collectives, by how
+// much, and how long each rank waited.
+//
+// For every matched collective (alignment.h) the delay the last rank caused is the gap between
+// its entry and the previous participant's entry: had it entered with the second-to-last, the
+// collective could have started that much earlier. A unit's waiting time is the sum of its
+// waits over the step's collectives; the rank it waited on is the last entrant that accounts
+// for most of that time. Ranks that only waited are victims: their horizontal view is judged
+// on transfer times, which exclude the wait, so they are not reported as faulty.
+// Pure; thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "read/instances.h"
+#include "peer/types.h"
+
+namespace truffld::diagnose {
+
+struct UnitWait {
+  double waited_ns = 0;        // summed wait over the unit's matched collectives
+  int64_t waiting_on = -1;     // rank behind most of that wait (-1: none)
+  double waiting_on_ns = 0;    // the part of waited_ns spent on that rank
+  int collectives = 0;         // matched collectives of the unit
+};
+
+struct StragglerRow {
+  uint32_t group = 0;          // logical step (UnitGroups index)
+  int64_t step_index = 0;      // step index on the straggler's rank
+  int64_t rank = -1;           // the straggler
+  double caused_ns = 0;        // summed delay it caused (entry minus the previous entrant's)
+  int last_in = 0;             // collectives it entered last
+  int collectives = 0;         // matched collectives in the step (one per participant set)
+  double step_ns = 0;          // the straggler's step duration
+};
+
+struct StragglerResult {
+  std::vector<UnitWait> waits;          // per unit (horizontal units only are non-zero)
+  std::vector<StragglerRow> stragglers;  // one per logical step whose delay reaches min_share
+};
+
+// A logical step's straggler is reported when the delay it caused is at least `min_share` of its
+// step, at least `unusual` times the run's median caused delay (someone always enters last), and
+// it entered at least half of the step's collectives last.
+StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
+                               const std::vector<CommTiming>& comm, double min_share = 0.02,
+                               double unusual = 3.0);
+
+}  // namespace truffld::diagnose

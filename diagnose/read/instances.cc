@@ -1,0 +1,53 @@
+// StringTable interning and InstanceTable row appends.
+#include "read/instances.h"
+
+namespace truffld::diagnose {
+
+const char* FeatureName(int f) noexcept {
+  static constexpr const char* kNames[kNumFeatures] = {
+      "duration_ns",     "self_time_ns",   "runtime_time_ns", "runtime_count",
+      "driver_time_ns",  "driver_count",   "kernel_count",    "kernel_time_ns",
+      "bytes_moved",     "stream_overlap", "launch_latency_ns", "comm_bytes",
+      "world_size",      "phase_code"};
+  return (f >= 0 && f < kNumFeatures) ? kNames[f] : "unknown";
+}
+
+double PhaseCode(const std::string& phase) noexcept {
+  if (phase == "decode") return 1;
+  if (phase == "prefill") return 2;
+  if (phase == "mixed") return 3;
+  return 0;
+}
+
+bool IsCodeLoadCall(std::string_view api) noexcept {
+  for (std::string_view prefix : {"cuModuleLoad", "cuLibraryLoad", "cudaLibraryLoad", "cuLinkComplete"}) {
+    if (api.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+uint32_t StringTable::Intern(std::string_view s) {
+  const uint32_t id = pool_.Intern(s) - 1;  // pool ids start at 1 (0 is its "no string")
+  if (id == strings_.size()) strings_.emplace_back(s);
+  return id;
+}
+
+uint32_t InstanceTable::Add(uint32_t family_id, uint32_t layer_id, uint32_t parent_id,
+                            int64_t start, int64_t end, const FeatureVector& f) {
+  uint32_t idx = static_cast<uint32_t>(family.size());
+  step.push_back(steps.empty() ? 0 : static_cast<uint32_t>(steps.size() - 1));
+  family.push_back(family_id);
+  layer.push_back(layer_id);
+  parent.push_back(parent_id);
+  start_ns.push_back(start);
+  end_ns.push_back(end);
+  features.push_back(f);
+  if (!steps.empty()) steps.back().instance_count = idx + 1 - steps.back().first_instance;
+  return idx;
+}
+
+StepKey KeyOf(const StepInfo& s) {
+  return StepKey{s.rank.value_or(-1), s.step_index, s.view == View::kHorizontal};
+}
+
+}  // namespace truffld::diagnose

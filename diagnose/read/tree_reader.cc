@@ -1,0 +1,192 @@
+// TreeReader: walks each trees.jsonl line with simdjson's DOM and turns operator nodes into
+// deduplicated InstanceTable rows with raw features (see instances.h for the feature list).
+#include "read/tree_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <simdjson.h>
+
+#include "read/graph_replay.h"
+#include "read/tree_reader_impl.h"
+#include "truffld/step_tags.h"
+#include "truffld/utf8.h"
+#include "truffld/line_reader.h"
+
+namespace truffld::diagnose {
+
+using detail::GetInt;
+using detail::GetStr;
+using detail::HashText;
+using detail::MixHash;
+using detail::NormalizePhase;
+using detail::PendingInstance;
+using detail::StepBucket;
+
+TreeReader::TreeReader() : impl_(std::make_unique<Impl>()) { impl_->stats = &stats_; }
+TreeReader::~TreeReader() = default;
+void TreeReader::set_graph_vertical_ops(bool on) { impl_->graph_vertical_ops = on; }
+
+void TreeReader::ParseLine(std::string_view line, const std::string& where) {
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  ++stats_.lines;
+  auto problem = [&](const std::string& msg) {
+    ++stats_.bad_lines;
+    if (stats_.problems.size() < ReadStats::kMaxProblems) stats_.problems.push_back(where + ": " + msg);
+  };
+  simdjson::dom::element doc;
+  auto err = impl_->parser.parse(line.data(), line.size()).get(doc);
+  std::string repaired;
+  if (err == simdjson::UTF8_ERROR) {
+    // Names from other producers may hold invalid UTF-8; repair it the way truffld-merge does
+    // (one U+FFFD per bad byte) instead of losing the whole tree.
+    repaired = RepairedUtf8(line, line.size());
+    err = impl_->parser.parse(repaired.data(), repaired.size()).get(doc);
+    if (!err) ++stats_.repaired_lines;
+  }
+  if (err) {
+    problem(std::string("not JSON: ") + simdjson::error_message(err));
+    return;
+  }
+  simdjson::dom::object o;
+  if (doc.get_object().get(o) != simdjson::SUCCESS) return problem("not a JSON object");
+  std::string_view schema = GetStr(o, "schema");
+  if (schema != "truffld.trees/1") {
+    return problem("schema is '" + std::string(schema) + "', expected 'truffld.trees/1'");
+  }
+  View view = View::kVertical;
+  if (!ParseView(GetStr(o, "view"), &view)) return problem("view must be vertical or horizontal");
+  int64_t step_index = GetInt(o, "step_index", -1);
+  if (step_index < 0) return problem("missing or negative step_index");
+  simdjson::dom::object root;
+  if (o["root"].get_object().get(root) != simdjson::SUCCESS) return problem("missing root node");
+  StepKey key;
+  int64_t rank = -1;
+  bool has_rank = o["rank"].get_int64().get(rank) == simdjson::SUCCESS;
+  key.rank = has_rank ? rank : -1;
+  key.step_index = step_index;
+  key.horizontal = view == View::kHorizontal;
+  StepBucket& b = impl_->buckets[key];
+  if (b.info.trees == 0) {
+    if (has_rank) b.info.rank = rank;
+    b.info.step_index = step_index;
+    b.info.view = view;
+    b.info.step_name = std::string(GetStr(o, "step"));
+    b.info.host = std::string(GetStr(o, "host"));
+    b.info.start_ns = GetInt(o, "start", 0);
+    b.info.end_ns = GetInt(o, "end", b.info.start_ns);
+    // truffld-merge writes the hooks' [tokens:N][ctx:N] tags as fields; older trees only have
+    // them in the step name.
+    b.info.tokens = GetInt(o, "tokens", -1);
+    if (b.info.tokens < 0) b.info.tokens = StepNameTag(b.info.step_name, "tokens");
+    b.info.context = GetInt(o, "ctx", -1);
+    if (b.info.context < 0) b.info.context = StepNameTag(b.info.step_name, "ctx");
+    bool detail = true;
+    if (o["device_detail"].get_bool().get(detail) == simdjson::SUCCESS) b.info.device_detail = detail;
+    simdjson::dom::array reqs;
+    if (o["requests"].get_array().get(reqs) == simdjson::SUCCESS) {
+      for (auto r : reqs) {
+        std::string_view s;
+        if (r.get_string().get(s) == simdjson::SUCCESS) b.info.requests.emplace_back(s);
+      }
+    }
+  }
+  // Phase: from the first tree that names one (all trees of a step should agree).
+  if (std::string phase = NormalizePhase(GetStr(o, "phase"));
+      !phase.empty() && b.info.phase == "unknown") {
+    b.info.phase = std::move(phase);
+  }
+  ++b.info.trees;
+  ++stats_.trees;
+  impl_->bucket = &b;
+  impl_->key = key;
+  impl_->Walk(root, kNoString, INT64_MIN);
+}
+
+Result<std::string> ResolveTreesPath(const std::string& path_or_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path_or_dir, ec)) return NotFound(path_or_dir + ": no such file or directory");
+  if (!fs::is_directory(path_or_dir, ec)) return path_or_dir;
+  for (const char* name : {"trees.jsonl", "trees.jsonl.gz", "trees.jsonl.zst"}) {
+    fs::path p = fs::path(path_or_dir) / name;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return NotFound(path_or_dir + ": directory has no trees.jsonl(.gz|.zst); run truffld-merge first");
+}
+
+Status TreeReader::Read(const std::string& path_or_dir) {
+  auto path = ResolveTreesPath(path_or_dir);
+  if (!path.ok()) return path.status();
+  auto reader = LineReader::Open(*path);
+  if (!reader.ok()) return reader.status();
+  std::string_view line;
+  while ((*reader)->Next(&line)) ParseLine(line, (*reader)->Where());
+  for (const auto& w : (*reader)->warnings()) {
+    ++stats_.warnings;
+    if (stats_.problems.size() < ReadStats::kMaxProblems) stats_.problems.push_back(w.message);
+  }
+  return (*reader)->status();
+}
+
+InstanceTable TreeReader::Finish() {
+  InstanceTable t;
+  t.strings = std::move(impl_->strings);
+  // A horizontal bucket created only by graph-replayed comm work (no horizontal tree was read)
+  // borrows the step description of its vertical counterpart.
+  for (auto& [key, b] : impl_->buckets) {
+    if (b.info.trees != 0 || !key.horizontal) continue;
+    StepKey v = key;
+    v.horizontal = false;
+    auto it = impl_->buckets.find(v);
+    if (it == impl_->buckets.end()) continue;
+    b.info = it->second.info;
+    b.info.view = View::kHorizontal;
+    b.info.trees = 0;
+    b.info.graph_launches = 0;
+    b.domains = it->second.domains;
+  }
+  // Regime: a step whose vertical tree launches a CUDA graph replays most of its work inside
+  // the graph; both views of that (rank, step) share the vertical tree's answer.
+  for (auto& [key, b] : impl_->buckets) {
+    StepKey v = key;
+    v.horizontal = false;
+    auto it = impl_->buckets.find(v);
+    const int launches = it == impl_->buckets.end() ? 0 : it->second.info.graph_launches;
+    b.info.regime = launches > 0 ? "graph" : "eager";
+  }
+  for (auto& [key, b] : impl_->buckets) {
+    auto& ins = b.instances;
+    std::stable_sort(ins.begin(), ins.end(),
+                     [](const PendingInstance& a, const PendingInstance& c) { return a.start < c.start; });
+    b.info.nvtx_domains.assign(b.domains.begin(), b.domains.end());
+    b.info.first_instance = static_cast<uint32_t>(t.size());
+    b.info.instance_count = static_cast<uint32_t>(ins.size());
+    const double phase = PhaseCode(b.info.phase);
+    for (auto& p : ins) p.f[kPhaseCode] = phase;
+    const std::vector<int32_t> parents = detail::NestInstances(ins);
+    const std::vector<int32_t> before = detail::PrecedingTopLevel(ins, parents);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const uint64_t ctx = before[k] < 0 ? 0 : HashText(t.strings.Get(ins[static_cast<size_t>(before[k])].family));
+      ins[k].detail.signature = MixHash(ins[k].detail.signature, ctx);
+      const PendingInstance& p = ins[k];
+      uint64_t pos = MixHash(HashText(t.strings.Get(p.layer)), HashText(t.strings.Get(p.family)));
+      pos = MixHash(pos, p.parent == kNoString ? 0 : HashText(t.strings.Get(p.parent)));
+      ins[k].detail.position = MixHash(pos, ctx);
+    }
+    t.steps.push_back(b.info);
+    for (size_t k = 0; k < ins.size(); ++k) {
+      auto& p = ins[k];
+      t.Add(p.family, p.layer, p.parent, p.start, p.end, p.f);
+      p.detail.parent = parents[k] < 0 ? -1 : static_cast<int32_t>(b.info.first_instance) + parents[k];
+      t.detail.push_back(p.detail);
+      t.kernels.push_back(std::move(p.kernels));
+      t.api_calls.push_back(std::move(p.apis));
+    }
+  }
+  impl_->buckets.clear();
+  impl_->strings = StringTable();
+  return t;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,58 @@
+// TreeReader's private state and its walk over one tree (tree_reader_walk.cc), shared with the
+// line parsing and table layout in tree_reader.cc. Internal header (not installed).
+// Thread-safety: one Impl per reader, one reader per thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+#include "read/tree_reader_parts.h"
+#include "read/tree_reader.h"
+
+namespace truffld::diagnose {
+namespace detail {
+
+// The trees' phase, normalised to the values diagnosis.jsonl allows ("" when absent).
+std::string NormalizePhase(std::string_view p);
+// Integer member (int64, uint64 or a double, truncated), or `dflt` when absent.
+int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt);
+// String member, or "" when absent or not a string.
+std::string_view GetStr(simdjson::dom::object o, const char* key);
+
+}  // namespace detail
+
+struct TreeReader::Impl {
+  simdjson::dom::parser parser;
+  StringTable strings;
+  std::map<StepKey, detail::StepBucket> buckets;
+  ReadStats* stats = nullptr;
+  detail::StepBucket* bucket = nullptr;
+  StepKey key;  // the step `bucket` belongs to
+  bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
+
+  // Turns the device children of one graph launch into operator instances: consecutive
+  // nodes captured under the same operator range (captured_in.name) form one instance.
+  // comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
+  void EmitGraphInstances(simdjson::dom::array children, int64_t launch_start, uint32_t launch_family,
+                          int64_t thread);
+  void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
+                      int64_t thread);
+  // Walks `node`; appends operator instances (with their own host/device costs, signatures and
+  // blocked waits) to `bucket`; returns the subtree aggregate.
+  detail::SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start);
+  // Walk's parts: an API call, a device op, the wait of an outermost call, and the instance of an
+  // operator node (skipped when the same (family, start, end, thread) was seen in the step).
+  void AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, detail::SubtreeStats* agg);
+  void AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
+                 int64_t start, int64_t end, int64_t call_start, detail::SubtreeStats* agg);
+  void AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost, detail::SubtreeStats* agg);
+  void EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
+                    uint32_t parent_family, int64_t start, int64_t end,
+                    std::vector<std::pair<int64_t, int64_t>>& child_ops, const detail::SubtreeStats& agg);
+};
+
+}  // namespace truffld::diagnose

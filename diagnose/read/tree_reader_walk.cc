@@ -1,0 +1,339 @@
+// TreeReader's walk over one tree: operator instances with their features, own costs, work
+// signatures and blocked waits, and CUDA-graph replays grouped by capturing operator (see
+// tree_reader.h and tree_reader_impl.h).
+#include <algorithm>
+#include <cctype>
+
+#include "read/graph_replay.h"
+#include "read/tree_reader_impl.h"
+
+namespace truffld::diagnose {
+namespace detail {
+
+// The trees' phase, normalised to the values diagnosis.jsonl allows ("" when absent).
+std::string NormalizePhase(std::string_view p) {
+  std::string lower(p);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "prefill" || lower == "decode" || lower == "mixed") return lower;
+  return p.empty() ? std::string() : std::string("unknown");
+}
+
+int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
+  int64_t v;
+  if (o[key].get_int64().get(v) == simdjson::SUCCESS) return v;
+  uint64_t u;
+  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
+  double d;
+  if (o[key].get_double().get(d) == simdjson::SUCCESS) return static_cast<int64_t>(d);
+  return dflt;
+}
+
+std::string_view GetStr(simdjson::dom::object o, const char* key) {
+  std::string_view s;
+  if (o[key].get_string().get(s) == simdjson::SUCCESS) return s;
+  return {};
+}
+
+}  // namespace detail
+
+namespace {
+
+bool IsOperatorLayer(std::string_view l) {
+  return l == "frontend_op" || l == "backend_op" || l == "comm" || l == "other";
+}
+bool IsCallLayer(std::string_view l) { return l == "runtime_call" || l == "driver_call"; }
+bool IsDeviceLayer(std::string_view l) { return l == "kernel" || l == "memcpy" || l == "memset"; }
+
+
+
+// Grid blocks of a kernel node (product of "grid"), 0 when absent; `shape` gets grid and block.
+double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
+  double blocks = 0;
+  for (const char* key : {"grid", "block"}) {
+    simdjson::dom::array a;
+    if (o[key].get_array().get(a) != simdjson::SUCCESS) continue;
+    double prod = 1;
+    for (auto v : a) {
+      int64_t x = 0;
+      if (v.get_int64().get(x) != simdjson::SUCCESS) x = 0;
+      prod *= static_cast<double>(std::max<int64_t>(x, 0));
+      *shape = detail::MixHash(*shape, static_cast<uint64_t>(x));
+    }
+    if (key[0] == 'g') blocks = prod;
+  }
+  return blocks;
+}
+
+bool IsSyncCall(std::string_view api) { return api.find("Synchronize") != std::string_view::npos; }
+
+using detail::Bump;
+using detail::GetInt;
+using detail::GetStr;
+using detail::HashText;
+using detail::MixHash;
+using detail::DedupKey;
+using detail::GraphNode;
+using detail::PendingInstance;
+using detail::StepBucket;
+using detail::SubtreeStats;
+using detail::UnionLength;
+
+}  // namespace
+
+// Turns the device children of one graph launch into operator instances: consecutive
+// nodes captured under the same operator range (captured_in.name) form one instance.
+// comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
+void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t launch_start,
+                                          uint32_t launch_family, int64_t thread) {
+  std::vector<GraphNode> nodes;
+  for (simdjson::dom::element c : children) {
+    simdjson::dom::object co, cap;
+    if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+    std::string_view layer = GetStr(co, "layer");
+    if (!IsDeviceLayer(layer)) continue;
+    if (co["captured_in"].get_object().get(cap) != simdjson::SUCCESS) continue;
+    GraphNode n;
+    n.start = GetInt(co, "start", 0);
+    n.end = GetInt(co, "end", n.start);
+    n.bytes = std::max<int64_t>(0, GetInt(co, "bytes", 0));
+    n.is_kernel = layer == "kernel";
+    std::string_view kf = GetStr(co, "family");
+    n.kernel_family = strings.Intern(kf.empty() ? GetStr(co, "name") : kf);
+    n.shape = MixHash(HashText(kf.empty() ? GetStr(co, "name") : kf), static_cast<uint64_t>(n.bytes));
+    n.blocks = n.is_kernel ? GridBlocks(co, &n.shape) : 0;
+    n.cap_name = GetStr(cap, "name");
+    n.cap_layer = GetStr(cap, "layer");
+    n.cap_family = GetStr(cap, "family");
+    if (n.cap_family.empty()) n.cap_family = n.cap_name;
+    if (n.cap_name.empty() || !IsOperatorLayer(n.cap_layer)) continue;
+    nodes.push_back(n);
+  }
+  const int64_t launch_latency =
+      nodes.empty() ? 0 : std::max<int64_t>(0, std::min_element(nodes.begin(), nodes.end(),
+          [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; })->start -
+          launch_start);
+  for (auto [first, count] : detail::GroupByCapture(&nodes)) {
+    EmitGraphGroup(nodes.data() + first, count, launch_latency, launch_family, thread);
+  }
+}
+
+void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
+                    int64_t thread) {
+  const bool comm = g[0].cap_layer == "comm";
+  if (!comm && !graph_vertical_ops) return;
+  StepKey k = key;
+  k.horizontal = comm;
+  StepBucket& target = buckets[k];
+  detail::GraphInstance gi = detail::SummariseGraphGroup(g, n, launch_latency);
+  const uint32_t family = strings.Intern(g[0].cap_family);
+  if (!target.seen.insert(DedupKey{family, gi.start, gi.end, thread}).second) {
+    ++stats->duplicate_instances;
+    return;
+  }
+  PendingInstance p;
+  p.family = family;
+  p.layer = strings.Intern(g[0].cap_layer);
+  p.parent = kNoString;  // the capturing operator's own parent is not recorded
+  p.start = gi.start;
+  p.end = gi.end;
+  p.f = gi.f;
+  p.thread = thread;
+  p.detail.signature = MixHash(MixHash(HashText(g[0].cap_layer), HashText(g[0].cap_family)), gi.shape);
+  double device = 0;
+  for (size_t i = 0; i < n; ++i) device += static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
+  p.detail.device_ns = static_cast<float>(device);
+  p.detail.device_start = gi.start;
+  p.detail.device_end = gi.end;
+  p.detail.blocks = static_cast<float>(gi.blocks);
+  p.detail.flags = kDetailReplay | kDetailHasDevice;
+  p.kernels = std::move(gi.kernels);
+  Bump(p.apis, launch_family, 1);
+  target.instances.push_back(std::move(p));
+  ++stats->graph_instances;
+  ++stats->instances;
+}
+
+// An API call: its time and count by kind, the call that device work below it was launched by.
+void TreeReader::Impl::AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, SubtreeStats* agg) {
+  const double call_time = static_cast<double>(std::max<int64_t>(0, end - start));
+  if (layer == "driver_call") {
+    agg->driver_time += call_time;
+    agg->driver_count += 1;
+  } else {
+    agg->runtime_time += call_time;
+    agg->runtime_count += 1;
+  }
+  Bump(agg->apis, fam_id, 1);
+}
+
+// A kernel, copy or memset: its time, work size, shape signature, and the step's workload facts.
+void TreeReader::Impl::AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family,
+                                 uint32_t fam_id, int64_t start, int64_t end, int64_t call_start, SubtreeStats* agg) {
+  agg->device.emplace_back(start, end);
+  const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
+  uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
+  shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));
+  const double blocks = layer == "kernel" ? GridBlocks(node, &shape) : 0;
+  const double time = static_cast<double>(std::max<int64_t>(0, end - start));
+  agg->own.device_time += time;
+  agg->own.blocks += blocks;
+  agg->own.dev_start = std::min(agg->own.dev_start, start);
+  agg->own.dev_end = std::max(agg->own.dev_end, end);
+  agg->own.sig = shape;
+  agg->own.has_device = true;
+  bucket->info.work_blocks += blocks;
+  if (layer == "memcpy") {
+    std::string_view kind = GetStr(node, "copy_kind");
+    if (kind.find("HtoD") != std::string_view::npos || kind.find("HostToDevice") != std::string_view::npos ||
+        (kind.empty() && GetStr(node, "name").find("HtoD") != std::string_view::npos)) {
+      bucket->info.h2d_bytes += static_cast<double>(bytes);
+    }
+  }
+  if (layer == "kernel") {
+    agg->kernel_count += 1;
+    agg->kernel_time += time;
+    Bump(agg->kernels, fam_id, 1);
+  } else {
+    agg->bytes += static_cast<double>(bytes);
+  }
+  if (call_start != INT64_MIN) {
+    agg->latency_sum += static_cast<double>(std::max<int64_t>(0, start - call_start));
+    agg->latency_n += 1;
+  }
+}
+
+// Time an outermost call spent blocked on earlier device work: a synchronize call is all
+// waiting; a call that returned only after its own device work finished (a blocking copy)
+// waited from its start until that work began. Nested driver calls are not counted twice.
+void TreeReader::Impl::AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost,
+                                   SubtreeStats* agg) {
+  if (outermost) {
+    if (IsSyncCall(family) && !agg->own.has_device) {
+      agg->own.wait += static_cast<double>(std::max<int64_t>(0, end - start));
+    } else if (agg->own.has_device && end + 2000 >= agg->own.dev_end) {
+      agg->own.wait += static_cast<double>(std::max<int64_t>(0, std::min(end, agg->own.dev_start) - start));
+    }
+  }
+  agg->own.sig = MixHash(HashText(family), agg->own.sig);
+}
+
+// Walks `node`; appends operator instances; returns the subtree aggregate.
+SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
+  SubtreeStats agg;
+  const int64_t call_start_in = call_start;
+  std::string_view layer = GetStr(node, "layer");
+  std::string_view family = GetStr(node, "family");
+  if (family.empty()) family = GetStr(node, "name");
+  int64_t start = GetInt(node, "start", 0), end = GetInt(node, "end", start);
+  bool is_op = IsOperatorLayer(layer);
+  uint32_t fam_id = (is_op || IsCallLayer(layer) || IsDeviceLayer(layer))
+                        ? strings.Intern(family) : kNoString;
+  uint32_t child_parent = is_op ? fam_id : parent_family;
+  if (is_op && layer == "comm") {
+    simdjson::dom::object anchor;
+    if (node["anchor"].get_object().get(anchor) == simdjson::SUCCESS) {
+      std::string_view af = GetStr(anchor, "family");
+      if (!af.empty()) parent_family = strings.Intern(af);
+    }
+  }
+  const bool graph_launch = IsCallLayer(layer) && detail::IsGraphLaunchName(family);
+  if (graph_launch) ++bucket->info.graph_launches;
+  if (std::string_view domain = GetStr(node, "domain");
+      !domain.empty() && bucket->domains.size() < detail::kMaxDomains) {
+    bucket->domains.emplace(domain);
+  }
+  if (IsCallLayer(layer)) {
+    AddCall(layer, fam_id, start, end, &agg);
+    agg.own.loads_code = IsCodeLoadCall(family);
+    call_start = start;
+  } else if (IsDeviceLayer(layer)) {
+    AddDevice(node, layer, family, fam_id, start, end, call_start, &agg);
+  }
+  std::vector<std::pair<int64_t, int64_t>> child_ops;
+  simdjson::dom::array children;
+  if (node["children"].get_array().get(children) == simdjson::SUCCESS) {
+    for (simdjson::dom::element c : children) {
+      simdjson::dom::object co;
+      if (c.get_object().get(co) != simdjson::SUCCESS) continue;
+      const bool child_op = IsOperatorLayer(GetStr(co, "layer"));
+      if (is_op && child_op) child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
+      agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN), child_op);
+    }
+    if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
+  }
+  if (IsCallLayer(layer)) AddCallWait(family, start, end, call_start_in == INT64_MIN, &agg);
+  if (is_op) EmitInstance(node, layer, family, fam_id, parent_family, start, end, child_ops, agg);
+  return agg;
+}
+
+// One operator instance from its node and its subtree's aggregate (unless a duplicate).
+void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family,
+                                    uint32_t fam_id, uint32_t parent_family, int64_t start, int64_t end,
+                                    std::vector<std::pair<int64_t, int64_t>>& child_ops, const SubtreeStats& agg) {
+  int64_t thread = GetInt(node, "thread_id", -1);
+  DedupKey key{fam_id, start, end, thread};
+  if (!bucket->seen.insert(key).second) {
+    ++stats->duplicate_instances;
+    return;
+  }
+  if (end < start) ++stats->inverted_ranges;
+  PendingInstance p;
+  p.family = fam_id;
+  p.layer = strings.Intern(layer);
+  p.parent = parent_family;
+  p.start = start;
+  p.end = end;
+  p.f.fill(0.0);
+  double dur = static_cast<double>(std::max<int64_t>(0, end - start));
+  p.f[kDurationNs] = dur;
+  p.f[kSelfTimeNs] = std::max(0.0, dur - static_cast<double>(UnionLength(child_ops)));
+  p.f[kRuntimeTimeNs] = agg.runtime_time;
+  p.f[kRuntimeCount] = agg.runtime_count;
+  p.f[kDriverTimeNs] = agg.driver_time;
+  p.f[kDriverCount] = agg.driver_count;
+  p.f[kKernelCount] = agg.kernel_count;
+  p.f[kKernelTimeNs] = agg.kernel_time;
+  p.f[kBytesMoved] = agg.bytes;
+  if (!agg.device.empty()) {
+    double sum = 0;
+    for (auto [s, e] : agg.device) sum += static_cast<double>(std::max<int64_t>(0, e - s));
+    auto dev = agg.device;
+    double uni = static_cast<double>(UnionLength(dev));
+    p.f[kStreamOverlap] = sum > 0 ? std::clamp(1.0 - uni / sum, 0.0, 1.0) : 0.0;
+  }
+  p.f[kLaunchLatencyNs] = agg.latency_n > 0 ? agg.latency_sum / agg.latency_n : 0.0;
+  if (layer == "comm") {
+    simdjson::dom::object payload;
+    int64_t bytes = GetInt(node, "bytes", 0), world = 0;
+    if (node["payload"].get_object().get(payload) == simdjson::SUCCESS) {
+      bytes = GetInt(payload, "bytes", bytes);
+      world = GetInt(payload, "world_size", 0);
+    }
+    p.f[kCommBytes] = static_cast<double>(std::max<int64_t>(0, bytes));
+    p.f[kWorldSize] = static_cast<double>(std::max<int64_t>(0, world));
+    bucket->info.comm_bytes += std::max<int64_t>(0, bytes);
+    bucket->info.world_size = std::max(bucket->info.world_size, world);
+  }
+  p.thread = thread;
+  uint64_t sig = MixHash(HashText(layer), HashText(family));
+  sig = MixHash(sig, parent_family == kNoString ? 0 : HashText(strings.Get(parent_family)));
+  sig = MixHash(sig, agg.own.sig);
+  sig = MixHash(sig, static_cast<uint64_t>(p.f[kCommBytes]));
+  p.detail.signature = sig;
+  p.detail.host_ns = static_cast<float>(std::max(0.0, p.f[kSelfTimeNs] - agg.own.wait));
+  p.detail.device_ns = static_cast<float>(agg.own.device_time);
+  p.detail.wait_ns = static_cast<float>(agg.own.wait);
+  p.detail.blocks = static_cast<float>(agg.own.blocks);
+  if (agg.own.has_device) {
+    p.detail.device_start = agg.own.dev_start;
+    p.detail.device_end = agg.own.dev_end;
+    p.detail.flags |= kDetailHasDevice;
+  }
+  if (agg.own.loads_code) p.detail.flags |= kDetailLoadsCode;
+  p.kernels = agg.kernels;
+  p.apis = agg.apis;
+  bucket->instances.push_back(std::move(p));
+  ++stats->instances;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,102 @@
+// Self-contained HTML report (report.html): inline CSS and SVG, one small inline script, no
+// network. Built to stay readable and small for thousands of steps on many ranks.
+//
+// Sections: the run (false-alarm rate, thresholds, units that could not be judged, with their
+// reasons); an overview heat map of ranks x step bins counting abnormal units per view (each
+// cell links to its highest-impact unit; with JavaScript a click opens a step-by-step strip of
+// that range); per-rank and per-family tables; the straggler table (peer mode); one card per
+// abnormal unit, ranked by time impact (summed excess) across all ranks with a share reserved
+// for every rank, capped at ReportContext::max_cards; and an index naming every abnormal unit.
+// Each card gives the evidence sentence, each faulty operator's observed vs expected time and
+// excess in us, its share of the step, its ratio to each peer group, its call chain down to
+// kernels and a histogram of its family's costs over the whole run with the unit's own
+// instances marked. Legacy modes (pooled, reference, within-step) get simpler cards with Stage
+// I's score and probability. Size grows with the cards shown, never with operator instances.
+//
+// Every abnormal unit has an anchor "r<rank>-s<step>-<v|h>" (rank "x" when unknown): its card
+// or, beyond the cap, its index entry. Operator and step names are untrusted: everything is
+// HTML-escaped, and a Content-Security-Policy admits only the report's own script (by hash),
+// no network and no other script.
+// Thread-safety: pure functions over caller-owned data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stage2/fusion.h"
+#include "read/instances.h"
+
+namespace truffld::diagnose {
+
+struct PeerStageResult;
+
+// Log-spaced histogram of one family's costs (one cost kind in one view) over the run.
+struct CostHistogram {
+  static constexpr int kBins = 40;
+  std::string view, family;
+  std::string metric;            // "host" | "device" (peer mode), "duration" (legacy: unit totals)
+  double lo_ns = 0, hi_ns = 0;   // bins span [lo, hi] log-spaced (lo == hi: a single value)
+  std::vector<uint32_t> counts;  // kBins
+  uint64_t total = 0;            // values counted
+  double median_ns = 0;          // approximate (bin centre holding the median)
+  int Bin(double ns) const;      // bin of a value, clamped to [0, kBins)
+};
+
+// Values of one faulty operator's family in one unit: the instances marked on its histogram.
+struct UnitCosts {
+  size_t diagnosis = 0;          // index into the diagnoses
+  std::string family, metric;
+  uint32_t histogram = 0;        // index into ReportRunData::histograms
+  std::vector<float> values_ns;  // the unit's own instances (peer mode) or its total (legacy)
+};
+
+// Peer stage figures the report shows beyond the diagnoses (BuildReportRunData).
+struct ReportRunData {
+  struct Straggler {
+    int64_t rank = -1, step_index = 0;
+    double caused_ns = 0, step_ns = 0;  // delay it caused; its step's duration
+    int last_in = 0, collectives = 0;   // collectives it entered last / matched in the step
+    int waiting_ranks = 0;              // units of the step whose wait was mostly for it
+  };
+  bool from_peer = false;
+  double alpha = 0;
+  double threshold[2] = {0, 0};  // [vertical, horizontal]
+  int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
+  int64_t timer_resolution_ns = 1;
+  int warmup_units[2] = {0, 0};       // units whose first use of GPU code cost the impact floor
+  double warmup_ns[2] = {0, 0};       // warm-up excess over all units (not judged)
+  std::vector<Straggler> stragglers;  // highest delay first
+  std::vector<CostHistogram> histograms;
+  std::vector<UnitCosts> unit_costs;  // abnormal units' faulty operators
+};
+
+struct ReportContext {
+  std::string title = "truffld diagnosis";
+  std::string input;        // trees path, for the header
+  std::string mode;         // Stage I scoring mode
+  std::string stage2;       // one line describing Stage II
+  std::string metrics_text; // optional evaluation summary
+  std::vector<std::string> notes;  // read problems, fallbacks
+  size_t max_cards = 500;   // abnormal units shown as cards (the rest are in the index)
+  const ReportRunData* run = nullptr;  // peer mode extras; null: derived from the diagnoses
+};
+
+// Peer mode: the run's calibration, stragglers and cost histograms of the families blamed in
+// `d` (one diagnosis per unit of `t`, in table order).
+ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& r,
+                                 const std::vector<StepDiagnosis>& d);
+
+// Legacy modes (and hand-built diagnoses): histograms of each blamed family's per-unit total
+// time (FamilyEvidence::total_time_ns) over the diagnoses, and the run counts they carry.
+ReportRunData ReportRunDataFromDiagnoses(const std::vector<StepDiagnosis>& d);
+
+// Escapes & < > " ' and replaces C0 control characters (but tab, LF, CR) with U+FFFD.
+std::string HtmlEscape(const std::string& s);
+
+// The anchor id of a unit: "r3-s41-v" ("rx-..." without a rank).
+std::string UnitAnchor(const StepEvidence& e);
+
+std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportContext& ctx);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,57 @@
+// Machine- and human-readable outputs: diagnosis.jsonl lines, the stdout table, feature export.
+//
+// diagnosis.jsonl follows schemas/diagnosis.schema.json (schema "truffld.diagnosis/1"): one
+// object per (rank, step, view) with the fused label, faulty operators with scores and parent
+// chain, Stage I candidates and threshold, and Stage II's raw decision and its source.
+// The JSON builders and formatters are pure; the Write* functions are thin file adapters.
+// Thread-safety: reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stage2/fusion.h"
+#include "read/instances.h"
+#include "report/metrics.h"
+#include "truffld/status.h"
+
+namespace truffld::diagnose {
+
+nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode);
+Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagnosis>& d,
+                           const std::string& mode);
+
+// Table of abnormal steps and their faulty operators (at most max_rows steps), plus a count line.
+std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows = 50);
+
+// Writes phi(x) per instance: keys (rank, step_index, view, family, layer, start, end), raw
+// features, Stage I rho, and, when labels are given, the step label and whether the instance's
+// family is labelled faulty. CSV when the path ends in ".csv", JSONL otherwise.
+Status WriteFeatures(const std::string& path, const InstanceTable& t,
+                     const std::vector<double>& rho, const LabelSet* labels);
+// The same, CSV or JSONL as told (the caller may write to a temporary name first).
+Status WriteFeatures(const std::string& path, bool csv, const InstanceTable& t,
+                     const std::vector<double>& rho, const LabelSet* labels);
+// Whether a path names a CSV file (".csv").
+bool IsCsvPath(const std::string& path);
+
+// Peer mode: every tested cost (TestRow) with its expectations and p-values, one CSV line each:
+// rank, step_index, view, family, level, metric, observed_ns, expected and peers per source,
+// p per source, p_value, unit verdict. For analysis and for checking a verdict by hand.
+struct PeerStageResult;
+struct StragglerRow;
+Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
+// Three stdout lines for peer mode: the false-alarm rate, then per view the units judged,
+// abnormal and with insufficient evidence, and the stragglers found; a fourth when warm-up
+// (first use of GPU code) cost any unit at least the impact floor (no trailing newline).
+std::string FormatPeerSummary(const PeerStageResult& r);
+// Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
+// "host" (its top blamed family's cost), or "no abnormal operator on the rank".
+std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s);
+
+// CSV field quoting (RFC 4180): quotes when needed, doubles inner quotes.
+std::string CsvField(const std::string& s);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,79 @@
+// Peer mode's test export (--export-tests): one CSV line per tested cost (see output.h).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "report/output.h"
+#include "stage2/peer_evidence.h"
+#include "peer/stage.h"
+
+namespace truffld::diagnose {
+
+Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError(path + ": cannot open for writing");
+  out << "rank,step_index,view,family,level,metric,observed_ns";
+  for (int s = 0; s < kPeerSourceCount; ++s) {
+    const std::string n = PeerSourceName(static_cast<PeerSource>(s));
+    out << ",expected_" << n << ",peers_" << n << ",p_" << n;
+  }
+  out << ",p_value,unit_verdict,unit_p\n";
+  char num[64];
+  for (const TestRow& row : r.rows) {
+    const StepInfo& st = t.steps[row.unit];
+    out << (st.rank ? std::to_string(*st.rank) : "") << ',' << st.step_index << ',' << ViewName(st.view) << ','
+        << CsvField(t.strings.Get(row.family)) << ',' << (row.instance == kFamilyRow ? "family" : "instance")
+        << ',' << MetricName(row.metric) << ',' << row.observed;
+    for (int s = 0; s < kPeerSourceCount; ++s) {
+      const size_t k = static_cast<size_t>(s);
+      if (std::isnan(row.expected[k])) {
+        out << ",,,";
+        continue;
+      }
+      std::snprintf(num, sizeof num, ",%.9g,%d,%.6g", row.expected[k], row.peers[k], row.p[k]);
+      out << num;
+    }
+    const UnitVerdict& v = r.decision.units[row.unit];
+    std::snprintf(num, sizeof num, ",%.6g,%s,%.6g\n", row.p_value, VerdictName(v.verdict), v.p_value);
+    out << num;
+  }
+  out.flush();
+  if (!out) return IoError(path + ": write failed");
+  return Status::Ok();
+}
+
+std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s) {
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const StepInfo& st = t.steps[u];
+    if (st.view == View::kHorizontal || st.rank.value_or(-1) != s.rank || st.step_index != s.step_index) continue;
+    if (r.blame[u].empty()) return "no abnormal operator on the rank";
+    const BlamedFamily& b = r.blame[u][0];
+    const std::string fam = t.strings.Get(b.family);
+    const std::string kind = b.metric == Metric::kHost ? "host" : (fam.find("copy") != std::string::npos ? "copy" : "compute");
+    return kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
+  }
+  return "no vertical view of the rank in that step";
+}
+
+std::string FormatPeerSummary(const PeerStageResult& r) {
+  const DecisionResult& d = r.decision;
+  auto floor = [&](int v) {
+    return d.immaterial[v] ? " (" + std::to_string(d.immaterial[v]) + " more significant but below the impact floor)" : std::string();
+  };
+  char line[640];
+  std::snprintf(line, sizeof line,
+                "\nStage I (peer, false-alarm rate %g, impact floor %g%% of a step):\n"
+                "  vertical:   %d units judged, %d abnormal%s, %d with insufficient evidence\n"
+                "  horizontal: %d units judged, %d abnormal%s, %d with insufficient evidence; %zu straggler step(s)",
+                d.alpha, 100 * d.min_impact_share, d.judged[0], d.flagged[0], floor(0).c_str(), d.insufficient[0],
+                d.judged[1], d.flagged[1], floor(1).c_str(), d.insufficient[1], r.stragglers.stragglers.size());
+  std::string out = line;
+  const WarmupTally& w = r.warmup_tally;
+  if (w.material[0] + w.material[1] > 0) {
+    out += "\n  warm-up (first use of GPU code, not judged): " + std::to_string(w.material[0] + w.material[1]) +
+           " unit(s) above the impact floor, +" + FormatNs(w.excess_ns[0] + w.excess_ns[1]) + " in all";
+  }
+  return out;
+}
+
+}  // namespace truffld::diagnose

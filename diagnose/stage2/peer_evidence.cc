@@ -1,0 +1,227 @@
+// Evidence for Stage II and the outputs from the peer-relative Stage I (see peer_evidence.h).
+#include "stage2/peer_evidence.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "stage2/describe.h"
+
+namespace truffld::diagnose {
+namespace {
+
+std::string Fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string Where(const StepInfo& s) {
+  return (s.rank ? "rank " + std::to_string(*s.rank) + ", " : std::string()) + "step " +
+         std::to_string(s.step_index);
+}
+
+std::string RatioClause(const BlamedFamily& b) {
+  std::string out;
+  auto add = [&](PeerSource s, const std::string& what) {
+    const size_t k = static_cast<size_t>(s);
+    if (b.ratio[k] <= 0) return;
+    out += (out.empty() ? "" : ", ") + Fmt("%.2fx ", b.ratio[k]) + what;
+  };
+  const int tp = b.peers[static_cast<size_t>(PeerSource::kTp)];
+  const int tm = b.peers[static_cast<size_t>(PeerSource::kTime)];
+  const int ly = b.peers[static_cast<size_t>(PeerSource::kLayer)];
+  add(PeerSource::kTp, "its " + std::to_string(tp) + " TP peer" + (tp == 1 ? "" : "s"));
+  add(PeerSource::kTime, std::to_string(tm) + " similar step" + (tm == 1 ? "" : "s"));
+  add(PeerSource::kLayer, "its " + std::to_string(ly) + " layer sibling" + (ly == 1 ? "" : "s"));
+  return out;
+}
+
+std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
+  const bool comm = s.view == View::kHorizontal && b.metric == Metric::kDevice;
+  const std::string cost = comm ? "transfer" : (b.metric == Metric::kHost ? "host time" : "device time");
+  std::string out = t.strings.Get(b.family) + " on " + Where(s) + ": " + cost + " " +
+                    FormatNs(b.observed_ns) + " vs " + FormatNs(b.expected_ns) + " expected (+" +
+                    FormatNs(b.excess_ns) + ", " + Fmt("%.1f%%", 100 * b.share) + " of the step";
+  if (b.instances > 1) {
+    out += b.significant > 0 ? ", " + std::to_string(b.significant) + " of " + std::to_string(b.instances) + " instances"
+                             : ", all " + std::to_string(b.instances) + " instances together";
+  }
+  out += ")";
+  const std::string ratios = RatioClause(b);
+  if (!ratios.empty()) out += "; " + ratios;
+  if (!comm) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
+                    (b.other_metric_normal ? " normal" : " also slow");
+  return out;
+}
+
+// "; first use of GPU code (warm-up, not judged): aten::mm +4.46 ms (5.6% of the step) and 1
+// more": empty when loading cost nothing measurable.
+std::string WarmupClause(const InstanceTable& t, const std::vector<WarmupCost>& warmup) {
+  double total = 0, share = 0;
+  for (const WarmupCost& c : warmup) {
+    total += c.excess_ns;
+    share += c.share;
+  }
+  if (warmup.empty() || total <= 0) return "";
+  return "; first use of GPU code (warm-up, not judged): " + t.strings.Get(warmup[0].family) +
+         (warmup.size() > 1 ? " and " + std::to_string(warmup.size() - 1) + " more" : std::string()) +
+         " loaded code and took +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, share));
+}
+
+std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,
+                         const std::vector<BlamedFamily>& blamed, const InstanceTable& t,
+                         const UnitWait& w, const std::vector<WarmupCost>& warmup) {
+  std::string what = s.phase != "unknown" ? s.phase : "";
+  size_t named = 0;
+  for (const auto& r : s.requests) named += r != "*";
+  if (named) what += (what.empty() ? "" : ", ") + std::to_string(named) + " request" + (named == 1 ? "" : "s");
+  if (s.tokens >= 0) what += (what.empty() ? "" : ", ") + std::to_string(s.tokens) + " tokens";
+  std::string out = Where(s) + (what.empty() ? "" : " (" + what + ")") + ": ";
+  if (v.verdict == Verdict::kInsufficient) return out + "insufficient evidence: " + v.reason;
+  const int view = ViewIndex(s.view);
+  out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
+         std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
+         (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
+         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
+         (d.Null(view).Active()
+              ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
+                    ", spread " + Fmt("%.1f", d.null_scale[view]) +
+                    (d.single_step_blind[view]
+                         ? "; so wide that even the strongest evidence would reach only q = " +
+                               Fmt("%.2g", d.best_possible_p[view]) + ": a lone slow step of this view cannot be flagged"
+                         : std::string())
+              : std::string()) + ")";
+  if (!blamed.empty()) {
+    double total = 0;
+    for (const auto& b : blamed) total += b.excess_ns;
+    out += "; " + t.strings.Get(blamed[0].family) + (blamed.size() > 1 ? " and " + std::to_string(blamed.size() - 1) + " more" : "") +
+           " explain +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, total / std::max(1.0, static_cast<double>(s.end_ns - s.start_ns))));
+  }
+  if (v.immaterial) {
+    const double dur = std::max(1.0, static_cast<double>(s.end_ns - s.start_ns));
+    out += "; but " + (v.immaterial_family == kNoString ? std::string("no operator") :
+                       t.strings.Get(v.immaterial_family) + (v.immaterial_families > 1
+                           ? " and " + std::to_string(v.immaterial_families - 1) + " more" : std::string())) +
+           " explain only +" + FormatNs(v.immaterial_excess_ns) + Fmt(" (%.3f%% of the step)", 100 * v.immaterial_excess_ns / dur) +
+           ", below the " + Fmt("%g", 100 * d.min_impact_share) + "% impact floor: not an alarm";
+  }
+  out += WarmupClause(t, warmup);
+  if (w.waited_ns > 0 && w.waiting_on >= 0) {
+    out += "; waited " + FormatNs(w.waited_ns) + " in " + std::to_string(w.collectives) +
+           " collectives, " + FormatNs(w.waiting_on_ns) + " of it for rank " + std::to_string(w.waiting_on);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatNs(double ns) {
+  const double a = std::abs(ns);
+  if (a < 1e3) return Fmt("%.0f ns", ns);
+  if (a < 1e6) return Fmt(a < 1e4 ? "%.2f us" : a < 1e5 ? "%.1f us" : "%.0f us", ns / 1e3);
+  if (a < 1e9) return Fmt(a < 1e7 ? "%.2f ms" : a < 1e8 ? "%.1f ms" : "%.0f ms", ns / 1e6);
+  return Fmt("%.3g s", ns / 1e9);
+}
+
+std::vector<double> InstancePValues(const InstanceTable& t, const PeerStageResult& r) {
+  std::vector<double> p(t.size(), 1.0);
+  for (const TestRow& row : r.rows) {
+    if (row.instance != kFamilyRow) p[row.instance] = std::min(p[row.instance], row.p_value);
+  }
+  return p;
+}
+
+namespace {
+
+// The peer part of unit `u`'s evidence.
+PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, uint32_t u, int tp_peers) {
+  const StepInfo& st = t.steps[u];
+  const UnitVerdict& v = r.decision.units[u];
+  const int view = ViewIndex(st.view);
+  PeerUnitEvidence e;
+  e.verdict = v.verdict;
+  e.p_value = v.p_value;
+  e.threshold = r.decision.threshold[view];
+  e.null_centre = r.decision.null_centre[view];
+  e.null_scale = r.decision.null_scale[view];
+  e.null_blind = r.decision.single_step_blind[view];
+  e.alpha = r.decision.alpha;
+  e.tests = v.tests;
+  e.tp_peers = tp_peers;
+  e.with_similar_steps = v.with_source[static_cast<size_t>(PeerSource::kTime)];
+  e.with_layers = v.with_source[static_cast<size_t>(PeerSource::kLayer)];
+  const UnitWait w = u < r.stragglers.waits.size() ? r.stragglers.waits[u] : UnitWait{};
+  e.waited_ns = w.waited_ns;
+  e.waiting_on = w.waiting_on;
+  static const std::vector<WarmupCost> kNone;
+  const std::vector<WarmupCost>& warm = u < r.warmup.size() ? r.warmup[u] : kNone;
+  e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w, warm);
+  for (const WarmupCost& c : warm) {
+    e.warmup.push_back({t.strings.Get(c.family), c.instances, c.observed_ns, c.expected_ns, c.excess_ns, c.share});
+  }
+  return e;
+}
+
+PeerCost CostOf(const InstanceTable& t, const StepInfo& st, const BlamedFamily& b) {
+  PeerCost c;
+  c.metric = b.metric;
+  c.basis = b.basis;
+  c.observed_ns = b.observed_ns;
+  c.expected_ns = b.expected_ns;
+  c.excess_ns = b.excess_ns;
+  c.share = b.share;
+  for (int s = 0; s < kPeerSourceCount; ++s) {
+    const double ratio = b.ratio[static_cast<size_t>(s)];
+    if (ratio > 0) c.ratios.emplace_back(static_cast<PeerSource>(s), ratio);
+  }
+  c.sentence = FamilySentence(t, st, b);
+  return c;
+}
+
+}  // namespace
+
+std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerStageResult& r) {
+  std::vector<int> tp_peers(t.steps.size(), 0);
+  for (const auto& members : r.groups.members) {
+    for (uint32_t u : members) tp_peers[u] = static_cast<int>(members.size()) - 1;
+  }
+  // A family's probability: the smallest p-value of its rows in the unit (1 when untested).
+  std::vector<std::unordered_map<uint32_t, double>> min_p(t.steps.size());
+  for (const TestRow& row : r.rows) {
+    auto [it, fresh] = min_p[row.unit].emplace(row.family, row.p_value);
+    if (!fresh) it->second = std::min(it->second, row.p_value);
+  }
+  std::vector<StepEvidence> ev;
+  ev.reserve(t.steps.size());
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    const std::vector<uint32_t> order = FamiliesInOrder(t, u);
+    StepEvidence e = DescribeUnit(t, u, order);
+    for (size_t k = 0; k < order.size(); ++k) {
+      FamilyEvidence& f = e.families[k];
+      auto p = min_p[u].find(order[k]);
+      f.probability = f.min_instance_probability = p == min_p[u].end() ? 1.0 : p->second;
+      f.score = 1.0 - f.probability;
+      f.method = "peer";
+      for (const BlamedFamily& b : r.blame[u]) f.candidate = f.candidate || order[k] == b.family;
+    }
+    e.peer = UnitEvidence(t, r, u, tp_peers[u]);
+    // Blamed families first, in excess order, each with its cost and sentence.
+    std::vector<FamilyEvidence> ordered;
+    for (const BlamedFamily& b : r.blame[u]) {
+      for (auto& f : e.families) {
+        if (f.family != t.strings.Get(b.family)) continue;
+        f.cost = CostOf(t, t.steps[u], b);
+        ordered.push_back(f);
+      }
+    }
+    for (auto& f : e.families) {
+      if (!f.candidate) ordered.push_back(std::move(f));
+    }
+    e.families = std::move(ordered);
+    ev.push_back(std::move(e));
+  }
+  return ev;
+}
+
+}  // namespace truffld::diagnose
