@@ -82,7 +82,8 @@ double CalibratedP(const EmpiricalNull& null, double p) {
 }
 
 bool DecisionResult::Passes(int view, double raw_p) const {
-  return calibrated_threshold[view] > 0 && CalibratedP(Null(view), raw_p) <= calibrated_threshold[view];
+  const ViewDecision& v = views[view];
+  return v.calibrated_threshold > 0 && CalibratedP(v.Null(), raw_p) <= v.calibrated_threshold;
 }
 
 double RowRatio(const TestRow& row) {
@@ -186,35 +187,35 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     if (v.tests == 0) {
       v.verdict = Verdict::kInsufficient;
       v.reason = InsufficientReason(t, u, v);
-      ++d.insufficient[view];
+      ++d.views[view].insufficient;
       continue;
     }
     v.p_value = std::min(1.0, min_p[u] * static_cast<double>(v.tests));
     per_view[view].push_back(v.p_value);
-    ++d.judged[view];
+    ++d.views[view].judged;
   }
   for (int view = 0; view < 2; ++view) {
     const EmpiricalNull null = FitEmpiricalNull(per_view[view], o.min_null_units);
-    d.null_centre[view] = null.centre;
-    d.null_scale[view] = null.scale;
+    d.views[view].null_centre = null.centre;
+    d.views[view].null_scale = null.scale;
     // BH on the recalibrated p-values; the threshold mapped back to the raw scale.
     std::vector<double> calibrated;
     calibrated.reserve(per_view[view].size());
     for (double p : per_view[view]) calibrated.push_back(CalibratedP(null, p));
     const double thr = BenjaminiHochbergThreshold(calibrated, o.alpha);
-    d.calibrated_threshold[view] = thr;
+    d.views[view].calibrated_threshold = thr;
     // Reported on the raw scale as the largest raw p-value that passes (exact: mapping the cut
     // back through the normal tail loses the last digits near underflow).
-    d.threshold[view] = thr;
+    d.views[view].threshold = thr;
     if (null.Active()) {
-      d.threshold[view] = 0;
+      d.views[view].threshold = 0;
       for (size_t i = 0; thr > 0 && i < calibrated.size(); ++i) {
-        if (calibrated[i] <= thr) d.threshold[view] = std::max(d.threshold[view], per_view[view][i]);
+        if (calibrated[i] <= thr) d.views[view].threshold = std::max(d.views[view].threshold, per_view[view][i]);
       }
       // Row p-values stop at 1e-300 (scoring.cc), so a unit's evidence cannot exceed it: a
       // null wide enough leaves no step that a single fault could get flagged.
-      d.best_possible_p[view] = CalibratedP(null, kSmallestRowP);
-      d.single_step_blind[view] = d.best_possible_p[view] > o.alpha / static_cast<double>(calibrated.size());
+      d.views[view].best_possible_p = CalibratedP(null, kSmallestRowP);
+      d.views[view].single_step_blind = d.views[view].best_possible_p > o.alpha / static_cast<double>(calibrated.size());
     }
   }
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
@@ -223,7 +224,7 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     const int view = ViewIndex(t.steps[u].view);
     const bool flagged = d.Passes(view, v.p_value);
     v.verdict = flagged ? Verdict::kAbnormal : Verdict::kNormal;
-    d.flagged[view] += flagged;
+    d.views[view].flagged += flagged;
   }
   return d;
 }

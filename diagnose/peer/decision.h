@@ -33,6 +33,7 @@
 // Pure; thread-safety: reentrant.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,24 @@ struct EmpiricalNull {
   bool Active() const { return centre > 0 || scale > 1; }
 };
 
+// One view's decision over the run (vertical or horizontal).
+struct ViewDecision {
+  double threshold = 0;             // BH p-value threshold; 0: none flagged (on the raw scale of
+                                    // UnitVerdict::p_value)
+  double calibrated_threshold = 0;  // the BH cut on the recalibrated scale (what decides)
+  double null_centre = 0;           // the empirical null (z scale); {0, 1}: the assumed one
+  double null_scale = 1;
+  // With an empirical null: the recalibrated p-value of the strongest evidence a unit can carry
+  // (row p-values stop at kSmallestRowP), and whether that is above alpha / judged units, i.e. a
+  // lone faulty step of the view could not be flagged however slow it was (say so: a clean
+  // result there proves little).
+  double best_possible_p = 0;
+  bool single_step_blind = false;
+  int judged = 0, flagged = 0, insufficient = 0;
+  int immaterial = 0;               // significant but below the impact floor (not in flagged)
+  EmpiricalNull Null() const { return {null_centre, null_scale}; }
+};
+
 struct DecisionResult {
   double alpha = 0.01;
   double min_impact_share = 0;        // the impact floor applied (verdict.h)
@@ -74,23 +93,11 @@ struct DecisionResult {
   // included) starting within a window of the unit (work slowed together, as under contention).
   std::vector<double> support_p;
   std::vector<UnitVerdict> units;     // per InstanceTable unit
-  double threshold[2] = {0, 0};       // BH p-value threshold, [vertical, horizontal]; 0: none flagged
-                                      // (on the raw scale of UnitVerdict::p_value)
-  double null_centre[2] = {0, 0};     // the empirical null per view (z scale); {0, 1}: the assumed one
-  double null_scale[2] = {1, 1};
-  double calibrated_threshold[2] = {0, 0};  // the BH cut on the recalibrated scale (what decides)
-  // With an empirical null: the recalibrated p-value of the strongest evidence a unit can carry
-  // (row p-values stop at kSmallestRowP), and whether that is above alpha / judged units, i.e. a
-  // lone faulty step of the view could not be flagged however slow it was (say so: a clean
-  // result there proves little).
-  double best_possible_p[2] = {0, 0};
-  bool single_step_blind[2] = {false, false};
-  EmpiricalNull Null(int view) const { return {null_centre[view], null_scale[view]}; }
+  std::array<ViewDecision, kViewCount> views;  // by ViewIndex
+  EmpiricalNull Null(int view) const { return views[view].Null(); }
   // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
   // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
   bool Passes(int view, double raw_p) const;
-  int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
-  int immaterial[2] = {0, 0};         // significant but below the impact floor (not in flagged)
 };
 
 // The smallest p-value a row's tail test returns (scoring.cc clamps there: the normal tail

@@ -25,8 +25,8 @@ void ApplyImpactFloor(const InstanceTable& t, double min_impact_share, DecisionR
     v.immaterial_excess_ns = total;
     v.immaterial_family = blamed.empty() ? kNoString : blamed.front().family;
     v.immaterial_families = static_cast<int>(blamed.size());
-    --d->flagged[view];
-    ++d->immaterial[view];
+    --d->views[view].flagged;
+    ++d->views[view].immaterial;
     (*blame)[u].clear();
   }
 }

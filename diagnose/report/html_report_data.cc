@@ -82,10 +82,10 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
   out.from_peer = true;
   out.alpha = r.decision.alpha;
   for (int v = 0; v < 2; ++v) {
-    out.threshold[v] = r.decision.threshold[v];
-    out.judged[v] = r.decision.judged[v];
-    out.flagged[v] = r.decision.flagged[v];
-    out.insufficient[v] = r.decision.insufficient[v];
+    out.threshold[v] = r.decision.views[v].threshold;
+    out.judged[v] = r.decision.views[v].judged;
+    out.flagged[v] = r.decision.views[v].flagged;
+    out.insufficient[v] = r.decision.views[v].insufficient;
     out.warmup_units[v] = r.warmup_tally.material[v];
     out.warmup_ns[v] = r.warmup_tally.excess_ns[v];
   }

@@ -58,15 +58,15 @@ std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, con
 std::string FormatPeerSummary(const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
   auto floor = [&](int v) {
-    return d.immaterial[v] ? " (" + std::to_string(d.immaterial[v]) + " more significant but below the impact floor)" : std::string();
+    return d.views[v].immaterial ? " (" + std::to_string(d.views[v].immaterial) + " more significant but below the impact floor)" : std::string();
   };
   char line[640];
   std::snprintf(line, sizeof line,
                 "\nStage I (peer, false-alarm rate %g, impact floor %g%% of a step):\n"
                 "  vertical:   %d units judged, %d abnormal%s, %d with insufficient evidence\n"
                 "  horizontal: %d units judged, %d abnormal%s, %d with insufficient evidence; %zu straggler step(s)",
-                d.alpha, 100 * d.min_impact_share, d.judged[0], d.flagged[0], floor(0).c_str(), d.insufficient[0],
-                d.judged[1], d.flagged[1], floor(1).c_str(), d.insufficient[1], r.stragglers.stragglers.size());
+                d.alpha, 100 * d.min_impact_share, d.views[0].judged, d.views[0].flagged, floor(0).c_str(), d.views[0].insufficient,
+                d.views[1].judged, d.views[1].flagged, floor(1).c_str(), d.views[1].insufficient, r.stragglers.stragglers.size());
   std::string out = line;
   const WarmupTally& w = r.warmup_tally;
   if (w.material[0] + w.material[1] > 0) {

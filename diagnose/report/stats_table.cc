@@ -43,8 +43,8 @@ nlohmann::json WarmupStatsJson(const WarmupTally& w, int i) {
 }
 
 nlohmann::json NullStatsJson(const DecisionResult& d, int i) {
-  return {{"centre", d.null_centre[i]}, {"scale", d.null_scale[i]}, {"best_possible_p", d.best_possible_p[i]},
-          {"lone_step_detectable", !d.single_step_blind[i]}};
+  return {{"centre", d.views[i].null_centre}, {"scale", d.views[i].null_scale}, {"best_possible_p", d.views[i].best_possible_p},
+          {"lone_step_detectable", !d.views[i].single_step_blind}};
 }
 
 nlohmann::json BreakerStatsJson(const StageTwoStats& s) {

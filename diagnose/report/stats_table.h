@@ -75,14 +75,14 @@ namespace truffld::diagnose {
 
 // One view of the peer detector (parameters: r, v = View, i = its index).
 #define TRUFFLD_DIAGNOSE_PEER_VIEW_STATS(X)                                                                \
-  X(threshold, "number", r.decision.threshold[i],                                                        \
+  X(threshold, "number", r.decision.views[i].threshold,                                                        \
     "The run's Benjamini-Hochberg p-value cut on the raw scale (0: no unit flagged).")                   \
-  X(calibrated_threshold, "number", r.decision.calibrated_threshold[i],                                  \
+  X(calibrated_threshold, "number", r.decision.views[i].calibrated_threshold,                                  \
     "The same cut on the scale of the run's own null (what decides).")                                    \
-  X(judged, "integer", r.decision.judged[i], "Units with at least one judged test.")                       \
-  X(abnormal, "integer", r.decision.flagged[i], "Units labelled abnormal.")                                \
-  X(insufficient_evidence, "integer", r.decision.insufficient[i], "Units with no peers to judge them by.") \
-  X(below_impact_floor, "integer", r.decision.immaterial[i],                                              \
+  X(judged, "integer", r.decision.views[i].judged, "Units with at least one judged test.")                       \
+  X(abnormal, "integer", r.decision.views[i].flagged, "Units labelled abnormal.")                                \
+  X(insufficient_evidence, "integer", r.decision.views[i].insufficient, "Units with no peers to judge them by.") \
+  X(below_impact_floor, "integer", r.decision.views[i].immaterial,                                              \
     "Units significant but labelled normal: their blamed operators explain less than the impact floor.") \
   X(warmup, "object", WarmupStatsJson(r.warmup_tally, i),                                                 \
     "First use of GPU code, reported and not judged: units, units above the impact floor, excess ns.")   \

@@ -82,14 +82,14 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
   const int view = ViewIndex(s.view);
   out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
          std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
-         (d.threshold[view] > 0 ? Fmt("%.2g", d.threshold[view]) : std::string("none reached")) +
+         (d.views[view].threshold > 0 ? Fmt("%.2g", d.views[view].threshold) : std::string("none reached")) +
          " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
          (d.Null(view).Active()
-              ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.null_centre[view]) +
-                    ", spread " + Fmt("%.1f", d.null_scale[view]) +
-                    (d.single_step_blind[view]
+              ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.views[view].null_centre) +
+                    ", spread " + Fmt("%.1f", d.views[view].null_scale) +
+                    (d.views[view].single_step_blind
                          ? "; so wide that even the strongest evidence would reach only q = " +
-                               Fmt("%.2g", d.best_possible_p[view]) + ": a lone slow step of this view cannot be flagged"
+                               Fmt("%.2g", d.views[view].best_possible_p) + ": a lone slow step of this view cannot be flagged"
                          : std::string())
               : std::string()) + ")";
   if (!blamed.empty()) {
@@ -142,10 +142,10 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   PeerUnitEvidence e;
   e.verdict = v.verdict;
   e.p_value = v.p_value;
-  e.threshold = r.decision.threshold[view];
-  e.null_centre = r.decision.null_centre[view];
-  e.null_scale = r.decision.null_scale[view];
-  e.null_blind = r.decision.single_step_blind[view];
+  e.threshold = r.decision.views[view].threshold;
+  e.null_centre = r.decision.views[view].null_centre;
+  e.null_scale = r.decision.views[view].null_scale;
+  e.null_blind = r.decision.views[view].single_step_blind;
   e.alpha = r.decision.alpha;
   e.tests = v.tests;
   e.tp_peers = tp_peers;

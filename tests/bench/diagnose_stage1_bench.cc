@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     const PeerStageResult r = RunPeerStage(t, po);
     const std::vector<StepEvidence> ev = BuildPeerEvidence(t, r);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    long long candidates = 0, found = 0, flagged = r.decision.flagged[0];
+    long long candidates = 0, found = 0, flagged = r.decision.views[0].flagged;
     for (const auto& step : ev) {
       for (const auto& f : step.families) {
         candidates += f.candidate;

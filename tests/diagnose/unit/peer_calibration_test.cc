@@ -33,11 +33,11 @@ TEST(PeerCalibration, HealthyRunsKeepTheirFalseAlarmRate) {
     spec.tp = seed % 2 ? 2 : 4;
     const InstanceTable t = SimulatedRun(spec);
     const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
-    const int f = r.decision.flagged[0] + r.decision.flagged[1];
+    const int f = r.decision.views[0].flagged + r.decision.views[1].flagged;
     flagged += f;
-    judged += r.decision.judged[0] + r.decision.judged[1];
+    judged += r.decision.views[0].judged + r.decision.views[1].judged;
     worst = std::max(worst, f);
-    EXPECT_EQ(r.decision.insufficient[0] + r.decision.insufficient[1], 0) << seed;
+    EXPECT_EQ(r.decision.views[0].insufficient + r.decision.views[1].insufficient, 0) << seed;
   }
   ASSERT_GT(judged, 4000);
   // alpha = 1%: on healthy runs Benjamini-Hochberg flags nothing most of the time.
@@ -123,7 +123,7 @@ TEST(PeerCalibration, SignificantButImmaterialSlowdownIsNotAnAlarm) {
   const double excess = loose.blame[u][0].excess_ns;
   const double share = loose.blame[u][0].share;
   EXPECT_GT(share, 0.001);  // the default floor keeps it
-  EXPECT_EQ(loose.decision.immaterial[0], 0);
+  EXPECT_EQ(loose.decision.views[0].immaterial, 0);
 
   PeerStageOptions o;
   o.decision.min_impact_share = std::min(0.99, 1.5 * share);  // now it explains too little
@@ -134,8 +134,8 @@ TEST(PeerCalibration, SignificantButImmaterialSlowdownIsNotAnAlarm) {
   EXPECT_NEAR(v.immaterial_excess_ns, excess, 1.0);
   EXPECT_EQ(t.strings.Get(v.immaterial_family), "aten::mm");
   EXPECT_TRUE(strict.blame[u].empty());
-  EXPECT_EQ(strict.decision.immaterial[0], 1);
-  EXPECT_EQ(strict.decision.flagged[0], loose.decision.flagged[0] - 1);
+  EXPECT_EQ(strict.decision.views[0].immaterial, 1);
+  EXPECT_EQ(strict.decision.views[0].flagged, loose.decision.views[0].flagged - 1);
   const std::vector<StepEvidence> ev = BuildPeerEvidence(t, strict);
   ASSERT_LT(u, ev.size());
   ASSERT_TRUE(ev[u].peer.has_value());
@@ -155,9 +155,9 @@ TEST(PeerCalibration, FiveStepTraceOnOneRankIsJudged) {
   spec.single_shape = true;
   const InstanceTable t = SimulatedRun(spec);
   const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
-  EXPECT_EQ(r.decision.insufficient[0], 0);
-  EXPECT_EQ(r.decision.judged[0], 5);
-  EXPECT_EQ(r.decision.flagged[0], 0);
+  EXPECT_EQ(r.decision.views[0].insufficient, 0);
+  EXPECT_EQ(r.decision.views[0].judged, 5);
+  EXPECT_EQ(r.decision.views[0].flagged, 0);
 }
 
 }  // namespace

@@ -97,8 +97,8 @@ int FlaggedVertical(const RunSpec& spec, int min_null_units, int* judged) {
   PeerStageOptions o;
   o.decision.min_null_units = min_null_units;
   const PeerStageResult r = RunPeerStage(SimulatedRun(spec), o);
-  *judged += r.decision.judged[0];
-  return r.decision.flagged[0];
+  *judged += r.decision.views[0].judged;
+  return r.decision.views[0].flagged;
 }
 
 TEST(EmpiricalNull, PervasivelyHeavyTailedHealthyRunsKeepTheirFalseAlarmRate) {
@@ -125,8 +125,8 @@ TEST(EmpiricalNull, StrongFaultIsStillFoundOnAHeavyTailedRun) {
     spec.faults = {PlantedFault{1, 30, "aten::mm", 4.0}};
     const InstanceTable t = SimulatedRun(spec);
     const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
-    EXPECT_GT(r.decision.null_centre[0], 0) << seed;  // the empirical null is in use
-    EXPECT_FALSE(r.decision.single_step_blind[0]) << seed;
+    EXPECT_GT(r.decision.views[0].null_centre, 0) << seed;  // the empirical null is in use
+    EXPECT_FALSE(r.decision.views[0].single_step_blind) << seed;
     for (uint32_t u = 0; u < t.steps.size(); ++u) {
       const StepInfo& s = t.steps[u];
       if (s.rank == 1 && s.step_index == 30 && s.view == View::kVertical) found += r.decision.units[u].verdict == Verdict::kAbnormal;

@@ -152,8 +152,8 @@ TEST(DecideUnits, NoUnitLevelPeersIsInsufficientEvidence) {
   const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
   EXPECT_EQ(d.units[0].verdict, Verdict::kInsufficient);
   EXPECT_NE(d.units[0].reason.find("layers"), std::string::npos);
-  EXPECT_EQ(d.insufficient[0], 1);
-  EXPECT_EQ(d.flagged[0], 0);
+  EXPECT_EQ(d.views[0].insufficient, 1);
+  EXPECT_EQ(d.views[0].flagged, 0);
 }
 
 // Contention: kernels slowed together in a window. A small kernel 1.5x its expectation (too

@@ -113,7 +113,7 @@ TEST(StatsTable, WritersEmitExactlyTheirRows) {
   EXPECT_EQ(j2["config"], "llm=off");
   PeerStageResult r;
   r.decision.alpha = 0.02;
-  r.decision.flagged[1] = 3;
+  r.decision.views[1].flagged = 3;
   const nlohmann::json jp = PeerStatsJson(InstanceTable{}, r);
   EXPECT_EQ(KeysIn(jp), KeysOf("stats_peer"));
   EXPECT_EQ(KeysIn(jp["vertical"]), KeysOf("stats_peer_view"));
