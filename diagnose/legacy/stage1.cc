@@ -188,7 +188,7 @@ std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, 
     const StepInfo& st = t.steps[t.step[i]];
     const bool horizontal = st.view == View::kHorizontal;
     const bool by_regime = o.split_regime || (horizontal && o.split_regime_horizontal);
-    std::string regime = by_regime ? st.regime : "";
+    std::string regime = by_regime ? RegimeName(st.regime) : "";
     // A replayed graph node group and a traced host range of the same family measure different
     // things (no host time, no API calls, latency from the graph launch): never one population.
     if (o.split_graph_replay && IsGraphReplayInstance(t, i)) regime += "/replay";

@@ -36,7 +36,7 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
               s.context >= 0 ? std::log1p(static_cast<double>(s.context)) : nan,
               std::log1p(s.work_blocks), std::log1p(s.h2d_bytes), std::log1p(named)};
     w[u].step_index = s.step_index;
-    w[u].regime = static_cast<uint32_t>(PhaseCode(s.phase)) * 4 + (s.regime == "graph" ? 2 : 0) +
+    w[u].regime = static_cast<uint32_t>(PhaseCode(s.phase)) * 4 + (s.regime == Regime::kGraph ? 2 : 0) +
                   (s.device_detail ? 1 : 0);
   }
   return w;

@@ -243,7 +243,7 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
       const uint64_t position = s == static_cast<int>(PeerSource::kLayer) ? rows[r].slot : 0;
       GroupKey k{st.view == View::kHorizontal, rows[r].family, position, static_cast<int>(rows[r].metric), s,
                  rows[r].instance == kFamilyRow,
-                 s == static_cast<int>(PeerSource::kTime) && !rows[r].time_exact, st.regime == "graph"};
+                 s == static_cast<int>(PeerSource::kTime) && !rows[r].time_exact, st.regime == Regime::kGraph};
       groups[k].push_back(r);
     }
   }

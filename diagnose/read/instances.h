@@ -60,6 +60,10 @@ class StringTable {
 
 inline constexpr uint32_t kNoString = 0xffffffffu;
 
+// How a step ran its device work: launched op by op, or replayed from a CUDA graph.
+enum class Regime : uint8_t { kEager, kGraph };
+inline const char* RegimeName(Regime r) noexcept { return r == Regime::kGraph ? "graph" : "eager"; }
+
 // One (rank, step_index, view): the unit Stage I, Stage II and the labels talk about.
 struct StepInfo {
   std::optional<int64_t> rank;
@@ -75,8 +79,8 @@ struct StepInfo {
   int64_t world_size = 0;            // largest seen
   int graph_launches = 0;            // cudaGraphLaunch/cuGraphLaunch calls in this view's trees
   std::vector<std::string> nvtx_domains;  // distinct NVTX domains of the view's ranges, sorted
-  std::string regime = "eager";      // "graph" when the (rank, step)'s vertical tree launches a
-                                     // CUDA graph (decode replay), else "eager"; set by Finish()
+  Regime regime = Regime::kEager;    // kGraph when the (rank, step)'s vertical tree launches a
+                                     // CUDA graph (decode replay); set by Finish()
   uint32_t first_instance = 0;       // instances of this step: [first, first + count)
   uint32_t instance_count = 0;
   // Workload the step computed, for comparing it with steps that did similar work. Tags come

@@ -153,7 +153,7 @@ InstanceTable TreeReader::Finish() {
     v.horizontal = false;
     auto it = impl_->buckets.find(v);
     const int launches = it == impl_->buckets.end() ? 0 : it->second.info.graph_launches;
-    b.info.regime = launches > 0 ? "graph" : "eager";
+    b.info.regime = launches > 0 ? Regime::kGraph : Regime::kEager;
   }
   for (auto& [key, b] : impl_->buckets) {
     auto& ins = b.instances;

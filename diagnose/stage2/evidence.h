@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "read/instances.h"
 #include "truffld/verdict.h"
 
 namespace truffld::diagnose {
@@ -99,7 +100,7 @@ struct StepEvidence {
   int64_t comm_bytes = 0;
   int64_t world_size = 0;
   // Backend context for Stage II, from the reader's StepInfo:
-  std::string regime;                     // "graph" (CUDA-graph replay), "eager", "" = unknown
+  std::optional<Regime> regime;           // CUDA-graph replay or eager; unknown in hand-built evidence
   std::vector<std::string> nvtx_domains;  // NVTX domains seen in the step's view (trace text)
   std::optional<PeerUnitEvidence> peer;   // the peer detector's verdict; absent in legacy modes
 };

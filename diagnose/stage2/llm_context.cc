@@ -89,8 +89,8 @@ nlohmann::json BackendContext(const StepEvidence& step) {
     }
     out["nvtx_domains"] = std::move(list);
   }
-  if (step.regime == "graph" || step.regime == "eager") {
-    out["cuda_graph"] = step.regime;
+  if (step.regime) {
+    out["cuda_graph"] = RegimeName(*step.regime);
   } else if (graph_launch) {
     out["cuda_graph"] = "graph";
   }

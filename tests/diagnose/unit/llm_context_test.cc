@@ -50,7 +50,7 @@ TEST(LlmContext, SummaryNamesTheStepsBackendsAndPhase) {
   s.families[1].kernels = {"sm90_xmma_gemm_bf16_cublas", "cutlass::Kernel2"};
   s.families[2].kernels = {"flash::flash_fwd_kernel"};
   s.phase = "prefill";
-  s.regime = "eager";
+  s.regime = Regime::kEager;
   s.nvtx_domains = {"vllm", "NCCL"};
   StepPrompt p = BuildStepPrompt(s);
   const json& j = p.summary;
@@ -72,9 +72,9 @@ TEST(LlmContext, RegimeFromReaderOrInferredFromGraphLaunches) {
   EXPECT_FALSE(BackendContext(s).contains("nvtx_domains"));
   s.families[0].api_calls = {"cudaLaunchKernel", "cudaGraphLaunch_v10000"};
   EXPECT_EQ(BackendContext(s)["cuda_graph"], "graph");
-  s.regime = "eager";  // the reader's answer wins
+  s.regime = Regime::kEager;  // the reader's answer wins
   EXPECT_EQ(BackendContext(s)["cuda_graph"], "eager");
-  s.regime = "graph";
+  s.regime = Regime::kGraph;
   EXPECT_EQ(BackendContext(s)["cuda_graph"], "graph");
 }
 
@@ -129,18 +129,18 @@ TEST(LlmContext, HostileNvtxDomainsStayDataAndAreBounded) {
 TEST(LlmContext, EvidenceCarriesRegimeAndDomainsFromTheReader) {
   InstanceTable t;
   t.steps.resize(2);
-  t.steps[0].regime = "graph";
+  t.steps[0].regime = Regime::kGraph;
   t.steps[0].nvtx_domains = {"vllm"};
-  t.steps[1].regime = "eager";
+  t.steps[1].regime = Regime::kEager;
   StageOneResult r;
   r.steps.resize(2);
   r.steps[0].step = 1;  // evidence order need not follow the table's step order
   r.steps[1].step = 0;
   std::vector<StepEvidence> ev = BuildEvidence(t, r);
   ASSERT_EQ(ev.size(), 2u);
-  EXPECT_EQ(ev[0].regime, "eager");
+  EXPECT_EQ(ev[0].regime, Regime::kEager);
   EXPECT_TRUE(ev[0].nvtx_domains.empty());
-  EXPECT_EQ(ev[1].regime, "graph");
+  EXPECT_EQ(ev[1].regime, Regime::kGraph);
   EXPECT_EQ(ev[1].nvtx_domains, std::vector<std::string>{"vllm"});
 }
 

@@ -36,7 +36,7 @@ InstanceTable MixedTable(int slow_step = -1, double factor = 1.0) {
     st.rank = 0;
     st.step_index = s;
     st.view = View::kVertical;
-    st.regime = s % 2 ? "graph" : "eager";
+    st.regime = s % 2 ? Regime::kGraph : Regime::kEager;
     st.first_instance = static_cast<uint32_t>(t.size());
     t.steps.push_back(st);
     if (s % 2) {

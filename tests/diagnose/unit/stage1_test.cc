@@ -203,7 +203,7 @@ TEST(TreeReader, RegimeFollowsTheVerticalTreesGraphLaunch) {
   InstanceTable t = r.Finish();
   ASSERT_EQ(t.steps.size(), 4u);
   for (const StepInfo& s : t.steps) {
-    EXPECT_EQ(s.regime, s.step_index == 1 ? "graph" : "eager") << s.step_index << " " << ViewName(s.view);
+    EXPECT_EQ(s.regime, s.step_index == 1 ? Regime::kGraph : Regime::kEager) << s.step_index << " " << ViewName(s.view);
   }
 }
 

@@ -46,7 +46,7 @@ TEST(TreeReaderGraph, CapturedInBecomesInstancesInTheRightView) {
   ASSERT_NE(h, nullptr);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(h->step_index, 3);
-  EXPECT_EQ(h->regime, "graph");
+  EXPECT_EQ(h->regime, Regime::kGraph);
   ASSERT_EQ(h->instance_count, 2u);  // two all-reduces, not merged: another capture lies between
   for (uint32_t i = h->first_instance; i < h->first_instance + h->instance_count; ++i) {
     EXPECT_EQ(t.strings.Get(t.family[i]), "ncclAllReduce");
