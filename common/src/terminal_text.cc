@@ -30,6 +30,17 @@ size_t Utf8Length(std::string_view text, size_t i) {
   return n;
 }
 
+// The code point of a bidirectional formatting control (U+200E/U+200F, U+202A..U+202E,
+// U+2066..U+2069) encoded as the valid 3-byte sequence at text[i], or 0. They reorder the text
+// after them on screen (a U+202E makes a name read backwards), so they are escaped.
+unsigned BidiControl(std::string_view text, size_t i) {
+  if (static_cast<unsigned char>(text[i]) != 0xE2) return 0;
+  const unsigned cp = 0x2000 | ((static_cast<unsigned char>(text[i + 1]) & 0x3F) << 6) |
+                      (static_cast<unsigned char>(text[i + 2]) & 0x3F);
+  const bool bidi = cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  return bidi ? cp : 0;
+}
+
 void AppendHex(std::string* out, const char* prefix, unsigned value, int digits) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%s%0*x", prefix, digits, value);
@@ -59,6 +70,8 @@ std::string EscapeForTerminal(std::string_view text) {
     if (n == 0) { AppendHex(&out, "\\x", c, 2); ++i; continue; }
     if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {  // C1 control
       AppendHex(&out, "\\u", static_cast<unsigned char>(text[i + 1]), 4);
+    } else if (const unsigned bidi = n == 3 ? BidiControl(text, i) : 0) {
+      AppendHex(&out, "\\u", bidi, 4);
     } else {
       out.append(text.substr(i, n));
     }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <simdjson.h>
 
@@ -22,6 +25,74 @@ using detail::MixHash;
 using detail::NormalizePhase;
 using detail::PendingInstance;
 using detail::StepBucket;
+
+namespace {
+
+// A line's own numbers and their ranges (truffld.trees/1): the step index and rank key and size
+// tables, token counts enter sums, and times must differ within int64. Outside them the line is
+// bad, its field named, rather than overflowing later (a step_index of 2^63-1 aborted the report).
+struct FieldRange {
+  const char* key;
+  int64_t lo, hi;
+};
+constexpr int64_t kMaxStepIndex = int64_t{1} << 40;
+constexpr int64_t kMaxCount = int64_t{1} << 58;  // as StepNameTag's [tokens:N]
+constexpr FieldRange kFieldRanges[] = {
+    {"step_index", 0, kMaxStepIndex},      {"rank", INT32_MIN, INT32_MAX},
+    {"start", -detail::kMaxTimeNs, detail::kMaxTimeNs}, {"end", -detail::kMaxTimeNs, detail::kMaxTimeNs},
+    {"tokens", -1, kMaxCount},             {"ctx", -1, kMaxCount}};
+
+// "field V out of range [lo, hi]" for the first number of kFieldRanges outside its range, or "".
+// Members that are absent or not numbers are left to the reader's own checks and defaults.
+std::string OutOfRangeField(simdjson::dom::object o) {
+  for (const FieldRange& r : kFieldRanges) {
+    simdjson::dom::element e;
+    if (o[r.key].get(e) != simdjson::SUCCESS) continue;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0;
+    std::string value;
+    if (e.get_int64().get(i) == simdjson::SUCCESS) {
+      if (i >= r.lo && i <= r.hi) continue;
+      value = std::to_string(i);
+    } else if (e.get_uint64().get(u) == simdjson::SUCCESS) {
+      value = std::to_string(u);  // past INT64_MAX
+    } else if (e.get_double().get(d) == simdjson::SUCCESS) {
+      if (d >= static_cast<double>(r.lo) && d <= static_cast<double>(r.hi)) continue;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", d);
+      value = buf;
+    } else {
+      continue;
+    }
+    return std::string(r.key) + " " + value + " out of range [" + std::to_string(r.lo) + ", " +
+           std::to_string(r.hi) + "]";
+  }
+  return {};
+}
+
+// The integer after "key": in `line` (only a real key matches: inside a JSON string the quotes
+// are escaped), or -1. Names the step of a line the parser refused.
+int64_t KeyNumber(std::string_view line, std::string_view key) {
+  const std::string pattern = "\"" + std::string(key) + "\":";
+  size_t at = line.find(pattern);
+  if (at == std::string_view::npos) return -1;
+  at = line.find_first_not_of(" \t", at + pattern.size());
+  int64_t v = -1;
+  if (at != std::string_view::npos) std::from_chars(line.data() + at, line.data() + line.size(), v);
+  return v;
+}
+
+// The problem for a tree nested past the parser's depth limit, naming its step (and rank).
+std::string TooDeepProblem(std::string_view line) {
+  const int64_t step = KeyNumber(line, "step_index"), rank = KeyNumber(line, "rank");
+  return "tree nested deeper than " + std::to_string(simdjson::DEFAULT_MAX_DEPTH) +
+         " JSON levels (about " + std::to_string(simdjson::DEFAULT_MAX_DEPTH / 2) + " ranges) in step " +
+         (step < 0 ? std::string("?") : std::to_string(step)) +
+         (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
+}
+
+}  // namespace
 
 TreeReader::TreeReader() : impl_(std::make_unique<Impl>()) { impl_->stats = &stats_; }
 TreeReader::~TreeReader() = default;
@@ -44,6 +115,7 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     err = impl_->parser.parse(repaired.data(), repaired.size()).get(doc);
     if (!err) ++stats_.repaired_lines;
   }
+  if (err == simdjson::DEPTH_ERROR) return problem(TooDeepProblem(line));
   if (err) {
     problem(std::string("not JSON: ") + simdjson::error_message(err));
     return;
@@ -58,6 +130,7 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
   if (!ParseView(GetStr(o, "view"), &view)) return problem("view must be vertical or horizontal");
   int64_t step_index = GetInt(o, "step_index", -1);
   if (step_index < 0) return problem("missing or negative step_index");
+  if (std::string bad = OutOfRangeField(o); !bad.empty()) return problem(bad);
   simdjson::dom::object root;
   if (o["root"].get_object().get(root) != simdjson::SUCCESS) return problem("missing root node");
   StepKey key;

@@ -18,8 +18,13 @@ namespace detail {
 
 // The trees' phase, normalised to the values diagnosis.jsonl allows ("" when absent).
 std::string NormalizePhase(std::string_view p);
-// Integer member (int64, uint64 or a double, truncated), or `dflt` when absent.
+// Integer member (int64, uint64 or a double, truncated; saturated at the int64 limits, NaN is
+// absent), or `dflt` when absent.
 int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt);
+// Times (ns) are kept within +-kMaxTimeNs, so end - start always fits in int64.
+inline constexpr int64_t kMaxTimeNs = (int64_t{1} << 62) - 1;
+// A node's time member: GetInt clamped to +-kMaxTimeNs (far past any trace's clock).
+int64_t GetTime(simdjson::dom::object o, const char* key, int64_t dflt);
 // String member, or "" when absent or not a string.
 std::string_view GetStr(simdjson::dom::object o, const char* key);
 

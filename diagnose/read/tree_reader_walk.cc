@@ -3,6 +3,8 @@
 // tree_reader.h and tree_reader_impl.h).
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cmath>
 
 #include "read/graph_replay.h"
 #include "read/tree_reader_impl.h"
@@ -22,10 +24,18 @@ int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
   int64_t v;
   if (o[key].get_int64().get(v) == simdjson::SUCCESS) return v;
   uint64_t u;
-  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return static_cast<int64_t>(u);
+  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return INT64_MAX;  // only past INT64_MAX
   double d;
-  if (o[key].get_double().get(d) == simdjson::SUCCESS) return static_cast<int64_t>(d);
+  if (o[key].get_double().get(d) == simdjson::SUCCESS) {
+    if (std::isnan(d)) return dflt;
+    if (d >= 0x1p63) return INT64_MAX;  // a cast out of range would be undefined
+    return d < -0x1p63 ? INT64_MIN : static_cast<int64_t>(d);
+  }
   return dflt;
+}
+
+int64_t GetTime(simdjson::dom::object o, const char* key, int64_t dflt) {
+  return std::clamp(GetInt(o, key, dflt), -kMaxTimeNs, kMaxTimeNs);
 }
 
 std::string_view GetStr(simdjson::dom::object o, const char* key) {
@@ -64,6 +74,10 @@ double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
   return blocks;
 }
 
+// One collective's payload is clamped to 2^48 bytes (256 TiB, far past any real one), so its
+// work-signature cast from double stays defined.
+constexpr int64_t kMaxCommBytes = int64_t{1} << 48;
+
 bool IsSyncCall(std::string_view api) { return api.find("Synchronize") != std::string_view::npos; }
 
 using detail::Bump;
@@ -93,8 +107,8 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
     if (!IsDeviceLayer(layer)) continue;
     if (co["captured_in"].get_object().get(cap) != simdjson::SUCCESS) continue;
     GraphNode n;
-    n.start = GetInt(co, "start", 0);
-    n.end = GetInt(co, "end", n.start);
+    n.start = detail::GetTime(co, "start", 0);
+    n.end = detail::GetTime(co, "end", n.start);
     n.bytes = std::max<int64_t>(0, GetInt(co, "bytes", 0));
     n.is_kernel = layer == "kernel";
     std::string_view kf = GetStr(co, "family");
@@ -224,7 +238,7 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
   std::string_view layer = GetStr(node, "layer");
   std::string_view family = GetStr(node, "family");
   if (family.empty()) family = GetStr(node, "name");
-  int64_t start = GetInt(node, "start", 0), end = GetInt(node, "end", start);
+  int64_t start = detail::GetTime(node, "start", 0), end = detail::GetTime(node, "end", start);
   bool is_op = IsOperatorLayer(layer);
   uint32_t fam_id = (is_op || IsCallLayer(layer) || IsDeviceLayer(layer))
                         ? strings.Intern(family) : kNoString;
@@ -256,7 +270,7 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
       simdjson::dom::object co;
       if (c.get_object().get(co) != simdjson::SUCCESS) continue;
       const bool child_op = IsOperatorLayer(GetStr(co, "layer"));
-      if (is_op && child_op) child_ops.emplace_back(GetInt(co, "start", 0), GetInt(co, "end", 0));
+      if (is_op && child_op) child_ops.emplace_back(detail::GetTime(co, "start", 0), detail::GetTime(co, "end", 0));
       agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN), child_op);
     }
     if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
@@ -309,9 +323,10 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
       bytes = GetInt(payload, "bytes", bytes);
       world = GetInt(payload, "world_size", 0);
     }
-    p.f[kCommBytes] = static_cast<double>(std::max<int64_t>(0, bytes));
+    bytes = std::clamp<int64_t>(bytes, 0, kMaxCommBytes);
+    p.f[kCommBytes] = static_cast<double>(bytes);
     p.f[kWorldSize] = static_cast<double>(std::max<int64_t>(0, world));
-    bucket->info.comm_bytes += std::max<int64_t>(0, bytes);
+    bucket->info.comm_bytes = std::min(bucket->info.comm_bytes, INT64_MAX - bytes) + bytes;  // saturates
     bucket->info.world_size = std::max(bucket->info.world_size, world);
   }
   p.thread = thread;

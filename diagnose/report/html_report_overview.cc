@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kMaxColumns = 150;
 constexpr int64_t kMaxStripSteps = 200000;  // longer ranges: no step-by-step strip
+constexpr int64_t kMaxOverviewSpan = int64_t{1} << 40;  // wider step ranges: no heatmap
 constexpr double kLeft = 120, kRowH = 14, kWidth = 900;
 
 struct Bin {
@@ -80,6 +81,11 @@ std::string RenderOverview(const std::vector<StepDiagnosis>& d, const CardPlan& 
   for (const StepDiagnosis& s : d) {
     lo = std::min(lo, s.evidence.step_index);
     hi = std::max(hi, s.evidence.step_index);
+  }
+  // Step indices come from the trees: a range wider than any run (hi - lo computed unsigned, so
+  // it cannot overflow) gets no heatmap rather than overflowing the bin arithmetic below.
+  if (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) >= static_cast<uint64_t>(kMaxOverviewSpan)) {
+    return h + "<p>Steps " + std::to_string(lo) + " to " + std::to_string(hi) + ": too wide a range to draw.</p>";
   }
   const int64_t span = hi - lo + 1;
   const int64_t per_bin = std::max<int64_t>(1, (span + kMaxColumns - 1) / kMaxColumns);

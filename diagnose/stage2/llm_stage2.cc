@@ -190,7 +190,8 @@ struct StageTwo::Impl {
         Count([&](StageTwoStats& s) { ++s.llm_decisions; s.dropped_names += answer->dropped_names; });
         StageTwoDecision d = FromAnswer(std::move(answer).value(), DecisionSource::kLlm, chat->content);
         if (cache.has_value()) {
-          Status stored = cache->Store(key, config.model, chat->content);
+          // Redacted like the decision's text: an endpoint echoing the key must not put it on disk.
+          Status stored = cache->Store(key, config.model, Redact(chat->content));
           if (!stored.ok()) d.note += (d.note.empty() ? "" : "; ") + stored.message();
         }
         if (round > 0) d.note = "answer accepted after one correction" + (d.note.empty() ? "" : "; " + d.note);

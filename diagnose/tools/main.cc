@@ -282,32 +282,32 @@ int main(int argc, char** argv) {
   app.add_option("--false-alarm-rate", a.peer.decision.alpha,
                  "peer mode: Benjamini-Hochberg level for step verdicts (expected share of "
                  "healthy steps flagged stays below it)")
-      ->check(CLI::Range(1e-9, 0.5))->capture_default_str();
+      ->check(truffld::FiniteRange(1e-9, 0.5))->capture_default_str();
   app.add_option("--single-ratio-device", a.peer.decision.single_ratio_device,
                  "peer mode: a lone slow instance (no second instance or family sum agreeing) "
                  "must take at least this many times its expected device time to count")
-      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
   app.add_option("--single-ratio-host", a.peer.decision.single_ratio_host,
                  "peer mode: the same for host time")
-      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
   app.add_option("--single-ratio-transfer", a.peer.decision.single_ratio_transfer,
                  "peer mode: the same for a collective's transfer (seen by every participant)")
-      ->check(CLI::Range(1.0, 100.0))->capture_default_str();
+      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
   app.add_option("--lone-min-share", a.peer.decision.lone_min_share,
                  "peer mode: a lone slow instance must also cost at least this share of its step")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--min-impact-share", a.peer.decision.min_impact_share,
                  "peer mode: an abnormal unit's blamed operators must together explain at least this share of "
                  "its step (0.001 = 0.1%); a significant unit below it is labelled normal and its evidence says why")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");
   app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();
   app.add_option("--k-max", a.s1.k_max, "largest mixture size tried by BIC")->capture_default_str();
   app.add_option("--covariance", a.covariance, "covariance: auto (full with >= 10 samples per entry, else diag) | full | diag")
       ->check(CLI::IsMember({"auto", "diag", "full"}))->capture_default_str();
-  app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->capture_default_str();
-  app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->capture_default_str();
+  app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->check(truffld::Finite())->capture_default_str();
+  app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->check(truffld::Finite())->capture_default_str();
   app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");
   app.add_flag("--split-ranks", a.s1.split_rank,
                "model each family separately per rank (default: all ranks pooled)");
@@ -321,13 +321,13 @@ int main(int argc, char** argv) {
   app.add_option("--rho", a.rho, "instance confidence: calibrated = central responsibilities x chi-square tail (reaches 1e-6 for far-out points); "
                  "gated = the same tail divided by --tail-alpha and capped at 1; paper = plain responsibilities")
       ->check(CLI::IsMember({"calibrated", "gated", "paper"}))->capture_default_str();
-  app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->capture_default_str();
-  app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->capture_default_str();
-  app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->capture_default_str();
+  app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->check(truffld::Finite())->capture_default_str();
+  app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->check(truffld::Finite())->capture_default_str();
+  app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->check(truffld::Finite())->capture_default_str();
   app.add_option("--top-m", a.s1.top_m, "legacy modes: at most this many candidates per step (the peer detector blames every operator that explains a unit)")->capture_default_str();
-  app.add_option("--min-score", a.s1.min_score, "scores below this are never candidates")->capture_default_str();
+  app.add_option("--min-score", a.s1.min_score, "scores below this are never candidates")->check(truffld::Finite())->capture_default_str();
   app.add_option("--min-instances", a.s1.min_instances, "fewer fitting samples: robust z-scores instead of a mixture")->capture_default_str();
-  app.add_option("--trim", a.s1.trim, "pooled mode: fraction of least likely samples dropped before refitting")->capture_default_str();
+  app.add_option("--trim", a.s1.trim, "pooled mode: fraction of least likely samples dropped before refitting")->check(truffld::Finite())->capture_default_str();
   app.add_option("--llm", a.llm, "Stage II: off | auto (LLM when --llm-url is set) | on (LLM required)")
       ->check(CLI::IsMember({"off", "auto", "on"}))->capture_default_str();
   app.add_option("--llm-url", a.llm_url, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1");

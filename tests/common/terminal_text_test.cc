@@ -18,6 +18,16 @@ TEST(TerminalText, EscapesControlBytesAndKeepsUtf8) {
   EXPECT_EQ(EscapeForTerminal("\xED\xA0\x80"), "\\xed\\xa0\\x80");  // a surrogate
 }
 
+// Bidirectional controls reorder what follows them on screen (a U+202E in a family name makes
+// the row read backwards), so they are escaped like other controls.
+TEST(TerminalText, EscapesBidiControls) {
+  EXPECT_EQ(EscapeForTerminal("op\xE2\x80\xAEmm::neta"), "op\\u202emm::neta");  // U+202E RLO
+  EXPECT_EQ(EscapeForTerminal("\xE2\x80\xAA\xE2\x80\xAB\xE2\x80\xAC\xE2\x80\xAD"), "\\u202a\\u202b\\u202c\\u202d");
+  EXPECT_EQ(EscapeForTerminal("\xE2\x81\xA6\xE2\x81\xA7\xE2\x81\xA8\xE2\x81\xA9"), "\\u2066\\u2067\\u2068\\u2069");
+  EXPECT_EQ(EscapeForTerminal("\xE2\x80\x8E\xE2\x80\x8F"), "\\u200e\\u200f");  // LRM, RLM
+  EXPECT_EQ(EscapeForTerminal("\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5"), "\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5");  // neighbours kept
+}
+
 TEST(TerminalText, EscapesLineByLine) {
   EXPECT_EQ(EscapeLinesForTerminal("a\x1b\nb\r\n"), "a\\e\nb\\r\n");
   EXPECT_EQ(EscapeLinesForTerminal("no newline"), "no newline\n");

@@ -9,7 +9,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <filesystem>
+#include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "truffld/cli.h"
@@ -21,9 +25,40 @@ inline void AddVersionFlag(CLI::App& app, const char* tool) {
   app.set_version_flag("--version", VersionLine(tool), "print the version and exit");
 }
 
+// A floating-point flag's check: a finite number in [lo, hi]. CLI11's Range lets NaN through
+// (every comparison with NaN is false). Its --help text is Range's ("FLOAT in [lo - hi]").
+inline CLI::Validator FiniteRange(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& input) -> std::string {
+        double v = 0;
+        if (CLI::detail::lexical_cast(input, v) && std::isfinite(v) && v >= lo && v <= hi) return {};
+        std::ostringstream msg;
+        msg << "must be a finite number";
+        if (lo > -std::numeric_limits<double>::max() || hi < std::numeric_limits<double>::max()) {
+          msg << " in [" << lo << ", " << hi << "]";
+        }
+        msg << ", got '" << input << "'";
+        return msg.str();
+      },
+      CLI::Range(lo, hi).get_description());
+}
+
+// The same for a flag without bounds: any finite number; --help shows no extra text.
+inline CLI::Validator Finite() {
+  const double max = std::numeric_limits<double>::max();
+  CLI::Validator v = FiniteRange(-max, max);
+  v.description("");
+  return v;
+}
+
 // Parses argv. nullopt: go on. Otherwise the tool should exit with the returned status: 0 after
-// --help/--version (printed), kExitUsage after a parse error (CLI11 printed the message).
+// --help/--version (printed), kExitUsage after a parse error (CLI11 printed the message, after
+// the tool's name: "truffld-diagnose: --flag: reason").
 inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    const std::string tool = std::filesystem::path(a->get_name()).filename().string();
+    return (tool.empty() ? std::string() : tool + ": ") + CLI::FailureMessage::simple(a, e);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

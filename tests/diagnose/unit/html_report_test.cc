@@ -224,6 +224,17 @@ TEST(HtmlReport, OverviewBinsStepsAndSizeDoesNotGrowWithNormalUnits) {
   EXPECT_LT(large.size(), small.size() + 2 * 2700 + 2000);
 }
 
+// Step indices come from user files: steps 0 and 2^63-1 in one run (a span that overflows int64)
+// once sized the label strips with a negative count (std::length_error, SIGABRT in the CLI).
+TEST(HtmlReport, FarApartStepIndicesDoNotOverflowTheOverview) {
+  const std::vector<StepDiagnosis> d = {PeerUnit(0, 0, View::kVertical, {{"aten::mm", 1e6}}),
+                                        PeerUnit(0, INT64_MAX, View::kVertical, {})};
+  std::string html;
+  ASSERT_NO_THROW(html = RenderHtmlReport(d, ReportContext{}));
+  EXPECT_NE(html.find("too wide a range"), std::string::npos);
+  EXPECT_NE(html.find("9223372036854775807"), std::string::npos);
+}
+
 // The peer stage's figures on a simulated run: histograms count every instance row of the blamed
 // families and keep each abnormal unit's own values; stragglers come with who waited.
 TEST(HtmlReport, RunDataFromThePeerStage) {
