@@ -30,6 +30,9 @@ Modes (Stage I):
   pooled       one mixture per (view, family) over all steps (the earlier detector)
   reference    one mixture per (view, family) fitted on a healthy run given by --reference
   within-step  one mixture per (step, view, family), as in the design paper
+  The flags under "Peer detector" apply to peer mode only, those under "Legacy mixture modes" to
+  the other three only (--reference to reference mode, --trim to pooled mode); a flag given with a
+  mode it does not apply to is a usage error (exit 2).
 
 Examples:
   truffld-diagnose merged/ -o diag/                                # offline, peer mode

@@ -20,6 +20,7 @@
 #include "report/stats_table.h"
 #include "run/pipeline.h"
 #include "help_text.h"
+#include "options.h"
 #include "trace_output.h"
 #include "read/tree_reader.h"
 #include "truffld/terminal_text.h"
@@ -29,16 +30,7 @@ using truffld::Result;
 
 namespace {
 
-struct Args {
-  std::string input, outdir, mode = "peer", reference, covariance = "auto", rho = "calibrated";
-  std::string llm = "auto", llm_url, llm_model, llm_cache, labels, export_features;
-  td::StageOneOptions s1;
-  td::PeerStageOptions peer;
-  std::string export_tests;
-  std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
-  bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false;
-  size_t report_cards = 500;
-};
+using td::Args;
 
 td::ScoringMode ParseMode(const std::string& m) {
   if (m == "peer") return td::ScoringMode::kPeer;
@@ -275,75 +267,9 @@ int main(int argc, char** argv) {
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
   app.footer(std::string(td::kFooter) + truffld::kExitStatusHelp);
   truffld::AddVersionFlag(app, "truffld-diagnose");
-  app.add_option("input", a.input, "trees.jsonl[.gz|.zst] or a truffld-merge output directory")->required();
-  app.add_option("-o,--out", a.outdir, "output directory (created if missing)")->required();
-  app.add_option("--mode", a.mode, "Stage I scoring: peer | pooled | reference | within-step")
-      ->check(CLI::IsMember({"peer", "pooled", "reference", "within-step"}))->capture_default_str();
-  app.add_option("--false-alarm-rate", a.peer.decision.alpha,
-                 "peer mode: Benjamini-Hochberg level for step verdicts (expected share of "
-                 "healthy steps flagged stays below it)")
-      ->check(truffld::FiniteRange(1e-9, 0.5))->capture_default_str();
-  app.add_option("--single-ratio-device", a.peer.decision.single_ratio_device,
-                 "peer mode: a lone slow instance (no second instance or family sum agreeing) "
-                 "must take at least this many times its expected device time to count")
-      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
-  app.add_option("--single-ratio-host", a.peer.decision.single_ratio_host,
-                 "peer mode: the same for host time")
-      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
-  app.add_option("--single-ratio-transfer", a.peer.decision.single_ratio_transfer,
-                 "peer mode: the same for a collective's transfer (seen by every participant)")
-      ->check(truffld::FiniteRange(1.0, 100.0))->capture_default_str();
-  app.add_option("--lone-min-share", a.peer.decision.lone_min_share,
-                 "peer mode: a lone slow instance must also cost at least this share of its step")
-      ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
-  app.add_option("--min-impact-share", a.peer.decision.min_impact_share,
-                 "peer mode: an abnormal unit's blamed operators must together explain at least this share of "
-                 "its step (0.001 = 0.1%); a significant unit below it is labelled normal and its evidence says why")
-      ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
-  app.add_option("--export-tests", a.export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
-  app.add_option("--reference", a.reference, "trees of a healthy run (file or merge directory); implies --mode reference unless --mode is given");
-  app.add_option("--k-min", a.s1.k_min, "smallest mixture size tried by BIC")->capture_default_str();
-  app.add_option("--k-max", a.s1.k_max, "largest mixture size tried by BIC")->capture_default_str();
-  app.add_option("--covariance", a.covariance, "covariance: auto (full with >= 10 samples per entry, else diag) | full | diag")
-      ->check(CLI::IsMember({"auto", "diag", "full"}))->capture_default_str();
-  app.add_option("--reg-covar", a.s1.gmm.reg_covar, "variance floor added to covariances (standardised units)")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--central-mass", a.s1.central_mass, "central components: heaviest ones reaching this weight")->check(truffld::Finite())->capture_default_str();
-  app.add_flag("--top1", a.s1.top1, "central set = the single heaviest component");
-  app.add_flag("--split-ranks", a.s1.split_rank,
-               "model each family separately per rank (default: all ranks pooled)");
-  app.add_flag("--split-regimes,!--no-split-regimes", a.s1.split_regime,
-               "model CUDA-graph replay (decode) steps and eager steps separately in the vertical "
-               "view too (default on; horizontal: always split)");
-  app.add_flag("--graph-vertical-ops,!--no-graph-vertical-ops", a.graph_vertical_ops,
-               "rebuild non-comm operators from CUDA-graph replays (captured_in) into the vertical "
-               "view, modelled apart from traced ranges (default on; comm captures always go to "
-               "the horizontal view)");
-  app.add_option("--rho", a.rho, "instance confidence: calibrated = central responsibilities x chi-square tail (reaches 1e-6 for far-out points); "
-                 "gated = the same tail divided by --tail-alpha and capped at 1; paper = plain responsibilities")
-      ->check(CLI::IsMember({"calibrated", "gated", "paper"}))->capture_default_str();
-  app.add_option("--tail-alpha", a.s1.tail_alpha, "gate: tail probability below which rho shrinks")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--q", a.s1.q, "rho-bar = mean of the lowest floor(q*m) instance confidences")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--lambda", a.s1.lambda, "threshold = median + lambda * MAD of the step's scores")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--top-m", a.s1.top_m, "legacy modes: at most this many candidates per step (the peer detector blames every operator that explains a unit)")->capture_default_str();
-  app.add_option("--min-score", a.s1.min_score, "scores below this are never candidates")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--min-instances", a.s1.min_instances, "fewer fitting samples: robust z-scores instead of a mixture")->capture_default_str();
-  app.add_option("--trim", a.s1.trim, "pooled mode: fraction of least likely samples dropped before refitting")->check(truffld::Finite())->capture_default_str();
-  app.add_option("--llm", a.llm, "Stage II: off | auto (LLM when --llm-url is set) | on (LLM required)")
-      ->check(CLI::IsMember({"off", "auto", "on"}))->capture_default_str();
-  app.add_option("--llm-url", a.llm_url, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1");
-  app.add_option("--llm-model", a.llm_model, "model name sent to the endpoint");
-  app.add_option("--llm-cache", a.llm_cache, "answer cache directory (default OUTDIR/llm-cache)");
-  app.add_option("--labels", a.labels, "ground truth labels.jsonl: print and write metrics.json");
-  app.add_option("--export-features", a.export_features, "write phi per instance (CSV if *.csv, else JSONL)");
-  app.add_option("--threads", a.s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
-  app.add_option("--report-cards", a.report_cards,
-                 "report.html: abnormal units shown as cards (highest impact, every rank keeps a share; "
-                 "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
-  app.add_option("--trace", a.trace, "truffld-merge's trace.json to annotate (default: trace.json beside the trees)");
-  app.add_flag("--no-trace", a.no_trace, "skip diagnosis.trace.json (an earlier run's in OUTDIR is removed)");
-  app.add_flag("--no-html", a.no_html, "skip report.html (an earlier run's report.html in OUTDIR is removed)");
-  app.add_flag("-q,--quiet", a.quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
+  td::AddOptions(app, &a);
   if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;
   if (!a.reference.empty() && app.count("--mode") == 0) a.mode = "reference";
+  if (std::string err = td::CheckFlagsApplyToMode(app, a); !err.empty()) return Fail(truffld::kExitUsage, err);
   return Run(a);
 }

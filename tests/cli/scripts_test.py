@@ -9,7 +9,9 @@ only ever hurt that folder.
     checkout is refused; a new, empty or earlier demo folder is used, and a rerun replaces only
     the demo's own dump/, merged/, diag/;
   * truffld-env from a checkout uses build/ (not the newest build*/ tree) unless --build-dir
-    says otherwise, and fails naming the injector when it is missing; --version works.
+    says otherwise, and fails naming the injector when it is missing; --version works;
+    --check prints what it checked (libraries loadable, hooks readable, output folder writable)
+    instead of the export line, and exits 1 naming each failed check.
 """
 import os
 import shutil
@@ -186,6 +188,44 @@ class TruffldEnv(FakeCheckout):
         p = self.env_tool("--build-dir", other)
         self.assertEqual(0, p.returncode, p.stderr)
         self.assertIn("CUDA_INJECTION64_PATH=" + lib, p.stdout)
+
+    def real_library(self, path):
+        """Copies this process's libc (a loadable ELF library) to `path`."""
+        with open("/proc/self/maps") as f:
+            libc = next((ln.split()[-1] for ln in f if "/libc.so" in ln or "/libc-" in ln), None)
+        if not libc:
+            self.skipTest("no libc.so in /proc/self/maps")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(libc, path)
+
+    def test_check_checks_and_prints_no_export_line(self):
+        self.real_library(self.injector)
+        self.real_library(os.path.join(self.repo, "build", "inject", "pynvtx", "libtruffld_pynvtx.so"))
+        out = os.path.join(self.tmp, "trace")
+        p = self.env_tool("--check", "--output-dir", out)
+        self.assertEqual(0, p.returncode, p.stdout + p.stderr)
+        self.assertNotIn("export", p.stdout)
+        for what in ("injector", "NVTX shim", "hooks", "output dir"):
+            self.assertRegex(p.stdout, r"\n  ok +%s +/" % what)
+        self.assertIn(self.injector + " (ELF, dependencies found)", p.stdout)
+        self.assertFalse(os.path.exists(out), "--check made the output folder")
+        os.makedirs(out)
+        p = self.env_tool("--check", "--output-dir", out)
+        self.assertEqual(0, p.returncode, p.stdout + p.stderr)
+        self.assertIn(out + " (writable)", p.stdout)
+        self.assertEqual([], os.listdir(out), "--check left its test file behind")
+
+    def test_check_fails_naming_each_failed_check(self):
+        blocker = os.path.join(self.tmp, "a-file")
+        open(blocker, "w").close()
+        p = self.env_tool("--check", "--output-dir", os.path.join(blocker, "trace"))
+        self.assertEqual(1, p.returncode, p.stdout + p.stderr)
+        self.assertNotIn("export", p.stdout)
+        self.assertIn("FAIL  injector    %s (not an ELF library)" % self.injector, p.stdout)
+        self.assertIn("FAIL  NVTX shim", p.stdout)
+        self.assertRegex(p.stdout, r"\n  ok +hooks ")
+        self.assertIn("%s is not a folder" % blocker, p.stdout)
+        self.assertIn("truffld-env: 3 check(s) failed", p.stderr)
 
     def test_version_and_usage(self):
         p = self.env_tool("--version")

@@ -96,7 +96,9 @@ class TruffldEnvTest(unittest.TestCase):
             self.assertIn("TRUFFLD_OUTPUT_DIR=/tmp/t", line)
             proc = sh(tool + " --check")
             self.assertEqual(1, proc.returncode)
-            self.assertIn("missing libtruffld_pynvtx.so", proc.stderr)
+            self.assertIn("FAIL  NVTX shim", proc.stdout)  # not installed
+            self.assertIn("FAIL  injector", proc.stdout)  # an empty file, not a library
+            self.assertNotIn("export", proc.stdout)
 
 
 if __name__ == "__main__":
