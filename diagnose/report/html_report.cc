@@ -90,11 +90,6 @@ const std::string& Summary(const StepEvidence& e) {
   return e.peer ? e.peer->summary : kNone;
 }
 
-const PeerCost& CostOf(const FaultyOperator& f) {
-  static const PeerCost kNone;
-  return f.cost ? *f.cost : kNone;
-}
-
 std::string MetricText(const FaultyOperator& f) { return f.cost ? MetricName(f.cost->metric) : ""; }
 
 std::string InsufficientReason(const StepEvidence& e) {

@@ -85,7 +85,7 @@ std::string PeerCard(const StepDiagnosis& s, const ReportRunData& run, size_t un
        "<th>share of step</th><th>vs TP peers</th><th>vs similar steps</th><th>vs layers</th>"
        "<th>expected from</th></tr>";
   for (const FaultyOperator& f : s.faulty) {
-    const PeerCost& c = CostOf(f);
+    const PeerCost& c = CostOrNone(f.cost);
     h += "<tr><td class='name'>" + HtmlEscape(f.family) + "</td><td>" + HtmlEscape(MetricText(f)) + "</td><td class='n'>" +
          Us(c.observed_ns) + "</td><td class='n'>" + Us(c.expected_ns) + "</td><td class='n'>+" + Us(c.excess_ns) +
          "</td><td class='n'>" + Pct(c.share) + "</td>";
@@ -101,7 +101,7 @@ std::string PeerCard(const StepDiagnosis& s, const ReportRunData& run, size_t un
   h += "</table>";
   for (const FaultyOperator& f : s.faulty) {
     h += "<div class='op'><b class='name'>" + HtmlEscape(f.family) + "</b>";
-    if (!CostOf(f).sentence.empty()) h += "<div>" + HtmlEscape(CostOf(f).sentence) + "</div>";
+    if (!CostOrNone(f.cost).sentence.empty()) h += "<div>" + HtmlEscape(CostOrNone(f.cost).sentence) + "</div>";
     h += Chain(s, f) + Histogram(run, unit, f, used) + "</div>";
   }
   std::string meta = "step " + Us(step_ns) + " us";

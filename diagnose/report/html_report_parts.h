@@ -35,8 +35,6 @@ double Impact(const StepDiagnosis& s);
 bool AnyPeer(const std::vector<StepDiagnosis>& d);
 // The peer detector's sentence for the unit; "" in the legacy modes.
 const std::string& Summary(const StepEvidence& e);
-// A faulty operator's cost against its peers; all zero when it has none (legacy modes).
-const PeerCost& CostOf(const FaultyOperator& f);
 // "host" / "device", or "" when the operator has no peer cost.
 std::string MetricText(const FaultyOperator& f);
 // "why" of an insufficient-evidence unit (the part of its summary after "insufficient evidence: ").

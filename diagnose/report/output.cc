@@ -72,7 +72,7 @@ nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) 
     nlohmann::json fj = {{"family", f.family}, {"layer", f.layer}, {"score", f.score},
                          {"probability", f.probability}, {"method", f.method},
                          {"instances", f.instances}, {"parent_chain", f.parent_chain}};
-    if (e.peer) AddPeerCost(fj, f.cost ? *f.cost : PeerCost{});
+    if (e.peer) AddPeerCost(fj, CostOrNone(f.cost));
     faulty.push_back(std::move(fj));
   }
   j["faulty"] = faulty;
@@ -152,7 +152,7 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
       std::string chain;
       for (const auto& p : f.parent_chain) chain += (chain.empty() ? "" : " < ") + p;
       if (by_cost) {
-        const PeerCost c = f.cost ? *f.cost : PeerCost{};
+        const PeerCost& c = CostOrNone(f.cost);
         const double ratio = c.expected_ns > 0 ? c.observed_ns / c.expected_ns : 0.0;
         std::snprintf(num[0], sizeof num[0], "+%s", FormatNs(c.excess_ns).c_str());
         std::snprintf(num[1], sizeof num[1], ratio < 10 ? "%.2fx %s" : "%.1fx %s", ratio,

@@ -35,6 +35,12 @@ struct PeerCost {
   std::string sentence;                    // the evidence in one sentence with numbers
 };
 
+// `cost`, or an all-zero PeerCost when it has none (legacy modes, hand-built evidence).
+inline const PeerCost& CostOrNone(const std::optional<PeerCost>& cost) {
+  static const PeerCost kNone;
+  return cost ? *cost : kNone;
+}
+
 // One operator family within one step and view.
 struct FamilyEvidence {
   std::string family;               // normalised operator name, e.g. "aten::mm", "ncclAllReduce"

@@ -74,8 +74,7 @@ StepPrompt BuildCalibratedPrompt(const StepEvidence& step) {
   json cands = json::array();
   for (const FamilyEvidence& f : step.families) {
     if (!f.candidate) continue;
-    static const PeerCost kNoCost;
-    const PeerCost& c = f.cost ? *f.cost : kNoCost;
+    const PeerCost& c = CostOrNone(f.cost);
     json op;
     op["name"] = p.names.Register(f.family);
     op["layer"] = SanitizeForPrompt(f.layer, kMaxPromptTextBytes);
