@@ -1,5 +1,6 @@
 """Helpers shared by the truffld-diagnose CLI tests: the loopback policy stub as a context
-manager (ephemeral port, statistics read back on exit), running the CLI, schema validation of
+manager (ephemeral port, statistics read back on exit), running the CLI (run_diag: never by a
+signal), a work folder with synthetic trees, schema validation of
 diagnosis.jsonl, and a byte search of whole output trees. Standard library + python3-jsonschema."""
 import json
 import os
@@ -49,6 +50,28 @@ def run(cmd, env=None, expect_rc=0):
                                                  p.stdout.decode("utf-8", "replace")[-3000:],
                                                  p.stderr.decode("utf-8", "replace")[-3000:]))
     return p.stdout, p.stderr
+
+
+def run_diag(cmd, timeout=300, cwd=None):
+    """Runs truffld-diagnose (cmd[0]); returns the CompletedProcess (text). Exits when the tool
+    ended by a signal or with a status outside its own 0-3 (abort() gives 134)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if p.returncode < 0 or p.returncode > 3:
+        sys.exit(f"truffld-diagnose crashed (exit {p.returncode}) on {cmd[1:]}:\n{p.stderr[-2000:]}")
+    return p
+
+
+def synth_workdir(synth, work):
+    """A fresh `work` holding diagnose_synth_trees' output in work/data: returns the trees.jsonl
+    path and its first tree as JSON (a template for hand-made lines)."""
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    subprocess.run([synth, data], check=True, capture_output=True)
+    trees = os.path.join(data, "trees.jsonl")
+    with open(trees) as f:
+        return trees, json.loads(f.readline())
 
 
 def read_diagnoses(path, schema_path):

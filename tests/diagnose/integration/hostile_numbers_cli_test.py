@@ -10,16 +10,9 @@ Usage: hostile_numbers_cli_test.py --diag BIN --synth BIN --work DIR"""
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 
-
-def run(diag, args):
-    p = subprocess.run([diag] + args, capture_output=True, text=True, timeout=300)
-    if p.returncode < 0 or p.returncode > 3:
-        sys.exit(f"truffld-diagnose crashed (exit {p.returncode}) on {args}:\n{p.stderr[-2000:]}")
-    return p
+from cli_test_util import run_diag, synth_workdir
 
 
 def deep_tree(template, depth):
@@ -48,7 +41,7 @@ def check_lines(a, trees, good):
             t = dict(good)
             t[key] = value
             f.write(json.dumps(t) + "\n")
-    p = run(a.diag, [path, "-o", os.path.join(a.work, "out-numbers"), "--llm", "off"])
+    p = run_diag([a.diag, path, "-o", os.path.join(a.work, "out-numbers"), "--llm", "off"])
     if p.returncode not in (0, 1):
         sys.exit(f"out-of-range numbers should be bad lines (exit {p.returncode}):\n{p.stderr}")
     for k, (key, _) in enumerate(hostile):
@@ -66,7 +59,7 @@ def check_deep(a, trees, good):
         for line in lines:
             f.write(line + "\n")
         f.write(deep_tree(good, 600) + "\n")
-    p = run(a.diag, [path, "-o", os.path.join(a.work, "out-deep"), "--llm", "off", "--no-html"])
+    p = run_diag([a.diag, path, "-o", os.path.join(a.work, "out-deep"), "--llm", "off", "--no-html"])
     where = f"deep.jsonl:{len(lines) + 1}:"
     row = [ln for ln in p.stderr.splitlines() if where in ln]
     if p.returncode != 0 or not row or "step 77" not in row[0]:
@@ -81,11 +74,11 @@ def check_flags(a, trees):
     ranged = flags[:6]
     for flag in flags:
         for value in ["nan", "NaN", "inf", "-inf"] + (["1e9"] if flag in ranged else []):
-            p = run(a.diag, [trees, "-o", os.path.join(a.work, "out-flags"), f"{flag}={value}", "--no-html"])
+            p = run_diag([a.diag, trees, "-o", os.path.join(a.work, "out-flags"), f"{flag}={value}", "--no-html"])
             if p.returncode != 2 or "truffld-diagnose" not in p.stderr or flag not in p.stderr:
                 sys.exit(f"{flag}={value} should exit 2 naming the tool and the flag (exit {p.returncode}):\n"
                          f"{p.stderr}")
-    p = run(a.diag, [trees, "-o", os.path.join(a.work, "out-flags"), "--false-alarm-rate", "0.01",
+    p = run_diag([a.diag, trees, "-o", os.path.join(a.work, "out-flags"), "--false-alarm-rate", "0.01",
                      "--min-impact-share", "0", "--no-html", "--llm", "off"])
     if p.returncode != 0:
         sys.exit(f"finite in-range flags should be accepted (exit {p.returncode}):\n{p.stderr}")
@@ -98,12 +91,7 @@ def main():
     ap.add_argument("--synth", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    data = os.path.join(a.work, "data")
-    os.makedirs(data)
-    subprocess.run([a.synth, data], check=True, capture_output=True)
-    trees = os.path.join(data, "trees.jsonl")
-    good = json.loads(open(trees).readline())
+    trees, good = synth_workdir(a.synth, a.work)
     check_lines(a, trees, good)
     check_deep(a, trees, good)
     n = check_flags(a, trees)

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from cli_test_util import run_diag
+
 LEGACY_HEADING = "Legacy mixture modes (--mode pooled|reference|within-step):"
 LEGACY = ["--reference", "--k-min", "--k-max", "--covariance", "--reg-covar", "--central-mass", "--top1",
           "--split-ranks", "--split-regimes", "--rho", "--tail-alpha", "--q", "--lambda", "--top-m",
@@ -73,10 +75,7 @@ def check_help(diag):
 
 def run(diag, work, args):
     cmd = [diag, os.path.join(work, "missing-trees.jsonl"), "-o", os.path.join(work, "out")] + args
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=work)
-    if p.returncode < 0:
-        sys.exit(f"truffld-diagnose crashed (exit {p.returncode}) on {args}:\n{p.stderr[-2000:]}")
-    return p
+    return run_diag(cmd, timeout=60, cwd=work)
 
 
 def main():

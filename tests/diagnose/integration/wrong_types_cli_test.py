@@ -8,16 +8,9 @@ Usage: wrong_types_cli_test.py --diag BIN --synth BIN --work DIR"""
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 
-
-def run(diag, args):
-    p = subprocess.run([diag] + args, capture_output=True, text=True, timeout=300)
-    if p.returncode < 0 or p.returncode == 134:
-        sys.exit(f"truffld-diagnose crashed (exit {p.returncode}) on {args}:\n{p.stderr[-2000:]}")
-    return p
+from cli_test_util import run_diag, synth_workdir
 
 
 def main():
@@ -26,12 +19,7 @@ def main():
     ap.add_argument("--synth", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    data = os.path.join(a.work, "data")
-    os.makedirs(data)
-    subprocess.run([a.synth, data], check=True, capture_output=True)
-    trees = os.path.join(data, "trees.jsonl")
-    good = json.loads(open(trees).readline())
+    trees, good = synth_workdir(a.synth, a.work)
 
     # Labels: each member of the wrong type.
     labels = os.path.join(a.work, "labels.jsonl")
@@ -42,7 +30,7 @@ def main():
     with open(labels, "w") as f:
         for lab in bad_labels:
             f.write(json.dumps(lab) + "\n")
-    p = run(a.diag, [trees, "-o", os.path.join(a.work, "out-labels"), "--labels", labels, "--llm", "off", "--no-html"])
+    p = run_diag([a.diag, trees, "-o", os.path.join(a.work, "out-labels"), "--labels", labels, "--llm", "off", "--no-html"])
     if p.returncode != 0:
         sys.exit(f"bad labels should be reported, not fatal (exit {p.returncode}):\n{p.stderr}")
     for line in range(1, len(bad_labels) + 1):
@@ -71,10 +59,10 @@ def main():
                 f.write(line + "\n")
             for t in bad_trees:
                 f.write(json.dumps(t) + "\n")
-    p = run(a.diag, [mixed, "-o", os.path.join(a.work, "out-trees"), "--llm", "off", "--no-html"])
+    p = run_diag([a.diag, mixed, "-o", os.path.join(a.work, "out-trees"), "--llm", "off", "--no-html"])
     if p.returncode != 0 or f"mixed.jsonl:{len(lines) + 1}:" not in p.stderr:
         sys.exit(f"wrong-typed trees should be bad lines with file:line (exit {p.returncode}):\n{p.stderr}")
-    p = run(a.diag, [trees, "-o", os.path.join(a.work, "out-ref"), "--reference", refdir, "--llm", "off", "--no-html"])
+    p = run_diag([a.diag, trees, "-o", os.path.join(a.work, "out-ref"), "--reference", refdir, "--llm", "off", "--no-html"])
     if p.returncode != 0 or "reference/trees.jsonl:61:" not in p.stderr:
         sys.exit(f"a wrong-typed reference should be bad lines with file:line (exit {p.returncode}):\n{p.stderr}")
     print(f"wrong types: {len(bad_labels)} label lines, {len(bad_trees)} tree lines (input and reference) reported")
