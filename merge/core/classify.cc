@@ -109,6 +109,17 @@ constexpr DefaultRule kDefaults[] = {
     {Layer::kStep, "^execute_([0-9]+_)?context_[0-9]+", "", "", false},
     // SGLang's scheduler: "step[EXTEND bs=15 toks=15360]", "step[DECODE bs=32 ...]".
     {Layer::kStep, "^step\\[[A-Z_]+\\b", "", "", false},
+    // Engines' own PyTorch-profiler traces recorded with Python stacks carry no step annotation:
+    // the step is a python_function, "path.py(line): function". vLLM V0/V1: execute_model of the
+    // model runner (and of the worker, whose range encloses it and wins: a step inside a step is
+    // `other`); SGLang: the scheduler's run_batch / _run_batch_inner and the TP worker's
+    // forward_batch_generation.
+    {Layer::kStep, "(^|/)vllm/[^()]*\\.py\\([0-9]+\\): execute_model$", "", "python_function", false,
+     "execute_model"},
+    {Layer::kStep,
+     "(^|/)sglang/[^()]*(scheduler|tp_worker)\\.py\\([0-9]+\\): "
+     "(run_batch|_run_batch_inner|forward_batch_generation)$",
+     "", "python_function", false, "run_batch|forward_batch_generation"},
     // truffld's Python hooks: frontend ranges live in NVTX domain "PyTorch" (whatever the name,
     // so a call site such as ".../all_reduce.py:3" never reads as a collective), comm in
     // "truffld.comm".
