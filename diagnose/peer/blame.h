@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct BlamedFamily {
   std::array<double, kPeerSourceCount> ratio{};     // observed / expected per source (0: none)
   std::array<int, kPeerSourceCount> peers{};
   bool other_metric_normal = true;     // the family's other cost had no significant row
+  // Step time saved without its excess (what-if replay, impact.h); NaN when not replayed.
+  double impact_ns = std::numeric_limits<double>::quiet_NaN();
+  double absorbed_ns = 0;              // excess - impact: what the step never paid
 };
 
 struct BlameOptions {

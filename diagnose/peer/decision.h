@@ -34,6 +34,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,13 @@ struct UnitVerdict {
   double immaterial_excess_ns = 0;   // their summed excess
   uint32_t immaterial_family = kNoString;  // the largest of them
   int immaterial_families = 0;
+  // What-if replay of its blame (impact.h): the step time saved without the blamed excess, and
+  // what the step never paid of it (absorbed). NaN / 0 when not replayed.
+  double impact_ns = std::numeric_limits<double>::quiet_NaN();
+  double absorbed_ns = 0;
+  // Labelled normal as an ordinary member of a run pattern (run_patterns.h): the index of its
+  // RunFinding, else -1.
+  int run_finding = -1;
 };
 
 // The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
@@ -80,6 +88,7 @@ struct ViewDecision {
   bool single_step_blind = false;
   int judged = 0, flagged = 0, insufficient = 0;
   int immaterial = 0;               // significant but below the impact floor (not in flagged)
+  int run_pattern = 0;              // significant but an ordinary member of a run pattern (not in flagged)
   EmpiricalNull Null() const { return {null_centre, null_scale}; }
 };
 
@@ -117,11 +126,13 @@ struct DecisionOptions {
   // cost a fraction of a percent more is noise a user does not want to be woken for (not
   // asked of a collective's transfer, which every participant saw).
   double lone_min_share = 0.005;
-  // An abnormal unit's blamed operators must together explain at least this share of the step
-  // (0.001 = 0.1%): with thousands of tests per step, host jitter of a few microseconds in a
-  // step of hundreds of milliseconds can be statistically surprising and still be nothing
-  // anyone should act on.
-  double min_impact_share = 0.001;
+  // An abnormal unit's blame must have cost its step at least this share of its time (what-if
+  // replay; the excess where nothing could be replayed). 0.01 = 1%: below the step-to-step
+  // variation of every healthy real run we have (median absolute deviation 0.4-7.4% of the
+  // median step, 0.74% in the steadiest, a CUDA-graph decode), so no step-time view would show
+  // it and no one acts on one step for it; with thousands of tests per step, microseconds of
+  // host jitter can still be statistically surprising.
+  double min_impact_share = 0.01;
   // Judged units a view needs before its own null is estimated (fewer: the assumed null).
   int min_null_units = 20;
   double cluster_window = 0.1;  // share of the unit's duration around a device row

@@ -34,9 +34,10 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   so.threads = o.threads;
   r.scoring = ScoreRows(t, r.rows, so);
   r.warmup = WarmupCosts(t, r.rows);
-  Judgement judged = JudgeUnits(t, r.rows, o.decision, o.blame);
+  Judgement judged = JudgeUnits(t, r.rows, r.comm, o.decision, o.blame, o.run_patterns);
   r.decision = std::move(judged.decision);
   r.blame = std::move(judged.blame);
+  r.findings = std::move(judged.findings);
   r.warmup_tally = TallyWarmup(t, r.warmup, o.decision.min_impact_share);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
   return r;

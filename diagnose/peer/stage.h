@@ -23,6 +23,7 @@ struct PeerStageOptions {
   ScoringOptions scoring;
   BlameOptions blame;
   DecisionOptions decision;       // false-alarm rate (alpha) and the lone-instance ratio
+  RunPatternOptions run_patterns; // what counts as a pattern of the run (run_patterns.h)
   double straggler_share = 0.02;  // report stragglers causing at least this share of a step
   int threads = 1;
 };
@@ -35,6 +36,7 @@ struct PeerStageResult {
   ScoringResult scoring;
   DecisionResult decision;
   std::vector<std::vector<BlamedFamily>> blame;  // per unit
+  std::vector<RunFinding> findings;              // run patterns, reported once
   std::vector<std::vector<WarmupCost>> warmup;   // per unit: first use of GPU code (not judged)
   WarmupTally warmup_tally;
   StragglerResult stragglers;

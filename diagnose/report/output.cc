@@ -20,6 +20,10 @@ void AddPeerCost(nlohmann::json& fj, const PeerCost& c) {
   fj["expected_ns"] = std::llround(c.expected_ns);
   fj["excess_ns"] = std::llround(c.excess_ns);
   fj["share"] = c.share;
+  if (!std::isnan(c.impact_ns)) {
+    fj["impact_ns"] = std::llround(c.impact_ns);
+    fj["absorbed_ns"] = std::llround(c.absorbed_ns);
+  }
   nlohmann::json ratios = nlohmann::json::object();
   for (const auto& [src, r] : c.ratios) ratios[PeerSourceName(src)] = r;
   fj["ratios"] = ratios;
@@ -45,6 +49,10 @@ void AddPeerVerdict(nlohmann::json& j, const StepEvidence& step) {
                       {"share", w.share}});
     }
     j["warmup"] = warm;
+  }
+  if (!std::isnan(e.impact_ns)) {
+    j["impact_ns"] = std::llround(e.impact_ns);
+    j["absorbed_ns"] = std::llround(e.absorbed_ns);
   }
   if (e.waited_ns > 0) {
     j["waited_ns"] = std::llround(e.waited_ns);

@@ -38,6 +38,21 @@ nlohmann::json StragglersJson(const InstanceTable& t, const PeerStageResult& r) 
   return st;
 }
 
+nlohmann::json RunFindingsJson(const InstanceTable& t, const PeerStageResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RunFinding& f : r.findings) {
+    nlohmann::json fams = nlohmann::json::array();
+    for (uint32_t fam : f.families) fams.push_back(t.strings.Get(fam));
+    out.push_back({{"view", ViewName(f.view)}, {"rank", f.rank >= 0 ? nlohmann::json(f.rank) : nlohmann::json(nullptr)},
+                   {"metric", MetricName(f.metric)}, {"units", f.units}, {"judged", f.judged}, {"demoted", f.demoted},
+                   {"typical_excess_ns", std::llround(f.typical_excess_ns)},
+                   {"min_excess_ns", std::llround(f.min_excess_ns)}, {"max_excess_ns", std::llround(f.max_excess_ns)},
+                   {"min_share", f.min_share}, {"max_share", f.max_share}, {"impact_ns", std::llround(f.impact_ns)},
+                   {"families", fams}, {"evidence", f.sentence}});
+  }
+  return out;
+}
+
 nlohmann::json WarmupStatsJson(const WarmupTally& w, int i) {
   return {{"units", w.units[i]}, {"above_impact_floor", w.material[i]}, {"excess_ns", std::llround(w.excess_ns[i])}};
 }

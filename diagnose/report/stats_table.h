@@ -71,7 +71,9 @@ namespace truffld::diagnose {
   X(residual_fits, "integer", r.scoring.fits, "Residual groups modelled by a mixture.")                   \
   X(residual_fallbacks, "integer", r.scoring.fallbacks, "Residual groups too small for a mixture (median and MAD).") \
   X(residual_models, "array", ResidualModelsJson(r), "Every residual model: its group, method, components.") \
-  X(stragglers, "array", StragglersJson(t, r), "Per logical step, the rank that made the others wait most, with the cause.")
+  X(stragglers, "array", StragglersJson(t, r), "Per logical step, the rank that made the others wait most, with the cause.") \
+  X(run_findings, "array", RunFindingsJson(t, r),                                                        \
+    "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost, families, sentence.")
 
 // One view of the peer detector (parameters: r, v = View, i = its index).
 #define TRUFFLD_DIAGNOSE_PEER_VIEW_STATS(X)                                                                \
@@ -83,7 +85,9 @@ namespace truffld::diagnose {
   X(abnormal, "integer", r.decision.views[i].flagged, "Units labelled abnormal.")                                \
   X(insufficient_evidence, "integer", r.decision.views[i].insufficient, "Units with no peers to judge them by.") \
   X(below_impact_floor, "integer", r.decision.views[i].immaterial,                                              \
-    "Units significant but labelled normal: their blamed operators explain less than the impact floor.") \
+    "Units significant but labelled normal: their blame cost the step less than the impact floor.")      \
+  X(run_pattern, "integer", r.decision.views[i].run_pattern,                                              \
+    "Units significant but labelled normal: ordinary members of a run finding.")                         \
   X(warmup, "object", WarmupStatsJson(r.warmup_tally, i),                                                 \
     "First use of GPU code, reported and not judged: units, units above the impact floor, excess ns.")   \
   X(null, "object", NullStatsJson(r.decision, i),                                                         \

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,6 +32,10 @@ struct PeerCost {
   PeerSource basis = PeerSource::kTp;      // the peers its expectation came from
   double observed_ns = 0, expected_ns = 0, excess_ns = 0;
   double share = 0;                        // excess / step duration
+  // Step time saved without the excess (what-if replay) and what the step never paid of it;
+  // NaN / 0 when the step could not be replayed (no operator detail).
+  double impact_ns = std::numeric_limits<double>::quiet_NaN();
+  double absorbed_ns = 0;
   std::vector<std::pair<PeerSource, double>> ratios;  // observed / expected, per source with peers
   std::string sentence;                    // the evidence in one sentence with numbers
 };
@@ -86,6 +91,10 @@ struct PeerUnitEvidence {
   int with_similar_steps = 0;       // tests with a similar-steps expectation
   int with_layers = 0;              // tests with a same-step layer expectation
   std::string summary;              // one sentence with numbers (or the insufficiency reason)
+  // What the blamed (or, below the impact floor, the immaterial) excess cost the step: the step
+  // time saved without it (what-if replay) and what was absorbed; NaN / 0 when not replayed.
+  double impact_ns = std::numeric_limits<double>::quiet_NaN();
+  double absorbed_ns = 0;
   double waited_ns = 0;             // horizontal: time spent waiting for other ranks
   int64_t waiting_on = -1;          // horizontal: the rank most of that wait was for
   std::vector<WarmupEvidence> warmup;  // first use of GPU code in the step, highest excess first

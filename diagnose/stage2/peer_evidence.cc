@@ -37,6 +37,17 @@ std::string RatioClause(const BlamedFamily& b) {
   return out;
 }
 
+// "; it cost the step +1.20 ms (1.5%), 0.80 ms absorbed": what the what-if replay says; empty
+// when nothing was replayed.
+std::string ImpactClause(double impact_ns, double absorbed_ns, const StepInfo& s) {
+  if (std::isnan(impact_ns)) return "";
+  const double dur = std::max(1.0, static_cast<double>(s.end_ns - s.start_ns));
+  std::string out = "; it cost the step +" + FormatNs(impact_ns) + Fmt(" (%.1f%%)", 100 * std::min(1.0, impact_ns / dur));
+  if (absorbed_ns >= 0.05 * (impact_ns + absorbed_ns) && absorbed_ns > 0)
+    out += ", " + FormatNs(absorbed_ns) + " absorbed (the device queue or a waiting peer hid it)";
+  return out;
+}
+
 std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
   const bool comm = s.view == View::kHorizontal && b.metric == Metric::kDevice;
   const std::string cost = comm ? "transfer" : (b.metric == Metric::kHost ? "host time" : "device time");
@@ -52,7 +63,7 @@ std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const Blam
   if (!ratios.empty()) out += "; " + ratios;
   if (!comm) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
                     (b.other_metric_normal ? " normal" : " also slow");
-  return out;
+  return out + ImpactClause(b.impact_ns, b.absorbed_ns, s);
 }
 
 // "; first use of GPU code (warm-up, not judged): aten::mm +4.46 ms (5.6% of the step) and 1
@@ -71,7 +82,8 @@ std::string WarmupClause(const InstanceTable& t, const std::vector<WarmupCost>& 
 
 std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,
                          const std::vector<BlamedFamily>& blamed, const InstanceTable& t,
-                         const UnitWait& w, const std::vector<WarmupCost>& warmup) {
+                         const UnitWait& w, const std::vector<WarmupCost>& warmup,
+                         const std::vector<RunFinding>& findings) {
   std::string what = s.phase != "unknown" ? s.phase : "";
   size_t named = 0;
   for (const auto& r : s.requests) named += r != "*";
@@ -96,7 +108,8 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
     double total = 0;
     for (const auto& b : blamed) total += b.excess_ns;
     out += "; " + t.strings.Get(blamed[0].family) + (blamed.size() > 1 ? " and " + std::to_string(blamed.size() - 1) + " more" : "") +
-           " explain +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, total / std::max(1.0, static_cast<double>(s.end_ns - s.start_ns))));
+           " explain +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, total / std::max(1.0, static_cast<double>(s.end_ns - s.start_ns)))) +
+           ImpactClause(v.impact_ns, v.absorbed_ns, s);
   }
   if (v.immaterial) {
     const double dur = std::max(1.0, static_cast<double>(s.end_ns - s.start_ns));
@@ -104,7 +117,17 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
                        t.strings.Get(v.immaterial_family) + (v.immaterial_families > 1
                            ? " and " + std::to_string(v.immaterial_families - 1) + " more" : std::string())) +
            " explain only +" + FormatNs(v.immaterial_excess_ns) + Fmt(" (%.3f%% of the step)", 100 * v.immaterial_excess_ns / dur) +
+           (std::isnan(v.impact_ns) ? std::string()
+                                    : ", of which the step paid +" + FormatNs(v.impact_ns) +
+                                          Fmt(" (%.3f%%)", 100 * v.impact_ns / dur) +
+                                          (v.absorbed_ns > 0 ? ", " + FormatNs(v.absorbed_ns) + " absorbed" : std::string())) +
            ", below the " + Fmt("%g", 100 * d.min_impact_share) + "% impact floor: not an alarm";
+  }
+  if (v.run_finding >= 0 && v.run_finding < static_cast<int>(findings.size())) {
+    const RunFinding& f = findings[static_cast<size_t>(v.run_finding)];
+    out += "; but host time beyond its peers is how this run behaves (" + std::to_string(f.units) + " of " +
+           std::to_string(f.judged) + " steps, typically +" + FormatNs(f.typical_excess_ns) +
+           "): reported once as a run finding, not an alarm for this step";
   }
   out += WarmupClause(t, warmup);
   if (w.waited_ns > 0 && w.waiting_on >= 0) {
@@ -152,11 +175,13 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   e.with_similar_steps = v.with_source[static_cast<size_t>(PeerSource::kTime)];
   e.with_layers = v.with_source[static_cast<size_t>(PeerSource::kLayer)];
   const UnitWait w = u < r.stragglers.waits.size() ? r.stragglers.waits[u] : UnitWait{};
+  e.impact_ns = v.impact_ns;
+  e.absorbed_ns = v.absorbed_ns;
   e.waited_ns = w.waited_ns;
   e.waiting_on = w.waiting_on;
   static const std::vector<WarmupCost> kNone;
   const std::vector<WarmupCost>& warm = u < r.warmup.size() ? r.warmup[u] : kNone;
-  e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w, warm);
+  e.summary = UnitSentence(st, v, r.decision, r.blame[u], t, w, warm, r.findings);
   for (const WarmupCost& c : warm) {
     e.warmup.push_back({t.strings.Get(c.family), c.instances, c.observed_ns, c.expected_ns, c.excess_ns, c.share});
   }
@@ -171,6 +196,8 @@ PeerCost CostOf(const InstanceTable& t, const StepInfo& st, const BlamedFamily& 
   c.expected_ns = b.expected_ns;
   c.excess_ns = b.excess_ns;
   c.share = b.share;
+  c.impact_ns = b.impact_ns;
+  c.absorbed_ns = b.absorbed_ns;
   for (int s = 0; s < kPeerSourceCount; ++s) {
     const double ratio = b.ratio[static_cast<size_t>(s)];
     if (ratio > 0) c.ratios.emplace_back(static_cast<PeerSource>(s), ratio);

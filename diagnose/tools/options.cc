@@ -43,8 +43,9 @@ void AddPeerOptions(CLI::App& app, Args* a) {
                  "peer mode: a lone slow instance must also cost at least this share of its step")
       ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--min-impact-share", a->peer.decision.min_impact_share,
-                 "peer mode: an abnormal unit's blamed operators must together explain at least this share of "
-                 "its step (0.001 = 0.1%); a significant unit below it is labelled normal and its evidence says why")
+                 "peer mode: an abnormal unit's blamed operators must have cost its step at least this share of "
+                 "its time (0.01 = 1%; the step time saved without them, by what-if replay); a significant unit "
+                 "below it is labelled normal and its evidence says why")
       ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--export-tests", a->export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "peer/stage.h"
 #include "read/instances.h"
 
 namespace truffld::diagnose::testing {
@@ -175,6 +176,17 @@ inline InstanceTable SimulatedRun(const RunSpec& spec) {
     }
   }
   return std::move(b.t);
+}
+
+// Options for tests of the statistics on these tables: no impact floor, no run findings. The tables give each
+// operator a device interval starting at its host start, not a device schedule (kernels of one
+// step overlap), so the what-if replay has nothing real to re-time; the replay and the floor are
+// tested on hand-built schedules (replay_test.cc) and real engine runs (diagnose_real_engine_runs).
+inline PeerStageOptions StatisticsOnly() {
+  PeerStageOptions o;
+  o.decision.min_impact_share = 0;
+  o.run_patterns.min_units = 1 << 30;
+  return o;
 }
 
 }  // namespace truffld::diagnose::testing

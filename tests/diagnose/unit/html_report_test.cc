@@ -247,7 +247,7 @@ TEST(HtmlReport, RunDataFromThePeerStage) {
   StageTwo two(cfg);
   StageOneOptions o;
   o.mode = ScoringMode::kPeer;
-  auto r = RunPipeline(t, nullptr, o, PeerStageOptions{}, two);
+  auto r = RunPipeline(t, nullptr, o, testing::StatisticsOnly(), two);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ReportRunData run = BuildReportRunData(t, *r->peer, r->diagnoses);
   EXPECT_TRUE(run.from_peer);

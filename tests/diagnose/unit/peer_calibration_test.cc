@@ -52,7 +52,7 @@ TEST(PeerCalibration, PlantedSlowdownIsFoundAndBlamedWithItsExcess) {
     spec.seed = seed;
     spec.faults = {PlantedFault{1, 30, "aten::mm", 1.5}};
     const InstanceTable t = SimulatedRun(spec);
-    const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+    const PeerStageResult r = RunPeerStage(t, testing::StatisticsOnly());
     uint32_t u = 0, peer = 0;
     ASSERT_NE(Unit(t, 1, 30, "vertical", &u), nullptr);
     ASSERT_NE(Unit(t, 0, 30, "vertical", &peer), nullptr);
@@ -97,7 +97,7 @@ TEST(PeerCalibration, SlowCollectiveIsAbnormalOnEveryParticipant) {
   spec.seed = 5;
   spec.faults = {PlantedFault{0, 40, "ncclAllReduce", 3.0}};
   const InstanceTable t = SimulatedRun(spec);
-  const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+  const PeerStageResult r = RunPeerStage(t, testing::StatisticsOnly());
   for (int64_t rank = 0; rank < 2; ++rank) {
     uint32_t u = 0;
     ASSERT_NE(Unit(t, rank, 40, "horizontal", &u), nullptr);
@@ -117,7 +117,7 @@ TEST(PeerCalibration, SignificantButImmaterialSlowdownIsNotAnAlarm) {
   const InstanceTable t = SimulatedRun(spec);
   uint32_t u = 0;
   ASSERT_NE(Unit(t, 1, 30, "vertical", &u), nullptr);
-  const PeerStageResult loose = RunPeerStage(t, PeerStageOptions{});
+  const PeerStageResult loose = RunPeerStage(t, testing::StatisticsOnly());
   ASSERT_EQ(loose.decision.units[u].verdict, Verdict::kAbnormal);
   ASSERT_FALSE(loose.blame[u].empty());
   const double excess = loose.blame[u][0].excess_ns;

@@ -94,7 +94,7 @@ TEST(EmpiricalNull, NeedsEnoughUnits) {
 // range the assumed (Gaussian) null calls impossible. Vertical view: its units hold the host
 // ranges of three families in eight layers.
 int FlaggedVertical(const RunSpec& spec, int min_null_units, int* judged) {
-  PeerStageOptions o;
+  PeerStageOptions o = testing::StatisticsOnly();
   o.decision.min_null_units = min_null_units;
   const PeerStageResult r = RunPeerStage(SimulatedRun(spec), o);
   *judged += r.decision.views[0].judged;
@@ -124,7 +124,7 @@ TEST(EmpiricalNull, StrongFaultIsStillFoundOnAHeavyTailedRun) {
     spec.host_tail = 0.5;
     spec.faults = {PlantedFault{1, 30, "aten::mm", 4.0}};
     const InstanceTable t = SimulatedRun(spec);
-    const PeerStageResult r = RunPeerStage(t, PeerStageOptions{});
+    const PeerStageResult r = RunPeerStage(t, testing::StatisticsOnly());
     EXPECT_GT(r.decision.views[0].null_centre, 0) << seed;  // the empirical null is in use
     EXPECT_FALSE(r.decision.views[0].single_step_blind) << seed;
     for (uint32_t u = 0; u < t.steps.size(); ++u) {

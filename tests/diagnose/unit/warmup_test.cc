@@ -117,7 +117,7 @@ TEST(Warmup, FirstUseIsReportedNotJudged) {
   for (uint32_t i = silu; i < t.steps[u].first_instance + t.steps[u].instance_count; ++i) {
     if (t.family[i] == t.family[silu]) t.detail[i].device_ns *= 3;
   }
-  const PeerStageResult both = RunPeerStage(t, PeerStageOptions{});
+  const PeerStageResult both = RunPeerStage(t, testing::StatisticsOnly());
   EXPECT_EQ(both.decision.units[u].verdict, Verdict::kAbnormal);
   ASSERT_FALSE(both.blame[u].empty());
   EXPECT_EQ(t.strings.Get(both.blame[u][0].family), "aten::silu");

@@ -1,0 +1,71 @@
+// Impact of blamed operators by what-if replay (see impact.h).
+#include "peer/impact.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "peer/replay.h"
+
+namespace truffld::diagnose {
+namespace {
+
+// The replay cuts that remove blamed family `b`'s excess from its unit's graph.
+std::vector<ReplayCut> CutsOf(const std::vector<const TestRow*>& unit_rows, const BlamedFamily& b,
+                              const std::vector<uint32_t>& item_of) {
+  struct Share { uint32_t item; double weight; double observed; };
+  std::vector<Share> shares;
+  double weights = 0, observed = 0;
+  for (const TestRow* r : unit_rows) {
+    if (r->instance == kFamilyRow || r->family != b.family || r->metric != b.metric) continue;
+    const uint32_t item = item_of[r->instance];
+    if (item == UINT32_MAX) continue;
+    const double e = BestExpected(*r, nullptr);
+    const double w = std::isnan(e) ? 0.0 : std::max(0.0, double(r->observed) - e);
+    shares.push_back({item, w, std::max(0.0, double(r->observed))});
+    weights += w;
+    observed += shares.back().observed;
+  }
+  std::vector<ReplayCut> cuts;
+  if (b.excess_ns <= 0) return cuts;
+  for (const Share& s : shares) {
+    const double part = weights > 0 ? s.weight / weights : (observed > 0 ? s.observed / observed : 0.0);
+    // An instance gives up at most what it cost.
+    const double cut = std::min(s.observed, part * b.excess_ns);
+    if (cut <= 0) continue;
+    ReplayCut c;
+    c.item = s.item;
+    (b.metric == Metric::kHost ? c.host_ns : c.device_ns) = cut;
+    cuts.push_back(c);
+  }
+  return cuts;
+}
+
+}  // namespace
+
+void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
+                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame) {
+  if (t.detail.size() != t.size()) return;
+  std::vector<std::vector<const TestRow*>> by_unit(t.steps.size());
+  for (const TestRow& r : rows)
+    if (r.unit < by_unit.size() && !(*blame)[r.unit].empty()) by_unit[r.unit].push_back(&r);
+  std::vector<uint32_t> item_of;
+  for (uint32_t u = 0; u < t.steps.size() && u < blame->size(); ++u) {
+    auto& blamed = (*blame)[u];
+    if (blamed.empty()) continue;
+    const StepGraph g = BuildStepGraph(t, u, comm, &item_of);
+    std::vector<ReplayCut> all;
+    double excess = 0;
+    for (BlamedFamily& b : blamed) {
+      const std::vector<ReplayCut> cuts = CutsOf(by_unit[u], b, item_of);
+      b.impact_ns = ReplayImpactNs(g, cuts);
+      b.absorbed_ns = std::max(0.0, b.excess_ns - b.impact_ns);
+      all.insert(all.end(), cuts.begin(), cuts.end());
+      excess += b.excess_ns;
+    }
+    UnitVerdict& v = d->units[u];
+    v.impact_ns = ReplayImpactNs(g, all);
+    v.absorbed_ns = std::max(0.0, excess - v.impact_ns);
+  }
+}
+
+}  // namespace truffld::diagnose

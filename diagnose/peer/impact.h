@@ -1,0 +1,28 @@
+// What each blamed operator, and each abnormal unit as a whole, cost its step: the what-if
+// replay (replay.h) of the unit's (rank, step) with the blamed excess removed.
+//
+// A family's excess is spread over its instances in the unit by each instance's own excess
+// against its peers (observed minus the expectation blame used), or by its observed cost when no
+// instance row shows any; the replay removes it from the blamed metric (host or device time).
+// impact_ns is the step time saved; absorbed_ns = excess - impact is what the step never paid
+// (host time hidden by a busy device queue, a collective that waited for a late peer anyway).
+// Without operator detail (hand-built tables) nothing is replayed and impact stays NaN: the
+// impact floor then falls back to the excess.
+// Pure; thread-safety: reentrant.
+#pragma once
+
+#include <vector>
+
+#include "peer/blame.h"
+#include "peer/decision.h"
+#include "peer/types.h"
+#include "read/instances.h"
+
+namespace truffld::diagnose {
+
+// Sets BlamedFamily::impact_ns / absorbed_ns of every blamed family and UnitVerdict::impact_ns /
+// absorbed_ns of every unit with blame. `comm`: MatchCollectives' timings (may be empty).
+void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
+                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame);
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,220 @@
+// What-if replay of a step (see replay.h).
+#include "peer/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace truffld::diagnose {
+namespace {
+
+// Device work that started within this long of its launch waited for the host (the launch),
+// not for the queue: launch latencies are a few microseconds, queued work waits far longer.
+constexpr int64_t kLaunchBoundNs = 20000;
+
+// The host timeline's shift (how much earlier events happen in the replay) as a step function
+// of observed time, built in time order.
+class HostShift {
+ public:
+  void Set(int64_t from, double shift) { points_.emplace_back(from, shift); }
+  double At(int64_t t) const {
+    auto it = std::upper_bound(points_.begin(), points_.end(), t,
+                               [](int64_t v, const std::pair<int64_t, double>& p) { return v < p.first; });
+    return it == points_.begin() ? 0.0 : std::prev(it)->second;
+  }
+  double Last() const { return points_.empty() ? 0.0 : points_.back().second; }
+
+ private:
+  std::vector<std::pair<int64_t, double>> points_;
+};
+
+// Re-times device work in its observed start order, one item at a time, as far as the host
+// timeline is known.
+class DeviceQueue {
+ public:
+  DeviceQueue(const StepGraph& g, const std::vector<double>& device_cut) : g_(g), cut_(device_cut) {
+    for (uint32_t i = 0; i < g.items.size(); ++i)
+      if (g.items[i].has_device) order_.push_back(i);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](uint32_t a, uint32_t b) { return g.items[a].device_start < g.items[b].device_start; });
+    replayed_end_.assign(g.items.size(), 0.0);
+    int64_t lat = std::numeric_limits<int64_t>::max();
+    for (uint32_t i : order_) lat = std::min(lat, g.items[i].device_start - g.items[i].launch);
+    min_latency_ = order_.empty() ? 0 : std::max<int64_t>(0, lat);
+  }
+  // Replays every item that started at or before `until` (observed).
+  void RunUntil(int64_t until, const HostShift& host) {
+    while (next_ < order_.size() && g_.items[order_[next_]].device_start <= until) Step(host);
+  }
+  // Observed and replayed completion of the work that had ended by `t` (observed); {0, 0} when none.
+  std::pair<double, double> CompletedBy(int64_t t) const {
+    double obs = 0, rep = 0;
+    bool any = false;
+    for (size_t k = 0; k < next_; ++k) {
+      const uint32_t i = order_[k];
+      if (g_.items[i].device_end > t) continue;
+      obs = any ? std::max(obs, double(g_.items[i].device_end)) : double(g_.items[i].device_end);
+      rep = any ? std::max(rep, replayed_end_[i]) : replayed_end_[i];
+      any = true;
+    }
+    return {obs, rep};
+  }
+  double ReplayedEnd() const { return front_rep_; }
+  bool Empty() const { return order_.empty(); }
+
+ private:
+  void Step(const HostShift& host) {
+    const uint32_t i = order_[next_++];
+    const ReplayItem& it = g_.items[i];
+    const double launch = double(it.launch) - host.At(it.launch);
+    const double latency = double(it.device_start - it.launch);
+    // Where the queue's front leaves it: the same gap after the (replayed) front; work that
+    // waited for its launch may instead fill the gap it left.
+    const double gap = started_ ? double(it.device_start - front_obs_) : 0.0;
+    const double queue = started_ ? front_rep_ + gap : -1e300;
+    double start;
+    // The device waited for this launch: it started right after it, or the device ran dry
+    // before (or just as) it was launched, so the launch, not earlier work, let it start.
+    const bool launch_bound = latency <= double(kLaunchBoundNs) || !started_ ||
+                              (gap >= 0 && it.launch + kLaunchBoundNs >= front_obs_);
+    if (launch_bound) {
+      start = std::max(launch + latency, gap >= 0 && started_ ? front_rep_ : queue);
+    } else {  // it sat in a queue: it moves with what held it, never before its launch
+      start = std::max(launch + double(min_latency_), queue);
+    }
+    const double duration = std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
+    double end = start + duration;
+    if (it.peer_entry != kNoPeerBound)
+      end = std::max(end, double(it.peer_entry) + std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
+    replayed_end_[i] = end;
+    front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
+    front_rep_ = started_ ? std::max(front_rep_, end) : end;
+    started_ = true;
+  }
+
+  const StepGraph& g_;
+  const std::vector<double>& cut_;
+  std::vector<uint32_t> order_;
+  std::vector<double> replayed_end_;
+  size_t next_ = 0;
+  int64_t min_latency_ = 0;
+  bool started_ = false;
+  int64_t front_obs_ = 0;  // latest observed end so far
+  double front_rep_ = 0;   // latest replayed end so far
+};
+
+// A host event that changes the shift: a cut (at its operator's host start) or a block (at the
+// end of an operator whose calls waited on the device).
+struct HostPoint {
+  int64_t time = 0;
+  bool block = false;  // cuts sort before blocks at the same time
+  uint32_t item = 0;
+  double cut = 0;
+};
+
+}  // namespace
+
+int64_t ObservedCompletion(const StepGraph& g) {
+  int64_t end = g.host_end;
+  for (const ReplayItem& it : g.items)
+    if (it.has_device) end = std::max(end, it.device_end);
+  return end;
+}
+
+int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
+  std::vector<double> host_cut(g.items.size(), 0.0), device_cut(g.items.size(), 0.0);
+  for (const ReplayCut& c : cuts) {
+    if (c.item >= g.items.size()) continue;
+    host_cut[c.item] += std::max(0.0, c.host_ns);
+    device_cut[c.item] += std::max(0.0, c.device_ns);
+  }
+  std::vector<HostPoint> points;
+  for (uint32_t i = 0; i < g.items.size(); ++i) {
+    if (host_cut[i] > 0) points.push_back({g.items[i].host_start, false, i, host_cut[i]});
+    if (g.items[i].wait_ns > 0) points.push_back({g.items[i].host_end, true, i, 0});
+  }
+  std::stable_sort(points.begin(), points.end(), [](const HostPoint& a, const HostPoint& b) {
+    return a.time != b.time ? a.time < b.time : a.block < b.block;
+  });
+  HostShift host;
+  DeviceQueue device(g, device_cut);
+  double s = 0;
+  for (const HostPoint& p : points) {
+    if (!p.block) {
+      s += p.cut;
+      host.Set(p.time, s);
+      continue;
+    }
+    // The block ended when the awaited work did: the host leaves at the later of its own
+    // arrival (earlier by s) and that work's replayed end (earlier by d).
+    device.RunUntil(p.time, host);
+    // With E = max(arrival, completion + r) (r: the call's return after the work ended), the
+    // new shift is min(s + wait, d); with no completed work to wait for, nothing is known: s.
+    const auto [obs, rep] = device.CompletedBy(p.time);
+    const double d = obs > 0 ? obs - rep : s;
+    s = std::max(0.0, std::min(s + double(g.items[p.item].wait_ns), d));
+    host.Set(p.time, s);
+  }
+  device.RunUntil(std::numeric_limits<int64_t>::max(), host);
+  double end = double(g.host_end) - host.Last();
+  if (!device.Empty()) end = std::max(end, device.ReplayedEnd());
+  return static_cast<int64_t>(std::llround(end));
+}
+
+double ReplayImpactNs(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
+  return std::max<double>(0.0, double(ObservedCompletion(g) - ReplayedCompletion(g, cuts)));
+}
+
+StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vector<CommTiming>& comm,
+                         std::vector<uint32_t>* item_of) {
+  StepGraph g;
+  if (item_of) item_of->assign(t.size(), UINT32_MAX);
+  if (unit >= t.steps.size() || t.detail.size() != t.size()) return g;
+  const StepInfo& st = t.steps[unit];
+  g.start = st.start_ns;
+  g.host_end = st.end_ns;
+  // The step's units of both views sit next to each other (steps sorted by rank, step, view).
+  std::vector<uint32_t> units;
+  for (uint32_t u = unit > 0 ? unit - 1 : 0; u < t.steps.size() && u <= unit + 1; ++u)
+    if (t.steps[u].rank == st.rank && t.steps[u].step_index == st.step_index) units.push_back(u);
+  std::map<std::tuple<int64_t, int64_t, uint32_t>, uint32_t> seen;  // (start, end, family) -> item
+  for (uint32_t u : units) {
+    const StepInfo& s = t.steps[u];
+    g.start = std::min(g.start, s.start_ns);
+    g.host_end = std::max(g.host_end, s.end_ns);
+    for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
+      const auto key = std::make_tuple(t.start_ns[i], t.end_ns[i], t.family[i]);
+      if (auto dup = seen.find(key); dup != seen.end()) {
+        if (item_of) (*item_of)[i] = dup->second;
+        continue;
+      }
+      const InstanceDetail& d = t.detail[i];
+      ReplayItem it;
+      const bool replayed = d.flags & kDetailReplay;  // no host range of its own
+      it.host_start = replayed ? d.device_start : t.start_ns[i];
+      it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
+      it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
+      it.has_device = (d.flags & kDetailHasDevice) && d.device_end >= d.device_start && d.device_start > 0;
+      if (it.has_device) {
+        it.device_start = d.device_start;
+        it.device_end = d.device_end;
+        const double lat = t.features[i][kLaunchLatencyNs];
+        const int64_t launch = d.device_start - static_cast<int64_t>(std::isfinite(lat) ? lat : 0);
+        it.launch = std::clamp(launch, std::min(it.host_start, d.device_start), d.device_start);
+        const CommTiming* c = i < comm.size() ? &comm[i] : nullptr;
+        if (c && c->participants > 1 && c->last_rank != st.rank.value_or(-1) && c->wait_ns > 0 &&
+            c->last_arrival <= d.device_end)
+          it.peer_entry = c->last_arrival;
+      }
+      if (item_of) (*item_of)[i] = static_cast<uint32_t>(g.items.size());
+      seen.emplace(key, static_cast<uint32_t>(g.items.size()));
+      g.items.push_back(it);
+    }
+  }
+  return g;
+}
+
+}  // namespace truffld::diagnose

@@ -1,0 +1,75 @@
+// What-if replay of one (rank, step): what the step would have taken without an anomaly.
+//
+// An operator that cost more than its peers did not necessarily make its step longer: host time
+// spent while the device still had queued work is absorbed (the host ran ahead of a busy GPU), a
+// collective that waited for a late peer would have waited anyway. The replay rebuilds the step's
+// dependencies from its operators and re-times them with some costs cut:
+//   * host work runs in time order on one timeline: cutting an operator's host time moves every
+//     later host event earlier by that much ...
+//   * ... until the host blocks on the device (an operator whose calls waited, InstanceDetail::
+//     wait_ns): it then leaves when the awaited device work ends, so the saving shrinks to what
+//     the device gained (nothing when the device queue was busy all along);
+//   * device work runs in its observed order: work the device waited for (it started within
+//     20 us of its launch, or it was launched after the device ran dry) moves with its launch and
+//     may fill the idle gap before it; work that sat queued, or that another dependency held
+//     (launched before the device ran dry, started after a gap), moves only with the latest end
+//     of the work before it, keeping its observed gap, and never before its launch;
+//   * a collective on a rank that did not enter it last ends no earlier than the last entry plus
+//     its transfer: the others' entry, not this rank, bounded it (a slow transfer, which every
+//     participant shares, can still be cut).
+// The step completes at the later of its host range's end and its device work's end; the impact
+// of a set of cuts is the observed completion minus the replayed one (0 when the cuts were
+// absorbed). With no cuts the replay reproduces the observed times exactly.
+// Times are ns on the merged axis. Pure; thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "peer/types.h"
+#include "read/instances.h"
+
+namespace truffld::diagnose {
+
+inline constexpr int64_t kNoPeerBound = std::numeric_limits<int64_t>::min();
+
+// One operator as the replay sees it.
+struct ReplayItem {
+  int64_t host_start = 0, host_end = 0;  // its host range
+  bool has_device = false;               // its own calls launched device work:
+  int64_t launch = 0;                    //   when (host clock), in [host_start, device_start]
+  int64_t device_start = 0, device_end = 0;
+  int64_t wait_ns = 0;                   // its calls blocked this long on the device
+  // A collective another rank entered last: when that rank entered. Its end is then no earlier
+  // than that entry plus its transfer (device_end - peer_entry, less any device cut).
+  int64_t peer_entry = kNoPeerBound;
+};
+
+struct StepGraph {
+  int64_t start = 0, host_end = 0;  // the step's host range
+  std::vector<ReplayItem> items;
+};
+
+// A cost removed from one item: host time (ns) and/or device time (ns), both >= 0.
+struct ReplayCut {
+  uint32_t item = 0;
+  double host_ns = 0, device_ns = 0;
+};
+
+// The step's completion: the later of its host end and its items' last device end.
+int64_t ObservedCompletion(const StepGraph& g);
+// The completion replayed with `cuts` applied (no cuts: ObservedCompletion).
+int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cuts);
+// ObservedCompletion - ReplayedCompletion, >= 0.
+double ReplayImpactNs(const StepGraph& g, const std::vector<ReplayCut>& cuts);
+
+// The replay graph of a unit's (rank, step): the operators with detail of both views of that
+// rank and step (a comm operator seen in both once). `item_of` (may be null) receives, per
+// instance of the table, its item index in the graph or UINT32_MAX. Needs t.detail (else
+// returns an empty graph); `comm` (MatchCollectives) sets each collective's peer bound, and may
+// be empty.
+StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vector<CommTiming>& comm,
+                         std::vector<uint32_t>* item_of);
+
+}  // namespace truffld::diagnose

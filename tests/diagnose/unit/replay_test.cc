@@ -1,0 +1,117 @@
+// What-if replay (peer/replay.h) on hand-built steps: what a cut cost saves depends on whether
+// the host or the device bounded the step.
+#include "peer/replay.h"
+
+#include <gtest/gtest.h>
+
+namespace truffld::diagnose {
+namespace {
+
+// A host operator from a to b (us) that launched device work [ds, de] (us) at `launch`.
+ReplayItem Op(int64_t a, int64_t b, int64_t launch = -1, int64_t ds = 0, int64_t de = 0, int64_t wait = 0) {
+  ReplayItem it;
+  it.host_start = a * 1000;
+  it.host_end = b * 1000;
+  it.wait_ns = wait * 1000;
+  if (launch >= 0) {
+    it.has_device = true;
+    it.launch = launch * 1000;
+    it.device_start = ds * 1000;
+    it.device_end = de * 1000;
+  }
+  return it;
+}
+
+StepGraph Step(int64_t end_us, std::vector<ReplayItem> items) {
+  StepGraph g;
+  g.start = 0;
+  g.host_end = end_us * 1000;
+  g.items = std::move(items);
+  return g;
+}
+
+TEST(Replay, NoCutReproducesTheObservedCompletion) {
+  StepGraph g = Step(100, {Op(0, 10, 5, 8, 30), Op(10, 20, 15, 30, 60), Op(20, 70, 25, 60, 65, 40), Op(70, 100)});
+  EXPECT_EQ(ObservedCompletion(g), 100000);
+  EXPECT_EQ(ReplayedCompletion(g, {}), 100000);
+  EXPECT_EQ(ReplayImpactNs(g, {}), 0);
+}
+
+// Host-bound: every kernel starts as soon as it is launched; a host stall in op 1 delays all
+// that follows, so removing it saves all of it.
+TEST(Replay, HostBoundStepSavesTheWholeHostStall) {
+  StepGraph g = Step(1300, {Op(0, 100, 90, 95, 99), Op(100, 1200, 1190, 1195, 1199), Op(1200, 1300, 1290, 1295, 1299)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 1000e3, 0}}), 1000e3);
+}
+
+// Device-bound: the host queued everything early, stalled 1 ms, then blocked in a sync until the
+// device finished; the stall was absorbed by the queue and saves nothing.
+TEST(Replay, DeviceBoundStepAbsorbsAHostStall) {
+  StepGraph g = Step(5010, {Op(0, 10, 5, 10, 2000), Op(10, 1020, 1015, 2000, 5000),
+                            Op(1020, 5010, -1, 0, 0, /*wait=*/3980)});
+  EXPECT_EQ(ReplayedCompletion(g, {}), 5010000);
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 1000e3, 0}}), 0);
+  // A slower kernel, by contrast, costs the step what it lost.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 0, 1000e3}}), 1000e3);
+}
+
+// A blocking copy: the host waited for it; the copy took 500 us too long. After the copy the host
+// ran 200 us more. Cutting the copy's device time makes the host leave the copy earlier and
+// saves the 500 us; a host stall before the copy's launch also saves its share.
+TEST(Replay, BlockingCopySavesWhatTheDeviceGained) {
+  StepGraph g = Step(1310, {Op(0, 100, 95, 100, 300), Op(300, 1110, 305, 310, 1100, /*wait=*/800), Op(1110, 1310)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 0, 500e3}}), 500e3);
+  // The first operator's host stall of 50 us happened while its kernel was not yet running:
+  // its launch moves, the kernel and the copy move, all 50 us are saved.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{0, 50e3, 0}}), 50e3);
+}
+
+// A collective on a rank that entered early: another rank entered last, so its end is bounded
+// by the peer; a host stall before it costs nothing. On the late rank the same stall costs all.
+TEST(Replay, CollectiveWaitingOnALateRank) {
+  ReplayItem ar = Op(200, 210, 205, 210, 1000);
+  ar.peer_entry = 900000;  // the peer entered last at 900 us; transfer 100 us
+  StepGraph early = Step(1010, {Op(0, 200, 190, 195, 199), ar, Op(210, 1010, -1, 0, 0, /*wait=*/790)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(early, {{0, 150e3, 0}}), 0);
+  // However much is cut from this rank's collective, its wait for the late rank stays: at most
+  // the whole 100 us transfer is saved.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(early, {{1, 0, 690e3}}), 100e3);
+  // A slow transfer, shared by every participant: cutting 60 us of it saves 60 us.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(early, {{1, 0, 60e3}}), 60e3);
+  // The late rank: stalled 700 us on the host before entering; nothing bounds it.
+  StepGraph late = Step(1010, {Op(0, 890, 885, 888, 889), Op(890, 900, 895, 900, 1000),
+                               Op(900, 1010, -1, 0, 0, /*wait=*/100)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(late, {{0, 700e3, 0}}), 700e3);
+}
+
+// A gap between steps judged as the host time at the start of the step: the device idled through
+// it, so removing it saves it whole; when the previous step's work still filled the device
+// queue (host ahead), it saves only what the queue did not cover.
+TEST(Replay, GapBeforeTheStep) {
+  StepGraph idle = Step(1100, {Op(0, 1000), Op(1000, 1100, 1050, 1055, 1095)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(idle, {{0, 1000e3, 0}}), 1000e3);
+  // The previous step's work (here an item of this graph) ran until 1 ms; a sync waited on it.
+  StepGraph busy = Step(1200, {Op(0, 0, 0, 0, 1000), Op(1, 700), Op(700, 1010, -1, 0, 0, /*wait=*/300),
+                               Op(1010, 1200, 1100, 1105, 1190)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(busy, {{1, 700e3, 0}}), 0);
+}
+
+// After a host stall the device ran dry; the next kernel started 60 us after its launch (a slow
+// launch path, not a queue): the device waited for the host, so the stall cost the step whole.
+// A kernel launched long before the device ran dry that still started after a gap was held by
+// something else (another stream's event): the stall before its launch does not move it.
+TEST(Replay, WhatTheDeviceWaitedFor) {
+  StepGraph slow_launch = Step(1200, {Op(0, 100, 90, 95, 100), Op(100, 1100), Op(1100, 1200, 1110, 1170, 1190)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(slow_launch, {{1, 1000e3, 0}}), 1000e3);
+  StepGraph held = Step(1200, {Op(0, 10, 5, 10, 100), Op(10, 20, 15, 700, 1190), Op(20, 1200, -1, 0, 0, /*wait=*/1000)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(held, {{1, 5e3, 0}}), 0);
+}
+
+TEST(Replay, CutsBeyondTheGraphAreIgnored) {
+  StepGraph g = Step(100, {Op(0, 100)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{7, 50e3, 0}}), 0);
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{0, 50e3, 0}}), 50e3);
+}
+
+}  // namespace
+}  // namespace truffld::diagnose
