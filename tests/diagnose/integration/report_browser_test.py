@@ -90,7 +90,9 @@ class ReportInBrowser(unittest.TestCase):
         subprocess.run([ARGS.merge] + sorted(glob.glob(os.path.join(cls.synth, "truffld-*.jsonl"))) +
                        ["-o", cls.merged, "-q"], check=True)
         subprocess.run([ARGS.diag, cls.merged, "-o", cls.diag, "--labels", os.path.join(cls.synth, "labels.jsonl"),
-                        "--llm", "off", "-q", "--report-cards", str(CARDS)], check=True)
+                        "--llm", "off", "-q", "--report-cards", str(CARDS),
+                        # no impact floor: the test needs more abnormal units than cards
+                        "--min-impact-share", "0"], check=True)
         cls.report = os.path.join(cls.diag, "report.html")
         cls.profile = os.path.join(work, "chromium-profile")
         cls.dom_text, cls.log = chromium(cls.browser, cls.profile, "--dump-dom", "file://" + cls.report)
