@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <map>
+#include <queue>
 #include <tuple>
 #include <utility>
 
@@ -49,18 +51,17 @@ class DeviceQueue {
   void RunUntil(int64_t until, const HostShift& host) {
     while (next_ < order_.size() && g_.items[order_[next_]].device_start <= until) Step(host);
   }
-  // Observed and replayed completion of the work that had ended by `t` (observed); {0, 0} when none.
-  std::pair<double, double> CompletedBy(int64_t t) const {
-    double obs = 0, rep = 0;
-    bool any = false;
-    for (size_t k = 0; k < next_; ++k) {
-      const uint32_t i = order_[k];
-      if (g_.items[i].device_end > t) continue;
-      obs = any ? std::max(obs, double(g_.items[i].device_end)) : double(g_.items[i].device_end);
-      rep = any ? std::max(rep, replayed_end_[i]) : replayed_end_[i];
-      any = true;
+  // Observed and replayed completion of the replayed work that had ended by `t` (observed);
+  // {0, 0} when none. `t` must not decrease between calls: work leaves `running_` as it ends.
+  std::pair<double, double> CompletedBy(int64_t t) {
+    while (!running_.empty() && running_.top().first <= t) {
+      const uint32_t i = running_.top().second;
+      running_.pop();
+      done_obs_ = done_any_ ? std::max(done_obs_, double(g_.items[i].device_end)) : double(g_.items[i].device_end);
+      done_rep_ = done_any_ ? std::max(done_rep_, replayed_end_[i]) : replayed_end_[i];
+      done_any_ = true;
     }
-    return {obs, rep};
+    return {done_obs_, done_rep_};
   }
   double ReplayedEnd() const { return front_rep_; }
   bool Empty() const { return order_.empty(); }
@@ -90,6 +91,7 @@ class DeviceQueue {
     if (it.peer_entry != kNoPeerBound)
       end = std::max(end, double(it.peer_entry) + std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
     replayed_end_[i] = end;
+    running_.emplace(it.device_end, i);
     front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
     front_rep_ = started_ ? std::max(front_rep_, end) : end;
     started_ = true;
@@ -100,6 +102,10 @@ class DeviceQueue {
   std::vector<uint32_t> order_;
   std::vector<double> replayed_end_;
   size_t next_ = 0;
+  // Replayed work by observed end, earliest first, until CompletedBy passes its end.
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> running_;
+  bool done_any_ = false;
+  double done_obs_ = 0, done_rep_ = 0;  // latest observed / replayed end of the work ended so far
   int64_t min_latency_ = 0;
   bool started_ = false;
   int64_t front_obs_ = 0;  // latest observed end so far

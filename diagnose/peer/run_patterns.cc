@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "peer/format_ns.h"
+
 namespace truffld::diagnose {
 namespace {
 
@@ -13,12 +15,6 @@ struct Member {
   uint32_t unit;
   double excess, impact, share;
 };
-
-std::string Ms(double ns) {
-  char b[32];
-  std::snprintf(b, sizeof b, ns < 1e6 ? "%.0f us" : "%.2f ms", ns < 1e6 ? ns / 1e3 : ns / 1e6);
-  return b;
-}
 
 std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatternOptions& o) {
   char b[512];
@@ -29,7 +25,7 @@ std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatte
                 "costing each step %.1f-%.1f%% of its time: how this run behaves, reported once; a step is flagged "
                 "only when its excess is over %gx the typical one",
                 f.rank >= 0 ? ("rank " + std::to_string(f.rank) + ", ").c_str() : "", ViewName(f.view), f.units,
-                f.judged, Ms(f.min_excess_ns).c_str(), Ms(f.max_excess_ns).c_str(), Ms(f.typical_excess_ns).c_str(),
+                f.judged, FormatNs(f.min_excess_ns).c_str(), FormatNs(f.max_excess_ns).c_str(), FormatNs(f.typical_excess_ns).c_str(),
                 fams.c_str(), f.families.size() >= 3 ? ", ..." : "", 100 * f.min_share, 100 * f.max_share, o.factor);
   return b;
 }

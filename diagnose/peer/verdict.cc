@@ -2,8 +2,9 @@
 #include "peer/verdict.h"
 
 #include <cmath>
-#include <cstdio>
 #include <string>
+
+#include "peer/format_ns.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -67,9 +68,7 @@ void SetAsideUnseenPeers(const InstanceTable& t, const std::vector<CommTiming>& 
     if (!blamed.empty() || unseen.empty()) continue;
     UnitVerdict& v = d->units[u];
     v.verdict = Verdict::kInsufficient;
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.2f ms", unseen_ns / 1e6);
-    v.reason = "the collective " + unseen + " took +" + ms +
+    v.reason = "the collective " + unseen + " took +" + FormatNs(unseen_ns) +
                " longer than its peers, but the other ranks of its communicator are not in the trace: its "
                "time may be spent waiting for them (merge every rank's trace to judge it)";
     --d->views[ViewIndex(st.view)].flagged;

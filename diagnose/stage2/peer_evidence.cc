@@ -139,14 +139,6 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
 
 }  // namespace
 
-std::string FormatNs(double ns) {
-  const double a = std::abs(ns);
-  if (a < 1e3) return Fmt("%.0f ns", ns);
-  if (a < 1e6) return Fmt(a < 1e4 ? "%.2f us" : a < 1e5 ? "%.1f us" : "%.0f us", ns / 1e3);
-  if (a < 1e9) return Fmt(a < 1e7 ? "%.2f ms" : a < 1e8 ? "%.1f ms" : "%.0f ms", ns / 1e6);
-  return Fmt("%.3g s", ns / 1e9);
-}
-
 std::vector<double> InstancePValues(const InstanceTable& t, const PeerStageResult& r) {
   std::vector<double> p(t.size(), 1.0);
   for (const TestRow& row : r.rows) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "peer/format_ns.h"  // FormatNs, used with the evidence
 #include "peer/stage.h"
 #include "stage2/evidence.h"
 
@@ -20,8 +21,5 @@ std::vector<double> InstancePValues(const InstanceTable& t, const PeerStageResul
 // One StepEvidence per unit of `t`: DescribeUnit, each family's smallest row p-value as its
 // probability, the blamed families first (highest excess) with their costs, and the verdict.
 std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerStageResult& r);
-
-// "412 us", "1.20 ms", "3.1 s" (3 significant digits; "us" for microseconds).
-std::string FormatNs(double ns);
 
 }  // namespace truffld::diagnose
