@@ -13,8 +13,10 @@
 namespace truffld::diagnose {
 namespace {
 
-// Device work that started within this long of its launch waited for the host (the launch),
-// not for the queue: launch latencies are a few microseconds, queued work waits far longer.
+// Device work that started more than kIdleNs after the work before it ended found the device
+// idle; it waited for its launch when that launch came at most kLaunchBoundNs before the device
+// ran dry (launch latencies are a few microseconds; queued work was launched far earlier).
+constexpr int64_t kIdleNs = 1000;
 constexpr int64_t kLaunchBoundNs = 20000;
 
 // The host timeline's shift (how much earlier events happen in the replay) as a step function
@@ -77,19 +79,21 @@ class DeviceQueue {
     const double gap = started_ ? double(it.device_start - front_obs_) : 0.0;
     const double queue = started_ ? front_rep_ + gap : -1e300;
     double start;
-    // The device waited for this launch: it started right after it, or the device ran dry
-    // before (or just as) it was launched, so the launch, not earlier work, let it start.
-    const bool launch_bound = latency <= double(kLaunchBoundNs) || !started_ ||
-                              (gap >= 0 && it.launch + kLaunchBoundNs >= front_obs_);
+    // The device waited for this launch: it idled before the work started, and the work was
+    // launched (nearly) when the device ran dry, so the launch, not earlier work, let it start.
+    const bool launch_bound = !started_ || (gap > double(kIdleNs) && it.launch + kLaunchBoundNs >= front_obs_);
     if (launch_bound) {
-      start = std::max(launch + latency, gap >= 0 && started_ ? front_rep_ : queue);
+      start = std::max(launch + latency, started_ ? front_rep_ : -1e300);
     } else {  // it sat in a queue: it moves with what held it, never before its launch
       start = std::max(launch + double(min_latency_), queue);
     }
     const double duration = std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
     double end = start + duration;
+    // The peers' entry moves as far as the last collective moved them (they left it together).
     if (it.peer_entry != kNoPeerBound)
-      end = std::max(end, double(it.peer_entry) + std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
+      end = std::max(end, double(it.peer_entry) - peer_shift_ +
+                              std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
+    if (it.collective) peer_shift_ = std::max(0.0, double(it.device_end) - end);
     replayed_end_[i] = end;
     running_.emplace(it.device_end, i);
     front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
@@ -108,6 +112,7 @@ class DeviceQueue {
   double done_obs_ = 0, done_rep_ = 0;  // latest observed / replayed end of the work ended so far
   int64_t min_latency_ = 0;
   bool started_ = false;
+  double peer_shift_ = 0;  // how much earlier the last collective ended: its peers' shift too
   int64_t front_obs_ = 0;  // latest observed end so far
   double front_rep_ = 0;   // latest replayed end so far
 };
@@ -187,6 +192,8 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
   for (uint32_t u = unit > 0 ? unit - 1 : 0; u < t.steps.size() && u <= unit + 1; ++u)
     if (t.steps[u].rank == st.rank && t.steps[u].step_index == st.step_index) units.push_back(u);
   std::map<std::tuple<int64_t, int64_t, uint32_t>, uint32_t> seen;  // (start, end, family) -> item
+  std::vector<int64_t> host_starts;   // of the operators with a host range
+  std::vector<uint32_t> graph_nodes;  // items rebuilt from CUDA-graph replays
   for (uint32_t u : units) {
     const StepInfo& s = t.steps[u];
     g.start = std::min(g.start, s.start_ns);
@@ -211,15 +218,30 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
         const int64_t launch = d.device_start - static_cast<int64_t>(std::isfinite(lat) ? lat : 0);
         it.launch = std::clamp(launch, std::min(it.host_start, d.device_start), d.device_start);
         const CommTiming* c = i < comm.size() ? &comm[i] : nullptr;
+        it.collective = c && c->participants > 1;
         if (c && c->participants > 1 && c->last_rank != st.rank.value_or(-1) && c->wait_ns > 0 &&
             c->last_arrival <= d.device_end)
           it.peer_entry = c->last_arrival;
       }
+      if (replayed)
+        graph_nodes.push_back(static_cast<uint32_t>(g.items.size()));
+      else
+        host_starts.push_back(it.host_start);
       if (item_of) (*item_of)[i] = static_cast<uint32_t>(g.items.size());
       seen.emplace(key, static_cast<uint32_t>(g.items.size()));
       g.items.push_back(it);
     }
   }
+  // A CUDA graph's nodes were launched together by one graph launch, inside the last operator
+  // that began before the first of them ran: that operator's start (else the step's) is every
+  // node's launch, so the nodes queue behind each other and move with the host only through it.
+  if (graph_nodes.empty()) return g;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (uint32_t k : graph_nodes) first = std::min(first, g.items[k].device_start);
+  int64_t launch = g.start;
+  for (int64_t h : host_starts)
+    if (h <= first) launch = std::max(launch, h);
+  for (uint32_t k : graph_nodes) g.items[k].launch = std::min(g.items[k].device_start, launch);
   return g;
 }
 

@@ -9,14 +9,17 @@
 //   * ... until the host blocks on the device (an operator whose calls waited, InstanceDetail::
 //     wait_ns): it then leaves when the awaited device work ends, so the saving shrinks to what
 //     the device gained (nothing when the device queue was busy all along);
-//   * device work runs in its observed order: work the device waited for (it started within
-//     20 us of its launch, or it was launched after the device ran dry) moves with its launch and
-//     may fill the idle gap before it; work that sat queued, or that another dependency held
-//     (launched before the device ran dry, started after a gap), moves only with the latest end
-//     of the work before it, keeping its observed gap, and never before its launch;
+//   * device work runs in its observed order: work the device waited for (the device idled over
+//     1 us before it, and it was launched at most 20 us before the device ran dry) moves with its
+//     launch and may fill the idle gap before it; work that sat queued, or that another
+//     dependency held (launched long before the device ran dry), moves only with the latest end
+//     of the work before it, keeping its observed gap, and never before its launch; a CUDA
+//     graph's nodes count as launched when the operator around their graph launch began;
 //   * a collective on a rank that did not enter it last ends no earlier than the last entry plus
 //     its transfer: the others' entry, not this rank, bounded it (a slow transfer, which every
-//     participant shares, can still be cut).
+//     participant shares, can still be cut). The peers left the previous collective together
+//     with this rank, so their entry moves as far as that collective's end moved (tensor-
+//     parallel ranks run in lockstep between collectives).
 // The step completes at the later of its host range's end and its device work's end; the impact
 // of a set of cuts is the observed completion minus the replayed one (0 when the cuts were
 // absorbed). With no cuts the replay reproduces the observed times exactly.
@@ -44,6 +47,8 @@ struct ReplayItem {
   // A collective another rank entered last: when that rank entered. Its end is then no earlier
   // than that entry plus its transfer (device_end - peer_entry, less any device cut).
   int64_t peer_entry = kNoPeerBound;
+  bool collective = false;               // a collective matched with other ranks' (they leave it
+                                         // together: its replayed end moves their later entries)
 };
 
 struct StepGraph {

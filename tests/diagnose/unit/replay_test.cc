@@ -78,6 +78,17 @@ TEST(Replay, CollectiveWaitingOnALateRank) {
   EXPECT_DOUBLE_EQ(ReplayImpactNs(early, {{1, 0, 690e3}}), 100e3);
   // A slow transfer, shared by every participant: cutting 60 us of it saves 60 us.
   EXPECT_DOUBLE_EQ(ReplayImpactNs(early, {{1, 0, 60e3}}), 60e3);
+  // Ranks in lockstep: this rank entered the first collective last (a slow kernel before it),
+  // so everyone left it late, and the peers entered the second one late too. Cutting the slow
+  // kernel moves the first collective's end and, through it, the peers' second entry: all
+  // 300 us are saved although this rank was early at the second collective.
+  ReplayItem first = Op(10, 20, 15, 400, 500);
+  first.collective = true;
+  ReplayItem second = Op(20, 30, 25, 500, 800);
+  second.collective = true;
+  second.peer_entry = 700000;  // the peers came 200 us after this rank; transfer 100 us
+  StepGraph lockstep = Step(810, {Op(0, 10, 5, 10, 400), first, second, Op(30, 810, -1, 0, 0, /*wait=*/780)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(lockstep, {{0, 0, 300e3}}), 300e3);
   // The late rank: stalled 700 us on the host before entering; nothing bounds it.
   StepGraph late = Step(1010, {Op(0, 890, 885, 888, 889), Op(890, 900, 895, 900, 1000),
                                Op(900, 1010, -1, 0, 0, /*wait=*/100)});
@@ -105,6 +116,16 @@ TEST(Replay, WhatTheDeviceWaitedFor) {
   EXPECT_DOUBLE_EQ(ReplayImpactNs(slow_launch, {{1, 1000e3, 0}}), 1000e3);
   StepGraph held = Step(1200, {Op(0, 10, 5, 10, 100), Op(10, 20, 15, 700, 1190), Op(20, 1200, -1, 0, 0, /*wait=*/1000)});
   EXPECT_DOUBLE_EQ(ReplayImpactNs(held, {{1, 5e3, 0}}), 0);
+}
+
+// A CUDA graph's nodes, launched together at 10 us, run back to back; the host then waits for
+// them. A slower node delays every node after it (they queued, however soon after the launch
+// they started), so cutting it saves all of it.
+TEST(Replay, GraphNodesQueueBehindEachOther) {
+  StepGraph g = Step(220, {Op(0, 10, 10, 12, 20), Op(0, 0, 10, 20, 28), Op(0, 0, 10, 28, 200),
+                           Op(10, 210, -1, 0, 0, /*wait=*/190), Op(210, 220)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{0, 0, 5e3}}), 5e3);
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 0, 5e3}}), 5e3);
 }
 
 TEST(Replay, CutsBeyondTheGraphAreIgnored) {
