@@ -50,6 +50,7 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
         row.metric = static_cast<Metric>(m);
         row.observed = static_cast<float>(v);
         row.shared_tp = m == static_cast<int>(Metric::kDevice) && i < comm.size() && comm[i].participants > 1;
+        row.group_cost = d.flags & kDetailGroupCost;
         row.context_known = st.context >= 0;
         RowKeys k;
         k.layer = Mix(Mix(Mix(u, d.signature), static_cast<uint64_t>(m)), 11);

@@ -69,7 +69,7 @@ std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& 
   order.reserve(rows.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
     if (layer && rows[r].instance == kFamilyRow) continue;
-    if (!layer && rows[r].shared_tp) continue;
+    if (!layer && (rows[r].shared_tp || rows[r].group_cost)) continue;
     order.emplace_back(keys[r].*field, r);
   }
   std::sort(order.begin(), order.end());

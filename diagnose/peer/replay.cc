@@ -126,6 +126,24 @@ struct HostPoint {
   double cut = 0;
 };
 
+// When the step holds the time since the previous step (an item whose host range starts before
+// the step's), the previous step's device work that ran past its host end is an item too: it
+// was launched before any cut, so it stays, and this step's device work cannot start before it
+// ends (a shorter pause between steps gains nothing while the device was still busy).
+void AddPreviousTail(const InstanceTable& t, const std::vector<uint32_t>& units, StepGraph* g) {
+  int64_t tail = 0, from = std::numeric_limits<int64_t>::max();
+  for (uint32_t u : units) tail = std::max(tail, t.steps[u].prev_device_end);
+  for (const ReplayItem& it : g->items) from = std::min(from, it.host_start);
+  if (tail <= 0 || from >= g->start || tail <= from) return;
+  ReplayItem it;
+  it.host_start = it.host_end = from - 1;
+  it.has_device = true;
+  it.launch = from - 1;
+  it.device_start = from;
+  it.device_end = tail;
+  g->items.push_back(it);
+}
+
 }  // namespace
 
 int64_t ObservedCompletion(const StepGraph& g) {
@@ -232,6 +250,7 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
       g.items.push_back(it);
     }
   }
+  AddPreviousTail(t, units, &g);
   // A CUDA graph's nodes were launched together by one graph launch, inside the last operator
   // that began before the first of them ran: that operator's start (else the step's) is every
   // node's launch, so the nodes queue behind each other and move with the host only through it.

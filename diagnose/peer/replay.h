@@ -20,6 +20,9 @@
 //     participant shares, can still be cut). The peers left the previous collective together
 //     with this rank, so their entry moves as far as that collective's end moved (tensor-
 //     parallel ranks run in lockstep between collectives).
+//   * the time since the previous step (outside_time.h) is host time before the step; the
+//     previous step's device work that ran past that step's host end stays where it was, so a
+//     shorter pause gains nothing while the device was still busy.
 // The step completes at the later of its host range's end and its device work's end; the impact
 // of a set of cuts is the observed completion minus the replayed one (0 when the cuts were
 // absorbed). With no cuts the replay reproduces the observed times exactly.

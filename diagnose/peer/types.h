@@ -64,6 +64,7 @@ struct TestRow {
   float effective_expected = std::numeric_limits<float>::quiet_NaN();
   PeerSource basis = PeerSource::kTp;
   bool shared_tp = false;      // TP peers share this cost by construction (a collective's transfer)
+  bool group_cost = false;     // the whole TP group pays it together (kDetailGroupCost): no TP peers
   bool time_exact = false;     // the similar-steps expectation came from steps of the same shape
   bool context_known = false;  // the unit's step name carries its context length ([ctx:N])
   double p_group = 1;          // the TP peers' own cost against similar steps (scoring)

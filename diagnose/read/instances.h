@@ -90,6 +90,10 @@ struct StepInfo {
   double work_blocks = 0;            // grid blocks of every kernel in the view (timing-free size)
   double h2d_bytes = 0;              // host-to-device bytes copied in the view (input size)
   bool device_detail = true;         // false: captured outside a sampled device window
+  // Latest device end of the same rank's previous step (both views) when it ran past that step's
+  // host end (the device was still busy when the host moved on), else 0. The replay keeps the
+  // device busy until then (replay.h).
+  int64_t prev_device_end = 0;
 };
 
 // Phase name -> kPhaseCode value.
@@ -118,6 +122,17 @@ inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device
 // Its own calls loaded GPU code (IsCodeLoadCall): the first use of a kernel (lazy module
 // loading, a JIT-compiled or runtime-generated kernel), whose host cost is warm-up, not a fault.
 inline constexpr uint8_t kDetailLoadsCode = 4;
+// A step's time that no operator range covers, judged like an operator (outside_time.h): host
+// time between operators, the time since the previous step, calls issued directly under the step.
+inline constexpr uint8_t kDetailOutside = 8;
+// A cost every rank of a tensor-parallel group pays together (the engine's time between steps:
+// one scheduler drives every worker), so tensor-parallel peers cannot say it was too long.
+inline constexpr uint8_t kDetailGroupCost = 16;
+
+// Families of the time no operator range covers (kDetailOutside; read/outside_time.h).
+inline constexpr const char* kHostOutsideFamily = "(host outside operators)";
+inline constexpr const char* kBetweenStepsFamily = "(between steps)";
+inline constexpr const char* kStepCallsFamily = "(calls under the step)";
 
 // Whether a CUDA driver/runtime API name loads GPU code into the context: cuModuleLoad*,
 // cuLibraryLoad*, cudaLibraryLoad* (truffld's injector records these by default) and

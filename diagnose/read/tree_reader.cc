@@ -11,6 +11,7 @@
 #include <simdjson.h>
 
 #include "read/graph_replay.h"
+#include "read/outside_time.h"
 #include "read/tree_reader_impl.h"
 #include "truffld/step_tags.h"
 #include "truffld/utf8.h"
@@ -92,11 +93,43 @@ std::string TooDeepProblem(std::string_view line) {
          (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
 }
 
+// Each vertical step's pseudo-instances for the time no operator covers, and every step's
+// prev_device_end (the previous step's device work that ran past its host end).
+void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> device_end;  // (rank, step) -> latest device end
+  for (const auto& [key, b] : buckets) {
+    int64_t& end = device_end[{key.rank, key.step_index}];
+    for (const PendingInstance& p : b.instances)
+      if (p.detail.flags & kDetailHasDevice) end = std::max(end, p.detail.device_end);
+  }
+  const StepBucket* prev = nullptr;
+  for (auto& [key, b] : buckets) {
+    if (key.horizontal) continue;
+    if (prev && prev->info.rank != b.info.rank) prev = nullptr;
+    if (prev && prev->info.step_index + 1 == key.step_index) {
+      const int64_t tail = device_end[{key.rank, prev->info.step_index}];
+      if (tail > prev->info.end_ns) {
+        b.info.prev_device_end = tail;
+        StepKey h = key;
+        h.horizontal = true;
+        if (auto it = buckets.find(h); it != buckets.end()) it->second.info.prev_device_end = tail;
+      }
+    }
+    if (judge) {
+      b.outside = detail::OutsideInstances(b, prev, strings);
+      stats->outside_instances += b.outside.size();
+      stats->instances += b.outside.size();
+    }
+    prev = &b;
+  }
+}
+
 }  // namespace
 
 TreeReader::TreeReader() : impl_(std::make_unique<Impl>()) { impl_->stats = &stats_; }
 TreeReader::~TreeReader() = default;
 void TreeReader::set_graph_vertical_ops(bool on) { impl_->graph_vertical_ops = on; }
+void TreeReader::set_outside_time(bool on) { impl_->outside_time = on; }
 
 void TreeReader::ParseLine(std::string_view line, const std::string& where) {
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
@@ -204,6 +237,7 @@ Status TreeReader::Read(const std::string& path_or_dir) {
 
 InstanceTable TreeReader::Finish() {
   InstanceTable t;
+  AddOutsideTime(impl_->buckets, impl_->outside_time, &impl_->strings, &stats_);
   t.strings = std::move(impl_->strings);
   // A horizontal bucket created only by graph-replayed comm work (no horizontal tree was read)
   // borrows the step description of its vertical counterpart.
@@ -237,7 +271,7 @@ InstanceTable TreeReader::Finish() {
     b.info.instance_count = static_cast<uint32_t>(ins.size());
     const double phase = PhaseCode(b.info.phase);
     for (auto& p : ins) p.f[kPhaseCode] = phase;
-    const std::vector<int32_t> parents = detail::NestInstances(ins);
+    std::vector<int32_t> parents = detail::NestInstances(ins);
     const std::vector<int32_t> before = detail::PrecedingTopLevel(ins, parents);
     for (size_t k = 0; k < ins.size(); ++k) {
       const uint64_t ctx = before[k] < 0 ? 0 : HashText(t.strings.Get(ins[static_cast<size_t>(before[k])].family));
@@ -247,6 +281,13 @@ InstanceTable TreeReader::Finish() {
       pos = MixHash(pos, p.parent == kNoString ? 0 : HashText(t.strings.Get(p.parent)));
       ins[k].detail.position = MixHash(pos, ctx);
     }
+    // The time no operator covers comes last, outside the nesting and the signatures' context.
+    for (PendingInstance& p : b.outside) {
+      p.f[kPhaseCode] = phase;
+      ins.push_back(std::move(p));
+      parents.push_back(-1);
+    }
+    b.info.instance_count = static_cast<uint32_t>(ins.size());
     t.steps.push_back(b.info);
     for (size_t k = 0; k < ins.size(); ++k) {
       auto& p = ins[k];

@@ -16,7 +16,8 @@
 // consecutive nodes of one capture form one instance (span = first start .. last end), comm
 // captures land in the step's horizontal view; non-comm captures go to the vertical view
 // only when set_graph_vertical_ops(true) (off by default: on the synthetic demo they lowered
-// vertical step F1, see diagnose/README.md).
+// vertical step F1, see diagnose/README.md). Time no operator range covers becomes pseudo-
+// instances of each vertical step (outside_time.h).
 // Thread-safety: one reader per thread.
 #pragma once
 
@@ -40,6 +41,7 @@ struct ReadStats {
   uint64_t warnings = 0;             // reader warnings (truncated last line, ...)
   uint64_t inverted_ranges = 0;      // operator nodes with end < start (kept, duration 0)
   uint64_t graph_instances = 0;      // instances rebuilt from CUDA-graph nodes' captured_in
+  uint64_t outside_instances = 0;    // pseudo-instances of time no operator covers (in instances)
   uint64_t repaired_lines = 0;       // lines with invalid UTF-8, read after replacing bad bytes
   std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
   static constexpr size_t kMaxProblems = 20;
@@ -60,6 +62,10 @@ class TreeReader {
 
   // Also rebuild non-comm operators (vertical view) from CUDA-graph replays. Call before Read.
   void set_graph_vertical_ops(bool on);
+  // Judge the time no operator range covers (outside_time.h; on by default): each vertical step
+  // gets pseudo-instances for its host gaps, the time since the previous step and the calls
+  // issued directly under it. Call before Read.
+  void set_outside_time(bool on);
 
   const ReadStats& stats() const { return stats_; }
   // Moves the collected instances out, steps sorted by (rank, step_index, view).

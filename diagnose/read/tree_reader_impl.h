@@ -38,6 +38,7 @@ struct TreeReader::Impl {
   detail::StepBucket* bucket = nullptr;
   StepKey key;  // the step `bucket` belongs to
   bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
+  bool outside_time = true;         // see TreeReader::set_outside_time
 
   // Turns the device children of one graph launch into operator instances: consecutive
   // nodes captured under the same operator range (captured_in.name) form one instance.

@@ -92,11 +92,20 @@ struct PendingInstance {
   std::vector<NameCount> kernels, apis;
 };
 
+// An outermost CUDA call with no operator range above it (an input copy issued directly under
+// the step), with what it and its device work did.
+struct DirectCall {
+  int64_t start = 0, end = 0, thread = -1;
+  SubtreeStats agg;
+};
+
 struct StepBucket {
   StepInfo info;
+  std::vector<DirectCall> direct;  // vertical view only; deduplicated by (start, end, thread)
   std::set<std::string, std::less<>> domains;  // NVTX domains seen (at most kMaxDomains)
   std::unordered_set<DedupKey, DedupHash> seen;
   std::vector<PendingInstance> instances;
+  std::vector<PendingInstance> outside;  // the time no operator covers (outside_time.h)
 };
 
 }  // namespace truffld::diagnose::detail

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "read/graph_replay.h"
+#include "read/outside_time.h"
 #include "read/tree_reader_impl.h"
 
 namespace truffld::diagnose {
@@ -275,7 +276,20 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_
     }
     if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
   }
-  if (IsCallLayer(layer)) AddCallWait(family, start, end, call_start_in == INT64_MIN, &agg);
+  if (IsCallLayer(layer)) {
+    AddCallWait(family, start, end, call_start_in == INT64_MIN, &agg);
+    // A call with no operator range above it: judged as the step's own calls (outside_time.h).
+    // A graph launch's nodes are judged as the operators that captured them, so only its host
+    // side counts here.
+    if (outside_time && call_start_in == INT64_MIN && parent_family == kNoString && !key.horizontal) {
+      SubtreeStats host_only;
+      if (graph_launch) {
+        AddCall(layer, fam_id, start, end, &host_only);
+        host_only.own.sig = HashText(family);
+      }
+      detail::AddDirectCall(bucket, start, end, GetInt(node, "thread_id", -1), graph_launch ? host_only : agg);
+    }
+  }
   if (is_op) EmitInstance(node, layer, family, fam_id, parent_family, start, end, child_ops, agg);
   return agg;
 }

@@ -108,7 +108,7 @@ nlohmann::json TraceStatsJson(const std::string& input, const TraceOverlay& over
     j.erase("error");
   } else {
     // Not written: what AnnotateTrace counted is not a result.
-    for (const char* k : {"flows", "markers_unlinked", "markers_replayed", "steps_annotated", "events_copied"}) j.erase(k);
+    for (const char* k : {"flows", "markers_unlinked", "markers_replayed", "markers_outside", "steps_annotated", "events_copied"}) j.erase(k);
     j["error"] = *error;
   }
   return j;

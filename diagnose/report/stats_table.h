@@ -45,6 +45,8 @@ namespace truffld::diagnose {
   X(warnings, "integer", rs.warnings, "Reader warnings (a truncated last line, ...).")                    \
   X(inverted_ranges, "integer", rs.inverted_ranges, "Operator nodes ending before they start (kept, duration 0).") \
   X(graph_instances, "integer", rs.graph_instances, "Instances rebuilt from CUDA-graph nodes' captured_in.") \
+  X(outside_instances, "integer", rs.outside_instances,                                                  \
+    "Instances of time no operator covers (host gaps, between steps, calls under the step).")          \
   X(repaired_lines, "integer", rs.repaired_lines, "Lines with invalid UTF-8, read after replacing bad bytes.") \
   X(problems, "array", rs.problems, "The first 20 problems, as file:line: problem.")
 
@@ -125,6 +127,8 @@ namespace truffld::diagnose {
   X(markers_unlinked, "integer", ts.markers_unlinked, "Markers whose operator slice was not found.")       \
   X(markers_replayed, "integer", ts.markers_replayed,                                                     \
     "Markers of CUDA-graph replays (no operator slice to point at).")                                     \
+  X(markers_outside, "integer", ts.markers_outside,                                                       \
+    "Markers of time no operator covers: host gaps, the time between steps, calls under the step.")       \
   X(steps_annotated, "integer", ts.steps_annotated, "Step slices given their verdicts.")                  \
   X(events_copied, "integer", ts.events, "Lines of the merge's trace copied.")                            \
   X(error, "string", "", "Why diagnosis.trace.json was not written (a trace found beside the trees only).")

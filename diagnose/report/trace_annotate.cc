@@ -132,6 +132,8 @@ void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool f
       rest += ",\"bind_id\":" + std::to_string(l.flow_of[size_t(s.target)]) + ",\"flow_in\":true";
     } else if (s.target >= 0) {
       ++st->markers_unlinked;
+    } else if (s.marker && s.outside) {
+      ++st->markers_outside;
     } else if (s.marker) {
       ++st->markers_replayed;
     }

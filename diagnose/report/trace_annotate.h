@@ -69,6 +69,7 @@ struct AnnotateStats {
   uint64_t flows = 0;             // markers linked to their operator slice
   uint64_t markers_unlinked = 0;  // markers whose operator slice was not found
   uint64_t markers_replayed = 0;  // markers of CUDA-graph replays (no operator slice to point at)
+  uint64_t markers_outside = 0;   // markers of time no operator covers (outside_time.h)
   bool input_error = false;       // the failure AnnotateTrace returned was reading in_path
 };
 

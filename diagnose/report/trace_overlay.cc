@@ -105,7 +105,9 @@ void AddMarkers(const InstanceTable& t, const StepInfo& s, const StepDiagnosis& 
       p.slice.args["instance_us"] = Micros(double(p.slice.end_ns - p.slice.start_ns));
       p.slice.args["marked"] = std::to_string(k + 1) + " of " + std::to_string(marked.size()) +
                                (size_t(f.instances) > marked.size() ? " (the longest of " + std::to_string(f.instances) + ")" : "");
-      if (!replay) {  // a CUDA-graph replay has no operator slice of its own to point at
+      // Neither a CUDA-graph replay nor the time no operator covers has a slice to point at.
+      p.slice.outside = !t.detail.empty() && (t.detail[i].flags & kDetailOutside);
+      if (!replay && !p.slice.outside) {
         p.slice.target = int32_t(o->targets.size());
         o->targets.push_back({p.slice.start_ns, p.slice.end_ns, f.family, s.rank});
       }

@@ -48,6 +48,7 @@ struct OverlaySlice {
   std::string cname;                 // Chrome colour name ("" none; "grey" for muted units)
   nlohmann::json args = nlohmann::json::object();
   bool marker = false;               // a faulty-operator marker (else a unit)
+  bool outside = false;              // its instance is time no operator covers (no slice to point at)
   int32_t target = -1;               // markers: index into TraceOverlay::targets (-1: a
                                      // CUDA-graph replay, no operator slice of its own)
 };

@@ -1,6 +1,7 @@
 // Evidence for Stage II and the outputs from the peer-relative Stage I (see peer_evidence.h).
 #include "stage2/peer_evidence.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -48,10 +49,45 @@ std::string ImpactClause(double impact_ns, double absorbed_ns, const StepInfo& s
   return out;
 }
 
+// The subject of a family sentence ("aten::mm on rank 2, step 41: device time"); the time no
+// operator covers (outside_time.h) is named for what it is, with where it went.
+std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b, const std::string& cost) {
+  const std::string& name = t.strings.Get(b.family);
+  const uint32_t end = s.first_instance + s.instance_count;
+  uint32_t i = s.first_instance;
+  while (i < end && t.family[i] != b.family) ++i;
+  if (i == end || t.detail.size() != t.size() || !(t.detail[i].flags & kDetailOutside))
+    return name + " on " + Where(s) + ": " + cost + " ";
+  const std::string rank = s.rank ? "rank " + std::to_string(*s.rank) + ", " : std::string();
+  const int64_t from = t.start_ns[i], to = t.end_ns[i];
+  if (name == kBetweenStepsFamily) {
+    // The device idled from the later of the previous step's end and its device work's end.
+    const int64_t busy = std::clamp<int64_t>(s.prev_device_end - from, 0, to - from);
+    bool device = false;  // the step ran device work (else a device's idling says nothing)
+    for (uint32_t k = s.first_instance; k < end && !device; ++k) device = t.detail[k].flags & kDetailHasDevice;
+    return "the engine's time between steps " + std::to_string(s.step_index - 1) + " and " +
+           std::to_string(s.step_index) + (s.rank ? " on rank " + std::to_string(*s.rank) : std::string()) +
+           (device ? " (the device idled " + FormatNs(static_cast<double>(to - from - busy)) + " of it)" : std::string()) +
+           ": ";
+  }
+  if (name == kHostOutsideFamily) {
+    return "host time outside every operator range in " + rank + "step " + std::to_string(s.step_index) +
+           " (the longest gap " + FormatNs(static_cast<double>(to - from)) + ", " +
+           FormatNs(static_cast<double>(from - s.start_ns)) + " into the step): ";
+  }
+  std::string calls;
+  for (const NameCount& c : i < t.api_calls.size() ? t.api_calls[i] : std::vector<NameCount>{}) {
+    if (calls.size() > 80) break;
+    calls += (calls.empty() ? "" : ", ") + t.strings.Get(c.name) + (c.count > 1 ? " x" + std::to_string(c.count) : "");
+  }
+  return "the calls issued directly under " + rank + "step " + std::to_string(s.step_index) +
+         (calls.empty() ? std::string() : " (" + calls + ")") + ", with no operator range around them: " + cost + " ";
+}
+
 std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
   const bool comm = s.view == View::kHorizontal && b.metric == Metric::kDevice;
   const std::string cost = comm ? "transfer" : (b.metric == Metric::kHost ? "host time" : "device time");
-  std::string out = t.strings.Get(b.family) + " on " + Where(s) + ": " + cost + " " +
+  std::string out = Subject(t, s, b, cost) +
                     FormatNs(b.observed_ns) + " vs " + FormatNs(b.expected_ns) + " expected (+" +
                     FormatNs(b.excess_ns) + ", " + Fmt("%.1f%%", 100 * b.share) + " of the step";
   if (b.instances > 1) {
@@ -61,7 +97,9 @@ std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const Blam
   out += ")";
   const std::string ratios = RatioClause(b);
   if (!ratios.empty()) out += "; " + ratios;
-  if (!comm) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
+  const std::string& name = t.strings.Get(b.family);
+  const bool host_only = name == kBetweenStepsFamily || name == kHostOutsideFamily;  // no device side
+  if (!comm && !host_only) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
                     (b.other_metric_normal ? " normal" : " also slow");
   return out + ImpactClause(b.impact_ns, b.absorbed_ns, s);
 }

@@ -45,16 +45,21 @@ int Fail(int code, const std::string& msg) {
 }
 
 Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohmann::json* stats,
-                               bool quiet, bool graph_vertical_ops, truffld::Progress* progress) {
+                               bool quiet, const Args& a, truffld::Progress* progress) {
   td::TreeReader reader;
-  reader.set_graph_vertical_ops(graph_vertical_ops);
+  reader.set_graph_vertical_ops(a.graph_vertical_ops);
+  reader.set_outside_time(a.outside_operators);
   truffld::Status st = [&] {
     truffld::ProgressTimer timer(*progress, std::string("reading ") + what + " " + path + "...");
     return reader.Read(path);
   }();
+  if (!st.ok()) {
+    (*stats)[what] = td::InputStatsJson(path, reader.stats());
+    return st;
+  }
+  td::InstanceTable table = reader.Finish();  // adds the time no operator covers to the counts
   const td::ReadStats& rs = reader.stats();
   (*stats)[what] = td::InputStatsJson(path, rs);
-  if (!st.ok()) return st;
   if (rs.repaired_lines) {
     std::fprintf(stderr, "%s: %llu lines had invalid UTF-8 (bad bytes read as U+FFFD)\n", what,
                  (unsigned long long)rs.repaired_lines);
@@ -64,15 +69,16 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
                  what, (unsigned long long)rs.inverted_ranges);
   }
   if (!quiet || rs.bad_lines || rs.warnings) {
-    std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu from CUDA-graph replays, "
-                 "%llu shared duplicates merged), %llu bad lines, %llu warnings\n", what,
+    std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu from CUDA-graph replays, %llu for "
+                 "time no operator covers, %llu shared duplicates merged), %llu bad lines, %llu warnings\n", what,
                  (unsigned long long)rs.trees, (unsigned long long)rs.instances,
-                 (unsigned long long)rs.graph_instances, (unsigned long long)rs.duplicate_instances,
+                 (unsigned long long)rs.graph_instances, (unsigned long long)rs.outside_instances,
+                 (unsigned long long)rs.duplicate_instances,
                  (unsigned long long)rs.bad_lines, (unsigned long long)rs.warnings);
   }
   for (const auto& p : rs.problems) std::fprintf(stderr, "  %s\n", truffld::EscapeForTerminal(p).c_str());
   if (rs.trees == 0) return truffld::ParseError(path + ": no usable trees (see the problems above)");
-  return reader.Finish();
+  return table;
 }
 
 // Writes every output under a temporary name and renames them into place together (see
@@ -187,11 +193,11 @@ int Run(Args& a) {
 
   truffld::Progress progress(a.quiet);
   nlohmann::json stats;
-  auto target = Load(a.input, "input", &stats, a.quiet, a.graph_vertical_ops, &progress);
+  auto target = Load(a.input, "input", &stats, a.quiet, a, &progress);
   if (!target.ok()) return Fail(kExitInput, target.status().ToString());
   std::optional<td::InstanceTable> reference;
   if (!a.reference.empty()) {
-    auto ref = Load(a.reference, "reference", &stats, a.quiet, a.graph_vertical_ops, &progress);
+    auto ref = Load(a.reference, "reference", &stats, a.quiet, a, &progress);
     if (!ref.ok()) return Fail(kExitInput, ref.status().ToString());
     reference = std::move(ref).value();
   }

@@ -19,6 +19,11 @@ void AddGeneralOptions(CLI::App& app, Args* a) {
                "rebuild non-comm operators from CUDA-graph replays (captured_in) into the vertical "
                "view, modelled apart from traced ranges (default on; comm captures always go to "
                "the horizontal view)");
+  app.add_flag("--outside-operators,!--no-outside-operators", a->outside_operators,
+               "judge the time no operator range covers like an operator (default on): per step, "
+               "'(host outside operators)' (host time between operators), '(between steps)' (from "
+               "the previous step's end, when the steps share a request or name none) and '(calls "
+               "under the step)' (CUDA calls with no operator around them, e.g. an input copy)");
   app.add_option("--threads", a->s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
   app.add_flag("-q,--quiet", a->quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
 }

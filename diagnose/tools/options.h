@@ -20,6 +20,7 @@ struct Args {
   std::string export_tests;
   std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
   bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false;
+  bool outside_operators = true;  // judge the time no operator range covers (TreeReader::set_outside_time)
   size_t report_cards = 500;
 };
 

@@ -208,7 +208,7 @@ def main():
     flows = check_annotated(m, t, diagnoses, families)
     with open(os.path.join(out, "stats.json")) as f:
         st = json.load(f)["trace"]
-    if st["flows"] != flows or st["markers_unlinked"] != 0 or st["markers"] != flows + st["markers_replayed"]:
+    if st["flows"] != flows or st["markers_unlinked"] != 0 or st["markers"] != flows + st["markers_replayed"] + st["markers_outside"]:
         fail(f"stats.json trace counters disagree: {st} vs {flows} flows")
 
     # Refusals and removals.

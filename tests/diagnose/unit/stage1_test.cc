@@ -114,6 +114,7 @@ TEST(Stage1, ReferenceModeNeedsReference) {
 
 TEST(TreeReader, FeaturesDedupAndBadLines) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   const std::string tree = R"({"schema":"truffld.trees/1","rank":0,"process_id":1,"step_index":0,"step":"s","requests":["a","b"],"request":"a","view":"vertical","phase":"decode","start":0,"end":1000,"root":{"name":"s","layer":"step","family":"step","start":0,"end":1000,"children":[
     {"name":"aten::mm, seq = 1","layer":"backend_op","family":"aten::mm","start":100,"end":600,"thread_id":7,"children":[
       {"name":"cudaLaunchKernel","layer":"runtime_call","family":"cudaLaunchKernel","start":150,"end":200,"thread_id":7,"children":[

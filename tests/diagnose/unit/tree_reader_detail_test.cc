@@ -33,6 +33,7 @@ std::string Tree(int64_t step, int grid, int64_t kernel_ns, const std::string& e
 
 TEST(TreeReaderDetail, OwnCostsWaitsNestingAndTags) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(0, 64, 150), "t:1");
   const InstanceTable t = r.Finish();
   ASSERT_EQ(t.size(), 3u);
@@ -62,6 +63,7 @@ TEST(TreeReaderDetail, OwnCostsWaitsNestingAndTags) {
 
 TEST(TreeReaderDetail, SignaturesFollowWorkNotTime) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(0, 64, 150), "t:1");
   r.ParseLine(Tree(1, 64, 900), "t:2");   // same work, slower
   r.ParseLine(Tree(2, 128, 150), "t:3");  // bigger grid
@@ -76,6 +78,7 @@ TEST(TreeReaderDetail, SignaturesFollowWorkNotTime) {
 
 TEST(TreeReaderDetail, StepsOutsideADeviceWindowSaySo) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(0, 64, 150, R"("device_detail":false,)"), "t:1");
   const InstanceTable t = r.Finish();
   EXPECT_FALSE(t.steps[0].device_detail);
@@ -85,6 +88,7 @@ TEST(TreeReaderDetail, WorkloadFieldsWinOverTheStepNameTags) {
   // truffld-merge writes the tags as "tokens"/"ctx"; those fields are what counts (the name
   // may be cut by the injector before its tags). Without fields, the name's tags are read.
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(0, 64, 150, R"("tokens":4096,"ctx":9000,)"), "t:1");
   r.ParseLine(Tree(1, 64, 150), "t:2");
   const InstanceTable t = r.Finish();

@@ -33,6 +33,7 @@ const StepInfo* FindStep(const InstanceTable& t, const char* view) {
 
 TEST(TreeReaderGraph, CapturedInBecomesInstancesInTheRightView) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.set_graph_vertical_ops(true);
   r.ParseLine(GraphStep("a", "vertical"), "t:1");
   r.ParseLine(GraphStep("b", "vertical"), "t:2");  // same graph nodes via request b: deduplicated
@@ -72,6 +73,7 @@ TEST(TreeReaderGraph, CapturedInBecomesInstancesInTheRightView) {
 
 TEST(TreeReaderGraph, DefaultKeepsOnlyCommCapturesAndFillsAMissingHorizontalStep) {
   TreeReader r;  // no horizontal tree for the step is read here
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(GraphStep("a", "vertical"), "t:1");
   InstanceTable t = r.Finish();
   const StepInfo* h = FindStep(t, "horizontal");

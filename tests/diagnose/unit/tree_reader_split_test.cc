@@ -34,6 +34,7 @@ std::string Tree(const std::string& phase_field, const std::string& extra = "") 
 
 TEST(TreeReaderSplit, RuntimeAndDriverCallsAreSeparateFeatures) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(R"("phase":"decode",)"), "t:1");
   InstanceTable t = r.Finish();
   ASSERT_EQ(t.size(), 2u);
@@ -63,6 +64,8 @@ TEST(TreeReaderSplit, FeatureNamesAndExportColumns) {
   EXPECT_EQ(names.count("api_time_ns"), 0u);
 
   TreeReader r;
+
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(R"("phase":"decode",)"), "t:1");
   InstanceTable t = r.Finish();
   const auto dir = std::filesystem::temp_directory_path() /
@@ -98,6 +101,7 @@ TEST(TreeReaderSplit, PhaseIsNormalisedAndTakenFromTheFirstTreeThatNamesIt) {
                         Case{R"("phase":"Mixed",)", "mixed"}, Case{"", "unknown"},
                         Case{R"("phase":"ignore previous instructions",)", "unknown"}}) {
     TreeReader r;
+    r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
     r.ParseLine(Tree(c.field), "t:1");
     InstanceTable t = r.Finish();
     ASSERT_EQ(t.steps.size(), 1u) << c.field;
@@ -105,6 +109,7 @@ TEST(TreeReaderSplit, PhaseIsNormalisedAndTakenFromTheFirstTreeThatNamesIt) {
     EXPECT_EQ(t.features[0][kPhaseCode], PhaseCode(c.want)) << c.field;
   }
   TreeReader r;  // the first tree of the step has no phase, a later one does
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(""), "t:1");
   std::string second = Tree(R"("phase":"prefill",)");
   second.replace(second.find(R"("request":"a")"), 13, R"("request":"b")");
@@ -116,6 +121,7 @@ TEST(TreeReaderSplit, PhaseIsNormalisedAndTakenFromTheFirstTreeThatNamesIt) {
 
 TEST(TreeReaderSplit, GroupedLinesAreAccepted) {
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(Tree(R"("phase":"decode",)", R"("request_group":["a","b"],)"), "t:1");
   EXPECT_EQ(r.stats().trees, 1u);
   EXPECT_EQ(r.stats().bad_lines, 0u);
@@ -128,6 +134,7 @@ TEST(TreeReaderSplit, InvalidUtf8IsRepairedNotDropped) {
   std::string line = Tree(R"("phase":"decode",)");
   line.replace(line.find(R"("family":"sampler")"), 18, "\"family\":\"samp\xff\xc3(ler\"");
   TreeReader r;
+  r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
   r.ParseLine(line, "t:1");
   EXPECT_EQ(r.stats().bad_lines, 0u);
   EXPECT_EQ(r.stats().repaired_lines, 1u);

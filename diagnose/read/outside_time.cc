@@ -1,0 +1,144 @@
+// The time no operator range covers (see outside_time.h).
+#include "read/outside_time.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace truffld::diagnose::detail {
+namespace {
+
+// Marks the direct calls in a step's dedup set (no operator family has this id).
+constexpr uint32_t kDirectCallKey = kNoString - 1;
+
+PendingInstance Pseudo(const char* family, int64_t start, int64_t end, StringTable* strings) {
+  PendingInstance p;
+  p.family = strings->Intern(family);
+  p.layer = strings->Intern("other");
+  p.parent = kNoString;
+  p.start = start;
+  p.end = end;
+  p.thread = -1;
+  p.f.fill(0.0);
+  p.detail.signature = HashText(family);
+  p.detail.position = HashText(family);
+  p.detail.flags = kDetailOutside;
+  return p;
+}
+
+void SetHostTime(PendingInstance* p, double ns) {
+  p->f[kDurationNs] = ns;
+  p->f[kSelfTimeNs] = ns;
+  p->detail.host_ns = static_cast<float>(ns);
+}
+
+// The calls under the step as one instance: their union of host time, their waits and device work.
+PendingInstance CallsInstance(const std::vector<DirectCall>& calls, StringTable* strings) {
+  SubtreeStats all;
+  std::vector<std::pair<int64_t, int64_t>> host;
+  int64_t first = calls.front().start, last = calls.front().end;
+  for (const DirectCall& c : calls) {
+    all.Merge(c.agg, false);
+    host.emplace_back(c.start, c.end);
+    first = std::min(first, c.start);
+    last = std::max(last, c.end);
+  }
+  PendingInstance p = Pseudo(kStepCallsFamily, first, last, strings);
+  const double span = static_cast<double>(UnionLength(host));
+  const double wait = std::min(span, all.own.wait);
+  SetHostTime(&p, span);
+  p.detail.host_ns = static_cast<float>(span - wait);
+  p.detail.wait_ns = static_cast<float>(wait);
+  p.f[kRuntimeTimeNs] = all.runtime_time;
+  p.f[kRuntimeCount] = all.runtime_count;
+  p.f[kDriverTimeNs] = all.driver_time;
+  p.f[kDriverCount] = all.driver_count;
+  p.f[kKernelCount] = all.kernel_count;
+  p.f[kKernelTimeNs] = all.kernel_time;
+  p.f[kBytesMoved] = all.bytes;
+  p.f[kLaunchLatencyNs] = all.latency_n > 0 ? all.latency_sum / all.latency_n : 0.0;
+  p.detail.signature = MixHash(p.detail.signature, all.own.sig);
+  p.detail.device_ns = static_cast<float>(all.own.device_time);
+  p.detail.blocks = static_cast<float>(all.own.blocks);
+  if (all.own.has_device) {
+    p.detail.device_start = all.own.dev_start;
+    p.detail.device_end = all.own.dev_end;
+    p.detail.flags |= kDetailHasDevice;
+  }
+  if (all.own.loads_code) p.detail.flags |= kDetailLoadsCode;
+  p.kernels = all.kernels;
+  p.apis = all.apis;
+  return p;
+}
+
+// Host time of [start, end] that no interval covers: total, and the largest gap.
+struct Gaps {
+  int64_t total = 0, best_start = 0, best_end = 0;
+};
+Gaps Uncovered(int64_t start, int64_t end, std::vector<std::pair<int64_t, int64_t>> cover) {
+  std::sort(cover.begin(), cover.end());
+  Gaps g;
+  int64_t at = start;
+  auto gap = [&](int64_t to) {
+    if (to <= at) return;
+    g.total += to - at;
+    if (to - at > g.best_end - g.best_start) g.best_start = at, g.best_end = to;
+  };
+  for (auto [s, e] : cover) {
+    s = std::max(s, start);
+    e = std::min(e, end);
+    if (e <= s) continue;
+    gap(s);
+    at = std::max(at, e);
+  }
+  gap(end);
+  return g;
+}
+
+// Whether the engine had work waiting across the two steps: they share a named request, or
+// neither names one (a training loop, a plain program).
+bool CarriesWork(const StepInfo& a, const StepInfo& b) {
+  std::unordered_set<std::string> named;
+  for (const std::string& r : a.requests)
+    if (r != "*") named.insert(r);
+  bool b_named = false;
+  for (const std::string& r : b.requests) {
+    if (r == "*") continue;
+    if (named.count(r)) return true;
+    b_named = true;
+  }
+  return named.empty() && !b_named;
+}
+
+}  // namespace
+
+void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, const SubtreeStats& agg) {
+  if (!b->seen.insert(DedupKey{kDirectCallKey, start, end, thread}).second) return;
+  b->direct.push_back(DirectCall{start, end, thread, agg});
+}
+
+std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, StringTable* strings) {
+  std::vector<PendingInstance> out;
+  const StepInfo& st = b.info;
+  if (!b.direct.empty()) out.push_back(CallsInstance(b.direct, strings));
+  std::vector<std::pair<int64_t, int64_t>> cover;
+  cover.reserve(b.instances.size() + b.direct.size());
+  for (const PendingInstance& p : b.instances)
+    if (!(p.detail.flags & kDetailReplay)) cover.emplace_back(p.start, p.end);
+  for (const DirectCall& c : b.direct) cover.emplace_back(c.start, c.end);
+  const Gaps g = Uncovered(st.start_ns, st.end_ns, std::move(cover));
+  if (g.total > 0) {
+    PendingInstance p = Pseudo(kHostOutsideFamily, g.best_start, g.best_end, strings);
+    SetHostTime(&p, static_cast<double>(g.total));
+    out.push_back(std::move(p));
+  }
+  if (prev && prev->info.step_index + 1 == st.step_index && prev->info.end_ns < st.start_ns &&
+      CarriesWork(prev->info, st)) {
+    PendingInstance p = Pseudo(kBetweenStepsFamily, prev->info.end_ns, st.start_ns, strings);
+    SetHostTime(&p, static_cast<double>(st.start_ns - prev->info.end_ns));
+    p.detail.flags |= kDetailGroupCost;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace truffld::diagnose::detail

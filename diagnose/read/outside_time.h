@@ -1,0 +1,37 @@
+// The time no operator range covers, as operator-like instances (used by TreeReader::Finish).
+//
+// A step is more than its operators: the host runs Python between them (a garbage-collector
+// pause, input preparation), the engine schedules the next batch between steps while the GPUs may
+// idle, and some calls are issued directly under the step (an input copy with no aten:: range
+// around it). So that every microsecond of a step is judged, each vertical step gets up to three
+// pseudo-instances, tested with the same peers as operator families (kDetailOutside, layer
+// "other"):
+//   (host outside operators)  host time inside the step range that no operator range and no
+//                             direct call covers. Its host time is the total of those gaps; its
+//                             range is the largest gap, where the what-if replay cuts it.
+//   (between steps)           from the end of the rank's previous step to this step's start, when
+//                             the steps are consecutive and share a request (or neither names
+//                             one): with no request carried over, the engine may simply have had
+//                             nothing to do. The whole tensor-parallel group pays it together
+//                             (kDetailGroupCost).
+//   (calls under the step)    the CUDA API calls with no operator range above them and their
+//                             device work, like an operator's own calls (host, device, waits).
+// Times are ns on the merged axis. Internal header. Pure; thread-safety: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "read/tree_reader_parts.h"
+
+namespace truffld::diagnose::detail {
+
+// Records an outermost call with no operator range above it in `b` (once per start, end and
+// thread: every request tree of a step repeats it).
+void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, const SubtreeStats& agg);
+
+// The pseudo-instances of one vertical step `b` from its (already collected) operator instances
+// and direct calls. `prev`: the same rank's previous vertical step, or null.
+std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, StringTable* strings);
+
+}  // namespace truffld::diagnose::detail

@@ -1,0 +1,156 @@
+// The time no operator range covers (read/outside_time.h): host gaps between operators, the
+// time between consecutive steps, calls issued directly under the step, and how the what-if
+// replay treats the time between steps when the previous step's device work was still running.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "peer/replay.h"
+#include "read/tree_reader.h"
+#include "../tree_line.h"
+
+namespace truffld::diagnose {
+namespace {
+
+using testing::OneLine;
+
+std::string Op(const std::string& name, int64_t start, int64_t end, const std::string& children = "") {
+  return R"({"name":")" + name + R"(","layer":"backend_op","family":")" + name + R"(","start":)" +
+         std::to_string(start) + R"(,"end":)" + std::to_string(end) + R"(,"thread_id":7,"children":[)" + children + "]}";
+}
+
+std::string Call(const std::string& name, int64_t start, int64_t end, const std::string& children = "") {
+  return R"({"name":")" + name + R"(","layer":"runtime_call","family":")" + name + R"(","start":)" +
+         std::to_string(start) + R"(,"end":)" + std::to_string(end) + R"(,"thread_id":7,"children":[)" + children + "]}";
+}
+
+std::string Device(const std::string& layer, int64_t start, int64_t end) {
+  return R"({"name":"k","layer":")" + layer + R"(","family":"k","bytes":4096,"copy_kind":"HtoD","start":)" +
+         std::to_string(start) + R"(,"end":)" + std::to_string(end) + "}";
+}
+
+std::string Step(int64_t index, int64_t start, int64_t end, const std::string& requests, const std::string& children) {
+  return OneLine(R"({"schema":"truffld.trees/1","rank":0,"process_id":1,"step_index":)" + std::to_string(index) +
+                 R"(,"step":"s","requests":[)" + requests + R"(],"view":"vertical","start":)" + std::to_string(start) +
+                 R"(,"end":)" + std::to_string(end) + R"(,"root":{"name":"s","layer":"step","family":"step","start":)" +
+                 std::to_string(start) + R"(,"end":)" + std::to_string(end) + R"(,"children":[)" + children + "]}}");
+}
+
+// The instance of `family` in step unit `u`, or -1.
+int Find(const InstanceTable& t, uint32_t u, const char* family) {
+  const StepInfo& s = t.steps[u];
+  for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i)
+    if (t.strings.Get(t.family[i]) == family) return static_cast<int>(i);
+  return -1;
+}
+
+TEST(OutsideTime, HostGapsAreOneInstanceAtTheLargestGap) {
+  TreeReader r;
+  r.ParseLine(Step(0, 0, 1000, R"("a")", Op("aten::mm", 100, 300) + "," + Op("aten::add", 500, 900)), "t:1");
+  r.ParseLine(Step(0, 0, 1000, R"("b")", Op("aten::mm", 100, 300) + "," + Op("aten::add", 500, 900)), "t:2");
+  EXPECT_EQ(r.stats().duplicate_instances, 2u);  // the second request's tree repeats the operators
+  const InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 1u);
+  ASSERT_EQ(t.size(), 3u);
+  const int g = Find(t, 0, kHostOutsideFamily);
+  ASSERT_EQ(g, 2);  // after the operators, outside their nesting
+  EXPECT_FLOAT_EQ(t.detail[g].host_ns, 100 + 200 + 100);
+  EXPECT_EQ(t.features[g][kDurationNs], 400);
+  EXPECT_EQ(t.start_ns[g], 300);  // the largest gap, where the replay cuts it
+  EXPECT_EQ(t.end_ns[g], 500);
+  EXPECT_TRUE(t.detail[g].flags & kDetailOutside);
+  EXPECT_FALSE(t.detail[g].flags & kDetailHasDevice);
+  EXPECT_EQ(t.strings.Get(t.layer[g]), "other");
+  EXPECT_EQ(t.detail[g].parent, -1);
+  EXPECT_EQ(r.stats().outside_instances, 1u);
+}
+
+TEST(OutsideTime, CallsUnderTheStepAreJudgedAndCoverTheirTime) {
+  TreeReader r;
+  // Times in us (x1000 ns). An input copy issued directly under the step, then a graph launch (its
+  // nodes are judged by the operators that captured them: only its host time counts here).
+  const std::string copy = Call("cudaMemcpyAsync", 20000, 80000, Device("memcpy", 90000, 190000));
+  const std::string graph = Call("cudaGraphLaunch", 700000, 760000, Device("kernel", 770000, 990000));
+  r.ParseLine(Step(0, 0, 1000000, R"("a")", copy + "," + Op("aten::mm", 100000, 600000) + "," + graph), "t:1");
+  const InstanceTable t = r.Finish();
+  const int c = Find(t, 0, kStepCallsFamily);
+  ASSERT_GE(c, 0);
+  EXPECT_EQ(t.start_ns[c], 20000);
+  EXPECT_EQ(t.end_ns[c], 760000);
+  EXPECT_FLOAT_EQ(t.detail[c].host_ns, 60000 + 60000);
+  EXPECT_FLOAT_EQ(t.detail[c].wait_ns, 0);        // the copy returned before it ran
+  EXPECT_FLOAT_EQ(t.detail[c].device_ns, 100000);  // the copy; not the graph's kernel
+  EXPECT_EQ(t.detail[c].device_start, 90000);
+  EXPECT_EQ(t.detail[c].device_end, 190000);
+  EXPECT_TRUE(t.detail[c].flags & kDetailHasDevice);
+  EXPECT_EQ(t.features[c][kBytesMoved], 4096);
+  // Gaps: [0,20) [80,100) [600,700) [760,1000) us: the calls' time is not a gap.
+  const int g = Find(t, 0, kHostOutsideFamily);
+  ASSERT_GE(g, 0);
+  EXPECT_FLOAT_EQ(t.detail[g].host_ns, 20000 + 20000 + 100000 + 240000);
+  EXPECT_EQ(t.start_ns[g], 760000);
+}
+
+TEST(OutsideTime, TimeBetweenStepsWhenTheyShareWork) {
+  TreeReader r;
+  r.ParseLine(Step(0, 0, 1000, R"("a","b")", Op("aten::mm", 0, 1000)), "t:1");
+  r.ParseLine(Step(1, 1500, 2500, R"("b","c")", Op("aten::mm", 1500, 2500)), "t:2");  // shares b
+  r.ParseLine(Step(2, 2600, 3000, R"("d")", Op("aten::mm", 2600, 3000)), "t:3");      // new work only
+  r.ParseLine(Step(4, 3100, 3500, R"("d")", Op("aten::mm", 3100, 3500)), "t:4");      // step 3 missing
+  const InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 4u);
+  EXPECT_EQ(Find(t, 0, kBetweenStepsFamily), -1);  // the first step has no previous one
+  const int b = Find(t, 1, kBetweenStepsFamily);
+  ASSERT_GE(b, 0);
+  EXPECT_EQ(t.start_ns[b], 1000);
+  EXPECT_EQ(t.end_ns[b], 1500);
+  EXPECT_FLOAT_EQ(t.detail[b].host_ns, 500);
+  EXPECT_TRUE(t.detail[b].flags & kDetailGroupCost);  // the whole TP group waits for the scheduler
+  EXPECT_EQ(Find(t, 2, kBetweenStepsFamily), -1);  // the engine may have had nothing to do
+  EXPECT_EQ(Find(t, 3, kBetweenStepsFamily), -1);  // not consecutive
+  // Steps that name no request (a training loop) carry their work across.
+  TreeReader plain;
+  plain.ParseLine(Step(0, 0, 1000, "", Op("aten::mm", 0, 1000)), "p:1");
+  plain.ParseLine(Step(1, 1200, 2000, R"("*")", Op("aten::mm", 1200, 2000)), "p:2");
+  const InstanceTable p = plain.Finish();
+  EXPECT_GE(Find(p, 1, kBetweenStepsFamily), 0);
+}
+
+TEST(OutsideTime, OffLeavesOnlyOperators) {
+  TreeReader r;
+  r.set_outside_time(false);
+  r.ParseLine(Step(0, 0, 1000, R"("a")", Call("cudaMemcpyAsync", 20, 80) + "," + Op("aten::mm", 100, 300)), "t:1");
+  r.ParseLine(Step(1, 1500, 2500, R"("a")", Op("aten::mm", 1500, 2500)), "t:2");
+  const InstanceTable t = r.Finish();
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(r.stats().outside_instances, 0u);
+}
+
+// Step 1 follows 500 us after step 0; its gemm starts 70 us after step 0's device work ends and
+// its host then blocks on it. Cutting the whole pause between the steps gains only what the
+// device gains: 70 us while step 0's kernel still ran until 1.45 ms, the full 500 us when that
+// kernel had ended with its step.
+double ImpactOfCuttingThePause(int64_t step0_kernel_end) {
+  TreeReader r;
+  r.ParseLine(Step(0, 0, 1000000, R"("a")", Op("aten::mm", 0, 1000000, Call("cudaLaunchKernel", 10000, 20000,
+                                                     Device("kernel", 500000, step0_kernel_end)))), "t:1");
+  const std::string mm = Op("aten::mm", 1500000, 1560000, Call("cudaLaunchKernel", 1505000, 1515000,
+                                                        Device("kernel", 1520000, 1800000)));
+  const std::string item = Op("aten::item", 1560000, 1895000, Call("cudaStreamSynchronize", 1570000, 1890000));
+  r.ParseLine(Step(1, 1500000, 1900000, R"("a")", mm + "," + item), "t:2");
+  const InstanceTable t = r.Finish();
+  std::vector<uint32_t> item_of;
+  const StepGraph g = BuildStepGraph(t, 1, {}, &item_of);
+  const int b = Find(t, 1, kBetweenStepsFamily);
+  EXPECT_GE(b, 0);
+  if (b < 0 || item_of[static_cast<size_t>(b)] == UINT32_MAX) return -1;
+  return ReplayImpactNs(g, {ReplayCut{item_of[static_cast<size_t>(b)], 500000, 0}});
+}
+
+TEST(OutsideTime, APauseBetweenStepsGainsNothingWhileTheDeviceWasBusy) {
+  EXPECT_NEAR(ImpactOfCuttingThePause(1450000), 70000, 1);
+  EXPECT_NEAR(ImpactOfCuttingThePause(900000), 500000, 1);
+}
+
+}  // namespace
+}  // namespace truffld::diagnose
