@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <simdjson.h>
 
 #include "read/graph_replay.h"
@@ -103,9 +104,16 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
       if (p.detail.flags & kDetailHasDevice) end = std::max(end, p.detail.device_end);
   }
   const StepBucket* prev = nullptr;
+  std::set<int64_t> graphs;  // CUDA graphs the rank replayed so far
   for (auto& [key, b] : buckets) {
     if (key.horizontal) continue;
-    if (prev && prev->info.rank != b.info.rank) prev = nullptr;
+    if (prev && prev->info.rank != b.info.rank) {
+      prev = nullptr;
+      graphs.clear();
+    }
+    // The first replay of a CUDA graph: it was captured and instantiated since the last step.
+    bool new_graph = false;
+    for (int64_t id : b.graph_ids) new_graph = graphs.insert(id).second || new_graph;
     if (prev && prev->info.step_index + 1 == key.step_index) {
       const int64_t tail = device_end[{key.rank, prev->info.step_index}];
       if (tail > prev->info.end_ns) {
@@ -117,6 +125,9 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
     }
     if (judge) {
       b.outside = detail::OutsideInstances(b, prev, strings);
+      // That capture is warm-up, like loading a kernel: reported, not judged (peer/warmup.h).
+      for (PendingInstance& p : b.outside)
+        if (new_graph && p.family == strings->Intern(kBetweenStepsFamily)) p.detail.flags |= kDetailLoadsCode;
       stats->outside_instances += b.outside.size();
       stats->instances += b.outside.size();
     }

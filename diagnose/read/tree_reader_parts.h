@@ -106,6 +106,7 @@ struct StepBucket {
   std::unordered_set<DedupKey, DedupHash> seen;
   std::vector<PendingInstance> instances;
   std::vector<PendingInstance> outside;  // the time no operator covers (outside_time.h)
+  std::vector<int64_t> graph_ids;        // CUDA graphs its graph launches replayed (distinct)
 };
 
 }  // namespace truffld::diagnose::detail

@@ -106,6 +106,9 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
     if (c.get_object().get(co) != simdjson::SUCCESS) continue;
     std::string_view layer = GetStr(co, "layer");
     if (!IsDeviceLayer(layer)) continue;
+    if (const int64_t id = GetInt(co, "graph_id", -1);
+        id >= 0 && std::find(bucket->graph_ids.begin(), bucket->graph_ids.end(), id) == bucket->graph_ids.end())
+      bucket->graph_ids.push_back(id);
     if (co["captured_in"].get_object().get(cap) != simdjson::SUCCESS) continue;
     GraphNode n;
     n.start = detail::GetTime(co, "start", 0);

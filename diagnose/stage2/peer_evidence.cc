@@ -113,9 +113,12 @@ std::string WarmupClause(const InstanceTable& t, const std::vector<WarmupCost>& 
     share += c.share;
   }
   if (warmup.empty() || total <= 0) return "";
+  bool graph = false;  // the time between steps before a new CUDA graph's first replay (its capture)
+  for (const WarmupCost& c : warmup) graph = graph || t.strings.Get(c.family) == kBetweenStepsFamily;
   return "; first use of GPU code (warm-up, not judged): " + t.strings.Get(warmup[0].family) +
          (warmup.size() > 1 ? " and " + std::to_string(warmup.size() - 1) + " more" : std::string()) +
-         " loaded code and took +" + FormatNs(total) + Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, share));
+         (graph ? " loaded code or captured a new CUDA graph" : " loaded code") + " and took +" + FormatNs(total) +
+         Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, share));
 }
 
 std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,

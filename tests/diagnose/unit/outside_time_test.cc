@@ -116,6 +116,26 @@ TEST(OutsideTime, TimeBetweenStepsWhenTheyShareWork) {
   EXPECT_GE(Find(p, 1, kBetweenStepsFamily), 0);
 }
 
+// A step that replays a CUDA graph no earlier step replayed follows its capture: the time
+// before it is warm-up (reported, not judged), like a kernel's first load.
+TEST(OutsideTime, TimeBeforeANewGraphsFirstReplayIsWarmup) {
+  auto graph_step = [](int64_t index, int64_t start, int graph_id) {
+    const std::string node = R"({"name":"k","layer":"kernel","family":"k","graph_id":)" + std::to_string(graph_id) +
+                             R"(,"start":)" + std::to_string(start + 50) + R"(,"end":)" + std::to_string(start + 90) + "}";
+    return Step(index, start, start + 100, R"("a")", Call("cudaGraphLaunch", start + 10, start + 40, node));
+  };
+  TreeReader r;
+  r.ParseLine(graph_step(0, 0, 1), "t:1");
+  r.ParseLine(graph_step(1, 1000, 1), "t:2");  // the same graph again
+  r.ParseLine(graph_step(2, 2000, 2), "t:3");  // a new one: captured since step 1
+  const InstanceTable t = r.Finish();
+  const int same = Find(t, 1, kBetweenStepsFamily), fresh = Find(t, 2, kBetweenStepsFamily);
+  ASSERT_GE(same, 0);
+  ASSERT_GE(fresh, 0);
+  EXPECT_FALSE(t.detail[same].flags & kDetailLoadsCode);
+  EXPECT_TRUE(t.detail[fresh].flags & kDetailLoadsCode);
+}
+
 TEST(OutsideTime, OffLeavesOnlyOperators) {
   TreeReader r;
   r.set_outside_time(false);
