@@ -74,8 +74,11 @@ void Simulator::EagerOp(Group& g, const Op& op, int64_t nominal) {
     return;
   }
   const int16_t fam = op.family();
+  // The host body's nominal: framework overhead plus the op's H100 roofline time (a software
+  // fault is a host-side slowdown; --device-scale lengthens the kernels, not the host body).
   int64_t work_nominal = 0;
   for (int k = 0; k < op.nwork; ++k) work_nominal += op.work[k].nominal_ns;
+  if (cfg_.device_scale != 1.0) work_nominal = static_cast<int64_t>(static_cast<double>(work_nominal) / cfg_.device_scale);
   for (Rank& rk : g.ranks) {
     int64_t t = rk.host_t;
     PushRanges(rk, op, &t);
