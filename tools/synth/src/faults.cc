@@ -278,7 +278,7 @@ int64_t FaultBook::HostGap(int rank, int64_t nominal_host_ns, double* where, int
   if (e.cls != FaultClass::kHostGap || e.start >= 0) return 0;
   *where = e.gap_frac;
   *fault = a;
-  return static_cast<int64_t>((e.intensity - 1.0) * 0.1 * static_cast<double>(nominal_host_ns)) + 1000;
+  return static_cast<int64_t>((e.intensity - 1.0) * 0.25 * static_cast<double>(nominal_host_ns)) + 1000;
 }
 
 void FaultBook::SetWindow(int fault, int64_t start, int64_t end) {

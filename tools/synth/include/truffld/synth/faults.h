@@ -18,7 +18,7 @@
 //                 ranks, so unlabelled peers wait too (real behaviour, not a fault of theirs);
 //   engine        the step's input preparation stalls for (intensity - 1) x the step's nominal
 //                 time; the window is the stall itself;
-//   host_gap      a host stall of (intensity - 1) x 10% of the step's nominal host time between
+//   host_gap      a host stall of (intensity - 1) x 25% of the step's nominal host time between
 //                 two backend operators, outside every operator range (a GC pause); the window is
 //                 the stall; labels the pseudo-family "(host outside operators)";
 //   sched_delay   the scheduler is slow: every rank of a replica starts the next step
