@@ -13,7 +13,19 @@ Re-reads the raw dumps with nothing but the event contract, then:
      of the target operator overlapping the entry's window labels its NCCL operator);
   4. checks the ledger's communication scopes: group entries share a group, link entries come in
      pairs naming each other as peer with the same window steps and intensity;
-  5. checks that every step range carries the phase tag matching labels.jsonl's phase.
+  5. checks that every step range carries the phase tag matching labels.jsonl's phase;
+  6. labels by cost: a recomputed (rank, step, view) must carry cost_ns and counterfactual_ns
+     (trusted: only the generator can re-simulate the step without its faults); it is absorbed
+     (abnormal false, its families under absorbed_faulty) exactly when cost_ns is below
+     label_min_cost_share (synth_summary.json) x counterfactual_ns, and the numbers must agree
+     with the dump: the step's observed duration is counterfactual_ns + cost_ns (the
+     counterfactual starts from the same push), except after a sched_delay, where the cost is
+     at most the wait; ledger cost_ns/absorbed agree with the labels.
+New classes: host_gap (the window lies inside one step range and overlaps no other range and no
+API call of the main thread: label '(host outside operators)'), sched_delay (the window lies
+between the previous step's pop and the step's push: label '(between steps)' on the later step),
+direct_copy (copies whose runtime call sits directly under the step range, no operator around it:
+label '(calls under the step)'; contention on such a copy labels it too).
 Exit status 0 when everything holds; otherwise prints what differs and exits 1.
 
 Usage: check_dump.py OUTDIR [--schemas DIR] [--max-validate N]
@@ -71,6 +83,9 @@ class Dump:
         self.api = {}             # corr -> (unit range index or None, step ordinal or None, name)
         self.graph_nodes = {}     # node id -> record
         self.device = []          # KERNEL / MEMCPY / MEMSET records
+        self.direct = {}          # corr -> step ordinal of API calls directly under a step range
+        self.main_api = []        # (start, end) of the main thread's API calls
+        self.main_tid = meta.get("process_id")
         self._build()
 
     def _build(self):
@@ -90,7 +105,8 @@ class Dump:
                 idx = len(self.ranges)
                 parent = stacks[tid][-1] if stacks[tid] else None
                 self.ranges.append({"name": r["name"], "kind": kind, "family": family(r["name"], kind),
-                                    "start": r["timestamp"], "end": None, "parent": parent, "step": None})
+                                    "start": r["timestamp"], "end": None, "parent": parent, "step": None,
+                                    "tid": tid})
                 if kind == "step":
                     self.steps.append(idx)
                     self.ranges[idx]["step"] = len(self.steps) - 1
@@ -111,6 +127,10 @@ class Dump:
                 if r["correlation_id"] in self.api:
                     self.errors.append(f"{self.path}:{line_no}: correlation id {r['correlation_id']} reused")
                 self.api[r["correlation_id"]] = (unit, step, r["name"])
+                if stack and self.ranges[stack[-1]]["kind"] == "step":
+                    self.direct[r["correlation_id"]] = self.ranges[stack[-1]]["step"]
+                if r["thread_id"] == self.main_tid:
+                    self.main_api.append((r["start"], r["end"]))
                 ts_seen.append(r["start"])
             elif t == "GRAPH_NODE":
                 self.graph_nodes[r["graph_node_id"]] = r
@@ -184,9 +204,19 @@ class Dump:
         return unit, step
 
 
-def recompute_labels(dumps, ledger):
+HOST_OUTSIDE = "(host outside operators)"
+BETWEEN_STEPS = "(between steps)"
+CALLS_UNDER_STEP = "(calls under the step)"
+
+
+def recompute_labels(dumps, ledger, errors):
     """{(rank, step, view): (set(families), set(fault ids))} from the ledger and events."""
     out = collections.defaultdict(lambda: (set(), set()))
+
+    def add_pseudo(d, step, fam, fid):
+        fams, ids = out[(d.rank, step, "vertical")]
+        fams.add(fam)
+        ids.add(fid)
 
     def add(d, unit, step, fid):
         if unit is None or step is None:
@@ -205,7 +235,34 @@ def recompute_labels(dumps, ledger):
         d = by_rank[e["rank"]]
         lo, hi = e["start"], e["end"]
         cls = e["class"]
-        if cls == "software":
+        if cls == "host_gap":
+            if lo >= hi:
+                continue
+            steps = [d.ranges[i]["step"] for i in d.steps if d.ranges[i]["start"] <= lo and hi <= d.ranges[i]["end"]]
+            if len(steps) != 1:
+                errors.append(f"ledger {e['id']}: host_gap window is not inside one step range")
+                continue
+            inside = [r["name"][:40] for r in d.ranges if r["kind"] != "step" and r["tid"] == d.main_tid
+                      and r["start"] < hi and r["end"] > lo]
+            calls = [c for c in d.main_api if c[0] < hi and c[1] > lo]
+            if inside or calls:
+                errors.append(f"ledger {e['id']}: host_gap window overlaps {inside[:2]} / {len(calls)} API calls")
+                continue
+            add_pseudo(d, steps[0], HOST_OUTSIDE, e["id"])
+        elif cls == "sched_delay":
+            later = [k for k, i in enumerate(d.steps) if d.ranges[i]["start"] >= hi]
+            if not later or d.ranges[d.steps[later[0]]]["start"] != hi or later[0] == 0 \
+                    or d.ranges[d.steps[later[0] - 1]]["end"] > lo or lo >= hi:
+                errors.append(f"ledger {e['id']}: sched_delay window [{lo}, {hi}) is not a wait before a step push")
+                continue
+            if e["first_step"] != later[0]:
+                errors.append(f"ledger {e['id']}: sched_delay first_step {e['first_step']}, window before step {later[0]}")
+            add_pseudo(d, later[0], BETWEEN_STEPS, e["id"])
+        elif cls == "direct_copy":
+            for rec in d.device:
+                if rec["type"] == "MEMCPY" and rec["correlation_id"] in d.direct and lo <= rec["gpu_start"] < hi:
+                    add_pseudo(d, d.direct[rec["correlation_id"]], CALLS_UNDER_STEP, e["id"])
+        elif cls == "software":
             for i, r in enumerate(d.ranges):
                 if r["kind"] == "backend" and r["family"] == e["target"] and lo <= r["start"] < hi:
                     add(d, i, r["step"], e["id"])
@@ -230,6 +287,8 @@ def recompute_labels(dumps, ledger):
                     continue
                 unit, step = d.owner(rec)
                 if unit is None:
+                    if cls == "contention" and rec["correlation_id"] in d.direct:
+                        add_pseudo(d, d.direct[rec["correlation_id"]], CALLS_UNDER_STEP, e["id"])
                     continue
                 if cls == "communication" and d.ranges[unit]["family"] != e["target"]:
                     continue
@@ -360,7 +419,13 @@ def main():
 
     check_comm_scopes(ledger, errors)
     check_phase_tags(dumps, labels, errors)
-    truth = recompute_labels(dumps, ledger)
+    truth = recompute_labels(dumps, ledger, errors)
+    share = 0.01
+    summary_path = os.path.join(args.outdir, "synth_summary.json")
+    if os.path.exists(summary_path):
+        share = json.load(open(summary_path)).get("label_min_cost_share", 0.01)
+    by_rank = {d.rank: d for d in dumps}
+    sched_steps = {(e["rank"], e["first_step"]) for e in ledger if e["class"] == "sched_delay" and e["sufficient"]}
     given = {}
     for lab in labels:
         given[(lab["rank"], lab["step_index"], lab["view"])] = lab
@@ -371,20 +436,56 @@ def main():
                 if (rank, s, view) not in given:
                     errors.append(f"labels.jsonl: no line for rank {rank} step {s} {view}")
     mismatches = 0
+    absorbed_n = 0
+    kept_ids, absorbed_ids = set(), set()
     for key, lab in given.items():
         fams, ids = truth.get(key, (set(), set()))
-        if set(lab["faulty"]) != fams or lab["abnormal"] != bool(fams) or not set(lab["fault_ids"]) <= ids:
+        bad = None
+        if fams:
+            cost, cf = lab.get("cost_ns"), lab.get("counterfactual_ns")
+            if cost is None or cf is None:
+                bad = "no cost_ns / counterfactual_ns"
+            else:
+                d = by_rank[key[0]]
+                step = d.ranges[d.steps[key[1]]]
+                observed = step["end"] - step["start"]
+                if (key[0], key[1]) in sched_steps:
+                    if cost < 0:
+                        bad = f"negative cost {cost}"
+                elif observed != cf + cost:
+                    bad = f"step lasted {observed} ns, not counterfactual {cf} + cost {cost}"
+                absorbed = cost < share * cf
+                if bool(lab.get("absorbed", False)) != absorbed:
+                    bad = bad or f"absorbed={lab.get('absorbed', False)} but cost {cost} vs {share} x {cf}"
+                elif absorbed:
+                    absorbed_n += 1
+                    absorbed_ids |= set(lab.get("absorbed_fault_ids", []))
+                    if lab["abnormal"] or lab["faulty"] or set(lab.get("absorbed_faulty", [])) != fams \
+                            or not set(lab.get("absorbed_fault_ids", [])) <= ids:
+                        bad = f"absorbed label {lab['faulty']} {lab.get('absorbed_faulty')}, recomputed {sorted(fams)}"
+                elif set(lab["faulty"]) != fams or not lab["abnormal"] or not set(lab["fault_ids"]) <= ids:
+                    bad = "faulty differs"
+                else:
+                    kept_ids |= set(lab["fault_ids"])
+        elif lab["abnormal"] or lab["faulty"] or lab.get("absorbed"):
+            bad = "abnormal without a recomputed fault"
+        if bad:
             mismatches += 1
             if mismatches <= 10:
-                errors.append(f"label mismatch at rank {key[0]} step {key[1]} {key[2]}: labels.jsonl says "
+                errors.append(f"label mismatch at rank {key[0]} step {key[1]} {key[2]}: {bad}: labels.jsonl says "
                               f"{lab['faulty']} {lab['fault_ids']}, recomputed {sorted(fams)} {sorted(ids)}")
+    for e in ledger:
+        if "absorbed" not in e:
+            continue
+        if e["absorbed"] != (e["id"] in absorbed_ids and e["id"] not in kept_ids):
+            errors.append(f"ledger {e['id']}: absorbed={e['absorbed']} disagrees with labels.jsonl")
     for key in truth:
         if key not in given:
             errors.append(f"recomputed label for {key} has no line in labels.jsonl")
     abnormal = sum(1 for lab in labels if lab["abnormal"])
     print(f"check_dump: {len(dumps)} dumps, {sum(len(d.records) for d in dumps)} records, "
           f"{sum(step_counts.values())} rank-steps, {len(ledger)} faults, {abnormal} abnormal (rank, step, view) labels, "
-          f"{mismatches} label mismatches")
+          f"{absorbed_n} absorbed, {mismatches} label mismatches")
     for e in errors[:60]:
         print("  " + e)
     return 1 if errors else 0

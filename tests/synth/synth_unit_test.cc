@@ -237,5 +237,35 @@ TEST(Simulator, EveryFaultClassLabelsItsOwnView) {
   }
 }
 
+TEST(Simulator, CostShareOnlyChangesLabelsNeverTheDumps) {
+  // The counterfactual re-run writes nothing and restores the state: the dumps are the same
+  // whatever the cost threshold; a zero share absorbs nothing, a large one absorbs cheap faults.
+  SynthConfig c = Small(17);
+  c.steps = 40;
+  auto zero = c, half = c;
+  zero.label_min_cost_share = 0;
+  half.label_min_cost_share = 0.5;
+  Simulator* sim = nullptr;
+  auto a = RunInMemory(zero, &sim);
+  int64_t touched = 0, with_cost = 0;
+  for (const auto& rank : sim->faults().truth()) {
+    for (const auto& st : rank) {
+      if (!(st.faulty[0] | st.faulty[1])) continue;
+      ++touched;
+      with_cost += st.cost_ns >= 0 ? 1 : 0;
+      EXPECT_FALSE(st.absorbed);
+    }
+  }
+  delete sim;
+  EXPECT_GT(touched, 0);
+  EXPECT_EQ(with_cost, touched) << "every touched step has a counterfactual cost";
+  auto b = RunInMemory(half);
+  for (const auto& [name, data] : a) {
+    if (name.rfind("truffld-", 0) == 0) EXPECT_EQ(data, b[name]) << name;
+  }
+  EXPECT_EQ(a["labels.jsonl"].find("\"absorbed\":true"), std::string::npos);
+  EXPECT_NE(b["labels.jsonl"].find("\"absorbed\":true"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace truffld::synth

@@ -2,7 +2,10 @@
 
 Pure data: each entry is (name, truffld-synth arguments) so the report can print the exact flags.
   default suite  every fault class x {mild, strong} at a realistic rate (--abnormal-fraction 0.1)
-                 plus a mixed scenario (all classes, all intensities incl. negligible 1.1), per seed
+                 plus a mixed scenario (all classes, all intensities incl. negligible 1.1) and a
+                 host-ahead scenario (device-bound steps, software and host_gap faults at every
+                 intensity: the GPU queue absorbs most of them, so most are labelled normal by
+                 cost), per seed
   stress suite   the former high-rate suite (--abnormal-fraction 0.5): mixed per seed, and in the
                  full run also every class at strong intensity (seed 1)
   healthy shapes --faults none over many workload shapes (false-alarm rates)
@@ -10,7 +13,8 @@ Pure data: each entry is (name, truffld-synth arguments) so the report can print
 import glob
 import os
 
-CLASSES = ["software", "cuda_kernel", "memcpy", "contention", "communication", "engine"]
+CLASSES = ["software", "cuda_kernel", "memcpy", "contention", "communication", "engine",
+           "host_gap", "sched_delay", "direct_copy"]
 INTENSITIES = ["mild", "strong"]
 DEFAULT_RATE = "0.1"
 STRESS_RATE = "0.5"
@@ -30,6 +34,9 @@ def default_suite(quick):
                 out.append((f"{cls}-{level}-s{seed}", base + ["--faults", cls, "--intensities", level],
                             {"class": cls, "intensity": level, "seed": seed}))
         out.append((f"mixed-s{seed}", base, {"class": "mixed", "intensity": "all", "seed": seed}))
+        out.append((f"host-ahead-software-host_gap-s{seed}",
+                    base + ["--host-ahead", "--faults", "software,host_gap", "--intensities", "all"],
+                    {"class": "host-ahead software+host_gap", "intensity": "all", "seed": seed}))
     return out
 
 
@@ -67,12 +74,14 @@ SHAPES = [
     ("dp2-tp2", "two hosts, a TP2 replica each", ["--ranks", "4", "--hosts", "2"] + _S),
     ("pp2-tp2", "PP 2 over two hosts, TP2 per stage", ["--ranks", "4", "--hosts", "2", "--pp", "2"] + _S),
     ("offline", "offline (queued batches)", ["--ranks", "2", "--workload", "offline"] + _S),
+    ("host-ahead", "device-bound steps (--host-ahead: kernels x4), the GPU queue stays deep (TP2)",
+     ["--ranks", "2", "--host-ahead"] + _S),
     ("suite-preset", "the suite preset (4 ranks, 2 hosts, 4 layers, 120 steps)", ["--preset", "suite"]),
     ("demo-preset", "the demo preset (4 ranks, 2 hosts, 40 steps)", ["--preset", "demo"]),
     ("long-2000", "a long run: 2,000 steps (TP2, 4 layers)", ["--ranks", "2", "--layers", "4", "--steps", "2000"]),
 ]
 QUICK_SHAPES = {"decode-batch-1", "decode-batch-256", "prefill-short", "prefill-8k", "chunked-prefill", "no-tags",
-                "eager", "tp1", "tp8", "pp2-tp2", "offline", "long-2000"}
+                "eager", "tp1", "tp8", "pp2-tp2", "offline", "host-ahead", "long-2000"}
 
 
 def healthy_shapes(quick):

@@ -8,9 +8,11 @@ namespace truffld::synth {
 
 namespace {
 constexpr const char* kClassNames[kNumFaultClasses] = {"software",   "cuda_kernel",   "memcpy",
-                                                       "contention", "communication", "engine"};
+                                                       "contention", "communication", "engine",
+                                                       "host_gap",   "sched_delay",   "direct_copy"};
 constexpr const char* kClassLayers[kNumFaultClasses] = {"software", "cuda",    "cuda",
-                                                        "hardware", "network", "engine"};
+                                                        "hardware", "network", "engine",
+                                                        "software", "engine",  "cuda"};
 }  // namespace
 
 const char* FaultClassName(FaultClass c) noexcept { return kClassNames[static_cast<int>(c)]; }
@@ -132,6 +134,10 @@ Status SynthConfig::Validate() const {
   if (!(abnormal_fraction >= 0.0 && abnormal_fraction <= 0.95)) {
     return InvalidArgument("--abnormal-fraction must be in [0, 0.95]");
   }
+  if (!(label_min_cost_share >= 0 && label_min_cost_share <= 1)) {
+    return InvalidArgument("--label-min-cost-share must be in [0, 1]");
+  }
+  if (!(device_scale >= 0.1 && device_scale <= 100)) return InvalidArgument("--device-scale must be in [0.1, 100]");
   if (!fault_classes.empty() && intensities.empty()) return InvalidArgument("--intensities is empty");
   if (comm_scopes.empty()) return InvalidArgument("--comm-scopes is empty");
   if (out_dir.empty()) return InvalidArgument("--out DIR is required");

@@ -23,6 +23,9 @@ bool InWindow(const LedgerEntry& e, int64_t t) { return t >= e.start && (e.open 
 
 FaultBook::FaultBook(const SynthConfig& cfg, const Catalogue& cat)
     : cfg_(cfg), cat_(cat), rng_(cfg.seed, 0xFA017ULL), active_(cfg.ranks, -1), truth_(cfg.ranks) {
+  fam_host_ = cat.Id(kFamHostOutside);
+  fam_between_ = cat.Id(kFamBetweenSteps);
+  fam_calls_ = cat.Id(kFamCallsUnderStep);
   if (cfg.fault_classes.empty() || cfg.abnormal_fraction <= 0) return;
   // Share of entries that label (intensity above threshold) and mean window length in steps.
   double q = 0;
@@ -44,6 +47,7 @@ std::optional<FaultClass> FaultBook::PickClass(bool comm_ok) {
   std::vector<FaultClass> ok;
   for (FaultClass c : cfg_.fault_classes) {
     if (c == FaultClass::kCommunication && !comm_ok) continue;
+    if (c == FaultClass::kSchedDelay) continue;  // opened before the step, by BeforeStep
     ok.push_back(c);
   }
   if (ok.empty()) return std::nullopt;  // e.g. only communication asked, and no scope fits now
@@ -67,6 +71,7 @@ int FaultBook::NewEntry(FaultClass cls, int rank, const std::string& host, int64
 }
 
 void FaultBook::BeginStep(const GroupStep& gs) {
+  if (counterfactual_) return;
   const std::vector<int>& ranks = gs.ranks;
   for (int r : ranks) {
     truth_[r].emplace_back();
@@ -124,7 +129,19 @@ void FaultBook::BeginStep(const GroupStep& gs) {
         e.start = e.end = -1;  // set by EngineDelay
         e.open = false;
         break;
+      case FaultClass::kHostGap:
+        e.target = kFamHostOutside;
+        e.family = fam_host_;
+        e.gap_frac = rng_.Uniform();
+        e.start = e.end = -1;  // set when the stall happens (SetWindow)
+        e.open = false;
+        break;
+      case FaultClass::kDirectCopy:
+        e.target = kFamCallsUnderStep;
+        e.family = fam_calls_;
+        break;
       case FaultClass::kCommunication:
+      case FaultClass::kSchedDelay:
         break;
     }
     active_[r] = idx;
@@ -132,6 +149,7 @@ void FaultBook::BeginStep(const GroupStep& gs) {
 }
 
 void FaultBook::EndStep(const std::vector<int>& ranks, const std::vector<int64_t>& pop_ts) {
+  if (counterfactual_) return;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     if (active_[r] < 0) continue;
@@ -146,8 +164,8 @@ void FaultBook::EndStep(const std::vector<int>& ranks, const std::vector<int64_t
       e.end = std::min(e.end, pop_ts[i]);
       e.start = std::min(e.start, e.end);
     }
-    if (e.cls == FaultClass::kEngine && e.start < 0) {  // no preparation op ran: empty window
-      e.start = e.end = pop_ts[i];
+    if ((e.cls == FaultClass::kEngine || e.cls == FaultClass::kHostGap) && e.start < 0) {
+      e.start = e.end = pop_ts[i];  // no preparation op ran / no operator boundary: empty window
     }
     active_[r] = -1;
   }
@@ -167,7 +185,7 @@ void FaultBook::Finish(const std::vector<int>& ranks, const std::vector<int64_t>
 
 int64_t FaultBook::SoftwareDelay(int rank, int16_t family, int64_t nominal_ns, int* fault) const {
   const int a = active_[rank];
-  if (a < 0) return 0;
+  if (a < 0 || counterfactual_) return 0;
   const LedgerEntry& e = ledger_[a];
   if (e.cls != FaultClass::kSoftware || e.family != family) return 0;
   *fault = a;
@@ -176,7 +194,7 @@ int64_t FaultBook::SoftwareDelay(int rank, int16_t family, int64_t nominal_ns, i
 
 int64_t FaultBook::EngineDelay(int rank, int64_t t, int64_t nominal_ns, int* fault) {
   const int a = active_[rank];
-  if (a < 0) return 0;
+  if (a < 0 || counterfactual_) return 0;
   LedgerEntry& e = ledger_[a];
   if (e.cls != FaultClass::kEngine || e.start >= 0) return 0;
   const int64_t d = static_cast<int64_t>((e.intensity - 1.0) * static_cast<double>(nominal_ns)) + 1000;
@@ -189,7 +207,7 @@ int64_t FaultBook::EngineDelay(int rank, int64_t t, int64_t nominal_ns, int* fau
 double FaultBook::DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t family, int64_t gpu_start,
                                int* fault) const {
   const int a = active_[rank];
-  if (a < 0) return 1.0;
+  if (a < 0 || counterfactual_) return 1.0;
   const LedgerEntry& e = ledger_[a];
   bool hit = false;
   switch (e.cls) {
@@ -205,7 +223,8 @@ double FaultBook::DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t
 }
 
 void FaultBook::Hit(int rank, int fault, int16_t family, bool horizontal, int64_t step) {
-  if (fault < 0 || !ledger_[fault].sufficient || truth_[rank].empty()) return;
+  if (counterfactual_ || fault < 0 || !ledger_[fault].sufficient || truth_[rank].empty()) return;
+  ++hits_;
   StepTruth& st = step >= 0 && step < static_cast<int64_t>(truth_[rank].size()) ? truth_[rank][static_cast<size_t>(step)]
                                                                                  : truth_[rank].back();
   const int v = horizontal ? 1 : 0;
@@ -213,9 +232,101 @@ void FaultBook::Hit(int rank, int fault, int16_t family, bool horizontal, int64_
   if (std::find(st.faults[v].begin(), st.faults[v].end(), fault) == st.faults[v].end()) st.faults[v].push_back(fault);
 }
 
+int64_t FaultBook::BeforeStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int replica,
+                              int64_t nominal_ns) {
+  if (counterfactual_ || p_start_ <= 0) return 0;
+  bool enabled = false;
+  for (FaultClass c : cfg_.fault_classes) enabled = enabled || c == FaultClass::kSchedDelay;
+  if (!enabled) return 0;
+  for (int r : ranks) {
+    if (active_[r] >= 0 || truth_[r].empty()) return 0;  // a rank is busy, or no previous step
+  }
+  // One draw per replica step; the scheduler's share of the classes, as BeginStep's per rank.
+  if (!rng_.Bernoulli(p_start_ / static_cast<double>(cfg_.fault_classes.size()))) return 0;
+  const double intensity = cfg_.intensities[static_cast<size_t>(
+      rng_.Int(0, static_cast<int64_t>(cfg_.intensities.size()) - 1))];
+  const int64_t base = std::max<int64_t>(90000, nominal_ns / 4);
+  const int64_t extra = static_cast<int64_t>((intensity - 1.0) * static_cast<double>(base));
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int idx = NewEntry(FaultClass::kSchedDelay, ranks[i], hosts[i], -1, intensity);
+    LedgerEntry& e = ledger_[idx];
+    e.target = kFamBetweenSteps;
+    e.family = fam_between_;
+    e.group = "dp" + std::to_string(replica);
+    e.first_step = e.last_step = static_cast<int64_t>(truth_[ranks[i]].size());  // the next step
+    e.end = -1;
+    e.open = false;
+    e.steps_left = 1;
+    active_[ranks[i]] = idx;
+  }
+  return extra;
+}
+
+void FaultBook::SchedWait(int rank, int64_t start, int64_t end) {
+  if (counterfactual_) return;
+  const int a = active_[rank];
+  if (a < 0 || ledger_[a].cls != FaultClass::kSchedDelay) return;
+  ledger_[a].start = start;
+  ledger_[a].end = end;
+  Hit(rank, a, fam_between_, false);
+}
+
+int64_t FaultBook::HostGap(int rank, int64_t nominal_host_ns, double* where, int* fault) const {
+  const int a = active_[rank];
+  if (a < 0 || counterfactual_) return 0;
+  const LedgerEntry& e = ledger_[a];
+  if (e.cls != FaultClass::kHostGap || e.start >= 0) return 0;
+  *where = e.gap_frac;
+  *fault = a;
+  return static_cast<int64_t>((e.intensity - 1.0) * 0.25 * static_cast<double>(nominal_host_ns)) + 1000;
+}
+
+void FaultBook::SetWindow(int fault, int64_t start, int64_t end) {
+  if (counterfactual_ || fault < 0) return;
+  ledger_[fault].start = start;
+  ledger_[fault].end = end;
+}
+
+double FaultBook::DirectCopyFactor(int rank, int64_t gpu_start, int* fault) const {
+  const int a = active_[rank];
+  if (a < 0 || counterfactual_) return 1.0;
+  const LedgerEntry& e = ledger_[a];
+  const bool hit = e.cls == FaultClass::kDirectCopy || (e.cls == FaultClass::kContention && InWindow(e, gpu_start));
+  if (!hit) return 1.0;
+  *fault = a;
+  return e.intensity;
+}
+
+void FaultBook::SetStepCost(int rank, int64_t cost_ns, int64_t cf_ns) {
+  if (truth_[rank].empty()) return;
+  StepTruth& st = truth_[rank].back();
+  st.cost_ns = std::max<int64_t>(0, cost_ns);
+  st.cf_ns = cf_ns;
+  st.absorbed = static_cast<double>(st.cost_ns) < cfg_.label_min_cost_share * static_cast<double>(cf_ns);
+}
+
 Status FaultBook::WriteLedger(ByteSink* sink) const {
+  // Each entry's cost: the summed cost of the steps of its own rank it touched; absorbed when
+  // every step it touched (any rank) was absorbed.
+  std::vector<int64_t> cost(ledger_.size(), 0);
+  std::vector<int> touched(ledger_.size(), 0), kept(ledger_.size(), 0);
+  for (size_t r = 0; r < truth_.size(); ++r) {
+    for (const StepTruth& st : truth_[r]) {
+      std::vector<int32_t> seen;
+      for (int v = 0; v < 2; ++v) {
+        for (int32_t f : st.faults[v]) {
+          if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+          seen.push_back(f);
+          ++touched[f];
+          kept[f] += st.absorbed ? 0 : 1;
+          if (ledger_[f].rank == static_cast<int>(r) && st.cost_ns > 0) cost[f] += st.cost_ns;
+        }
+      }
+    }
+  }
   std::string out;
-  for (const LedgerEntry& e : ledger_) {
+  for (size_t k = 0; k < ledger_.size(); ++k) {
+    const LedgerEntry& e = ledger_[k];
     out += "{\"id\":\"" + e.id + "\",\"class\":\"" + FaultClassName(e.cls) + "\",\"layer\":\"" +
            FaultClassLayer(e.cls) + "\",\"target\":\"" + JsonEscape(e.target) + "\"";
     if (e.cls == FaultClass::kCudaKernel) {
@@ -230,8 +341,11 @@ Status FaultBook::WriteLedger(ByteSink* sink) const {
     out += ",\"start\":" + std::to_string(e.start) + ",\"end\":" + std::to_string(e.end) +
            ",\"intensity\":" + Num(e.intensity) + ",\"level\":\"" + IntensityName(e.intensity) +
            "\",\"sufficient\":" + (e.sufficient ? "true" : "false") +
-           ",\"first_step\":" + std::to_string(e.first_step) + ",\"last_step\":" + std::to_string(e.last_step) +
-           ",\"clock\":\"realtime\"}\n";
+           ",\"first_step\":" + std::to_string(e.first_step) + ",\"last_step\":" + std::to_string(e.last_step);
+    if (touched[k] > 0) {
+      out += ",\"cost_ns\":" + std::to_string(cost[k]) + ",\"absorbed\":" + (kept[k] == 0 ? "true" : "false");
+    }
+    out += ",\"clock\":\"realtime\"}\n";
   }
   return sink->Write(out);
 }
@@ -243,19 +357,30 @@ Status FaultBook::WriteLabels(ByteSink* sink) const {
     for (size_t s = 0; s < truth_[r].size(); ++s) {
       const StepTruth& st = truth_[r][s];
       for (int v = 0; v < 2; ++v) {
+        const bool abnormal = st.Abnormal(v);
         out += "{\"rank\":" + std::to_string(r) + ",\"step_index\":" + std::to_string(s) + ",\"view\":\"" +
-               kViews[v] + "\",\"abnormal\":" + (st.faulty[v] ? "true" : "false") + ",\"faulty\":[";
+               kViews[v] + "\",\"abnormal\":" + (abnormal ? "true" : "false") + ",\"faulty\":[";
         std::vector<std::string> fams;
         for (int b = 0; b < 64; ++b) {
           if (st.faulty[v] >> b & 1) fams.push_back(cat_.Escaped(static_cast<int16_t>(b)));
         }
         std::sort(fams.begin(), fams.end());
-        for (size_t i = 0; i < fams.size(); ++i) out += (i ? ",\"" : "\"") + fams[i] + "\"";
-        out += "],\"fault_ids\":[";
+        std::string fam_list, id_list;
+        for (size_t i = 0; i < fams.size(); ++i) fam_list += (i ? ",\"" : "\"") + fams[i] + "\"";
         for (size_t k = 0; k < st.faults[v].size(); ++k) {
-          out += (k ? ",\"" : "\"") + ledger_[st.faults[v][k]].id + "\"";
+          id_list += (k ? ",\"" : "\"") + ledger_[st.faults[v][k]].id + "\"";
         }
-        out += "],\"phase\":\"" + std::string(st.phase) + "\"}\n";
+        if (abnormal) out += fam_list;
+        out += "],\"fault_ids\":[";
+        if (abnormal) out += id_list;
+        out += "],\"phase\":\"" + std::string(st.phase) + "\"";
+        if (st.faulty[v] != 0 && st.cost_ns >= 0) {
+          out += ",\"cost_ns\":" + std::to_string(st.cost_ns) + ",\"counterfactual_ns\":" + std::to_string(st.cf_ns);
+          if (st.absorbed) {
+            out += ",\"absorbed\":true,\"absorbed_faulty\":[" + fam_list + "],\"absorbed_fault_ids\":[" + id_list + "]";
+          }
+        }
+        out += "}\n";
       }
       if (out.size() > (1 << 20)) {
         TRUFFLD_RETURN_IF_ERROR(sink->Write(out));

@@ -53,8 +53,19 @@ Fault classes (--faults, comma list or 'all' or 'none'):
                  link = two ranks (TP ring neighbours, or a pipeline send/recv pair); each rank
                  in the scope gets a ledger entry (scope, peer) and its NCCL operator is labelled
   engine         a step's input preparation stalls (scheduling delay)
+  host_gap       the host stalls between two operators, outside every operator range (a GC
+                 pause); labels '(host outside operators)'
+  sched_delay    the scheduler is slow: every rank of a replica starts the next step later;
+                 labels the later step '(between steps)'
+  direct_copy    the input copy every step issues directly under its step range (cudaMemcpyAsync
+                 HtoD, no operator around it) runs slower; labels '(calls under the step)'
 Intensities are slowdown factors: negligible 1.1 (below the labelling threshold on purpose),
-mild 1.3 and 1.6, strong 2.5 and 4.0.
+mild 1.3 and 1.6, strong 2.5 and 4.0. Labels by cost: every step a labelling fault touched is
+re-simulated from the same state and random draws with the faults off; the step is labelled
+abnormal only when the faults cost it at least --label-min-cost-share of that counterfactual
+duration, otherwise it is absorbed (labelled normal; labels.jsonl and ledger.jsonl say cost_ns
+and absorbed). --host-ahead makes steps device-bound (kernels x4 longer, a larger model per GPU)
+so host stalls are absorbed by the GPU queue.
 
 Presets (flags given after --preset still override it):
 )";
@@ -77,13 +88,14 @@ std::string Num(double v) {
 
 std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds, double cpu_seconds) {
   const RunReport& rep = sim.report();
-  int64_t steps = 0, abnormal[2] = {0, 0}, either = 0;
+  int64_t steps = 0, abnormal[2] = {0, 0}, either = 0, absorbed = 0;
   for (const auto& per_rank : sim.faults().truth()) {
     for (const auto& st : per_rank) {
       ++steps;
-      abnormal[0] += st.faulty[0] ? 1 : 0;
-      abnormal[1] += st.faulty[1] ? 1 : 0;
-      either += (st.faulty[0] | st.faulty[1]) ? 1 : 0;
+      abnormal[0] += st.Abnormal(0) ? 1 : 0;
+      abnormal[1] += st.Abnormal(1) ? 1 : 0;
+      either += (st.Abnormal(0) || st.Abnormal(1)) ? 1 : 0;
+      absorbed += (st.absorbed && (st.faulty[0] | st.faulty[1])) ? 1 : 0;
     }
   }
   int64_t by_class[kNumFaultClasses] = {};
@@ -100,12 +112,14 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
                   (cfg.cuda_graphs ? "true" : "false") + ",\n  \"chunked_prefill\": " +
                   (cfg.chunked_prefill ? "true" : "false") + ",\n  \"phase_tags\": " + (cfg.phase_tags ? "true" : "false") +
                   ",\n  \"workload_tags\": " + (cfg.workload_tags ? "true" : "false") + ",\n  \"label_min_intensity\": " +
-                  Num(cfg.label_min_intensity) + ",\n  \"records\": " + std::to_string(rep.records) +
+                  Num(cfg.label_min_intensity) + ",\n  \"label_min_cost_share\": " + Num(cfg.label_min_cost_share) +
+                  ",\n  \"host_ahead\": " + (cfg.host_ahead ? "true" : "false") + ",\n  \"device_scale\": " +
+                  Num(cfg.device_scale) + ",\n  \"records\": " + std::to_string(rep.records) +
                   ",\n  \"bytes_uncompressed\": " + std::to_string(rep.bytes) +
                   ",\n  \"rank_steps\": " + std::to_string(steps) +
                   ",\n  \"abnormal_rank_steps\": {\"vertical\": " + std::to_string(abnormal[0]) +
                   ", \"horizontal\": " + std::to_string(abnormal[1]) + ", \"either\": " + std::to_string(either) +
-                  "},\n  \"abnormal_fraction\": " + Num(steps ? double(either) / double(steps) : 0.0) +
+                  "},\n  \"absorbed_rank_steps\": " + std::to_string(absorbed) + ",\n  \"abnormal_fraction\": " + Num(steps ? double(either) / double(steps) : 0.0) +
                   ",\n  \"faults\": {\"total\": " + std::to_string(sim.faults().ledger().size()) +
                   ", \"labelling\": " + std::to_string(labelling);
   for (int c = 0; c < kNumFaultClasses; ++c) {
@@ -169,6 +183,11 @@ int main(int argc, char** argv) {
   app.add_option("--comm-scopes", comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();
   app.add_option("--abnormal-fraction", cfg.abnormal_fraction, "target share of (rank, step) pairs with a labelled fault")->capture_default_str();
   app.add_option("--label-min-intensity", cfg.label_min_intensity, "faults weaker than this perturb but do not label")->capture_default_str();
+  app.add_option("--label-min-cost-share", cfg.label_min_cost_share,
+                 "a fault labels a step only when it costs >= this share of the step's fault-free duration")->capture_default_str();
+  bool host_ahead = false;
+  app.add_flag("--host-ahead", host_ahead, "device-bound steps (kernels x4 longer): the GPU queue absorbs host stalls");
+  app.add_option("--device-scale", cfg.device_scale, "multiply every kernel and NCCL transfer's nominal time (--host-ahead: 4)")->capture_default_str();
   app.add_flag("--zstd", cfg.zstd, "write .jsonl.zst dumps");
   app.add_option("--zstd-level", cfg.zstd_level, "zstd level")->capture_default_str();
   bool quiet = false;
@@ -196,6 +215,10 @@ int main(int argc, char** argv) {
     (void)i0;
   }
   cfg.cuda_graphs = !no_graphs;
+  if (host_ahead) {
+    cfg.host_ahead = true;
+    if (app.count("--device-scale") == 0) cfg.device_scale = 4.0;
+  }
   cfg.chunked_prefill = cfg.chunked_prefill || chunked;
   cfg.phase_tags = cfg.phase_tags && !no_phase;
   cfg.workload_tags = cfg.workload_tags && !no_workload;
@@ -212,7 +235,7 @@ int main(int argc, char** argv) {
         const std::string item = faults.substr(pos, c - pos);
         if (!ParseFaultClass(item, &fc)) {
           std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
-                               "contention, communication, engine)\n", item.c_str());
+                               "contention, communication, engine, host_gap, sched_delay, direct_copy)\n", item.c_str());
           return kExitUsage;
         }
         cfg.fault_classes.push_back(fc);

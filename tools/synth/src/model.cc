@@ -114,6 +114,9 @@ Catalogue::Catalogue() {
                      i == kAtenSoftmax || i == kAtenSilu || i == kAtenMul;
     Add(s, seq);
   }
+  Add(kFamHostOutside);
+  Add(kFamBetweenSteps);
+  Add(kFamCallsUnderStep);
 }
 
 int16_t Catalogue::Add(const std::string& raw, bool has_seq) {

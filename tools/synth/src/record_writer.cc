@@ -133,6 +133,7 @@ void RankWriter::Meta(const MetaFields& m) {
 
 void RankWriter::NvtxPush(Channel ch, std::string_view name_json, int64_t ts, std::string_view domain,
                           std::string_view payload) {
+  if (discard_) return;
   std::string& b = Begin(ch, RecordType::kNvtxPush);
   KStr(b, "name", name_json);
   KInt(b, "timestamp", ts);
@@ -146,6 +147,7 @@ void RankWriter::NvtxPush(Channel ch, std::string_view name_json, int64_t ts, st
 }
 
 void RankWriter::NvtxPop(Channel ch, int64_t ts, std::string_view domain) {
+  if (discard_) return;
   std::string& b = Begin(ch, RecordType::kNvtxPop);
   KInt(b, "timestamp", ts);
   if (!domain.empty()) KStr(b, "domain", domain);
@@ -155,6 +157,7 @@ void RankWriter::NvtxPop(Channel ch, int64_t ts, std::string_view domain) {
 
 void RankWriter::Api(Channel ch, bool driver, int cbid, std::string_view name, int64_t start, int64_t end,
                      int64_t correlation_id, int64_t stream, int64_t bytes, std::string_view copy_kind) {
+  if (discard_) return;
   std::string& b = Begin(ch, driver ? RecordType::kDriver : RecordType::kRuntime);
   KInt(b, "cbid", cbid);
   KStr(b, "name", name);
@@ -171,6 +174,7 @@ void RankWriter::Api(Channel ch, bool driver, int cbid, std::string_view name, i
 
 void RankWriter::GraphNode(Channel ch, int64_t graph_id, int64_t node_id, int64_t correlation_id, int64_t ts,
                            int64_t original_node_id) {
+  if (discard_) return;
   std::string& b = Begin(ch, RecordType::kGraphNode);
   KInt(b, "graph_id", graph_id);
   KInt(b, "graph_node_id", node_id);
@@ -182,6 +186,7 @@ void RankWriter::GraphNode(Channel ch, int64_t graph_id, int64_t node_id, int64_
 }
 
 void RankWriter::Kernel(const KernelFields& k) {
+  if (discard_) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kKernel);
   KStr(b, "name", k.name_json);
   KInt(b, "gpu_start", k.start);
@@ -203,6 +208,7 @@ void RankWriter::Kernel(const KernelFields& k) {
 
 void RankWriter::Memcpy(std::string_view copy_kind, std::string_view src_kind, std::string_view dst_kind,
                         int64_t bytes, int64_t start, int64_t end, int64_t correlation_id, int device, int stream) {
+  if (discard_) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kMemcpy);
   KStr(b, "copy_kind", copy_kind);
   KStr(b, "src_kind", src_kind);
@@ -218,6 +224,7 @@ void RankWriter::Memcpy(std::string_view copy_kind, std::string_view src_kind, s
 }
 
 void RankWriter::Memset(int64_t bytes, int64_t start, int64_t end, int64_t correlation_id, int device, int stream) {
+  if (discard_) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kMemset);
   KInt(b, "bytes", bytes);
   KInt(b, "gpu_start", start);
@@ -230,6 +237,7 @@ void RankWriter::Memset(int64_t bytes, int64_t start, int64_t end, int64_t corre
 }
 
 void RankWriter::Sync(std::string_view kind, int64_t start, int64_t end, int64_t correlation_id, int stream) {
+  if (discard_) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kSync);
   KStr(b, "sync_kind", kind);
   KInt(b, "start", start);
@@ -241,6 +249,7 @@ void RankWriter::Sync(std::string_view kind, int64_t start, int64_t end, int64_t
 }
 
 void RankWriter::Clock(int64_t realtime_ns, int64_t monotonic_ns) {
+  if (discard_) return;
   std::string& b = Begin(Channel::kMain, RecordType::kClock);
   Key(b, "clock_sync");
   b.append("{\"realtime_ns\":");

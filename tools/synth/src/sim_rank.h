@@ -24,6 +24,7 @@
 namespace truffld::synth {
 
 constexpr int kComputeStream = 7;
+
 constexpr int kAuxStream = 13;
 
 struct Simulator::Rank {
@@ -47,6 +48,7 @@ struct Simulator::Rank {
         offset(hc.offset_ns), drift(hc.drift_ppm * 1e-6), t_start(t0) {
     noise = cfg.noise;
     w = std::make_unique<RankWriter>(sink.get(), pid, pid, pid + 64 + local);
+
     gpu_t[0] = gpu_t[1] = t0;
     mono_base = 180000000000000LL + static_cast<int64_t>(rng.Int(0, 900000000000LL));
     MetaFields m;
@@ -162,6 +164,39 @@ struct Simulator::Rank {
   std::vector<P2PLaunch> p2p;   // pipeline sends/recvs of the current step awaiting their peer
   int64_t steps = 0, kernels = 0;
   std::string name_buf;
+  // This step's injected host stall (host_gap): before eager operator `gap_op`, `gap_ns` long.
+  int64_t gap_op = -1, gap_ns = 0;
+  int gap_fault = -1;
+  int64_t sched_extra = 0;  // sched_delay: extra wait before this step's push
+
+  // What a step changes, for the counterfactual: saved before the step, restored after it.
+  struct State {
+    Rng rng;
+    int64_t host_t, gpu_t0, gpu_t1, corr, op_id, next_graph_id, next_node_id, last_clock, steps, kernels;
+    size_t p2p;
+  };
+  State Save() const {
+    return State{rng, host_t, gpu_t[0], gpu_t[1], corr, op_id, next_graph_id, next_node_id, last_clock, steps,
+                 kernels, p2p.size()};
+  }
+  void Restore(const State& s) {
+    rng = s.rng;
+    host_t = s.host_t;
+    gpu_t[0] = s.gpu_t0;
+    gpu_t[1] = s.gpu_t1;
+    corr = s.corr;
+    op_id = s.op_id;
+    next_graph_id = s.next_graph_id;
+    next_node_id = s.next_node_id;
+    last_clock = s.last_clock;
+    steps = s.steps;
+    kernels = s.kernels;
+    p2p.resize(s.p2p);
+    gap_op = -1;
+    gap_ns = 0;
+    gap_fault = -1;
+    sched_extra = 0;
+  }
 };
 
 struct Simulator::Group {
@@ -178,6 +213,7 @@ struct Simulator::Group {
   PipelineStage stage;          // the layers this group runs
   GroupStep gs;                 // the current step, as the fault planner sees it
   std::vector<int64_t> pop_ts;  // the current step's range pop per rank
+  std::vector<int64_t> wait_from;  // the current step: host time each rank began waiting for it
 };
 
 }  // namespace truffld::synth

@@ -74,8 +74,11 @@ void Simulator::EagerOp(Group& g, const Op& op, int64_t nominal) {
     return;
   }
   const int16_t fam = op.family();
+  // The host body's nominal: framework overhead plus the op's H100 roofline time (a software
+  // fault is a host-side slowdown; --device-scale lengthens the kernels, not the host body).
   int64_t work_nominal = 0;
   for (int k = 0; k < op.nwork; ++k) work_nominal += op.work[k].nominal_ns;
+  if (cfg_.device_scale != 1.0) work_nominal = static_cast<int64_t>(static_cast<double>(work_nominal) / cfg_.device_scale);
   for (Rank& rk : g.ranks) {
     int64_t t = rk.host_t;
     PushRanges(rk, op, &t);
@@ -119,7 +122,17 @@ void Simulator::EagerOp(Group& g, const Op& op, int64_t nominal) {
 }
 
 void Simulator::ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin, size_t end, int64_t nominal) {
-  for (size_t i = begin; i < end; ++i) EagerOp(g, ops[i], nominal);
+  for (size_t i = begin; i < end; ++i) {
+    for (Rank& rk : g.ranks) {  // host_gap: the host stalls between two operators, in no range
+      if (rk.gap_op != static_cast<int64_t>(i)) continue;
+      const int64_t t0 = rk.host_t;
+      rk.host_t += rk.gap_ns;
+      faults_->SetWindow(rk.gap_fault, t0, rk.host_t);
+      faults_->Hit(rk.rank, rk.gap_fault, faults_->host_outside_family(), false);
+      rk.gap_op = -1;
+    }
+    EagerOp(g, ops[i], nominal);
+  }
 }
 
 Status Simulator::OpenHost(Group& g, int host) {
@@ -154,11 +167,14 @@ Status Simulator::OpenHost(Group& g, int host) {
 }
 
 void Simulator::BeginGroupStep(Group& g, const std::string& step_name, int64_t real_seqs, bool prefill, bool graph,
-                               int64_t nominal, const Group* prev) {
+                               int64_t nominal, const Group* prev, int64_t copy_bytes) {
   static const std::string aux_copy_name = "cudaMemcpyAsync_v3020";
+  std::vector<int64_t>& wait_from = g.wait_from;
+  wait_from.assign(g.ranks.size(), 0);
   for (size_t i = 0; i < g.ranks.size(); ++i) {
     Rank& rk = g.ranks[i];
-    rk.host_t += rk.Jit(90000, 0.4);
+    wait_from[i] = rk.host_t;
+    rk.host_t += rk.Jit(90000, 0.4) + rk.sched_extra;  // the scheduler's turn between steps
     rk.MaybeClock();
     g.gs.push_ts[i] = rk.host_t;
     rk.w->NvtxPush(Channel::kMain, step_name, rk.host_t);
@@ -182,6 +198,30 @@ void Simulator::BeginGroupStep(Group& g, const std::string& step_name, int64_t r
   g.gs.decode_graph = graph;
   g.gs.nominal_ns = nominal;
   faults_->BeginStep(g.gs);
+  // The model runner's input copy from its pinned staging buffers (token ids, positions, slot
+  // mapping, sampling metadata), issued directly under the step range with no operator around it.
+  const int64_t copy_nominal = static_cast<int64_t>(static_cast<double>(copy_bytes) / 14e9 * 1e9) + 1500;
+  for (size_t i = 0; i < g.ranks.size(); ++i) {
+    Rank& rk = g.ranks[i];
+    if (rk.sched_extra > 0) faults_->SchedWait(rk.rank, wait_from[i], g.gs.push_ts[i]);
+    rk.sched_extra = 0;
+    const int64_t corr = ++rk.corr;
+    const int64_t api_start = rk.host_t;
+    const int64_t ds = std::max(rk.gpu_t[0], api_start + rk.Jit(3200, 0.2));
+    int64_t dur = rk.DevDur(copy_nominal);
+    int f = -1;
+    const double fac = faults_->DirectCopyFactor(rk.rank, ds, &f);
+    if (f >= 0) {
+      dur = static_cast<int64_t>(static_cast<double>(dur) * fac);
+      faults_->Hit(rk.rank, f, faults_->calls_under_step_family(), false);
+    }
+    const int64_t de = ds + dur;
+    const int64_t api_end = api_start + rk.Jit(5200, 0.2);
+    rk.w->Api(Channel::kMain, false, 41, aux_copy_name, api_start, api_end, corr, kComputeStream, copy_bytes, "HtoD");
+    rk.w->Memcpy("HtoD", "Pinned", "Device", copy_bytes, ds, de, corr, rk.local, kComputeStream);
+    rk.gpu_t[0] = de;
+    rk.host_t = api_end + rk.Jit(700, 0.3);
+  }
 }
 
 void Simulator::EndGroupStep(Group& g) {
@@ -201,6 +241,90 @@ void Simulator::EndGroupStep(Group& g) {
   faults_->EndStep(g.rank_ids, g.pop_ts);
 }
 
+void Simulator::RunStep(std::vector<Group>& stages, const PlannedStep& ps, const std::string& step_name,
+                        std::vector<Op>& ops, int64_t* done, std::vector<size_t>* captured) {
+  const int pp = static_cast<int>(stages.size());
+  const bool graph = !ps.shape.prefill && cfg_.cuda_graphs;
+  const int64_t copy_bytes = 524288 + 24 * ps.shape.tokens + 8 * ps.shape.context_sum;
+  std::vector<size_t> bounds;
+  for (int s = 0; s < pp; ++s) {
+    Group& g = stages[s];
+    BuildStepProgram(cat_, dims_, ps.shape, &ops, g.stage);
+    ScaleDevice(&ops);
+    int64_t nominal = 0;
+    size_t body_begin = ops.size(), body_end = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (int k = 0; k < ops[i].nwork; ++k) nominal += ops[i].work[k].nominal_ns;
+      if (ops[i].graphable) {
+        body_begin = std::min(body_begin, i);
+        body_end = i + 1;
+      }
+    }
+    if (graph && !g.ranks[0].graphs.count(ps.graph_bucket)) {
+      Capture(g, ps.graph_bucket, ops);
+      if (captured) captured->push_back(static_cast<size_t>(s));
+    }
+    if (*done != INT64_MIN) {  // the engine schedules a step once the previous one's tokens are back
+      for (Rank& rk : g.ranks) rk.host_t = std::max(rk.host_t, *done + rk.offset);
+    }
+    g.gs.phase = ps.phase;
+    BeginGroupStep(g, step_name, ps.real_seqs, ps.shape.prefill, graph, nominal, s > 0 ? &stages[s - 1] : nullptr,
+                   copy_bytes);
+    // vLLM's worker receives the previous stage's activations before preparing its inputs.
+    size_t first = 0;
+    while (first < ops.size() && ops[first].p2p < 0) LaunchP2P(g, ops[first++]);
+    // host_gap: a stall between two eager backend operators, at the entry's place in the step.
+    bounds.clear();
+    int64_t host_nominal = 0;
+    for (size_t i = first; i < ops.size(); ++i) {
+      const bool eager = !(graph && ops[i].graphable);
+      if (eager) host_nominal += ops[i].host_ns + 20000;
+      if (i == first || !eager || (graph && ops[i - 1].graphable)) continue;
+      if (ops[i].comm >= 0 || ops[i - 1].comm >= 0) continue;
+      bounds.push_back(i);
+    }
+    for (Rank& rk : g.ranks) {
+      double where = 0;
+      int f = -1;
+      const int64_t d = faults_->HostGap(rk.rank, host_nominal, &where, &f);
+      if (d <= 0 || bounds.empty()) continue;
+      const size_t k = std::min(bounds.size() - 1, static_cast<size_t>(where * static_cast<double>(bounds.size())));
+      rk.gap_op = static_cast<int64_t>(bounds[k]);
+      rk.gap_ns = d;
+      rk.gap_fault = f;
+    }
+    if (s > 0) {
+      MatchP2P(stages[s - 1], g);
+      EndGroupStep(stages[s - 1]);
+    }
+    ExecuteEager(g, ops, first, body_begin, nominal);
+    for (Rank& rk : g.ranks) rk.gpu_t[0] = std::max(rk.gpu_t[0], rk.gpu_t[1]);  // stream waits on the copy
+    if (graph) {
+      Replay(g, ps.graph_bucket, ops);
+    } else {
+      ExecuteEager(g, ops, body_begin, body_end, nominal);
+    }
+    ExecuteEager(g, ops, body_end, ops.size(), nominal);  // on stages before the last: the sends
+    for (Rank& rk : g.ranks) rk.gap_op = -1;
+  }
+  EndGroupStep(stages.back());
+  if (pp > 1) {
+    for (const Rank& rk : stages.back().ranks) *done = std::max(*done, rk.host_t - rk.offset);
+  }
+}
+
+void Simulator::ScaleDevice(std::vector<Op>* ops) const {
+  if (cfg_.device_scale == 1.0) return;
+  for (Op& op : *ops) {
+    for (int k = 0; k < op.nwork; ++k) {
+      Work& w = op.work[k];
+      if (w.kind == WorkKind::kKernel || w.kind == WorkKind::kNccl) {
+        w.nominal_ns = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * cfg_.device_scale);
+      }
+    }
+  }
+}
+
 Status Simulator::RunReplica(int replica) {
   const int pp = cfg_.pp;
   std::vector<Group> stages;
@@ -213,16 +337,49 @@ Status Simulator::RunReplica(int replica) {
   Scheduler sched(cfg_.seed, replica, cfg_.workload == "online", cfg_.arrivals_per_step, cfg_.max_num_seqs,
                   cfg_.max_prefill_tokens, cfg_.prompt_scale, cfg_.chunked_prefill);
   const uint64_t budget = static_cast<uint64_t>(cfg_.target_events / std::max(1, cfg_.hosts)) * pp;
+  bool sched_faults = false;
+  for (FaultClass c : cfg_.fault_classes) sched_faults = sched_faults || c == FaultClass::kSchedDelay;
+  std::vector<int> replica_ranks;
+  std::vector<std::string> replica_hosts;
+  for (const Group& g : stages) {
+    replica_ranks.insert(replica_ranks.end(), g.rank_ids.begin(), g.rank_ids.end());
+    replica_hosts.insert(replica_hosts.end(), g.hosts.begin(), g.hosts.end());
+  }
   std::vector<Op> ops;
   std::unordered_set<std::string> requests;
   int64_t done = INT64_MIN;  // pp > 1: reference time at which the last stage finished the previous step
+  // Saved state for the counterfactual re-simulation of a step.
+  struct GroupState {
+    Rng rng;
+    GroupStep gs;
+    std::vector<int64_t> pop_ts;
+  };
+  std::vector<std::vector<Rank::State>> before(stages.size()), after(stages.size());
+  std::vector<GroupState> gbefore, gafter;
+  std::vector<std::vector<int64_t>> real_pop(stages.size());
+  const auto save = [&](std::vector<std::vector<Rank::State>>* rs, std::vector<GroupState>* gss) {
+    gss->clear();
+    for (size_t s = 0; s < stages.size(); ++s) {
+      (*rs)[s].clear();
+      for (const Rank& rk : stages[s].ranks) (*rs)[s].push_back(rk.Save());
+      gss->push_back(GroupState{stages[s].rng, stages[s].gs, stages[s].pop_ts});
+    }
+  };
+  const auto restore = [&](const std::vector<std::vector<Rank::State>>& rs, const std::vector<GroupState>& gss) {
+    for (size_t s = 0; s < stages.size(); ++s) {
+      for (size_t i = 0; i < stages[s].ranks.size(); ++i) stages[s].ranks[i].Restore(rs[s][i]);
+      stages[s].rng = gss[s].rng;
+      stages[s].gs = gss[s].gs;
+      stages[s].pop_ts = gss[s].pop_ts;
+    }
+  };
+  std::vector<size_t> captured;
   for (int64_t step = 0; step < 50000000; ++step) {
     uint64_t records = 0;
     for (const Group& g : stages) records += g.Records();
     if (cfg_.steps > 0 ? step >= cfg_.steps : (step >= 2 && records >= budget)) break;
     PlannedStep ps = sched.Next();
     for (const auto& id : ps.request_ids) requests.insert(id);
-    const bool graph = !ps.shape.prefill && cfg_.cuda_graphs;
     StepTags tags;
     if (cfg_.phase_tags) tags.phase = ps.phase;
     if (cfg_.workload_tags) {
@@ -230,44 +387,49 @@ Status Simulator::RunReplica(int replica) {
       tags.context = ps.context;
     }
     const std::string step_name = JsonEscape(StepRangeName(ps.request_ids, tags));
-    for (int s = 0; s < pp; ++s) {
-      Group& g = stages[s];
-      BuildStepProgram(cat_, dims_, ps.shape, &ops, g.stage);
+    const int64_t hits0 = faults_->hits();
+    const int64_t done0 = done;
+    save(&before, &gbefore);
+    if (sched_faults) {  // a slow scheduler holds every rank of the replica before the step
+      BuildStepProgram(cat_, dims_, ps.shape, &ops, stages[0].stage);
+      ScaleDevice(&ops);
       int64_t nominal = 0;
-      size_t body_begin = ops.size(), body_end = 0;
-      for (size_t i = 0; i < ops.size(); ++i) {
-        for (int k = 0; k < ops[i].nwork; ++k) nominal += ops[i].work[k].nominal_ns;
-        if (ops[i].graphable) {
-          body_begin = std::min(body_begin, i);
-          body_end = i + 1;
-        }
+      for (const Op& op : ops) {
+        for (int k = 0; k < op.nwork; ++k) nominal += op.work[k].nominal_ns;
       }
-      if (graph && !g.ranks[0].graphs.count(ps.graph_bucket)) Capture(g, ps.graph_bucket, ops);
-      if (done != INT64_MIN) {  // the engine schedules a step once the previous one's tokens are back
-        for (Rank& rk : g.ranks) rk.host_t = std::max(rk.host_t, done + rk.offset);
+      const int64_t extra = faults_->BeforeStep(replica_ranks, replica_hosts, replica, nominal);
+      for (Group& g : stages) {
+        for (Rank& rk : g.ranks) rk.sched_extra = extra;
       }
-      g.gs.phase = ps.phase;
-      BeginGroupStep(g, step_name, ps.real_seqs, ps.shape.prefill, graph, nominal, s > 0 ? &stages[s - 1] : nullptr);
-      // vLLM's worker receives the previous stage's activations before preparing its inputs.
-      size_t first = 0;
-      while (first < ops.size() && ops[first].p2p < 0) LaunchP2P(g, ops[first++]);
-      if (s > 0) {
-        MatchP2P(stages[s - 1], g);
-        EndGroupStep(stages[s - 1]);
-      }
-      ExecuteEager(g, ops, first, body_begin, nominal);
-      for (Rank& rk : g.ranks) rk.gpu_t[0] = std::max(rk.gpu_t[0], rk.gpu_t[1]);  // stream waits on the copy
-      if (graph) {
-        Replay(g, ps.graph_bucket, ops);
-      } else {
-        ExecuteEager(g, ops, body_begin, body_end, nominal);
-      }
-      ExecuteEager(g, ops, body_end, ops.size(), nominal);  // on stages before the last: the sends
     }
-    EndGroupStep(stages.back());
-    if (pp > 1) {
-      for (const Rank& rk : stages.back().ranks) done = std::max(done, rk.host_t - rk.offset);
+    captured.clear();
+    RunStep(stages, ps, step_name, ops, &done, &captured);
+    if (faults_->hits() == hits0) continue;
+    // A labelling fault touched the step: re-run it from the same state with the same draws and
+    // every fault off; the difference in each rank's pop is what the faults cost the step.
+    for (size_t s = 0; s < stages.size(); ++s) real_pop[s] = stages[s].pop_ts;
+    save(&after, &gafter);
+    const int64_t done1 = done;
+    restore(before, gbefore);
+    done = done0;
+    for (size_t s : captured) {
+      for (Rank& rk : stages[s].ranks) rk.graphs.erase(ps.graph_bucket);
     }
+    for (Group& g : stages) {
+      for (Rank& rk : g.ranks) rk.w->set_discard(true);
+    }
+    faults_->set_counterfactual(true);
+    RunStep(stages, ps, step_name, ops, &done, nullptr);
+    faults_->set_counterfactual(false);
+    for (size_t s = 0; s < stages.size(); ++s) {
+      Group& g = stages[s];
+      for (size_t i = 0; i < g.ranks.size(); ++i) {
+        g.ranks[i].w->set_discard(false);
+        faults_->SetStepCost(g.ranks[i].rank, real_pop[s][i] - g.pop_ts[i], g.pop_ts[i] - g.gs.push_ts[i]);
+      }
+    }
+    restore(after, gafter);
+    done = done1;
   }
   for (Group& g : stages) faults_->Finish(g.rank_ids, g.pop_ts);
   for (Group& g : stages) {

@@ -25,8 +25,11 @@ enum class FaultClass : uint8_t {
   kContention,     // every kernel/copy on one GPU slows during a short window
   kCommunication,  // collective / point-to-point transfer time grows (group, rank or link scope)
   kEngine,         // engine scheduling delay: a step's input preparation stalls
+  kHostGap,        // a host stall between two operators, outside every operator range
+  kSchedDelay,     // the scheduler is slow: every rank of a replica starts the next step later
+  kDirectCopy,     // the input copy issued directly under the step range runs slower
 };
-constexpr int kNumFaultClasses = 6;
+constexpr int kNumFaultClasses = 9;
 const char* FaultClassName(FaultClass c) noexcept;      // "software", "cuda_kernel", ...
 const char* FaultClassLayer(FaultClass c) noexcept;     // the ledger "layer": software/cuda/hardware/network/engine
 bool ParseFaultClass(std::string_view s, FaultClass* out) noexcept;
@@ -90,6 +93,14 @@ struct SynthConfig {
   std::vector<CommScope> comm_scopes = {CommScope::kGroup, CommScope::kRank, CommScope::kLink};
   double abnormal_fraction = 0.5;  // target share of (rank, step) pairs with a labelled fault
   double label_min_intensity = 1.25;
+  // A fault labels a step only when it costs the step at least this share of the step's
+  // counterfactual duration (the same step re-simulated without faults); cheaper ones are
+  // absorbed (labelled normal, with cost_ns and absorbed: true).
+  double label_min_cost_share = 0.01;
+  // Host-ahead regime: every nominal device duration is multiplied by device_scale (a larger
+  // model per GPU), so steps are device-bound and the GPU queue absorbs host stalls.
+  bool host_ahead = false;
+  double device_scale = 1.0;
   // Output.
   std::string out_dir;
   bool zstd = false;

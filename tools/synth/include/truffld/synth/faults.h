@@ -17,7 +17,20 @@
 //                 each entry naming the other as `peer`. A collective ends together on all its
 //                 ranks, so unlabelled peers wait too (real behaviour, not a fault of theirs);
 //   engine        the step's input preparation stalls for (intensity - 1) x the step's nominal
-//                 time; the window is the stall itself.
+//                 time; the window is the stall itself;
+//   host_gap      a host stall of (intensity - 1) x 25% of the step's nominal host time between
+//                 two backend operators, outside every operator range (a GC pause); the window is
+//                 the stall; labels the pseudo-family "(host outside operators)";
+//   sched_delay   the scheduler is slow: every rank of a replica starts the next step
+//                 (intensity - 1) x max(90 us, 25% of the step's nominal device time) later; one
+//                 entry per rank, window = the rank's wait before the step's push; labels the
+//                 later step "(between steps)";
+//   direct_copy   the input copy every step issues directly under its step range (no operator
+//                 around it) runs intensity x longer; labels "(calls under the step)".
+// Labels by cost: the simulator re-runs every step a labelling fault touched with all faults
+// disabled, from the same state and the same random draws (the counterfactual), and reports
+// the step's cost (its pop minus the counterfactual's) with SetStepCost; a touched step whose
+// cost is below label_min_cost_share x its counterfactual duration is absorbed (labelled normal).
 // Step-spanning windows run from the first step's range push to the last step's range pop.
 // The simulator reports every affected piece of work with Hit(); when the entry's intensity is
 // at least label_min_intensity the enclosing backend (vertical view) or NCCL (horizontal view)
@@ -55,6 +68,7 @@ struct LedgerEntry {
   int64_t first_step = 0, last_step = 0;  // rank-local step indices the window spans
   bool open = false;
   int64_t steps_left = 0;    // step-spanning entries: steps still to run
+  double gap_frac = 0;       // host_gap: where in the step (share of its operator boundaries)
 };
 
 struct StepTruth {
@@ -62,6 +76,10 @@ struct StepTruth {
   std::vector<int32_t> faults[2];  // ledger indices of the faults that labelled each view
   bool prefill = false;
   const char* phase = "decode";  // what labels.jsonl's "phase" says: prefill, decode or mixed
+  int64_t cost_ns = -1;          // the faults' cost to the step (-1: no counterfactual run)
+  int64_t cf_ns = 0;             // the step's counterfactual duration (push to pop)
+  bool absorbed = false;         // touched by a labelling fault whose cost is below the share
+  bool Abnormal(int v) const { return faulty[v] != 0 && !absorbed; }
 };
 
 // One TP group's step as the fault planner sees it (in pipeline runs, one stage's group).
@@ -101,6 +119,31 @@ class FaultBook {
   double DeviceFactor(int rank, WorkKind kind, KernelClass cls, int16_t family, int64_t gpu_start, int* fault) const;
   // Records that work of operator `family` (view: horizontal or not) on `rank` was affected.
   void Hit(int rank, int fault, int16_t family, bool horizontal, int64_t step = -1);
+
+  // sched_delay, before a replica's step (ranks of every stage, not yet in the step): may open
+  // an entry on every rank; returns the extra wait of each rank (0: none).
+  int64_t BeforeStep(const std::vector<int>& ranks, const std::vector<std::string>& hosts, int replica,
+                     int64_t nominal_ns);
+  // sched_delay: the rank waited [start, end) before pushing the step; labels the step.
+  void SchedWait(int rank, int64_t start, int64_t end);
+  // host_gap: the stall for this step (0: none) and where it falls (fraction of the boundaries).
+  int64_t HostGap(int rank, int64_t nominal_host_ns, double* where, int* fault) const;
+  void SetWindow(int fault, int64_t start, int64_t end);
+  // direct_copy / contention on the copy issued directly under the step range.
+  double DirectCopyFactor(int rank, int64_t gpu_start, int* fault) const;
+  // Pseudo-families the diagnoser reports for time no operator covers.
+  int16_t host_outside_family() const { return fam_host_; }
+  int16_t between_steps_family() const { return fam_between_; }
+  int16_t calls_under_step_family() const { return fam_calls_; }
+
+  // Counterfactual mode: every effect is off and nothing is recorded (the re-simulation).
+  void set_counterfactual(bool on) { counterfactual_ = on; }
+  bool counterfactual() const { return counterfactual_; }
+  // Labelling hits so far (the simulator re-simulates a step only when this moved).
+  int64_t hits() const { return hits_; }
+  // The cost of the rank's current step (its pop minus the counterfactual pop) and its
+  // counterfactual duration; decides whether the step's labels are absorbed.
+  void SetStepCost(int rank, int64_t cost_ns, int64_t cf_ns);
   // The rank\'s current step ordinal (its latest StepTruth), -1 before its first step.
   int64_t CurrentStep(int rank) const { return static_cast<int64_t>(truth_[rank].size()) - 1; }
 
@@ -128,6 +171,9 @@ class FaultBook {
   std::vector<LedgerEntry> ledger_;
   std::vector<int> active_;                    // per rank: ledger index or -1
   std::vector<std::vector<StepTruth>> truth_;  // per rank, per step
+  int16_t fam_host_ = -1, fam_between_ = -1, fam_calls_ = -1;
+  bool counterfactual_ = false;
+  int64_t hits_ = 0;
 };
 
 }  // namespace truffld::synth

@@ -84,6 +84,13 @@ struct ModelDims {
   int vocab = 151936;
 };
 
+// The diagnoser's pseudo-families for a step's time that no operator range covers (labels use
+// them verbatim): host time between operators, the wait before the step, and CUDA API calls issued
+// directly under the step range with their device work.
+inline constexpr const char* kFamHostOutside = "(host outside operators)";
+inline constexpr const char* kFamBetweenSteps = "(between steps)";
+inline constexpr const char* kFamCallsUnderStep = "(calls under the step)";
+
 // Interned, JSON-escaped names: backend families, frontend names with call sites, NCCL names,
 // kernel names. Ids are stable for a given construction.
 class Catalogue {

@@ -82,6 +82,8 @@ class RankWriter {
   // not closed (its owner does that).
   Status Finish();
   uint64_t records() const { return total_; }
+  // While set, every record is dropped unformatted (the simulator's counterfactual re-runs).
+  void set_discard(bool on) { discard_ = on; }
   uint64_t bytes_written() const { return bytes_; }
 
  private:
@@ -100,6 +102,7 @@ class RankWriter {
   uint64_t bytes_ = 0;
   uint64_t flushes_[3] = {0, 0, 0};
   Status status_;
+  bool discard_ = false;
 };
 
 }  // namespace truffld::synth

@@ -79,7 +79,13 @@ class Simulator {
   // Pushes the step range on every rank of `g` (plus the auxiliary copy) and opens faults;
   // `prev` is the previous pipeline stage (nullptr on the first).
   void BeginGroupStep(Group& g, const std::string& step_name, int64_t real_seqs, bool prefill, bool graph,
-                      int64_t nominal, const Group* prev);
+                      int64_t nominal, const Group* prev, int64_t copy_bytes);
+  // One engine step of a replica (every stage): real, or the counterfactual when the FaultBook
+  // is in counterfactual mode. `done`: pipeline hand-off time; `captured`: stages that captured
+  // a CUDA graph in this step.
+  void RunStep(std::vector<Group>& stages, const struct PlannedStep& ps, const std::string& step_name,
+               std::vector<Op>& ops, int64_t* done, std::vector<size_t>* captured);
+  void ScaleDevice(std::vector<Op>* ops) const;  // --device-scale on kernels and NCCL transfers
   void EndGroupStep(Group& g);  // final synchronize, range pop, fault windows
   // Pipeline point-to-point: host side of a send/recv, and the pairing of `snd`'s pending sends
   // with `rcv`'s pending receives (pipeline.cc).
