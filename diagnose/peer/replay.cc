@@ -39,7 +39,9 @@ class HostShift {
 // timeline is known.
 class DeviceQueue {
  public:
-  DeviceQueue(const StepGraph& g, const std::vector<double>& device_cut) : g_(g), cut_(device_cut) {
+  // `peer_shift`: how much earlier the peers enter the first collective (a cut they shared).
+  DeviceQueue(const StepGraph& g, const std::vector<double>& device_cut, double peer_shift)
+      : g_(g), cut_(device_cut), peer_shift_(peer_shift) {
     for (uint32_t i = 0; i < g.items.size(); ++i)
       if (g.items[i].has_device) order_.push_back(i);
     std::stable_sort(order_.begin(), order_.end(),
@@ -112,7 +114,7 @@ class DeviceQueue {
   double done_obs_ = 0, done_rep_ = 0;  // latest observed / replayed end of the work ended so far
   int64_t min_latency_ = 0;
   bool started_ = false;
-  double peer_shift_ = 0;  // how much earlier the last collective ended: its peers' shift too
+  double peer_shift_;      // how much earlier the last collective ended: its peers' shift too
   int64_t front_obs_ = 0;  // latest observed end so far
   double front_rep_ = 0;   // latest replayed end so far
 };
@@ -121,9 +123,16 @@ class DeviceQueue {
 // end of an operator whose calls waited on the device).
 struct HostPoint {
   int64_t time = 0;
-  bool block = false;  // cuts sort before blocks at the same time
+  bool block = false;
   uint32_t item = 0;
   double cut = 0;
+  // Order at the same time: the block of an operator that ends there (it came first), then cuts
+  // (of operators, or of a gap after that operator, starting there), then the block of an
+  // operator that starts and ends there (after its own cut).
+  int Phase(const StepGraph& g) const {
+    if (!block) return 1;
+    return g.items[item].host_start < time ? 0 : 2;
+  }
 };
 
 // When the step holds the time since the previous step (an item whose host range starts before
@@ -165,11 +174,14 @@ int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cut
     if (host_cut[i] > 0) points.push_back({g.items[i].host_start, false, i, host_cut[i]});
     if (g.items[i].wait_ns > 0) points.push_back({g.items[i].host_end, true, i, 0});
   }
-  std::stable_sort(points.begin(), points.end(), [](const HostPoint& a, const HostPoint& b) {
-    return a.time != b.time ? a.time < b.time : a.block < b.block;
+  std::stable_sort(points.begin(), points.end(), [&](const HostPoint& a, const HostPoint& b) {
+    return a.time != b.time ? a.time < b.time : a.Phase(g) < b.Phase(g);
   });
+  double shared = 0;  // host time cut from costs every peer paid too
+  for (uint32_t i = 0; i < g.items.size(); ++i)
+    if (g.items[i].group_cost) shared += host_cut[i];
   HostShift host;
-  DeviceQueue device(g, device_cut);
+  DeviceQueue device(g, device_cut, shared);
   double s = 0;
   for (const HostPoint& p : points) {
     if (!p.block) {
@@ -228,6 +240,7 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
       it.host_start = replayed ? d.device_start : t.start_ns[i];
       it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
       it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
+      it.group_cost = d.flags & kDetailGroupCost;
       it.has_device = (d.flags & kDetailHasDevice) && d.device_end >= d.device_start && d.device_start > 0;
       if (it.has_device) {
         it.device_start = d.device_start;

@@ -20,7 +20,9 @@
 //     participant shares, can still be cut). The peers left the previous collective together
 //     with this rank, so their entry moves as far as that collective's end moved (tensor-
 //     parallel ranks run in lockstep between collectives).
-//   * the time since the previous step (outside_time.h) is host time before the step; the
+//   * the time since the previous step (outside_time.h) is host time before the step, which
+//     every peer paid as well (one scheduler drives them all): cutting it moves the peers' entry
+//     into the step's first collective by as much; the
 //     previous step's device work that ran past that step's host end stays where it was, so a
 //     shorter pause gains nothing while the device was still busy.
 // The step completes at the later of its host range's end and its device work's end; the impact
@@ -52,6 +54,8 @@ struct ReplayItem {
   int64_t peer_entry = kNoPeerBound;
   bool collective = false;               // a collective matched with other ranks' (they leave it
                                          // together: its replayed end moves their later entries)
+  bool group_cost = false;               // its host time was paid by every TP peer too (the time
+                                         // between steps): cutting it moves their entries as well
 };
 
 struct StepGraph {

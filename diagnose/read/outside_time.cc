@@ -2,7 +2,8 @@
 #include "read/outside_time.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <string>
+#include <unordered_map>
 
 namespace truffld::diagnose::detail {
 namespace {
@@ -94,21 +95,6 @@ Gaps Uncovered(int64_t start, int64_t end, std::vector<std::pair<int64_t, int64_
   return g;
 }
 
-// Whether the engine had work waiting across the two steps: they share a named request, or
-// neither names one (a training loop, a plain program).
-bool CarriesWork(const StepInfo& a, const StepInfo& b) {
-  std::unordered_set<std::string> named;
-  for (const std::string& r : a.requests)
-    if (r != "*") named.insert(r);
-  bool b_named = false;
-  for (const std::string& r : b.requests) {
-    if (r == "*") continue;
-    if (named.count(r)) return true;
-    b_named = true;
-  }
-  return named.empty() && !b_named;
-}
-
 }  // namespace
 
 void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, const SubtreeStats& agg) {
@@ -116,7 +102,8 @@ void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, co
   b->direct.push_back(DirectCall{start, end, thread, agg});
 }
 
-std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, StringTable* strings) {
+std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, bool carries_work,
+                                              StringTable* strings) {
   std::vector<PendingInstance> out;
   const StepInfo& st = b.info;
   if (!b.direct.empty()) out.push_back(CallsInstance(b.direct, strings));
@@ -131,12 +118,37 @@ std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBuc
     SetHostTime(&p, static_cast<double>(g.total));
     out.push_back(std::move(p));
   }
-  if (prev && prev->info.step_index + 1 == st.step_index && prev->info.end_ns < st.start_ns &&
-      CarriesWork(prev->info, st)) {
+  if (prev && carries_work && prev->info.step_index + 1 == st.step_index && prev->info.end_ns < st.start_ns) {
+    // Only the part after the previous step's device work ended is the engine's own: before it
+    // the device was still busy, and a faster engine would have waited for it anyway.
+    const int64_t gap = st.start_ns - prev->info.end_ns;
+    const int64_t busy = std::clamp<int64_t>(st.prev_device_end - prev->info.end_ns, 0, gap);
     PendingInstance p = Pseudo(kBetweenStepsFamily, prev->info.end_ns, st.start_ns, strings);
-    SetHostTime(&p, static_cast<double>(st.start_ns - prev->info.end_ns));
+    SetHostTime(&p, static_cast<double>(gap));
+    p.detail.host_ns = static_cast<float>(gap - busy);
     p.detail.flags |= kDetailGroupCost;
     out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<bool> CarriesWork(const std::vector<const StepInfo*>& steps) {
+  std::unordered_map<std::string, size_t> last;  // request -> the last step naming it
+  for (size_t k = 0; k < steps.size(); ++k)
+    for (const std::string& r : steps[k]->requests)
+      if (r != "*") last[r] = k;
+  auto named = [](const StepInfo& s) {
+    return std::any_of(s.requests.begin(), s.requests.end(), [](const std::string& r) { return r != "*"; });
+  };
+  std::vector<bool> out(steps.size(), false);
+  for (size_t k = 1; k < steps.size(); ++k) {
+    const StepInfo &a = *steps[k - 1], &b = *steps[k];
+    if (!named(a) && !named(b)) {
+      out[k] = true;
+      continue;
+    }
+    for (const std::string& r : a.requests)
+      if (r != "*" && last[r] >= k) out[k] = true;
   }
   return out;
 }

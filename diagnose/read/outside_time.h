@@ -10,10 +10,13 @@
 //                             direct call covers. Its host time is the total of those gaps; its
 //                             range is the largest gap, where the what-if replay cuts it.
 //   (between steps)           from the end of the rank's previous step to this step's start, when
-//                             the steps are consecutive and share a request (or neither names
-//                             one): with no request carried over, the engine may simply have had
-//                             nothing to do. The whole tensor-parallel group pays it together
-//                             (kDetailGroupCost).
+//                             the steps are consecutive and the engine had unfinished work across
+//                             the gap (a request of the previous step runs again in this step or
+//                             a later one, or no step names a request): otherwise it may simply
+//                             have had nothing to do. Its host time is the part after the previous
+//                             step's device work ended (StepInfo::prev_device_end): before that
+//                             the device was busy anyway. The whole tensor-parallel group pays it
+//                             together (kDetailGroupCost).
 //   (calls under the step)    the CUDA API calls with no operator range above them and their
 //                             device work, like an operator's own calls (host, device, waits).
 // Times are ns on the merged axis. Internal header. Pure; thread-safety: plain functions.
@@ -31,7 +34,14 @@ namespace truffld::diagnose::detail {
 void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, const SubtreeStats& agg);
 
 // The pseudo-instances of one vertical step `b` from its (already collected) operator instances
-// and direct calls. `prev`: the same rank's previous vertical step, or null.
-std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, StringTable* strings);
+// and direct calls. `prev`: the same rank's previous vertical step, or null; `carries_work`:
+// whether the engine had unfinished work between them (CarriesWork).
+std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBucket* prev, bool carries_work,
+                                              StringTable* strings);
+
+// Per vertical step of `steps` (one rank's, in step order): whether a request of the step before
+// it runs again in it or in a later step, or neither step names a request (a training loop, a
+// plain program): the engine had unfinished work during the time between them.
+std::vector<bool> CarriesWork(const std::vector<const StepInfo*>& steps);
 
 }  // namespace truffld::diagnose::detail

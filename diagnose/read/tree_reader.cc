@@ -98,40 +98,40 @@ std::string TooDeepProblem(std::string_view line) {
 // prev_device_end (the previous step's device work that ran past its host end).
 void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
   std::map<std::pair<int64_t, int64_t>, int64_t> device_end;  // (rank, step) -> latest device end
-  for (const auto& [key, b] : buckets) {
+  std::map<int64_t, std::vector<StepBucket*>> lanes;          // rank -> its vertical steps in order
+  for (auto& [key, b] : buckets) {
     int64_t& end = device_end[{key.rank, key.step_index}];
     for (const PendingInstance& p : b.instances)
       if (p.detail.flags & kDetailHasDevice) end = std::max(end, p.detail.device_end);
+    if (!key.horizontal) lanes[key.rank].push_back(&b);
   }
-  const StepBucket* prev = nullptr;
-  std::set<int64_t> graphs;  // CUDA graphs the rank replayed so far
-  for (auto& [key, b] : buckets) {
-    if (key.horizontal) continue;
-    if (prev && prev->info.rank != b.info.rank) {
-      prev = nullptr;
-      graphs.clear();
-    }
-    // The first replay of a CUDA graph: it was captured and instantiated since the last step.
-    bool new_graph = false;
-    for (int64_t id : b.graph_ids) new_graph = graphs.insert(id).second || new_graph;
-    if (prev && prev->info.step_index + 1 == key.step_index) {
-      const int64_t tail = device_end[{key.rank, prev->info.step_index}];
-      if (tail > prev->info.end_ns) {
-        b.info.prev_device_end = tail;
-        StepKey h = key;
-        h.horizontal = true;
-        if (auto it = buckets.find(h); it != buckets.end()) it->second.info.prev_device_end = tail;
+  for (auto& [rank, steps] : lanes) {
+    std::vector<const StepInfo*> infos;
+    for (const StepBucket* b : steps) infos.push_back(&b->info);
+    const std::vector<bool> carries = detail::CarriesWork(infos);
+    std::set<int64_t> graphs;  // CUDA graphs the rank replayed so far
+    for (size_t k = 0; k < steps.size(); ++k) {
+      StepBucket& b = *steps[k];
+      const StepBucket* prev = k > 0 ? steps[k - 1] : nullptr;
+      // The first replay of a CUDA graph: it was captured and instantiated since the last step.
+      bool new_graph = false;
+      for (int64_t id : b.graph_ids) new_graph = graphs.insert(id).second || new_graph;
+      if (prev && prev->info.step_index + 1 == b.info.step_index) {
+        const int64_t tail = device_end[{rank, prev->info.step_index}];
+        if (tail > prev->info.end_ns) {
+          b.info.prev_device_end = tail;
+          if (auto it = buckets.find(StepKey{rank, b.info.step_index, true}); it != buckets.end())
+            it->second.info.prev_device_end = tail;
+        }
       }
-    }
-    if (judge) {
-      b.outside = detail::OutsideInstances(b, prev, strings);
+      if (!judge) continue;
+      b.outside = detail::OutsideInstances(b, prev, carries[k], strings);
       // That capture is warm-up, like loading a kernel: reported, not judged (peer/warmup.h).
       for (PendingInstance& p : b.outside)
         if (new_graph && p.family == strings->Intern(kBetweenStepsFamily)) p.detail.flags |= kDetailLoadsCode;
       stats->outside_instances += b.outside.size();
       stats->instances += b.outside.size();
     }
-    prev = &b;
   }
 }
 

@@ -65,10 +65,13 @@ std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamil
     const int64_t busy = std::clamp<int64_t>(s.prev_device_end - from, 0, to - from);
     bool device = false;  // the step ran device work (else a device's idling says nothing)
     for (uint32_t k = s.first_instance; k < end && !device; ++k) device = t.detail[k].flags & kDetailHasDevice;
+    const std::string gap = FormatNs(static_cast<double>(to - from));
     return "the engine's time between steps " + std::to_string(s.step_index - 1) + " and " +
            std::to_string(s.step_index) + (s.rank ? " on rank " + std::to_string(*s.rank) : std::string()) +
-           (device ? " (the device idled " + FormatNs(static_cast<double>(to - from - busy)) + " of it)" : std::string()) +
-           ": ";
+           (!device ? ": "
+            : busy > 0 ? " once the device had finished the previous step (of a " + gap + " gap, the device busy for the first " +
+                             FormatNs(static_cast<double>(busy)) + "): "
+                       : " (" + gap + ", the device idle throughout): ");
   }
   if (name == kHostOutsideFamily) {
     return "host time outside every operator range in " + rank + "step " + std::to_string(s.step_index) +

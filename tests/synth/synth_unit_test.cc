@@ -261,7 +261,9 @@ TEST(Simulator, CostShareOnlyChangesLabelsNeverTheDumps) {
   EXPECT_EQ(with_cost, touched) << "every touched step has a counterfactual cost";
   auto b = RunInMemory(half);
   for (const auto& [name, data] : a) {
-    if (name.rfind("truffld-", 0) == 0) EXPECT_EQ(data, b[name]) << name;
+    if (name.rfind("truffld-", 0) == 0) {
+      EXPECT_EQ(data, b[name]) << name;
+    }
   }
   EXPECT_EQ(a["labels.jsonl"].find("\"absorbed\":true"), std::string::npos);
   EXPECT_NE(b["labels.jsonl"].find("\"absorbed\":true"), std::string::npos);

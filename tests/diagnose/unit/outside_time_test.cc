@@ -106,8 +106,15 @@ TEST(OutsideTime, TimeBetweenStepsWhenTheyShareWork) {
   EXPECT_EQ(t.end_ns[b], 1500);
   EXPECT_FLOAT_EQ(t.detail[b].host_ns, 500);
   EXPECT_TRUE(t.detail[b].flags & kDetailGroupCost);  // the whole TP group waits for the scheduler
-  EXPECT_EQ(Find(t, 2, kBetweenStepsFamily), -1);  // the engine may have had nothing to do
+  EXPECT_EQ(Find(t, 2, kBetweenStepsFamily), -1);  // a and b done: the engine may have had nothing to do
   EXPECT_EQ(Find(t, 3, kBetweenStepsFamily), -1);  // not consecutive
+  // A prefill of a new request while an earlier one still runs: the engine had work waiting.
+  TreeReader running;
+  running.ParseLine(Step(0, 0, 1000, R"("a")", Op("aten::mm", 0, 1000)), "r:1");
+  running.ParseLine(Step(1, 1200, 2000, R"("b")", Op("aten::mm", 1200, 2000)), "r:2");
+  running.ParseLine(Step(2, 2100, 3000, R"("a","b")", Op("aten::mm", 2100, 3000)), "r:3");
+  const InstanceTable rt = running.Finish();
+  EXPECT_GE(Find(rt, 1, kBetweenStepsFamily), 0);
   // Steps that name no request (a training loop) carry their work across.
   TreeReader plain;
   plain.ParseLine(Step(0, 0, 1000, "", Op("aten::mm", 0, 1000)), "p:1");
@@ -164,6 +171,8 @@ double ImpactOfCuttingThePause(int64_t step0_kernel_end) {
   const int b = Find(t, 1, kBetweenStepsFamily);
   EXPECT_GE(b, 0);
   if (b < 0 || item_of[static_cast<size_t>(b)] == UINT32_MAX) return -1;
+  // Its own time is what came after step 0's device work ended.
+  EXPECT_FLOAT_EQ(t.detail[b].host_ns, static_cast<float>(1500000 - std::max<int64_t>(1000000, step0_kernel_end)));
   return ReplayImpactNs(g, {ReplayCut{item_of[static_cast<size_t>(b)], 500000, 0}});
 }
 

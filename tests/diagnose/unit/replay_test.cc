@@ -107,6 +107,28 @@ TEST(Replay, GapBeforeTheStep) {
   EXPECT_DOUBLE_EQ(ReplayImpactNs(busy, {{1, 700e3, 0}}), 0);
 }
 
+// A pause that starts exactly where a blocking operator ends (every gap between operators does):
+// that operator's wait is over before the pause, so the pause is saved whole.
+TEST(Replay, APauseRightAfterABlockingOperator) {
+  StepGraph g = Step(400, {Op(0, 100, 10, 20, 90, /*wait=*/70), Op(100, 300),
+                           Op(300, 400, 310, 320, 390, /*wait=*/60)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 200e3, 0}}), 200e3);
+}
+
+// The time between steps, which every TP peer spent waiting for the same scheduler: cut on this
+// rank alone, the peers would still enter the step's collective late and nothing would be saved;
+// as a cost they shared (group_cost), their entry moves too and the whole pause is saved.
+TEST(Replay, APauseEveryPeerSharedMovesThePeersToo) {
+  ReplayItem pause = Op(-600, 0);
+  ReplayItem ar = Op(100, 110, 105, 110, 200);
+  ar.collective = true;
+  ar.peer_entry = 112000;  // the peers entered 2 us after this rank, after the same pause
+  StepGraph g = Step(210, {pause, Op(0, 100, 50, 55, 95), ar, Op(110, 210, -1, 0, 0, /*wait=*/90)});
+  EXPECT_NEAR(ReplayImpactNs(g, {{0, 600e3, 0}}), 0, 1);
+  g.items[0].group_cost = true;
+  EXPECT_NEAR(ReplayImpactNs(g, {{0, 600e3, 0}}), 600e3, 1);
+}
+
 // After a host stall the device ran dry; the next kernel started 60 us after its launch (a slow
 // launch path, not a queue): the device waited for the host, so the stall cost the step whole.
 // A kernel launched long before the device ran dry that still started after a gap was held by
