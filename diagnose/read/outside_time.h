@@ -13,7 +13,8 @@
 //                             the steps are consecutive and the engine had unfinished work across
 //                             the gap (a request of the previous step runs again in this step or
 //                             a later one, or no step names a request): otherwise it may simply
-//                             have had nothing to do. Its host time is the part after the previous
+//                             have had nothing to do. Not after a step that sent to another
+//                             pipeline stage: that stage then waits for the later stages. Its host time is the part after the previous
 //                             step's device work ended (StepInfo::prev_device_end): before that
 //                             the device was busy anyway. The whole tensor-parallel group pays it
 //                             together (kDetailGroupCost).

@@ -94,21 +94,36 @@ std::string TooDeepProblem(std::string_view line) {
          (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
 }
 
+// A point-to-point send to another pipeline stage (nccl:send, ncclSend, c10d send, ...).
+bool IsSend(std::string_view family) {
+  std::string lower(family);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("send") != std::string::npos && lower.find("recv") == std::string::npos;
+}
+
 // Each vertical step's pseudo-instances for the time no operator covers, and every step's
 // prev_device_end (the previous step's device work that ran past its host end).
 void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
   std::map<std::pair<int64_t, int64_t>, int64_t> device_end;  // (rank, step) -> latest device end
+  std::set<std::pair<int64_t, int64_t>> sends;                // (rank, step) sent to another stage
   std::map<int64_t, std::vector<StepBucket*>> lanes;          // rank -> its vertical steps in order
+  const uint32_t comm = strings->Intern("comm");
   for (auto& [key, b] : buckets) {
     int64_t& end = device_end[{key.rank, key.step_index}];
-    for (const PendingInstance& p : b.instances)
+    for (const PendingInstance& p : b.instances) {
       if (p.detail.flags & kDetailHasDevice) end = std::max(end, p.detail.device_end);
+      if (p.layer == comm && IsSend(strings->Get(p.family))) sends.insert({key.rank, key.step_index});
+    }
     if (!key.horizontal) lanes[key.rank].push_back(&b);
   }
   for (auto& [rank, steps] : lanes) {
     std::vector<const StepInfo*> infos;
     for (const StepBucket* b : steps) infos.push_back(&b->info);
-    const std::vector<bool> carries = detail::CarriesWork(infos);
+    std::vector<bool> carries = detail::CarriesWork(infos);
+    // A pipeline stage that sent its activations on waits for the later stages before the next
+    // step: that time is the pipeline's, judged through its transfers, not the scheduler's.
+    for (size_t k = 1; k < steps.size(); ++k)
+      if (sends.count({rank, steps[k - 1]->info.step_index})) carries[k] = false;
     std::set<int64_t> graphs;  // CUDA graphs the rank replayed so far
     for (size_t k = 0; k < steps.size(); ++k) {
       StepBucket& b = *steps[k];

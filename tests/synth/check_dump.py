@@ -20,7 +20,8 @@ Re-reads the raw dumps with nothing but the event contract, then:
      label_min_cost_share (synth_summary.json) x counterfactual_ns, and the numbers must agree
      with the dump: the step's observed duration is counterfactual_ns + cost_ns (the
      counterfactual starts from the same push), except after a sched_delay, where the cost is
-     at most the wait; ledger cost_ns/absorbed agree with the labels.
+     at most the wait; ledger cost_ns/absorbed agree with the labels. A horizontal label is also
+     absorbed when its transfers' added time (transfer_cost_ns, trusted) is below the share.
 New classes: host_gap (the window lies inside one step range and overlaps no other range and no
 API call of the main thread: label '(host outside operators)'), sched_delay (the window lies
 between the previous step's pop and the step's push: label '(between steps)' on the later step),
@@ -455,6 +456,12 @@ def main():
                 elif observed != cf + cost:
                     bad = f"step lasted {observed} ns, not counterfactual {cf} + cost {cost}"
                 absorbed = cost < share * cf
+                if key[2] == "horizontal":  # its transfers' own added time must pass the share too
+                    tc = lab.get("transfer_cost_ns")
+                    if tc is None or tc < 0:
+                        bad = bad or "no transfer_cost_ns on a horizontal label"
+                    else:
+                        absorbed = absorbed or min(cost, tc) < share * cf
                 if bool(lab.get("absorbed", False)) != absorbed:
                     bad = bad or f"absorbed={lab.get('absorbed', False)} but cost {cost} vs {share} x {cf}"
                 elif absorbed:

@@ -143,6 +143,19 @@ TEST(OutsideTime, TimeBeforeANewGraphsFirstReplayIsWarmup) {
   EXPECT_TRUE(t.detail[fresh].flags & kDetailLoadsCode);
 }
 
+// A pipeline stage that sent its activations to the next stage then waits for the later stages
+// before its next step: that time is the pipeline's, not the scheduler's.
+TEST(OutsideTime, NotAfterASendToAnotherStage) {
+  const std::string send = R"({"name":"nccl:send","layer":"comm","family":"nccl:send","start":800,"end":900,"thread_id":7})";
+  TreeReader r;
+  r.ParseLine(Step(0, 0, 1000, R"("a")", Op("aten::mm", 0, 800) + "," + send), "t:1");
+  r.ParseLine(Step(1, 1500, 2500, R"("a")", Op("aten::mm", 1500, 2500)), "t:2");
+  r.ParseLine(Step(2, 2600, 3000, R"("a")", Op("aten::mm", 2600, 3000)), "t:3");
+  const InstanceTable t = r.Finish();
+  EXPECT_EQ(Find(t, 1, kBetweenStepsFamily), -1);
+  EXPECT_GE(Find(t, 2, kBetweenStepsFamily), 0);  // step 1 sent nothing
+}
+
 TEST(OutsideTime, OffLeavesOnlyOperators) {
   TreeReader r;
   r.set_outside_time(false);

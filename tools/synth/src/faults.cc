@@ -303,6 +303,15 @@ void FaultBook::SetStepCost(int rank, int64_t cost_ns, int64_t cf_ns) {
   st.cost_ns = std::max<int64_t>(0, cost_ns);
   st.cf_ns = cf_ns;
   st.absorbed = static_cast<double>(st.cost_ns) < cfg_.label_min_cost_share * static_cast<double>(cf_ns);
+  st.transfer_absorbed = static_cast<double>(std::min(st.cost_ns, st.transfer_cost_ns)) <
+                         cfg_.label_min_cost_share * static_cast<double>(cf_ns);
+}
+
+void FaultBook::AddTransferCost(int rank, int64_t added_ns, int64_t step) {
+  if (counterfactual_ || truth_[rank].empty()) return;
+  StepTruth& st = step >= 0 && step < static_cast<int64_t>(truth_[rank].size()) ? truth_[rank][static_cast<size_t>(step)]
+                                                                                 : truth_[rank].back();
+  st.transfer_cost_ns += std::max<int64_t>(0, added_ns);
 }
 
 Status FaultBook::WriteLedger(ByteSink* sink) const {
@@ -315,10 +324,10 @@ Status FaultBook::WriteLedger(ByteSink* sink) const {
       std::vector<int32_t> seen;
       for (int v = 0; v < 2; ++v) {
         for (int32_t f : st.faults[v]) {
+          kept[f] += st.Absorbed(v) ? 0 : 1;  // kept in either view
           if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
           seen.push_back(f);
           ++touched[f];
-          kept[f] += st.absorbed ? 0 : 1;
           if (ledger_[f].rank == static_cast<int>(r) && st.cost_ns > 0) cost[f] += st.cost_ns;
         }
       }
@@ -376,7 +385,8 @@ Status FaultBook::WriteLabels(ByteSink* sink) const {
         out += "],\"phase\":\"" + std::string(st.phase) + "\"";
         if (st.faulty[v] != 0 && st.cost_ns >= 0) {
           out += ",\"cost_ns\":" + std::to_string(st.cost_ns) + ",\"counterfactual_ns\":" + std::to_string(st.cf_ns);
-          if (st.absorbed) {
+          if (v == 1) out += ",\"transfer_cost_ns\":" + std::to_string(st.transfer_cost_ns);
+          if (st.Absorbed(v)) {
             out += ",\"absorbed\":true,\"absorbed_faulty\":[" + fam_list + "],\"absorbed_fault_ids\":[" + id_list + "]";
           }
         }

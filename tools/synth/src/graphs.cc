@@ -53,6 +53,10 @@ void Simulator::CollectiveOp(Group& g, const Op& op, std::vector<int64_t>* curso
   }
   // A ring collective finishes together on every rank once the last one has arrived.
   const int64_t transfer = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * g.rng.LogNormalFactor(0.05) * slowest);
+  if (!hits.empty()) {  // what the slowdown added to the collective, on every participant
+    const int64_t added = transfer - static_cast<int64_t>(static_cast<double>(transfer) / slowest);
+    for (size_t i = 0; i < n; ++i) faults_->AddTransferCost(g.ranks[i].rank, added);
+  }
   const int64_t end = *std::max_element(starts.begin(), starts.end()) + transfer;
   for (size_t i = 0; i < n; ++i) {
     Rank& rk = g.ranks[i];

@@ -65,6 +65,11 @@ void Simulator::MatchP2P(Group& snd, Group& rcv) {
       const double slow = std::max({1.0, xa, xb});
       const int64_t transfer = static_cast<int64_t>(static_cast<double>(lb.work.nominal_ns) *
                                                     rcv.rng.LogNormalFactor(0.05) * slow);
+      if (fa >= 0 || fb >= 0) {  // what the slowdown added to the transfer, on both sides
+        const int64_t added = transfer - static_cast<int64_t>(static_cast<double>(transfer) / slow);
+        faults_->AddTransferCost(a.rank, added, la.step);
+        faults_->AddTransferCost(b.rank, added, lb.step);
+      }
       const int64_t end = std::max(sa - a.offset, sb - b.offset) + transfer;  // reference time
       a.EmitApiAndDevice(cat_, la.work, -1, -1, la.corr, sa, end + a.offset, -1, -1);
       b.EmitApiAndDevice(cat_, lb.work, -1, -1, lb.corr, sb, end + b.offset, -1, -1);

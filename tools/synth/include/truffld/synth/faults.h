@@ -79,7 +79,13 @@ struct StepTruth {
   int64_t cost_ns = -1;          // the faults' cost to the step (-1: no counterfactual run)
   int64_t cf_ns = 0;             // the step's counterfactual duration (push to pop)
   bool absorbed = false;         // touched by a labelling fault whose cost is below the share
-  bool Abnormal(int v) const { return faulty[v] != 0 && !absorbed; }
+  // Horizontal view: the time faults added to its labelled transfers (a slower collective or
+  // send/recv, every participant waiting for it). A comm fault costs the step at most that: below
+  // the share, the communication is no fault an operator acts on (the vertical view may still be).
+  int64_t transfer_cost_ns = 0;
+  bool transfer_absorbed = false;
+  bool Absorbed(int v) const { return absorbed || (v == 1 && transfer_absorbed); }
+  bool Abnormal(int v) const { return faulty[v] != 0 && !Absorbed(v); }
 };
 
 // One TP group's step as the fault planner sees it (in pipeline runs, one stage's group).
@@ -144,6 +150,8 @@ class FaultBook {
   // The cost of the rank's current step (its pop minus the counterfactual pop) and its
   // counterfactual duration; decides whether the step's labels are absorbed.
   void SetStepCost(int rank, int64_t cost_ns, int64_t cf_ns);
+  // Time a fault added to a labelled transfer of `rank` (ns), in step `step` (-1: its current one).
+  void AddTransferCost(int rank, int64_t added_ns, int64_t step = -1);
   // The rank\'s current step ordinal (its latest StepTruth), -1 before its first step.
   int64_t CurrentStep(int rank) const { return static_cast<int64_t>(truth_[rank].size()) - 1; }
 
