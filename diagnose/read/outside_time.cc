@@ -49,25 +49,8 @@ PendingInstance CallsInstance(const std::vector<DirectCall>& calls, StringTable*
   SetHostTime(&p, span);
   p.detail.host_ns = static_cast<float>(span - wait);
   p.detail.wait_ns = static_cast<float>(wait);
-  p.f[kRuntimeTimeNs] = all.runtime_time;
-  p.f[kRuntimeCount] = all.runtime_count;
-  p.f[kDriverTimeNs] = all.driver_time;
-  p.f[kDriverCount] = all.driver_count;
-  p.f[kKernelCount] = all.kernel_count;
-  p.f[kKernelTimeNs] = all.kernel_time;
-  p.f[kBytesMoved] = all.bytes;
-  p.f[kLaunchLatencyNs] = all.latency_n > 0 ? all.latency_sum / all.latency_n : 0.0;
+  ApplySubtree(all, &p);
   p.detail.signature = MixHash(p.detail.signature, all.own.sig);
-  p.detail.device_ns = static_cast<float>(all.own.device_time);
-  p.detail.blocks = static_cast<float>(all.own.blocks);
-  if (all.own.has_device) {
-    p.detail.device_start = all.own.dev_start;
-    p.detail.device_end = all.own.dev_end;
-    p.detail.flags |= kDetailHasDevice;
-  }
-  if (all.own.loads_code) p.detail.flags |= kDetailLoadsCode;
-  p.kernels = all.kernels;
-  p.apis = all.apis;
   return p;
 }
 

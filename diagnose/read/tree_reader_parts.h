@@ -99,6 +99,30 @@ struct DirectCall {
   SubtreeStats agg;
 };
 
+// The part of an instance its calls' subtree decides: API and device feature columns (runtime,
+// driver, kernels, bytes, launch latency), its own device time, span and blocks, whether its
+// calls loaded GPU code, and its kernel and API tallies.
+inline void ApplySubtree(const SubtreeStats& agg, PendingInstance* p) {
+  p->f[kRuntimeTimeNs] = agg.runtime_time;
+  p->f[kRuntimeCount] = agg.runtime_count;
+  p->f[kDriverTimeNs] = agg.driver_time;
+  p->f[kDriverCount] = agg.driver_count;
+  p->f[kKernelCount] = agg.kernel_count;
+  p->f[kKernelTimeNs] = agg.kernel_time;
+  p->f[kBytesMoved] = agg.bytes;
+  p->f[kLaunchLatencyNs] = agg.latency_n > 0 ? agg.latency_sum / agg.latency_n : 0.0;
+  p->detail.device_ns = static_cast<float>(agg.own.device_time);
+  p->detail.blocks = static_cast<float>(agg.own.blocks);
+  if (agg.own.has_device) {
+    p->detail.device_start = agg.own.dev_start;
+    p->detail.device_end = agg.own.dev_end;
+    p->detail.flags |= kDetailHasDevice;
+  }
+  if (agg.own.loads_code) p->detail.flags |= kDetailLoadsCode;
+  p->kernels = agg.kernels;
+  p->apis = agg.apis;
+}
+
 struct StepBucket {
   StepInfo info;
   std::vector<DirectCall> direct;  // vertical view only; deduplicated by (start, end, thread)

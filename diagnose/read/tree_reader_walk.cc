@@ -318,13 +318,6 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
   double dur = static_cast<double>(std::max<int64_t>(0, end - start));
   p.f[kDurationNs] = dur;
   p.f[kSelfTimeNs] = std::max(0.0, dur - static_cast<double>(UnionLength(child_ops)));
-  p.f[kRuntimeTimeNs] = agg.runtime_time;
-  p.f[kRuntimeCount] = agg.runtime_count;
-  p.f[kDriverTimeNs] = agg.driver_time;
-  p.f[kDriverCount] = agg.driver_count;
-  p.f[kKernelCount] = agg.kernel_count;
-  p.f[kKernelTimeNs] = agg.kernel_time;
-  p.f[kBytesMoved] = agg.bytes;
   if (!agg.device.empty()) {
     double sum = 0;
     for (auto [s, e] : agg.device) sum += static_cast<double>(std::max<int64_t>(0, e - s));
@@ -332,7 +325,7 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
     double uni = static_cast<double>(UnionLength(dev));
     p.f[kStreamOverlap] = sum > 0 ? std::clamp(1.0 - uni / sum, 0.0, 1.0) : 0.0;
   }
-  p.f[kLaunchLatencyNs] = agg.latency_n > 0 ? agg.latency_sum / agg.latency_n : 0.0;
+  ApplySubtree(agg, &p);
   if (layer == "comm") {
     simdjson::dom::object payload;
     int64_t bytes = GetInt(node, "bytes", 0), world = 0;
@@ -353,17 +346,7 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
   sig = MixHash(sig, static_cast<uint64_t>(p.f[kCommBytes]));
   p.detail.signature = sig;
   p.detail.host_ns = static_cast<float>(std::max(0.0, p.f[kSelfTimeNs] - agg.own.wait));
-  p.detail.device_ns = static_cast<float>(agg.own.device_time);
   p.detail.wait_ns = static_cast<float>(agg.own.wait);
-  p.detail.blocks = static_cast<float>(agg.own.blocks);
-  if (agg.own.has_device) {
-    p.detail.device_start = agg.own.dev_start;
-    p.detail.device_end = agg.own.dev_end;
-    p.detail.flags |= kDetailHasDevice;
-  }
-  if (agg.own.loads_code) p.detail.flags |= kDetailLoadsCode;
-  p.kernels = agg.kernels;
-  p.apis = agg.apis;
   bucket->instances.push_back(std::move(p));
   ++stats->instances;
 }
