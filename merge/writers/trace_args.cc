@@ -1,5 +1,6 @@
 // trace.json's slice names and args (see trace_args.h).
 #include "writers/trace_args.h"
+#include "writers/step_phase.h"
 
 #include <algorithm>
 
@@ -123,7 +124,7 @@ void SliceNamer::StepArgs(const Tree& t, std::string_view name) {
   }
   out_.Char(']');
   Key("phase");
-  out_.String(PhaseFromStepName(name));
+  out_.String(StepPhase(r_, t));
   for (std::string_view tag : {"tokens", "ctx"}) {
     if (const int64_t v = StepNameTag(name, tag); v >= 0) {
       Key(tag);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "writers/interned_json.h"
+#include "writers/step_phase.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
 #include "truffld/step_tags.h"
@@ -56,7 +57,7 @@ class TreeWriter {
     out_.Raw(",\"view\":\"");
     out_.Raw(ViewName(t.view));
     out_.Raw("\",\"phase\":\"");
-    out_.Raw(PhaseFromStepName(step_name));
+    out_.Raw(StepPhase(r_, t));
     out_.Char('"');
     // The hooks' workload tags, as numbers (absent when the step name has none).
     for (const auto& [tag, key] : {std::pair{"tokens", ",\"tokens\":"}, std::pair{"ctx", ",\"ctx\":"}}) {

@@ -7,6 +7,7 @@
 
 #include "truffld/merge/import_kineto.h"
 #include "truffld/merge/pipeline.h"
+#include "writers/step_phase.h"
 
 namespace truffld::merge {
 namespace {
@@ -66,6 +67,26 @@ TEST(EngineProfilerSteps, SglangRunBatchAndForwardBatchGenerationAreSteps) {
   ev += Op("aten::mm", 5100, 20, 30);
   MergeResult r = MergeKineto(ev);
   EXPECT_EQ(r.summary.total.steps, 3u);
+}
+
+// SGLang's model runner says what the batch was: forward_extend (prefill) or forward_decode.
+TEST(EngineProfilerSteps, SglangStepsTakeTheirPhaseFromTheModelRunner) {
+  std::string ev;
+  const char* runner[] = {"forward_extend", "forward_decode"};
+  for (int s = 0; s < 2; ++s) {
+    const double t = 1000.0 * s;
+    ev += Py("/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner", t, 900);
+    ev += Py(std::string("/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py(3003): ") + runner[s],
+             t + 40, 700);
+    ev += Op("aten::mm", t + 100, 20, 10 + s);
+  }
+  ev += Py("vllm/v1/worker/gpu_model_runner.py(2907): execute_model", 3000, 900);  // says nothing
+  ev += Op("aten::mm", 3100, 20, 40);
+  MergeResult r = MergeKineto(ev);
+  std::vector<std::string> phases;
+  for (const Tree& t : r.trees)
+    if (t.view == View::kVertical) phases.push_back(StepPhase(r, t));
+  EXPECT_EQ(phases, (std::vector<std::string>{"prefill", "decode", "unknown"}));
 }
 
 TEST(EngineProfilerSteps, OtherFunctionsOfTheSameFilesAreNotSteps) {
