@@ -64,11 +64,30 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
   for (const auto& c : candidates) caused.push_back(c.caused_ns);
   std::nth_element(caused.begin(), caused.begin() + static_cast<std::ptrdiff_t>(caused.size() / 2), caused.end());
   const double typical = caused.empty() ? 0.0 : caused[caused.size() / 2];
+  std::map<int64_t, std::vector<const StragglerRow*>> late;  // rank -> steps it held the group
   for (const auto& c : candidates) {
-    if (c.step_ns > 0 && c.caused_ns >= min_share * c.step_ns && c.caused_ns >= unusual * typical &&
-        2 * c.last_in >= c.collectives) {
-      out.stragglers.push_back(c);
+    const bool holds = c.step_ns > 0 && c.caused_ns >= min_share * c.step_ns && 2 * c.last_in >= c.collectives;
+    if (holds) late[c.rank].push_back(&c);
+    if (holds && c.caused_ns >= unusual * typical) out.stragglers.push_back(c);
+  }
+  for (const auto& [rank, rows] : late) {
+    const int n = static_cast<int>(rows.size());
+    if (n < 3 || 2 * static_cast<size_t>(n) < candidates.size()) continue;
+    PersistentStraggler p;
+    p.rank = rank;
+    p.steps = n;
+    p.logical_steps = static_cast<int>(candidates.size());
+    std::vector<double> ns, share;
+    for (const StragglerRow* r : rows) {
+      ns.push_back(r->caused_ns);
+      share.push_back(r->caused_ns / r->step_ns);
+      p.caused_ns += r->caused_ns;
     }
+    std::nth_element(ns.begin(), ns.begin() + n / 2, ns.end());
+    std::nth_element(share.begin(), share.begin() + n / 2, share.end());
+    p.typical_caused_ns = ns[static_cast<size_t>(n / 2)];
+    p.typical_share = share[static_cast<size_t>(n / 2)];
+    out.persistent.push_back(p);
   }
   return out;
 }

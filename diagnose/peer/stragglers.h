@@ -35,14 +35,28 @@ struct StragglerRow {
   double step_ns = 0;          // the straggler's step duration
 };
 
+// A rank that made its group wait in most logical steps: how the run behaves, not a fault of
+// one step. The per-step test above cannot see it (it compares a step with the run's typical
+// delay, which a rank that is always last sets itself).
+struct PersistentStraggler {
+  int64_t rank = -1;
+  int steps = 0;                 // logical steps it was the straggler of (delay >= min_share)
+  int logical_steps = 0;         // logical steps with matched collectives
+  double typical_caused_ns = 0;  // median delay it caused over those steps
+  double typical_share = 0;      // median of that delay / its step
+  double caused_ns = 0;          // summed over those steps: what the group waited for it
+};
+
 struct StragglerResult {
   std::vector<UnitWait> waits;          // per unit (horizontal units only are non-zero)
   std::vector<StragglerRow> stragglers;  // one per logical step whose delay reaches min_share
+  std::vector<PersistentStraggler> persistent;  // at most one per rank, by rank
 };
 
 // A logical step's straggler is reported when the delay it caused is at least `min_share` of its
 // step, at least `unusual` times the run's median caused delay (someone always enters last), and
-// it entered at least half of the step's collectives last.
+// it entered at least half of the step's collectives last. A rank that meets the first and last
+// of these in at least half of the logical steps (and at least 3) is a persistent straggler.
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
                                const std::vector<CommTiming>& comm, double min_share = 0.02,
                                double unusual = 3.0);

@@ -55,6 +55,16 @@ std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, con
   return "no vertical view of the rank in that step";
 }
 
+std::string PersistentStragglerSentence(const PersistentStraggler& p) {
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", 100 * p.typical_share);
+  return "rank " + std::to_string(p.rank) + " entered the collectives last in " + std::to_string(p.steps) + " of " +
+         std::to_string(p.logical_steps) + " steps: the other ranks waited for it typically " +
+         FormatNs(p.typical_caused_ns) + " (" + share + " of its step), " + FormatNs(p.caused_ns) +
+         " in all; a straggler in every step is how this run behaves (a slower GPU, link or host on that rank), "
+         "reported once, not per step";
+}
+
 std::string FormatPeerSummary(const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
   auto floor = [&](int v) {
@@ -68,6 +78,7 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
                 d.alpha, 100 * d.min_impact_share, d.views[0].judged, d.views[0].flagged, floor(0).c_str(), d.views[0].insufficient,
                 d.views[1].judged, d.views[1].flagged, floor(1).c_str(), d.views[1].insufficient, r.stragglers.stragglers.size());
   std::string out = line;
+  for (const PersistentStraggler& p : r.stragglers.persistent) out += "\n  persistent straggler: " + PersistentStragglerSentence(p);
   const WarmupTally& w = r.warmup_tally;
   if (w.material[0] + w.material[1] > 0) {
     out += "\n  warm-up (first use of GPU code, not judged): " + std::to_string(w.material[0] + w.material[1]) +

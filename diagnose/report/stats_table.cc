@@ -38,6 +38,16 @@ nlohmann::json StragglersJson(const InstanceTable& t, const PeerStageResult& r) 
   return st;
 }
 
+nlohmann::json PersistentStragglersJson(const PeerStageResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PersistentStraggler& p : r.stragglers.persistent) {
+    out.push_back({{"rank", p.rank}, {"steps", p.steps}, {"logical_steps", p.logical_steps},
+                   {"typical_caused_ns", std::llround(p.typical_caused_ns)}, {"typical_share", p.typical_share},
+                   {"caused_ns", std::llround(p.caused_ns)}, {"evidence", PersistentStragglerSentence(p)}});
+  }
+  return out;
+}
+
 nlohmann::json RunFindingsJson(const InstanceTable& t, const PeerStageResult& r) {
   nlohmann::json out = nlohmann::json::array();
   for (const RunFinding& f : r.findings) {

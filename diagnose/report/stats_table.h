@@ -74,6 +74,8 @@ namespace truffld::diagnose {
   X(residual_fallbacks, "integer", r.scoring.fallbacks, "Residual groups too small for a mixture (median and MAD).") \
   X(residual_models, "array", ResidualModelsJson(r), "Every residual model: its group, method, components.") \
   X(stragglers, "array", StragglersJson(t, r), "Per logical step, the rank that made the others wait most, with the cause.") \
+  X(persistent_stragglers, "array", PersistentStragglersJson(r),                                         \
+    "Ranks that made their group wait in collectives in most logical steps (a run finding), with the typical delay.") \
   X(run_findings, "array", RunFindingsJson(t, r),                                                        \
     "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost, families, sentence.")
 

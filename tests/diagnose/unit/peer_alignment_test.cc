@@ -111,6 +111,41 @@ TEST(MatchCollectives, WaitAndTransferOfEachParticipant) {
   EXPECT_DOUBLE_EQ(s.waits[1].waited_ns, 0);
 }
 
+// Rank 1 enters the all-reduce 300 us late in every one of 6 steps: no single step is unusual
+// for this run (it sets the run's typical delay itself), but the run has a persistent straggler.
+TEST(MatchCollectives, AStragglerInEveryStepIsPersistent) {
+  PeerTableBuilder b;
+  for (int64_t step = 0; step < 6; ++step) {
+    for (int64_t rank : {0, 1}) {
+      const int64_t t0 = step * 20000000;
+      b.Unit(rank, step, "horizontal", {"r" + std::to_string(step)}, t0, t0 + 10000000);
+      PeerTableBuilder::Op op;
+      op.family = "ncclAllReduce";
+      op.layer = "comm";
+      op.device_start = t0 + 1000000 + (rank == 1 ? 300000 : 0);
+      op.device_end = t0 + 1350000;
+      op.device_ns = static_cast<double>(op.device_end - op.device_start);
+      op.comm_bytes = 4096;
+      op.start = op.device_start - 1000;
+      op.end = op.device_start;
+      b.Add(op);
+    }
+  }
+  const UnitGroups g = GroupUnits(b.t);
+  const StragglerResult s = FindStragglers(b.t, g, MatchCollectives(b.t, g));
+  EXPECT_TRUE(s.stragglers.empty());  // never 3x the run's typical delay
+  ASSERT_EQ(s.persistent.size(), 1u);
+  EXPECT_EQ(s.persistent[0].rank, 1);
+  EXPECT_EQ(s.persistent[0].steps, 6);
+  EXPECT_EQ(s.persistent[0].logical_steps, 6);
+  EXPECT_DOUBLE_EQ(s.persistent[0].typical_caused_ns, 300000);
+  EXPECT_DOUBLE_EQ(s.persistent[0].caused_ns, 6 * 300000);
+  // Late in 2 steps of 6 only: not how the run behaves.
+  for (uint32_t i = 0; i < b.t.size(); ++i)
+    if (b.t.steps[b.t.step[i]].step_index >= 2 && b.t.steps[b.t.step[i]].rank == 1) b.t.detail[i].device_start -= 300000;
+  EXPECT_TRUE(FindStragglers(b.t, g, MatchCollectives(b.t, g)).persistent.empty());
+}
+
 TEST(MatchCollectives, DifferentEndsAreDifferentCommunicators) {
   PeerTableBuilder b = TwoRankCollective(0);
   b.t.detail[1].device_end += 5000000;  // ends 5 ms later: another communicator's all-reduce
