@@ -5,6 +5,36 @@
 #include <map>
 
 namespace truffld::diagnose {
+namespace {
+
+// The ranks that held their group in at least half of the `logical_steps` (and at least 3), from
+// the steps each held it (`late`, by rank).
+std::vector<PersistentStraggler> Persistent(const std::map<int64_t, std::vector<const StragglerRow*>>& late,
+                                            size_t logical_steps) {
+  std::vector<PersistentStraggler> out;
+  for (const auto& [rank, rows] : late) {
+    const int n = static_cast<int>(rows.size());
+    if (n < 3 || 2 * static_cast<size_t>(n) < logical_steps) continue;
+    PersistentStraggler p;
+    p.rank = rank;
+    p.steps = n;
+    p.logical_steps = static_cast<int>(logical_steps);
+    std::vector<double> ns, share;
+    for (const StragglerRow* r : rows) {
+      ns.push_back(r->caused_ns);
+      share.push_back(r->caused_ns / r->step_ns);
+      p.caused_ns += r->caused_ns;
+    }
+    std::nth_element(ns.begin(), ns.begin() + n / 2, ns.end());
+    std::nth_element(share.begin(), share.begin() + n / 2, share.end());
+    p.typical_caused_ns = ns[static_cast<size_t>(n / 2)];
+    p.typical_share = share[static_cast<size_t>(n / 2)];
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
 
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
                                const std::vector<CommTiming>& comm, double min_share, double unusual) {
@@ -70,25 +100,7 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
     if (holds) late[c.rank].push_back(&c);
     if (holds && c.caused_ns >= unusual * typical) out.stragglers.push_back(c);
   }
-  for (const auto& [rank, rows] : late) {
-    const int n = static_cast<int>(rows.size());
-    if (n < 3 || 2 * static_cast<size_t>(n) < candidates.size()) continue;
-    PersistentStraggler p;
-    p.rank = rank;
-    p.steps = n;
-    p.logical_steps = static_cast<int>(candidates.size());
-    std::vector<double> ns, share;
-    for (const StragglerRow* r : rows) {
-      ns.push_back(r->caused_ns);
-      share.push_back(r->caused_ns / r->step_ns);
-      p.caused_ns += r->caused_ns;
-    }
-    std::nth_element(ns.begin(), ns.begin() + n / 2, ns.end());
-    std::nth_element(share.begin(), share.begin() + n / 2, share.end());
-    p.typical_caused_ns = ns[static_cast<size_t>(n / 2)];
-    p.typical_share = share[static_cast<size_t>(n / 2)];
-    out.persistent.push_back(p);
-  }
+  out.persistent = Persistent(late, candidates.size());
   return out;
 }
 
