@@ -30,12 +30,6 @@ uint64_t RequestKey(const StepInfo& s) {
 
 }  // namespace
 
-bool IsPointToPoint(const std::string& family) {
-  std::string f = family;
-  for (char& c : f) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return f.find("send") != std::string::npos || f.find("recv") != std::string::npos;
-}
-
 UnitGroups GroupUnits(const InstanceTable& t) {
   // Identity of a logical step: its request set and how many earlier units of this rank and view
   // had the same set (decode steps of a stable batch share their request set; the stages of a

@@ -34,7 +34,4 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
 // ends per host pair. Hosts without such evidence are absent (treated as offset 0).
 std::map<std::string, int64_t> EstimateHostOffsets(const InstanceTable& t, const UnitGroups& groups);
 
-// Whether a comm family is point-to-point (send/recv) rather than a collective.
-bool IsPointToPoint(const std::string& family);
-
 }  // namespace truffld::diagnose

@@ -1,7 +1,29 @@
 // StringTable interning and InstanceTable row appends.
 #include "read/instances.h"
 
+#include <cctype>
+#include <string>
+
 namespace truffld::diagnose {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+bool IsPointToPoint(std::string_view family) {
+  const std::string f = Lower(family);
+  return f.find("send") != std::string::npos || f.find("recv") != std::string::npos;
+}
+
+bool IsSendFamily(std::string_view family) {
+  const std::string f = Lower(family);
+  return f.find("send") != std::string::npos && f.find("recv") == std::string::npos;
+}
 
 const char* FeatureName(int f) noexcept {
   static constexpr const char* kNames[kNumFeatures] = {

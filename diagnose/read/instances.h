@@ -129,6 +129,11 @@ inline constexpr uint8_t kDetailOutside = 8;
 // one scheduler drives every worker), so tensor-parallel peers cannot say it was too long.
 inline constexpr uint8_t kDetailGroupCost = 16;
 
+// Whether a comm family is point-to-point (send/recv, any case) rather than a collective, and
+// whether it sends (to another pipeline stage: send and not recv). Pure.
+bool IsPointToPoint(std::string_view family);
+bool IsSendFamily(std::string_view family);
+
 // Families of the time no operator range covers (kDetailOutside; read/outside_time.h).
 inline constexpr const char* kHostOutsideFamily = "(host outside operators)";
 inline constexpr const char* kBetweenStepsFamily = "(between steps)";

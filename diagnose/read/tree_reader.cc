@@ -94,13 +94,6 @@ std::string TooDeepProblem(std::string_view line) {
          (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
 }
 
-// A point-to-point send to another pipeline stage (nccl:send, ncclSend, c10d send, ...).
-bool IsSend(std::string_view family) {
-  std::string lower(family);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("send") != std::string::npos && lower.find("recv") == std::string::npos;
-}
-
 // Each vertical step's pseudo-instances for the time no operator covers, and every step's
 // prev_device_end (the previous step's device work that ran past its host end).
 void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
@@ -108,11 +101,12 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
   std::set<std::pair<int64_t, int64_t>> sends;                // (rank, step) sent to another stage
   std::map<int64_t, std::vector<StepBucket*>> lanes;          // rank -> its vertical steps in order
   const uint32_t comm = strings->Intern("comm");
+  const uint32_t between = judge ? strings->Intern(kBetweenStepsFamily) : kNoString;
   for (auto& [key, b] : buckets) {
     int64_t& end = device_end[{key.rank, key.step_index}];
     for (const PendingInstance& p : b.instances) {
       if (p.detail.flags & kDetailHasDevice) end = std::max(end, p.detail.device_end);
-      if (p.layer == comm && IsSend(strings->Get(p.family))) sends.insert({key.rank, key.step_index});
+      if (p.layer == comm && IsSendFamily(strings->Get(p.family))) sends.insert({key.rank, key.step_index});
     }
     if (!key.horizontal) lanes[key.rank].push_back(&b);
   }
@@ -143,7 +137,7 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
       b.outside = detail::OutsideInstances(b, prev, carries[k], strings);
       // That capture is warm-up, like loading a kernel: reported, not judged (peer/warmup.h).
       for (PendingInstance& p : b.outside)
-        if (new_graph && p.family == strings->Intern(kBetweenStepsFamily)) p.detail.flags |= kDetailLoadsCode;
+        if (new_graph && p.family == between) p.detail.flags |= kDetailLoadsCode;
       stats->outside_instances += b.outside.size();
       stats->instances += b.outside.size();
     }
