@@ -2,7 +2,6 @@
 // deduplicated InstanceTable rows with raw features (see instances.h for the feature list).
 #include "read/tree_reader.h"
 
-#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -284,6 +283,10 @@ InstanceTable TreeReader::Finish() {
   }
   for (auto& [key, b] : impl_->buckets) {
     auto& ins = b.instances;
+    if (key.horizontal && ins.empty() && b.outside.empty()) {  // no communication: nothing to judge
+      ++stats_.empty_horizontal;
+      continue;
+    }
     std::stable_sort(ins.begin(), ins.end(),
                      [](const PendingInstance& a, const PendingInstance& c) { return a.start < c.start; });
     b.info.nvtx_domains.assign(b.domains.begin(), b.domains.end());

@@ -137,6 +137,8 @@ constexpr const char* kStyle =
     ".chain span.self{background:#fbe3d4;border-color:#D55E00}.chain span.k{background:#eee;border-color:#bbb}"
     ".muted{color:#666;font-size:12px}.name{font-family:ui-monospace,monospace;word-break:break-all}"
     ".idx a,.idx span{margin-right:6px;font-size:13px}#card-filter{width:28em}svg text{font-family:sans-serif}"
+    ".headline{font-size:17px;background:#fff4ec;border-left:6px solid #D55E00;padding:8px 12px}"
+    ".headline.ok{background:#eef6ee;border-left-color:#009E73}td.hint{font-size:12px;color:#444;max-width:34em}"
     ".sw{display:inline-block;width:12px;height:12px;border:1px solid #999;vertical-align:middle;margin:0 3px 0 8px}";
 
 std::string Terms(bool by_cost) {
@@ -180,11 +182,13 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
                   "</title><style>" + kStyle + "</style></head><body>";
   h += "<h1 id='top'>" + HtmlEscape(ctx.title) + "</h1><p>Input: <code>" + HtmlEscape(ctx.input) +
        "</code><br>Stage I mode: " + HtmlEscape(ctx.mode) + "<br>Stage II: " + HtmlEscape(ctx.stage2) +
-       "</p><p class='muted'>Sections: <a href='#run'>the run</a> · <a href='#overview'>overview</a> · "
+       "</p><p class='muted'>Sections: <a href='#headline'>what is wrong</a> · <a href='#steptime'>step time</a> · "
+       "<a href='#run'>the run</a> · <a href='#overview'>overview</a> · "
        "<a href='#ranks'>ranks</a> · <a href='#families'>families</a> · " +
        (run.stragglers.empty() ? std::string() : "<a href='#stragglers'>stragglers</a> · ") +
        "<a href='#cards'>abnormal units</a> · <a href='#index'>index</a> · <a href='#terms'>terms</a></p>";
-  h += Terms(by_cost);
+  h += RenderHeadline(d, run, plan);
+  h += RenderStepTimePlot(d, plan);
   h += RenderRunSection(d, run, ctx);
   if (!ctx.metrics_text.empty()) {
     h += "<h2>Evaluation against labels</h2><pre>" + HtmlEscape(ctx.metrics_text) + "</pre>";
@@ -202,6 +206,7 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
     for (const auto& n : ctx.notes) h += "<li>" + HtmlEscape(n) + "</li>";
     h += "</ul>";
   }
+  h += Terms(by_cost);
   return h + "<script>" + Script() + "</script></body></html>\n";
 }
 

@@ -58,12 +58,16 @@ struct ReportRunData {
     double caused_ns = 0, step_ns = 0;  // delay it caused; its step's duration
     int last_in = 0, collectives = 0;   // collectives it entered last / matched in the step
     int waiting_ranks = 0;              // units of the step whose wait was mostly for it
+    std::string cause;                  // what held the rank in its own vertical view, when known
+    bool explained = false;             // its vertical unit blames an operator (a finding of its own)
   };
   bool from_peer = false;
   double alpha = 0;
   double threshold[2] = {0, 0};  // [vertical, horizontal]
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
   int64_t timer_resolution_ns = 1;
+  double min_impact_share = 0;        // the impact floor: blame saving less of its step is not listed
+  std::vector<std::string> run_findings;  // how the run behaves, reported once (patterns, persistent stragglers)
   int warmup_units[2] = {0, 0};       // units whose first use of GPU code cost the impact floor
   double warmup_ns[2] = {0, 0};       // warm-up excess over all units (not judged)
   std::vector<Straggler> stragglers;  // highest delay first

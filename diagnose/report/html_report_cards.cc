@@ -7,6 +7,7 @@
 #include <set>
 
 #include "report/html_report_parts.h"
+#include "report/root_causes.h"
 
 namespace truffld::diagnose::report {
 namespace {
@@ -84,7 +85,12 @@ std::string PeerCard(const StepDiagnosis& s, const ReportRunData& run, size_t un
   h += "<table><tr><th>faulty operator</th><th>cost</th><th>observed us</th><th>expected us</th><th>excess us</th>"
        "<th>share of step</th><th>vs TP peers</th><th>vs similar steps</th><th>vs layers</th>"
        "<th>expected from</th></tr>";
-  for (const FaultyOperator& f : s.faulty) {
+  std::vector<const FaultyOperator*> listed;
+  for (const FaultyOperator& f : s.faulty) {  // the first (largest) always: the unit passed the floor
+    if (listed.empty() || IsMaterialBlame(f, e, run.min_impact_share)) listed.push_back(&f);
+  }
+  for (const FaultyOperator* op : listed) {
+    const FaultyOperator& f = *op;
     const PeerCost& c = CostOrNone(f.cost);
     h += "<tr><td class='name'>" + HtmlEscape(f.family) + "</td><td>" + HtmlEscape(MetricText(f)) + "</td><td class='n'>" +
          Us(c.observed_ns) + "</td><td class='n'>" + Us(c.expected_ns) + "</td><td class='n'>+" + Us(c.excess_ns) +
@@ -99,9 +105,20 @@ std::string PeerCard(const StepDiagnosis& s, const ReportRunData& run, size_t un
     h += "<td>" + HtmlEscape(f.cost ? SourceLabel(c.basis) : std::string()) + "</td></tr>";
   }
   h += "</table>";
-  for (const FaultyOperator& f : s.faulty) {
-    h += "<div class='op'><b class='name'>" + HtmlEscape(f.family) + "</b>";
-    if (!CostOrNone(f.cost).sentence.empty()) h += "<div>" + HtmlEscape(CostOrNone(f.cost).sentence) + "</div>";
+  if (listed.size() < s.faulty.size()) {
+    h += "<p class='muted'>" + std::to_string(s.faulty.size() - listed.size()) + " more operator" +
+         (s.faulty.size() - listed.size() == 1 ? " was" : "s were") + " slower than " +
+         "expected but would save less than " + Pct(run.min_impact_share) + " of the step each: not listed.</p>";
+  }
+  for (const FaultyOperator* op : listed) {
+    const FaultyOperator& f = *op;
+    h += "<div class='op'><b class='name'>" + HtmlEscape(f.family) + "</b> <span class='muted'>" +
+         FaultClassName(ClassifyBlame(e.view, f.family, f.layer, CostOrNone(f.cost).metric)) + ": " +
+         FaultClassHint(ClassifyBlame(e.view, f.family, f.layer, CostOrNone(f.cost).metric)) + "</span>";
+    // One listed operator: the unit's sentence above already gives its evidence.
+    if (listed.size() > 1 && !CostOrNone(f.cost).sentence.empty()) {
+      h += "<div>" + HtmlEscape(CostOrNone(f.cost).sentence) + "</div>";
+    }
     h += Chain(s, f) + Histogram(run, unit, f, used) + "</div>";
   }
   std::string meta = "step " + Us(step_ns) + " us";
@@ -224,9 +241,10 @@ std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData
     const StepDiagnosis& s = d[u];
     const StepEvidence& e = s.evidence;
     const double step_ns = static_cast<double>(e.step_duration_ns > 0 ? e.step_duration_ns : e.end_ns - e.start_ns);
+    const double saved = e.peer && std::isfinite(e.peer->impact_ns) ? e.peer->impact_ns : Impact(s);
     const std::string impact = e.peer
-        ? "+" + Us(Impact(s)) + " us" +
-              (step_ns > 0 ? " (" + Pct(Impact(s) / step_ns) + " of the step)" : std::string())
+        ? (std::isfinite(e.peer->impact_ns) ? "costs " : "+") + Us(saved) + " us" +
+              (step_ns > 0 ? " (" + Pct(saved / step_ns) + " of the step)" : std::string())
         : "score " + Num(Impact(s), 3);
     h += "<section class='card" + std::string(e.peer ? "" : " legacy") + "' id='" + plan.ids[u] + "'>" +
          Heading(++n, s, plan.ids[u], impact) +

@@ -9,6 +9,7 @@
 #include "report/html_report.h"
 #include "report/html_report_parts.h"
 #include "peer/stage.h"
+#include "report/output.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -90,8 +91,14 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
     out.warmup_ns[v] = r.warmup_tally.excess_ns[v];
   }
   out.timer_resolution_ns = r.timer_resolution_ns;
+  out.min_impact_share = r.decision.min_impact_share;
+  for (const RunFinding& f : r.findings) out.run_findings.push_back(f.sentence);
+  for (const PersistentStraggler& p : r.stragglers.persistent) out.run_findings.push_back(PersistentStragglerSentence(p));
   for (const StragglerRow& s : r.stragglers.stragglers) {
-    ReportRunData::Straggler row{s.rank, s.step_index, s.caused_ns, s.step_ns, s.last_in, s.collectives, 0};
+    ReportRunData::Straggler row{s.rank, s.step_index, s.caused_ns, s.step_ns, s.last_in, s.collectives, 0,
+                                 StragglerCause(t, r, s)};
+    const size_t vu = StragglerVerticalUnit(t, s);
+    row.explained = vu < r.blame.size() && !r.blame[vu].empty();
     if (s.group < r.groups.members.size()) {
       for (uint32_t u : r.groups.members[s.group]) {
         if (u < r.stragglers.waits.size() && r.stragglers.waits[u].waiting_on == s.rank) ++row.waiting_ranks;

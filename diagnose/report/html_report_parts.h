@@ -51,6 +51,11 @@ struct CardPlan {
 };
 CardPlan PlanCards(const std::vector<StepDiagnosis>& d, size_t max_cards);
 
+// What is wrong: one sentence with the run's cost, the root causes with their fault class and
+// what to check, and how the run behaves (html_report_headline.cc).
+std::string RenderHeadline(const std::vector<StepDiagnosis>& d, const ReportRunData& run, const CardPlan& plan);
+// Per rank, step durations and the time between steps over the run, verdicts marked.
+std::string RenderStepTimePlot(const std::vector<StepDiagnosis>& d, const CardPlan& plan);
 std::string RenderRunSection(const std::vector<StepDiagnosis>& d, const ReportRunData& run,
                              const ReportContext& ctx);
 std::string RenderOverview(const std::vector<StepDiagnosis>& d, const CardPlan& plan);

@@ -206,9 +206,8 @@ std::string RenderStragglers(const ReportRunData& run, const std::vector<StepDia
                   (run.stragglers.size() > cap ? ", the " + std::to_string(cap) + " longest delays shown"
                                                : std::string()) +
                   "; per-rank totals are in the rank table). Ranks that only waited are not faulty.</p>"
-                  "<details><summary>the steps with the longest delays</summary>"
                   "<table><tr><th>step</th><th>straggler rank</th><th>delay caused us</th><th>share of its step</th>"
-                  "<th>collectives entered last</th><th>ranks that waited on it</th></tr>";
+                  "<th>collectives entered last</th><th>ranks that waited on it</th><th>what held it</th></tr>";
   for (size_t i = 0; i < run.stragglers.size() && i < cap; ++i) {
     const auto& s = run.stragglers[i];
     const std::string rank = s.rank >= 0 ? std::to_string(s.rank) : "x";
@@ -218,9 +217,9 @@ std::string RenderStragglers(const ReportRunData& run, const std::vector<StepDia
          NumCell(s.rank >= 0 ? rank : "-") + NumCell(Us(s.caused_ns)) +
          NumCell(s.step_ns > 0 ? Pct(s.caused_ns / s.step_ns) : "-") +
          NumCell(std::to_string(s.last_in) + " of " + std::to_string(s.collectives)) +
-         NumCell(std::to_string(s.waiting_ranks)) + "</tr>";
+         NumCell(std::to_string(s.waiting_ranks)) + Cell(HtmlEscape(s.cause)) + "</tr>";
   }
-  return h + "</table></details>";
+  return h + "</table>";
 }
 
 }  // namespace truffld::diagnose::report

@@ -7,6 +7,7 @@
 // Thread-safety: reentrant.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ std::string FormatPeerSummary(const PeerStageResult& r);
 // Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
 // "host" (its top blamed family's cost), or "no abnormal operator on the rank".
 std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s);
+// The straggler's vertical unit in its step (SIZE_MAX: none).
+size_t StragglerVerticalUnit(const InstanceTable& t, const StragglerRow& s);
 // "rank 3 entered the collectives last in 38 of 40 steps: the other ranks waited for it typically
 // 412 us (4.1% of its step), 16.5 ms in all; ...": a persistent straggler as one run finding.
 std::string PersistentStragglerSentence(const PersistentStraggler& p);

@@ -42,17 +42,42 @@ Status WriteTests(const std::string& path, const InstanceTable& t, const PeerSta
   return Status::Ok();
 }
 
-std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s) {
+namespace {
+
+// Why a straggler's own step shows no blame: its warm-up (first use of GPU code), a
+// significant excess below the impact floor, or nothing its operators' peers explain.
+std::string NoBlameCause(const InstanceTable& t, const PeerStageResult& r, uint32_t u) {
+  if (u < r.warmup.size() && !r.warmup[u].empty()) {
+    const WarmupCost& w = r.warmup[u][0];
+    return "warm-up: first use of GPU code in " + t.strings.Get(w.family) + " (+" + FormatNs(w.excess_ns) +
+           " host time, reported, not judged)";
+  }
+  if (u < r.decision.units.size() && r.decision.units[u].immaterial) {
+    return "no operator cost its step the impact floor (" + t.strings.Get(r.decision.units[u].immaterial_family) +
+           " +" + FormatNs(r.decision.units[u].immaterial_excess_ns) + " in all)";
+  }
+  return "no operator on the rank cost more than its peers: the delay lies outside the judged operators "
+         "(or the rank had no peers to compare with)";
+}
+
+}  // namespace
+
+size_t StragglerVerticalUnit(const InstanceTable& t, const StragglerRow& s) {
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     const StepInfo& st = t.steps[u];
-    if (st.view == View::kHorizontal || st.rank.value_or(-1) != s.rank || st.step_index != s.step_index) continue;
-    if (r.blame[u].empty()) return "no abnormal operator on the rank";
-    const BlamedFamily& b = r.blame[u][0];
-    const std::string fam = t.strings.Get(b.family);
-    const std::string kind = b.metric == Metric::kHost ? "host" : (fam.find("copy") != std::string::npos ? "copy" : "compute");
-    return kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
+    if (st.view != View::kHorizontal && st.rank.value_or(-1) == s.rank && st.step_index == s.step_index) return u;
   }
-  return "no vertical view of the rank in that step";
+  return SIZE_MAX;
+}
+
+std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s) {
+  const size_t u = StragglerVerticalUnit(t, s);
+  if (u == SIZE_MAX) return "no vertical view of the rank in that step";
+  if (r.blame[u].empty()) return NoBlameCause(t, r, static_cast<uint32_t>(u));
+  const BlamedFamily& b = r.blame[u][0];
+  const std::string fam = t.strings.Get(b.family);
+  const std::string kind = b.metric == Metric::kHost ? "host" : (fam.find("copy") != std::string::npos ? "copy" : "compute");
+  return kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
 }
 
 std::string PersistentStragglerSentence(const PersistentStraggler& p) {

@@ -48,6 +48,8 @@ namespace truffld::diagnose {
   X(outside_instances, "integer", rs.outside_instances,                                                  \
     "Instances of time no operator covers (host gaps, between steps, calls under the step).")          \
   X(repaired_lines, "integer", rs.repaired_lines, "Lines with invalid UTF-8, read after replacing bad bytes.") \
+  X(empty_horizontal, "integer", rs.empty_horizontal,                                                    \
+    "Horizontal views with no communication: nothing to judge, so not units.")                           \
   X(problems, "array", rs.problems, "The first 20 problems, as file:line: problem.")
 
 // The detector's mode and the legacy mixture modes' counters (parameters: mode, s1).

@@ -6,7 +6,10 @@ the report is opened with `chromium --headless --dump-dom` and the DOM after the
 ran is checked: the overview heat map, the rank/family tables, cards whose operators show
 observed and expected us, an anchor for every abnormal unit of diagnosis.jsonl on every rank,
 the report's own script ran (the card filter is shown, data-report-ready set) under its
-Content-Security-Policy, no other script or image element, no console error. A screenshot is
+Content-Security-Policy, no other script or image element, no console error; the headline
+leads with root causes and the terms close the page; the step-time plot has every rank; at the
+default impact floor no card lists an operator that would save less than 1% of its step
+(but a unit's largest); a single-rank run gets its headline and plot with rank 0. A screenshot is
 kept in the work directory (build tree) as the test's artifact.
 Skips (exit 77) when chromium is not installed; TRUFFLD_CHROMIUM names another binary.
 Usage: report_browser_test.py --diag BIN --synth BIN --merge BIN --work DIR"""
@@ -172,6 +175,61 @@ class ReportInBrowser(unittest.TestCase):
         self.assertTrue(0 < len(hidden) < len(shown), "the filter hid %d of %d cards" % (len(hidden), len(shown)))
         for c in shown:
             self.assertEqual("hidden" in c, not c["id"].startswith("r%s-" % rank), c["id"])
+
+    def test_headline_root_causes_and_step_time_plot(self):
+        headline = [a for t, a in self.dom.elements if a.get("id") == "headline"]
+        self.assertEqual(1, len(headline), "no headline section")
+        order = [a.get("id") for t, a in self.dom.elements if a.get("id") in ("headline", "run", "cards", "terms")]
+        self.assertEqual(["headline", "run", "cards", "terms"], order, "the headline leads, the terms close")
+        self.assertIn("The largest cause:", self.dom_text)
+        causes = self.dom_text[self.dom_text.index('id="root-causes"'):]
+        causes = causes[:causes.index("</table>")]
+        self.assertGreaterEqual(causes.count("<tr>"), 3, "fewer than two root causes for a run of many faults")
+        plot = self.dom_text[self.dom_text.index('id="steptime-plot"'):]
+        plot = plot[:plot.index("</svg>")]
+        for rank in range(4):
+            self.assertIn(">rank %d<" % rank, plot)
+        self.assertGreater(plot.count("<polyline"), 4, "step durations and gaps per rank")
+        self.assertIn('<a href="#r', plot, "no abnormal step linked from the plot")
+
+    def test_no_blame_below_the_impact_floor_is_listed(self):
+        # The default floor (1% of the step): a card lists an operator only if it would save at
+        # least that much of its step, or it is the unit's largest.
+        work = os.path.join(ARGS.work, "floor")
+        diag = os.path.join(work, "diag")
+        subprocess.run([ARGS.diag, self.merged, "-o", diag, "--llm", "off", "-q"], check=True)
+        dom_text, _ = chromium(self.browser, self.profile, "--dump-dom", "file://" + os.path.join(diag, "report.html"))
+        dom = Dom()
+        dom.feed(dom_text)
+        with open(os.path.join(diag, "diagnosis.jsonl")) as f:
+            units = {"r%s-s%d-%s" % (u["rank"], u["step_index"], u["view"][0]): u for u in map(json.loads, f)}
+        self.assertGreater(len(dom.cards), 0)
+        left_out = 0
+        for card in dom.cards:
+            unit = units[card["id"]]
+            listed = [row[0] for row in card["rows"][1:] if len(row) >= 5 and row[0] != "faulty operator"]
+            for i, op in enumerate(unit["faulty"]):
+                material = i == 0 or op["impact_ns"] >= 0.01 * unit["duration_ns"]
+                self.assertEqual(material, op["family"] in listed, "%s: %s" % (card["id"], op["family"]))
+                left_out += not material
+        print("operators below the floor left out of %d cards: %d" % (len(dom.cards), left_out))
+
+    def test_single_rank_run(self):
+        work = os.path.join(ARGS.work, "single")
+        synth, merged, diag = (os.path.join(work, x) for x in ("synth", "merged", "diag"))
+        subprocess.run([ARGS.synth, "--ranks", "1", "--layers", "2", "--steps", "60", "--abnormal-fraction", "0.1",
+                        "--seed", "5", "-q", "--out", synth], check=True)
+        subprocess.run([ARGS.merge] + sorted(glob.glob(os.path.join(synth, "truffld-*.jsonl"))) + ["-o", merged, "-q"],
+                       check=True)
+        subprocess.run([ARGS.diag, merged, "-o", diag, "--llm", "off", "-q"], check=True)
+        dom_text, log = chromium(self.browser, self.profile, "--dump-dom", "file://" + os.path.join(diag, "report.html"))
+        self.assertIn('id="headline"', dom_text)
+        self.assertIn('id="steptime-plot"', dom_text)
+        plot = dom_text[dom_text.index('id="steptime-plot"'):]
+        self.assertIn(">rank 0<", plot[:plot.index("</svg>")])
+        self.assertNotIn(">rank ?<", dom_text)
+        for bad in ("Content Security Policy", "Uncaught", "Refused to"):
+            self.assertNotIn(bad, log)
 
     def test_screenshot(self):
         shot = os.path.join(ARGS.work, "report.png")

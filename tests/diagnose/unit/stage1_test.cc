@@ -190,10 +190,12 @@ TEST(Fusion, IntersectsCandidatesWithStageTwo) {
 TEST(TreeReader, RegimeFollowsTheVerticalTreesGraphLaunch) {
   auto tree = [](int step, const char* view, bool graph) {
     std::string call = graph ? R"(,"children":[{"name":"cudaGraphLaunch_v10000","layer":"runtime_call","family":"cudaGraphLaunch","start":10,"end":20,"thread_id":7}])" : "";
+    // A horizontal view is a unit only with communication in it.
+    const std::string comm = R"(,"children":[{"name":"ncclAllReduce","layer":"comm","family":"ncclAllReduce","start":30,"end":60,"thread_id":7}])";
     return std::string(R"({"schema":"truffld.trees/1","rank":0,"step_index":)") + std::to_string(step) +
            R"(,"step":"s","requests":["a"],"request":"a","view":")" + view +
            R"(","phase":"unknown","start":0,"end":100,"root":{"name":"s","layer":"step","family":"step","start":0,"end":100)" +
-           (std::string(view) == "vertical" ? call : "") + "}}";
+           (std::string(view) == "vertical" ? call : comm) + "}}";
   };
   TreeReader r;
   r.ParseLine(tree(0, "vertical", false), "t:1");

@@ -119,6 +119,20 @@ TEST(TreeReaderSplit, PhaseIsNormalisedAndTakenFromTheFirstTreeThatNamesIt) {
   EXPECT_EQ(t.features[0][kPhaseCode], PhaseCode("prefill"));
 }
 
+TEST(TreeReaderSplit, AHorizontalViewWithNoCommunicationIsNotAUnit) {
+  // A single-rank run: the merge writes each step's horizontal tree, with nothing in it.
+  const std::string empty = OneLine(R"({"schema":"truffld.trees/1","rank":0,"process_id":1,"step_index":4,
+    "step":"s","requests":["a","b"],"request":"a","view":"horizontal","start":0,"end":1000,
+    "root":{"name":"s","layer":"step","family":"step","start":0,"end":1000,"children":[]}})");
+  TreeReader r;
+  r.ParseLine(Tree(R"("phase":"decode",)"), "t:1");
+  r.ParseLine(empty, "t:2");
+  InstanceTable t = r.Finish();
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps[0].view, View::kVertical);
+  EXPECT_EQ(r.stats().empty_horizontal, 1u);
+}
+
 TEST(TreeReaderSplit, GroupedLinesAreAccepted) {
   TreeReader r;
   r.set_outside_time(false);  // operator instances only (outside_time_test.cc)
