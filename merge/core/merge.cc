@@ -156,8 +156,19 @@ Status StrictCheck(const MergeSummary& summary) {
 
 }  // namespace
 
+// One process and no rank anywhere (a plain PyTorch program, one profiler trace): it is rank 0.
+static void AssumeRankZero(std::vector<TraceFile>* files) {
+  if (files->empty()) return;
+  const FileMeta& first = (*files)[0].meta;
+  for (const TraceFile& f : *files) {
+    if (f.meta.rank || f.meta.host != first.host || f.meta.process_id != first.process_id) return;
+  }
+  for (TraceFile& f : *files) f.meta.rank = 0;
+}
+
 Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& options) {
   MergeResult res;
+  AssumeRankZero(&files);
   res.files = std::move(files);
   res.summary.axis_clock = "realtime";
   const size_t nf = res.files.size();

@@ -210,6 +210,24 @@ TEST(Merge, StepIndexIsPerRankAcrossFilesOnTheAlignedAxis) {
   ASSERT_EQ(r->summary.ranks.size(), 2u);
 }
 
+TEST(Merge, OneProcessWithoutARankIsRankZero) {
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(Meta(-1, "realtime", 0, 0, 12) + Step("execute_model", 5, 6, 12), "c.jsonl"));
+  auto one = Merge(std::move(files), {});
+  ASSERT_TRUE(one.ok());
+  ASSERT_FALSE(one->trees.empty());
+  EXPECT_EQ(one->trees[0].rank, std::optional<int64_t>(0));
+  ASSERT_EQ(one->summary.ranks.size(), 1u);
+  EXPECT_EQ(one->summary.ranks[0].rank, std::optional<int64_t>(0));
+  // Two processes without ranks: which is which is unknown, so neither is numbered.
+  files.clear();
+  files.push_back(FileFromLines(Meta(-1, "realtime", 0, 0, 12) + Step("execute_model", 5, 6, 12), "c.jsonl"));
+  files.push_back(FileFromLines(Meta(-1, "realtime", 0, 0, 13) + Step("execute_model", 5, 6, 13), "d.jsonl"));
+  auto two = Merge(std::move(files), {});
+  ASSERT_TRUE(two.ok());
+  for (const Tree& t : two->trees) EXPECT_FALSE(t.rank.has_value());
+}
+
 TEST(Merge, ImplicitStepWhenFileHasNoStepRange) {
   std::string d = Meta(2, "realtime", 0, 0, 5) + Step("aten::mm", 10, 50, 5) +
                   "{\"type\":\"RUNTIME\",\"name\":\"cudaLaunchKernel\",\"start\":20,\"end\":30,\"correlation_id\":1,\"process_id\":5,\"thread_id\":1}\n"
