@@ -4,6 +4,7 @@
   check_merge_robust.py regex  MERGE    user regexes that make a backtracking engine hang
   check_merge_robust.py stdin  MERGE    a dump on stdin that repeats one given in a folder
   check_merge_robust.py fifo   MERGE    a FIFO inside an input folder is listed as skipped
+  check_merge_robust.py gzcut  MERGE    a .gz dump cut inside its last line: one malformed line
   check_merge_robust.py lock   MERGE    a second run on a locked OUTDIR exits 3 naming the holder
 
 No check is timed: a hang is caught by the ctest TIMEOUT of the test.
@@ -158,9 +159,30 @@ def lock(merge):
     print("lock: a held OUTDIR lock gives exit 3 naming it; --wait-lock waits; a symlink is refused")
 
 
+# A gzip dump cut short inside a line: the cut line and the stream's early end are one problem
+# (malformed_lines 1; it was 2: truncated_last_line and read_warning).
+def gzcut(merge):
+    import gzip
+    body = dump_with_steps(20000).encode()
+    packed = gzip.compress(body)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cut.jsonl.gz")
+        with open(path, "wb") as f:
+            f.write(packed[:len(packed) // 2])
+        out = os.path.join(tmp, "out")
+        p = run(merge, [path, "-o", out, "-q"], timeout=50)
+        if p.returncode != 0:
+            sys.exit(f"gzcut: exit {p.returncode}: {p.stderr[-500:]}")
+        f = summary(out)["files"][0]
+        ingest = {k: v for k, v in f["ingest"].items() if v}
+        if f["counters"]["malformed_lines"] != 1 or ingest.get("truncated_last_line") != 1:
+            sys.exit(f"gzcut: one cut line counted as {f['counters']['malformed_lines']} malformed lines: {ingest}")
+    print(f"gzcut: a gzip dump cut mid-line counts one malformed line ({ingest})")
+
+
 def main():
     mode, merge = sys.argv[1], os.path.abspath(sys.argv[2])
-    {"regex": regex, "stdin": stdin, "fifo": fifo, "lock": lock}[mode](merge)
+    {"regex": regex, "stdin": stdin, "fifo": fifo, "lock": lock, "gzcut": gzcut}[mode](merge)
 
 
 if __name__ == "__main__":
