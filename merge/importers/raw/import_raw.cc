@@ -63,6 +63,8 @@ Result<TraceFile> ReadRawJsonl(std::unique_ptr<ByteSource> src, const ImportOpti
       return file;
     }
   }
+  parser.Finish();
+  if (options.strict && parser.problems()) return ParseError(parser.first_problem());
   ReportReadProblems(r, &file);
   if (file.meta.format.empty()) file.meta.format = "truffld";
   if (file.meta.process_id == kNone) {
