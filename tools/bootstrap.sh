@@ -16,7 +16,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   # libraries
   nlohmann-json3-dev libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcurl4-openssl-dev libsimdjson-dev libzstd-dev libsqlite3-dev zlib1g-dev libisal-dev
+  libcurl4-openssl-dev libsimdjson-dev libzstd-dev libsqlite3-dev zlib1g-dev libisal-dev libre2-dev
   # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks
   python3 python3-jsonschema python3-numpy python3-sklearn python3-torch
   # libFuzzer targets

@@ -14,6 +14,11 @@ const char* const kExitStatusHelp =
     "Exit status: 0 success; 1 an input could not be used (missing, unreadable, nothing to read);\n"
     "2 usage error (a bad flag or value); 3 an output could not be written.\n";
 
+const char* const kOutputLockHelp =
+    "One run writes an OUTDIR at a time: a run holds an exclusive lock on OUTDIR/.truffld.lock\n"
+    "(never followed if it is a symlink) while it works; a second run on the same OUTDIR exits 3\n"
+    "at once naming the holder (tool and pid), or waits for it with --wait-lock.\n";
+
 std::string VersionLine(const char* tool) { return std::string(tool) + " " + VersionString(); }
 
 Progress::Progress(bool quiet) : enabled_(!quiet && ::isatty(STDERR_FILENO) != 0) {}

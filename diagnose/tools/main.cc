@@ -15,6 +15,7 @@
 #include "truffld/atomic_file.h"
 #include "truffld/cli.h"
 #include "truffld/cli_parse.h"
+#include "truffld/output_lock.h"
 #include "report/html_report.h"
 #include "report/output.h"
 #include "report/stats_table.h"
@@ -214,6 +215,8 @@ int Run(Args& a) {
   std::error_code ec;
   fs::create_directories(a.outdir, ec);
   if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
+  auto lock = truffld::OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);  // held until exit
+  if (!lock.ok()) return Fail(kExitOutput, lock.status().message());
 
   td::StageTwo stage2(cfg);
   auto result = [&] {
@@ -271,7 +274,7 @@ int main(int argc, char** argv) {
   CLI::App app{"truffld-diagnose: label abnormal steps and faulty operators in merged LLM-inference traces.\n"
                "Stage I compares every operator with peers that did the same work; Stage II confirms with an LLM\n"
                "(OpenAI-compatible endpoint) or, offline, with the same decision policy as code."};
-  app.footer(std::string(td::kFooter) + truffld::kExitStatusHelp);
+  app.footer(std::string(td::kFooter) + truffld::kOutputLockHelp + truffld::kExitStatusHelp);
   truffld::AddVersionFlag(app, "truffld-diagnose");
   td::AddOptions(app, &a);
   if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;

@@ -25,6 +25,9 @@ void AddGeneralOptions(CLI::App& app, Args* a) {
                "the previous step's end, when the steps share a request or name none) and '(calls "
                "under the step)' (CUDA calls with no operator around them, e.g. an input copy)");
   app.add_option("--threads", a->s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
+  app.add_flag("--wait-lock", a->wait_lock,
+               "when another run is writing OUTDIR (it holds OUTDIR/.truffld.lock), wait for it "
+               "instead of exiting 3 at once");
   app.add_flag("-q,--quiet", a->quiet, "print nothing on success: no stdout table, no progress (warnings and errors still go to stderr)");
 }
 

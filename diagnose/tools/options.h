@@ -19,7 +19,7 @@ struct Args {
   PeerStageOptions peer;
   std::string export_tests;
   std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
-  bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false;
+  bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false, wait_lock = false;
   bool outside_operators = true;  // judge the time no operator range covers (TreeReader::set_outside_time)
   size_t report_cards = 500;
 };

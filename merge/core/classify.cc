@@ -12,8 +12,8 @@
 namespace truffld::merge {
 namespace {
 
-// Rules, request regexes and the demangler only look at a name's first 4 KiB: libstdc++'s
-// std::regex recurses per character and would exhaust the stack on a 1 MB name.
+// Rules, request regexes and the demangler only look at a name's first 4 KiB: RE2's time is
+// linear in the text, and the cap keeps it small per name and rule on 1 MB names.
 constexpr size_t kMaxMatchedNameBytes = 4096;
 
 // Default request-id pattern: the text after "request_ids:" up to an unescaped ']'.
@@ -21,7 +21,7 @@ constexpr const char* kDefaultRequestRegex = R"(request_ids:((?:[^\]\\]|\\.)*))"
 
 // kDefaultRequestRegex by hand, for names of any length: the text after the first
 // "request_ids:" up to an unescaped ']' (a '\' at the end or before a line break is not taken,
-// as the regex's "\\." does not take it: ECMAScript's '.' matches no line terminator).
+// as the regex's "\\." does not take it: RE2's '.' matches no line break).
 // *closed: a ']' ended it. Empty (and closed) without "request_ids:".
 std::string_view DefaultRequestBody(std::string_view name, bool* closed) {
   constexpr std::string_view kKey = "request_ids:";
@@ -32,7 +32,7 @@ std::string_view DefaultRequestBody(std::string_view name, bool* closed) {
   size_t i = begin;
   while (i < name.size() && name[i] != ']') {
     if (name[i] == '\\') {
-      if (i + 1 >= name.size() || name[i + 1] == '\n' || name[i + 1] == '\r') break;
+      if (i + 1 >= name.size() || name[i + 1] == '\n') break;
       ++i;
     }
     ++i;
@@ -60,7 +60,7 @@ std::vector<std::string> SplitRequestIds(std::string_view body) {
 
 // Hand-written equivalents of the two identifier-class built-in regexes: realistic operator
 // names ("_C::rms_norm, op_id = 269", numbered, so never in the class cache) reach the last rule,
-// where libstdc++'s std::regex took about 6 000 instructions a name. The differential test
+// where a regex engine takes thousands of instructions a name. The differential test
 // (regex_prefilter_test) checks them against the regexes.
 inline bool IdentStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 inline bool IdentChar(char c) { return IdentStart(c) || (c >= '0' && c <= '9'); }
@@ -158,13 +158,9 @@ std::vector<std::string> SplitWords(std::string_view s) {
 }
 
 Status CompileRule(Rule* r, bool icase, std::string_view origin, std::string_view needs = "") {
-  try {
-    auto flags = std::regex::ECMAScript | std::regex::optimize;
-    if (icase) flags |= std::regex::icase;
-    r->compiled = std::regex(r->name_regex, flags);
-  } catch (const std::regex_error& e) {
-    return InvalidArgument(std::string(origin) + ": bad name_regex '" + r->name_regex + "': " + e.what());
-  }
+  Result<Pattern> p = Pattern::Compile(r->name_regex, icase);
+  if (!p.ok()) return InvalidArgument(std::string(origin) + ": name_regex: " + p.status().message());
+  r->compiled = std::move(*p);
   r->prefilter = RegexPrefilter::Analyse(r->name_regex, icase, SplitWords(needs));
   return Status::Ok();
 }
@@ -188,16 +184,12 @@ Rules Rules::Defaults() {
 }
 
 Status Rules::SetRequestRegex(const std::string& re) {
-  try {
-    auto compiled = std::make_shared<std::regex>(re, std::regex::ECMAScript);
-    if (compiled->mark_count() < 1)
-      return InvalidArgument("request regex '" + re + "' needs one capture group holding the ids");
-    request_re_ = std::move(compiled);
-    request_regex_ = re;
-    request_filter_ = RegexPrefilter::Analyse(re, false);
-  } catch (const std::regex_error& e) {
-    return InvalidArgument("bad request regex '" + re + "': " + e.what());
-  }
+  Result<Pattern> p = Pattern::Compile(re);
+  if (!p.ok()) return InvalidArgument("request regex: " + p.status().message());
+  if (p->groups() < 1) return InvalidArgument("request regex '" + re + "' needs one capture group holding the ids");
+  request_re_ = std::move(*p);
+  request_regex_ = re;
+  request_filter_ = RegexPrefilter::Analyse(re, false);
   return Status::Ok();
 }
 
@@ -245,7 +237,8 @@ Result<Rules> Rules::FromJson(std::string_view text, std::string_view origin) {
   out.rules_.insert(out.rules_.begin(), std::make_move_iterator(user.begin()), std::make_move_iterator(user.end()));
   if (doc.contains("request_regex")) {
     if (!doc["request_regex"].is_string()) return ParseError(where + ": \"request_regex\" must be a string");
-    TRUFFLD_RETURN_IF_ERROR(out.SetRequestRegex(doc["request_regex"].get<std::string>()));
+    Status st = out.SetRequestRegex(doc["request_regex"].get<std::string>());
+    if (!st.ok()) return InvalidArgument(where + ": " + st.message());
   }
   return out;
 }
@@ -259,12 +252,12 @@ Result<Rules> Rules::Load(const std::string& path) {
 }
 
 Layer Rules::Classify(std::string_view name, std::string_view domain, std::string_view category) const {
-  name = name.substr(0, kMaxMatchedNameBytes);  // std::regex recursion depth grows with length
+  name = name.substr(0, kMaxMatchedNameBytes);  // bounds the regexes' (linear) time
   for (const Rule& r : rules_) {
     if (!r.domain.empty() && r.domain != domain) continue;
     if (!r.category.empty() && r.category != category) continue;
     if (r.name_regex.empty()) return r.layer;
-    const bool match = !prefilter_ ? std::regex_search(name.begin(), name.end(), r.compiled)
+    const bool match = !prefilter_ ? r.compiled.Search(name)
                        : r.matcher ? r.matcher(name)
                                    : r.prefilter.Search(name, r.compiled);
     if (!match) continue;
@@ -280,24 +273,24 @@ bool Rules::NumberBlind() const {
 }
 
 std::vector<std::string> Rules::ParseRequests(std::string_view step_name) const {
-  if (!request_re_) return {};
+  if (request_regex_.empty()) return {};
   if (request_regex_ == kDefaultRequestRegex) {
     bool closed;
     return SplitRequestIds(DefaultRequestBody(step_name, &closed));
   }
   step_name = step_name.substr(0, kMaxMatchedNameBytes);
-  std::match_results<std::string_view::const_iterator> m;
-  auto flags = std::regex_constants::match_default;
+  bool at_start = false;
   if (prefilter_) {
     if (request_filter_.Check(step_name) == RegexPrefilter::Verdict::kNo) return {};
-    if (request_filter_.anchored) flags = std::regex_constants::match_continuous;
+    at_start = request_filter_.anchored;
   }
-  if (!std::regex_search(step_name.begin(), step_name.end(), m, *request_re_, flags) || !m[1].matched) return {};
-  return SplitRequestIds(std::string_view(&*m[1].first, static_cast<size_t>(m[1].length())));
+  std::string_view ids;
+  if (!request_re_.SearchGroup1(step_name, at_start, &ids)) return {};
+  return SplitRequestIds(ids);
 }
 
 bool Rules::RequestsCut(std::string_view step_name) const {
-  if (!request_re_) return false;
+  if (request_regex_.empty()) return false;
   if (request_regex_ != kDefaultRequestRegex) return step_name.size() > kMaxMatchedNameBytes;
   bool closed;
   const std::string_view body = DefaultRequestBody(step_name, &closed);

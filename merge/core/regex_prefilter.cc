@@ -132,14 +132,13 @@ RegexPrefilter::Verdict RegexPrefilter::Check(std::string_view name) const {
   return Verdict::kMaybe;
 }
 
-bool RegexPrefilter::Search(std::string_view name, const std::regex& re) const {
+bool RegexPrefilter::Search(std::string_view name, const Pattern& re) const {
   switch (Check(name)) {
     case Verdict::kNo: return false;
     case Verdict::kYes: return true;
     case Verdict::kMaybe: break;
   }
-  const auto flags = anchored ? std::regex_constants::match_continuous : std::regex_constants::match_default;
-  return std::regex_search(name.begin(), name.end(), re, flags);
+  return re.Search(name, anchored);
 }
 
 namespace {

@@ -31,8 +31,8 @@ DeviceWindows DeviceWindowsOf(const FileMeta& meta, const ClockMap& clock) {
   }
   DeviceWindows out;
   for (const auto& [id, s] : by_id) {
-    // A window missing its start (dropped, or opened before the dump began) ran from the
-    // beginning (first stays INT64_MIN); one missing its end, to the end.
+    // A window missing its end ran to the end. (The raw importer drops ends whose window never
+    // started, reported as bad_field; an edge of unknown kind, taken for a start, keeps its own.)
     out.spans.emplace_back(s.first, s.last == kNone ? std::numeric_limits<TimeNs>::max() : s.last);
   }
   std::sort(out.spans.begin(), out.spans.end());

@@ -95,6 +95,8 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
   if (!src.ok()) return src.status();
   auto head = (*src)->Peek(kSniffBytes);
   if (!head.ok()) return head.status();
+  std::string meta;
+  std::string identity = DumpIdentity(*head, &meta);
   switch (SniffFormatFromPrefix(*head)) {
     case InputFormat::kNsys:
       // SQLite reads the database in place, by its path.
@@ -106,7 +108,9 @@ Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& optio
     case InputFormat::kKineto: return CheckThreadCount(ImportKineto(std::move(*src), options));
     case InputFormat::kRawJsonl: break;
   }
-  return CheckThreadCount(ImportRawJsonl(std::move(*src), options));
+  Result<TraceFile> r = CheckThreadCount(ImportRawJsonl(std::move(*src), options));
+  if (r.ok()) r->meta.identity = std::move(identity);
+  return r;
 }
 
 // Inside directories only trace-like names are taken (files named explicitly always are).
@@ -140,6 +144,7 @@ const char* SkipKindName(SkipKind k) noexcept {
     case SkipKind::kNotTrace: return "not_a_trace";
     case SkipKind::kTruffldOutput: return "truffld_output";
     case SkipKind::kDuplicate: return "duplicate";
+    case SkipKind::kNotRegular: return "not_a_regular_file";
   }
   return "?";
 }
@@ -183,18 +188,20 @@ Candidate Probe(const std::string& path, bool in_directory, std::string* why) {
   const std::string& prefix = *read;
   c.own_output = TruffldOutputKind(prefix);
   if (!c.own_output.empty() || (in_directory && !TraceContent(prefix, why))) return c;
-  const size_t i = prefix.find_first_not_of(" \t\r\n");
-  const size_t nl = prefix.find('\n', i == std::string::npos ? 0 : i);
-  if (i != std::string::npos && nl != std::string::npos) {
-    std::string_view first = std::string_view(prefix).substr(i, nl - i);
-    if (first.find("\"type\":\"META\"") != std::string_view::npos ||
-        first.find("\"type\": \"META\"") != std::string_view::npos) {
-      c.meta = std::string(first);
-      c.content_key = c.meta + "\n" + std::to_string(prefix.size()) + ":" +
-                      std::to_string(std::hash<std::string>()(prefix));
-    }
-  }
+  c.content_key = DumpIdentity(prefix, &c.meta);
   return c;
+}
+
+// Why a directory entry with a trace-like name is not read: what it is instead.
+std::string NotRegularReason(const std::filesystem::file_status& st) {
+  namespace fs = std::filesystem;
+  const char* what = st.type() == fs::file_type::fifo        ? "a FIFO (named pipe)"
+                     : st.type() == fs::file_type::socket    ? "a socket"
+                     : st.type() == fs::file_type::block     ? "a block device"
+                     : st.type() == fs::file_type::character ? "a character device"
+                     : st.type() == fs::file_type::not_found ? "a dangling symbolic link"
+                                                             : "not a regular file";
+  return std::string(what) + " inside an input directory: not read (name it explicitly to read it)";
 }
 
 // "host h, process 12, rank 0" from a META line (as much of it as is there).
@@ -211,6 +218,45 @@ std::string DescribeMeta(const std::string& meta) {
 }
 
 }  // namespace
+
+std::string DumpIdentity(std::string_view prefix, std::string* meta) {
+  meta->clear();
+  const size_t i = prefix.find_first_not_of(" \t\r\n");
+  const size_t nl = prefix.find('\n', i == std::string::npos ? 0 : i);
+  if (i == std::string::npos || nl == std::string::npos) return "";
+  std::string_view first = prefix.substr(i, nl - i);
+  if (first.find("\"type\":\"META\"") == std::string_view::npos &&
+      first.find("\"type\": \"META\"") == std::string_view::npos)
+    return "";
+  *meta = std::string(first);
+  return *meta + "\n" + std::to_string(prefix.size()) + ":" + std::to_string(std::hash<std::string_view>()(prefix));
+}
+
+void DropRepeatedDumps(std::vector<std::string>* paths, std::vector<Result<TraceFile>>* imported,
+                       std::vector<SkippedInput>* skipped) {
+  std::map<std::string, std::string> seen;  // identity -> the input kept
+  size_t kept = 0;
+  for (size_t i = 0; i < imported->size(); ++i) {
+    Result<TraceFile>& r = (*imported)[i];
+    if (r.ok() && !r->meta.identity.empty()) {
+      auto [it, fresh] = seen.emplace(r->meta.identity, (*paths)[i]);
+      if (!fresh) {
+        std::string meta;
+        DumpIdentity(r->meta.identity, &meta);
+        skipped->push_back({(*paths)[i], "the same dump as " + it->second + " (" + DescribeMeta(meta) +
+                            ", same first 64 KiB)", SkipKind::kDuplicate});
+        continue;
+      }
+    }
+    if (kept != i) {
+      (*paths)[kept] = std::move((*paths)[i]);
+      (*imported)[kept] = std::move(r);
+    }
+    ++kept;
+  }
+  paths->resize(kept);
+  imported->erase(imported->begin() + ptrdiff_t(kept), imported->end());
+}
 
 Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs,
                                               std::vector<SkippedInput>* skipped) {
@@ -230,7 +276,16 @@ Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& in
     std::vector<Candidate> found;
     for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      if (!it->is_regular_file(ec) || !LooksLikeTrace(it->path().filename().string())) continue;
+      if (!LooksLikeTrace(it->path().filename().string())) continue;
+      std::error_code type_ec;
+      const fs::file_status type = it->status(type_ec);  // through symlinks
+      if (type.type() != fs::file_type::regular) {
+        // A FIFO would block the run waiting for a writer; a socket or device is no dump:
+        // listed, never passed over in silence. (Folders are descended into.)
+        if (type.type() != fs::file_type::directory)
+          skip(it->path().string(), NotRegularReason(type), SkipKind::kNotRegular);
+        continue;
+      }
       why.clear();
       Candidate c = Probe(it->path().string(), true, &why);
       if (why.empty()) found.push_back(std::move(c));

@@ -18,6 +18,7 @@
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/writers.h"
+#include "truffld/output_lock.h"
 #include "truffld/terminal_text.h"
 
 using namespace truffld;
@@ -99,11 +100,21 @@ std::optional<std::string> MissingInput(const std::vector<std::string>& inputs) 
   return std::nullopt;
 }
 
+// Tells stderr about the skipped inputs from index `from` on (not the non-trace files found in
+// folders, which only the summary lists).
+void PrintSkipped(const std::vector<SkippedInput>& skipped, size_t from) {
+  for (size_t i = from; i < skipped.size(); ++i) {
+    const SkippedInput& s = skipped[i];
+    if (s.kind != SkipKind::kNotTrace)
+      std::cerr << "truffld-merge: skipping " << EscapeForTerminal(s.path) << ": " << EscapeForTerminal(s.reason) << "\n";
+  }
+}
+
 struct Args {
   std::vector<std::string> inputs;
   std::string outdir, rules_path, request_regex;
   bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
-  bool keep_cache = false, no_direct = false;
+  bool keep_cache = false, no_direct = false, wait_lock = false;
   int threads = 2;
 };
 
@@ -111,10 +122,13 @@ void AddFlags(CLI::App& app, Args& a) {
   app.add_option("inputs", a.inputs, "Input files or directories (format detected from content)")->required();
   app.add_option("-o,--out", a.outdir, "Output directory (created if missing)")->required();
   app.add_option("--rules", a.rules_path,
-                 "Classification rules JSON (schemas/rules.schema.json); tried before the built-in rules");
+                 "Classification rules JSON (schemas/rules.schema.json); tried before the built-in rules. "
+                 "Its name_regex and request_regex are RE2 syntax (linear-time: no backreferences or "
+                 "lookaround); an invalid one is a usage error (exit 2) naming the rule");
   app.add_option("--request-regex", a.request_regex,
-                 "Regex whose first group holds a step's request ids separated by '_' "
-                 "(default: request_ids:(...) as in step_execute_model[request_ids:0_1_2])");
+                 "RE2 regex whose first group holds a step's request ids separated by '_' "
+                 "(default: request_ids:(...) as in step_execute_model[request_ids:0_1_2]); "
+                 "an invalid one is a usage error (exit 2)");
   app.add_flag("--strict", a.strict, "Any bad record, unreadable file or unlinkable device op is fatal");
   app.add_option("--threads", a.threads, "Threads for parsing and building (one file per thread); with 2 or more, trees.jsonl and trace.json are also written at the same time")
       ->default_val(2)->check(CLI::Range(1, 256));
@@ -132,6 +146,9 @@ void AddFlags(CLI::App& app, Args& a) {
                "Write the outputs through the page cache instead of with direct I/O (the default, "
                "which skips the cache and costs the least CPU; the page cache is used anyway where "
                "the file system refuses direct I/O, such as tmpfs); the same as --keep-page-cache");
+  app.add_flag("--wait-lock", a.wait_lock,
+               "When another run is writing OUTDIR (it holds OUTDIR/.truffld.lock), wait for it "
+               "instead of exiting 3 at once");
   app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
 }
 
@@ -184,23 +201,22 @@ int Run(const Args& a) {
   }
   if (!a.request_regex.empty()) {
     Status st = opt.rules.SetRequestRegex(a.request_regex);
-    if (!st.ok()) return Fail(kExitUsage, st.ToString());
+    if (!st.ok()) return Fail(kExitUsage, "--request-regex: " + st.message());
   }
   if (auto missing = MissingInput(a.inputs)) return Fail(kExitInput, *missing);
   RunInfo run;
   auto paths = ExpandInputs(a.inputs, &run.skipped_inputs);
   if (!paths.ok()) return Fail(kExitInput, paths.status().ToString());
-  for (const SkippedInput& s : run.skipped_inputs) {
-    if (s.kind != SkipKind::kNotTrace) std::cerr << "truffld-merge: skipping " << EscapeForTerminal(s.path) << ": " << EscapeForTerminal(s.reason) << "\n";
-  }
+  PrintSkipped(run.skipped_inputs, 0);
   if (paths->empty()) return Fail(kExitInput, "nothing to merge: no trace file among the inputs");
   std::error_code ec;
   std::filesystem::create_directories(a.outdir, ec);
   if (ec) return Fail(kExitOutput, a.outdir + ": cannot create directory: " + ec.message());
+  auto lock = OutputLock::Acquire(a.outdir, "truffld-merge", a.wait_lock);  // held until exit
+  if (!lock.ok()) return Fail(kExitOutput, lock.status().message());
 
   Progress progress(a.quiet);
   run.version = VersionString();
-  run.inputs = *paths;
   run.tree_layout = a.per_request ? TreeLayout::kPerRequest : TreeLayout::kGrouped;
   std::vector<TraceFile> files;
   std::vector<Result<TraceFile>> imported;
@@ -211,6 +227,10 @@ int Run(const Args& a) {
     io.keep_args = !a.no_trace;  // only trace.json shows them
     imported = ImportAll(*paths, io, a.threads);
   }
+  const size_t skipped_before = run.skipped_inputs.size();
+  DropRepeatedDumps(&*paths, &imported, &run.skipped_inputs);  // a stream that repeats an input
+  PrintSkipped(run.skipped_inputs, skipped_before);
+  run.inputs = *paths;
   for (size_t i = 0; i < imported.size(); ++i) {
     if (imported[i].ok()) { files.push_back(std::move(imported[i].value())); continue; }
     std::string why = imported[i].status().ToString();
@@ -239,7 +259,7 @@ int Run(const Args& a) {
 
 int main(int argc, char** argv) {
   CLI::App app{kDescription, "truffld-merge"};
-  app.footer(std::string("\n") + kExitStatusHelp);
+  app.footer(std::string("\n") + kOutputLockHelp + kExitStatusHelp);
   AddVersionFlag(app, "truffld-merge");
   Args a;
   AddFlags(app, a);

@@ -54,7 +54,8 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   j["failed_inputs"] = failed;
   ordered_json skipped = ordered_json::array();
   ordered_json skipped_by_kind = ordered_json::object();
-  for (SkipKind k : {SkipKind::kNotTrace, SkipKind::kTruffldOutput, SkipKind::kDuplicate}) skipped_by_kind[SkipKindName(k)] = 0;
+  for (SkipKind k : {SkipKind::kNotTrace, SkipKind::kTruffldOutput, SkipKind::kDuplicate, SkipKind::kNotRegular})
+    skipped_by_kind[SkipKindName(k)] = 0;
   for (const SkippedInput& in : run.skipped_inputs) {
     skipped.push_back({{"path", in.path}, {"reason", in.reason}, {"kind", SkipKindName(in.kind)}});
     skipped_by_kind[SkipKindName(in.kind)] = skipped_by_kind[SkipKindName(in.kind)].get<uint64_t>() + 1;
@@ -165,7 +166,8 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
   static constexpr std::pair<SkipKind, const char*> kSkipped[] = {
       {SkipKind::kNotTrace, "non-trace file(s) found in input directories"},
       {SkipKind::kTruffldOutput, "truffld output(s), not inputs"},
-      {SkipKind::kDuplicate, "repeated input(s) (same file or same dump as an earlier one)"}};
+      {SkipKind::kDuplicate, "repeated input(s) (same file or same dump as an earlier one)"},
+      {SkipKind::kNotRegular, "FIFO(s), socket(s) or device(s) found in input directories"}};
   for (const auto& [kind, what] : kSkipped) {
     std::vector<const std::string*> paths;
     for (const SkippedInput& in : run.skipped_inputs) if (in.kind == kind) paths.push_back(&in.path);

@@ -23,6 +23,9 @@ enum ExitCode : int {
 
 // The exit-status paragraph every --help ends with.
 extern const char* const kExitStatusHelp;
+// The paragraph of the tools that hold an output lock (truffld/output_lock.h) and take
+// --wait-lock: truffld-merge and truffld-diagnose.
+extern const char* const kOutputLockHelp;
 
 // "0.1.0" from CMake's project version, plus " (git <describe>)" when built from a git checkout.
 const char* VersionString();

@@ -24,11 +24,13 @@ void Reserve(const ByteSource& src, TraceFile* file) {
 }
 
 // What the reader met besides lines: each counted once, its message printed with file:line once.
-// The truncated last line was reported by the parser (ParseCutLine); its warning is not repeated.
+// The truncated last line was reported by the parser (ParseCutLine); its warning is not repeated,
+// nor is a compressed stream's "ends early" (line 0), which is the same cut: one cut line at the
+// end of a .gz/.zst dump is one malformed line.
 void ReportReadProblems(const LineReader& r, TraceFile* file) {
   const std::string& path = file->meta.path;
   for (const LineWarning& w : r.warnings()) {
-    if (r.truncated_last_line() && w.line == r.line_number()) continue;
+    if (r.truncated_last_line() && (w.line == r.line_number() || w.line == 0)) continue;
     file->stats.Report(path + ":" + std::to_string(w.line), Problem::kReadWarning, w.text);
   }
   if (r.long_lines_skipped()) file->stats.Add(Problem::kLongLinesSkipped, r.long_lines_skipped());
@@ -61,6 +63,8 @@ Result<TraceFile> ReadRawJsonl(std::unique_ptr<ByteSource> src, const ImportOpti
       return file;
     }
   }
+  parser.Finish();
+  if (options.strict && parser.problems()) return ParseError(parser.first_problem());
   ReportReadProblems(r, &file);
   if (file.meta.format.empty()) file.meta.format = "truffld";
   if (file.meta.process_id == kNone) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "core/nvtx_pairing.h"
@@ -38,6 +39,8 @@ struct RawLineParser::Impl {
   StrId domain_only = kNoStr;
   uint32_t domain_only_extra = kNoExtra;
   LastString last_domain, last_api_name;
+  // Source line of each entry of meta.device_window_edges (for Finish's messages).
+  std::vector<uint64_t> window_lines;
   // Folding state per thread index (set_fold_push_pop).
   struct FoldThread {
     TimeNs last = INT64_MIN;  // time of the thread's latest push or pop
@@ -239,6 +242,26 @@ void RawLineParser::set_fast_path(bool on) {
                                       });
 }
 
+void RawLineParser::Finish() {
+  // A window end whose window never started (in any order in the file) is no window: taken as
+  // one from the file's start it would mark every earlier step as having device detail.
+  using E = FileMeta::WindowEdge;
+  auto& edges = out_->meta.device_window_edges;
+  std::unordered_set<int64_t> started;
+  for (const auto& w : edges)
+    if (w.edge != E::kEnd) started.insert(w.id);
+  size_t kept = 0;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (edges[i].edge == E::kEnd && !started.count(edges[i].id)) {
+      ReportProblem(impl_->window_lines[i], Problem::kBadField,
+                    "DEVICE_WINDOW end of window " + std::to_string(edges[i].id) + " without its start; ignored");
+      continue;
+    }
+    edges[kept++] = edges[i];
+  }
+  edges.resize(kept);
+}
+
 void RawLineParser::ParseCutLine(std::string_view line, uint64_t line_no) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank: nothing lost
   cut_line_ = true;
@@ -289,7 +312,13 @@ void RawLineParser::ParseLine(std::string_view line, uint64_t line_no) {
         const E edge = f.edge == "start" ? E::kStart : f.edge == "end" ? E::kEnd : E::kUnknown;
         if (edge == E::kUnknown)
           ReportProblem(line_no, Problem::kMissingField, "DEVICE_WINDOW record without \"edge\": \"start\" or \"end\"");
+        if (f.v[kId] < 0) {
+          ReportProblem(line_no, Problem::kBadField,
+                        "DEVICE_WINDOW \"id\" " + std::to_string(f.v[kId]) + " is negative (ids count from 0); ignored");
+          return;
+        }
         out_->meta.device_window_edges.push_back({f.v[kId], f.v[kTimestamp], edge});
+        impl_->window_lines.push_back(line_no);
       }
       return;
     default: break;

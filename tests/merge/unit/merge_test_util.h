@@ -20,6 +20,7 @@ inline TraceFile FileFromLines(const std::string& text, const std::string& name 
   std::string line;
   uint64_t n = 0;
   while (std::getline(in, line)) p.ParseLine(line, ++n);
+  p.Finish();
   if (f.meta.format.empty()) f.meta.format = "truffld";
   f.SortThreads();  // as every importer does last
   return f;

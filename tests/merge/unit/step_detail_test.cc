@@ -183,6 +183,29 @@ TEST(StepDetail, AWindowRecordWithoutIdOrTimestampIsReported) {
   EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false}));
 }
 
+// A window end with no start anywhere in the file, and a window with a negative id: each is
+// a malformed record (bad_field, with its line), and neither gives the steps before it device
+// detail (the lone end was taken for a window from the file's start).
+TEST(StepDetail, AWindowEndWithoutStartAndANegativeIdAreReported) {
+  for (bool fast : {true, false}) {
+    std::vector<TraceFile> files;
+    files.push_back(FileFromLines(Meta("steps:2") + Step("step_execute_model[request_ids:a]", 100, 200) +
+                                      Edge("end", 0, 250) + Step("step_execute_model[request_ids:b]", 300, 400) +
+                                      Edge("start", -1, 450) + Edge("end", -1, 650) +
+                                      Step("step_execute_model[request_ids:c]", 500, 600),
+                                  "steps.jsonl", fast));
+    auto merged = Merge(std::move(files), MergeOptions{});
+    ASSERT_TRUE(merged.ok());
+    const MergeResult& r = *merged;
+    EXPECT_EQ(r.files[0].stats.Get(Problem::kBadField), 3u) << fast;
+    EXPECT_EQ(r.summary.total.malformed_lines, 3u) << fast;
+    EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false, false, false})) << fast;
+    std::string where;
+    for (const auto& i : r.files[0].stats.issues) where += i.where + " ";
+    EXPECT_NE(where.find("steps.jsonl:4 "), std::string::npos) << where;  // the lone end's line
+  }
+}
+
 TEST(StepDetail, WorkloadTagsBecomeTreeFields) {
   // [tokens:N][ctx:N] from the hooks are written as numbers in both views' trees; a step
   // without them (or with a tag that is not a whole number) has no such fields.
@@ -210,15 +233,16 @@ TEST(StepDetail, WorkloadTagsBecomeTreeFields) {
   EXPECT_EQ(plain, 2);
 }
 
-TEST(StepDetail, AWindowWithoutItsStartEdgeRanFromTheBeginning) {
-  // The injector dropped window 0's start: its end at 250 still closes it, so the step after
-  // it (outside every window) has no device detail, and the one before it keeps its detail.
+TEST(StepDetail, AWindowEndWithoutItsStartIsNoWindow) {
+  // Window 0's end at 250 has no start anywhere in the file: no window (reported, see
+  // AWindowEndWithoutStartAndANegativeIdAreReported), so no step before it gains device detail;
+  // window 1 still covers step c.
   const std::string dump = Meta("steps:3:1") + Step("step_execute_model[request_ids:a]", 100, 200) +
                            Edge("end", 0, 250) + Step("step_execute_model[request_ids:b]", 300, 400) +
                            Edge("start", 1, 450) + Edge("end", 1, 650) +
                            Step("step_execute_model[request_ids:c]", 500, 600) +
                            Step("step_execute_model[request_ids:d]", 700, 800);
-  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{false, false, true, false}));
 }
 
 TEST(StepDetail, WindowEdgesMeanSamplingWithoutAConfig) {

@@ -11,12 +11,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "truffld/merge/regex_prefilter.h"
+#include "truffld/pattern.h"
 #include "truffld/status.h"
 #include "truffld/wire.h"
 
@@ -32,10 +32,10 @@ using truffld::ParseLayerName;
 
 struct Rule {
   Layer layer = Layer::kOther;
-  std::string name_regex;      // ECMAScript, searched (not anchored) in the name; empty = any
+  std::string name_regex;      // RE2 syntax (truffld/pattern.h), searched (not anchored); empty = any
   std::string domain;          // exact NVTX domain; empty = any
   std::string category;        // exact category (Kineto 'cat'); empty = any
-  std::regex compiled;         // built by Rules::Compile
+  Pattern compiled;            // built from name_regex when the rule is parsed
   RegexPrefilter prefilter;    // decides most names without running `compiled`
   // Built-in rules only: a hand-written test equal to `compiled` (used instead of it and of the
   // prefilter while prefiltering is on).
@@ -52,8 +52,8 @@ class Rules {
   static Result<Rules> Load(const std::string& path);
 
   // First matching rule's layer; kOther when none matches. Only the first 4 KiB of a name is
-  // matched (so are request ids under a user's request regex), which keeps hostile 1 MB names
-  // safe.
+  // matched (so are request ids under a user's request regex): RE2 runs in time linear in the
+  // text, and the cap bounds that time per name and rule on hostile 1 MB names.
   Layer Classify(std::string_view name, std::string_view domain, std::string_view category) const;
 
   // Request ids named by a step's name, unescaped ("\_" -> "_", "\\" -> "\"); empty when the
@@ -74,7 +74,8 @@ class Rules {
 
   const std::vector<Rule>& rules() const { return rules_; }
   const std::string& request_regex() const { return request_regex_; }
-  // Replaces the request regex (must have one capture group).
+  // Replaces the request regex (RE2 syntax; must have a capture group). InvalidArgument names
+  // the pattern and what is wrong with it.
   Status SetRequestRegex(const std::string& re);
   // Tests: false runs every regex on every name (the prefilters are on by default).
   void set_prefilter(bool on) { prefilter_ = on; }
@@ -82,7 +83,7 @@ class Rules {
  private:
   std::vector<Rule> rules_;
   std::string request_regex_;
-  std::shared_ptr<const std::regex> request_re_;
+  Pattern request_re_;
   RegexPrefilter request_filter_;
   bool prefilter_ = true;
 };

@@ -205,6 +205,10 @@ struct FileMeta {
   // Clock pairs (realtime_ns, monotonic_ns) from META.clock_sync and CLOCK records.
   std::vector<std::pair<TimeNs, TimeNs>> clock_sync;
   std::string stats_json;           // the injector's STATS record, verbatim (empty if none)
+  // A raw dump's identity (DumpIdentity of its first 64 KiB: META line and content hash; empty
+  // when it starts with no META), so that a stream ("-", a pipe), which cannot be probed before
+  // it is read, is still found to repeat another input (DropRepeatedDumps).
+  std::string identity;
   // Sampled device activity (the injector's TRUFFLD_DEVICE_WINDOWS other than "all"): when
   // device_sampled, kernels, copies and memsets were recorded only between DEVICE_WINDOW edges,
   // given as (window id, timestamp on the file's clock, which edge) in file order ("off": no

@@ -70,14 +70,29 @@ enum class SkipKind {
   kNotTrace,       // found in a directory, content is not a trace (ledger.jsonl, labels.jsonl)
   kTruffldOutput,  // an output of truffld itself (trees.jsonl, trace.json, summary.json, ...)
   kDuplicate,      // the same file, or the same dump (identical META and start), as an earlier input
+  kNotRegular,     // found in a directory with a trace-like name, but a FIFO, socket or device
 };
-const char* SkipKindName(SkipKind k) noexcept;  // "not_a_trace", "truffld_output", "duplicate"
+// "not_a_trace", "truffld_output", "duplicate", "not_a_regular_file"
+const char* SkipKindName(SkipKind k) noexcept;
 
 struct SkippedInput {
   std::string path;
   std::string reason;  // one line naming what it is (and for a duplicate, which input it repeats)
   SkipKind kind = SkipKind::kNotTrace;
 };
+
+// A raw dump's identity from its first (up to) 64 KiB, decompressed: its first line when that is
+// a META record, then the prefix's size and hash; "" without a META first line. *meta: that
+// line. Two inputs with one identity are the same dump. Pure.
+std::string DumpIdentity(std::string_view prefix, std::string* meta);
+
+// Drops the inputs whose dump repeats an earlier input's (same FileMeta::identity) from `paths`
+// and `imported` (index-aligned, as ImportAll returns them) and lists each in *skipped as a
+// duplicate naming the input kept. ExpandInputs finds repeated files before they are read; this
+// finds a dump given on standard input or through a pipe that repeats a file (or another
+// stream). Pure.
+void DropRepeatedDumps(std::vector<std::string>* paths, std::vector<Result<TraceFile>>* imported,
+                       std::vector<SkippedInput>* skipped);
 
 // Names the truffld output a content prefix starts with ("trees.jsonl (truffld.trees/1)"), or ""
 // for anything else. Outputs are recognised by their marker near the start: the "schema" of

@@ -48,6 +48,10 @@ class RawLineParser {
   // kept when it still reads as one, and dropped (not also counted as malformed) when not.
   void ParseCutLine(std::string_view line, uint64_t line_no);
 
+  // After the last line: what only the whole file tells. A DEVICE_WINDOW end whose window id
+  // never started anywhere in the file is reported (bad_field, file:line) and dropped.
+  void Finish();
+
   // false: every line through the simdjson DOM reader (the default is the plain-record scanner
   // with the DOM reader behind it, or the DOM reader alone when TRUFFLD_RAW_READER=simdjson;
   // importers/raw/raw_record_reader.h). Tests compare both.
