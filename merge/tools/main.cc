@@ -219,6 +219,7 @@ int Run(const Args& a) {
     run.failed_inputs.emplace_back((*paths)[i], why);
   }
   if (files.empty()) return Fail(kExitInput, "nothing to merge: no input could be read");
+  if (std::string why = NoEventsReason(files); !why.empty()) return Fail(kExitInput, "nothing to merge: " + why);
   std::optional<Result<MergeResult>> merged;
   {
     ProgressTimer timer(progress, "merging...");
