@@ -103,6 +103,8 @@ class CompressedSource : public ByteSource {
     return r > 0;
   }
   uint64_t raw_bytes_read() const override { return file_->consumed(); }
+  // The file offset of in_[pos]: where the decoder stands in the compressed file.
+  uint64_t InputOffset(size_t pos) const { return file_->consumed() - (in_len_ - pos); }
 
   std::unique_ptr<RawFile> file_;
   std::vector<char> in_;
@@ -175,8 +177,8 @@ class GzipSource final : public CompressedSource {
  private:
   // Records (error_) and returns the corruption an ISA-L code names.
   Status Corrupt(int rc) {
-    error_ = ParseError(path() + ": corrupt gzip data after " + std::to_string(raw_bytes_read()) +
-                        " compressed bytes (" + IsalError(rc) + ")");
+    error_ = ParseError(path() + ": corrupt gzip data at about compressed byte " + std::to_string(InputOffset(in_pos_)) +
+                        " (" + IsalError(rc) + ")");
     return error_;
   }
 
@@ -205,8 +207,8 @@ class ZstdSource final : public CompressedSource {
       ZSTD_outBuffer out{buf + produced, std::min(n - produced, ZSTD_DStreamOutSize()), 0};
       const size_t hint = ZSTD_decompressStream(ds_, &out, &in);
       if (ZSTD_isError(hint)) {
-        error_ = ParseError(path() + ": corrupt zstd data after " + std::to_string(raw_bytes_read()) +
-                            " compressed bytes (" + ZSTD_getErrorName(hint) + ")");
+        error_ = ParseError(path() + ": corrupt zstd data at about compressed byte " + std::to_string(InputOffset(in.pos)) +
+                            " (" + ZSTD_getErrorName(hint) + ")");
         return produced ? Result<size_t>(produced) : Result<size_t>(error_);
       }
       if (!*more && out.pos == 0) {  // the end: judged by the last call that did something

@@ -36,7 +36,7 @@ void Bytes::Reserve(size_t n) {
   capacity = n;
 }
 
-Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
+Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare, Status* read_error) {
   Bytes out;
   // One allocation when the size is known: the data, the spare bytes and room for the read
   // that sees the end. Otherwise (or past a wrong hint) the buffer doubles.
@@ -46,6 +46,10 @@ Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated, size_t spare) {
   for (;;) {
     if (out.capacity - out.size < kMinRead) out.Reserve(std::max(out.capacity * 2, out.size + (size_t{1} << 20)));
     auto r = src.Read(out.data.get() + out.size, out.capacity - out.size);
+    if (!r.ok() && read_error) {
+      *read_error = r.status();
+      break;
+    }
     if (!r.ok()) return r.status();
     out.size += *r;
     if (*r == 0) break;

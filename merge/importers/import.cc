@@ -35,7 +35,9 @@ const char* InputFormatName(InputFormat f) noexcept {
 InputFormat SniffFormatFromPrefix(std::string_view p) {
   static constexpr char kSqlite[] = "SQLite format 3";  // + '\0', 16 bytes in all
   if (p.size() >= 16 && std::memcmp(p.data(), kSqlite, 16) == 0) return InputFormat::kNsys;
+  if (p.substr(0, 3) == "\xEF\xBB\xBF") p.remove_prefix(3);  // a UTF-8 byte-order mark
   size_t i = p.find_first_not_of(" \t\r\n");
+  if (i != std::string_view::npos && p[i] == '[') return InputFormat::kKineto;  // JSON Array Format
   if (i == std::string_view::npos || p[i] != '{') return InputFormat::kRawJsonl;
   size_t nl = p.find('\n', i);
   std::string_view first = p.substr(i, nl == std::string_view::npos ? p.size() - i : nl - i);
@@ -87,6 +89,23 @@ Result<TraceFile> CheckThreadCount(Result<TraceFile> r) {
 }
 
 }  // namespace
+
+std::string NoEventsReason(const std::vector<TraceFile>& files) {
+  std::string why;
+  for (const TraceFile& f : files) {
+    if (!f.events.empty()) return "";
+    if (&f - files.data() == 4) {
+      why += ", ... (" + std::to_string(files.size()) + " files)";
+      continue;
+    }
+    if (&f - files.data() > 4) continue;
+    why += (why.empty() ? "no events in " : ", ") + f.meta.path + " (" + f.meta.format;
+    if (!f.stats.issues.empty())
+      why += "; " + f.stats.issues.front().where + ": " + f.stats.issues.front().message;
+    why += ")";
+  }
+  return why;
+}
 
 // The file is opened once and its start peeked at, so "-", pipes and FIFOs lose no bytes to
 // the sniffing; the importer reads on from the same source.

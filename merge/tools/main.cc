@@ -29,8 +29,10 @@ namespace {
 constexpr const char* kDescription = R"(truffld-merge: rebuild per-request call-chain trees from GPU traces.
 
 Reads truffld raw dumps (.jsonl, .jsonl.gz, .jsonl.zst; also the NVTX_MARKER dialect), PyTorch
-profiler (Kineto) Chrome traces (.json, .json.gz) and Nsight Systems SQLite exports; the format
-is detected from the content. Directories are searched recursively. Writes into OUTDIR:
+profiler (Kineto) Chrome traces (.json, .json.gz, .json.zst; a {"traceEvents": [...]} object or
+a bare [...] array) and Nsight Systems SQLite exports; the format is detected from the content.
+A damaged trace keeps what can be read; the damage is counted in summary.json. Inputs holding
+no event at all are exit 1. Directories are searched recursively. Writes into OUTDIR:
   trees.jsonl   the call-chain tree of every (rank, step, request, view) [schemas/trees.schema.json];
                 requests that see the identical tree share one line ("request_group"),
                 --per-request-trees writes one line per request instead
@@ -239,6 +241,7 @@ int Run(const Args& a) {
     run.failed_inputs.emplace_back((*paths)[i], why);
   }
   if (files.empty()) return Fail(kExitInput, "nothing to merge: no input could be read");
+  if (std::string why = NoEventsReason(files); !why.empty()) return Fail(kExitInput, "nothing to merge: " + why);
   std::optional<Result<MergeResult>> merged;
   {
     ProgressTimer timer(progress, "merging...");

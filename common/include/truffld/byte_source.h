@@ -84,8 +84,11 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 
 // Reads everything left in `src` into memory, sized from its size_hint when known; `spare` more
 // bytes of capacity are left after the data (simdjson's padding). A truncated compressed stream
-// is an error here unless allow_truncated is set.
-Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated = false, size_t spare = 0);
+// is an error here unless allow_truncated is set. A read error (corrupt compressed data, an I/O
+// error) fails the call, unless `read_error` is given: the bytes before it are then returned and
+// the error stored there (left as it was when there is none).
+Result<Bytes> ReadAll(ByteSource& src, bool allow_truncated = false, size_t spare = 0,
+                      Status* read_error = nullptr);
 
 // Opens `path` and ReadAll's it.
 Result<Bytes> ReadWholeFile(const std::string& path, bool allow_truncated = false, size_t spare = 0);

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "importers/kineto/event_batches.h"
+#include "importers/kineto/rounding.h"
 #include "importers/main_process.h"
 
 namespace truffld::merge::kineto {
@@ -35,6 +36,27 @@ std::optional<int64_t> ParseBaseTime(std::string_view raw) {
 
 }  // namespace
 
+size_t FindEventsArray(std::string_view text) {
+  constexpr std::string_view kKey = "\"traceEvents\"";
+  const size_t key = text.find(kKey);
+  if (key == std::string_view::npos) return key;
+  size_t i = key + kKey.size();
+  while (i < text.size() && IsJsonSpace(text[i])) ++i;
+  if (i >= text.size() || text[i] != ':') return std::string_view::npos;
+  ++i;
+  while (i < text.size() && IsJsonSpace(text[i])) ++i;
+  return i < text.size() && text[i] == '[' ? i : std::string_view::npos;
+}
+
+size_t ArrayFormOpen(std::string_view text) {
+  const size_t i = text.find_first_not_of(" \t\r\n");
+  return i != std::string_view::npos && text[i] == '[' ? i : std::string_view::npos;
+}
+
+void BlankByteOrderMark(char* text, size_t size) {
+  if (size >= 3 && text[0] == '\xEF' && text[1] == '\xBB' && text[2] == '\xBF') text[0] = text[1] = text[2] = ' ';
+}
+
 TraceFile NewKinetoFile(const std::string& name) {
   TraceFile tf;
   tf.meta.path = name;
@@ -52,6 +74,7 @@ bool ReadTopMember(std::string_view key, od::value v, FileMeta* meta, std::optio
 
 Result<TraceFile> FinishImport(TraceFile tf, const Walk& w, std::optional<int64_t> base_ns,
                                const std::string& name, const ImportOptions& options) {
+  if (const uint64_t clamped = ClampRoundedEnds(&tf.events)) tf.stats.Add(Problem::kKinetoClampedEnd, clamped);
   if (base_ns && *base_ns != 0) {
     for (Event& e : tf.events) {
       if (__builtin_add_overflow(e.start, *base_ns, &e.start) ||

@@ -19,6 +19,18 @@
 
 namespace truffld::merge::kineto {
 
+// Offset of the '[' that opens the first "traceEvents": [ in the text, npos if none. Whether
+// it is the top-level member is for the caller to check.
+size_t FindEventsArray(std::string_view text);
+
+// The JSON Array Format of the Chrome trace spec (the whole document is `[ {event}, ... ]`):
+// offset of the document's first byte, a '[' after optional whitespace; npos otherwise.
+size_t ArrayFormOpen(std::string_view text);
+
+// A UTF-8 byte-order mark at text[0, 3) becomes three spaces (JSON whitespace), so that the
+// offsets in messages stay those of the file.
+void BlankByteOrderMark(char* text, size_t size);
+
 // An empty TraceFile for a Kineto document called `name`.
 TraceFile NewKinetoFile(const std::string& name);
 
@@ -28,7 +40,8 @@ TraceFile NewKinetoFile(const std::string& name);
 bool ReadTopMember(std::string_view key, simdjson::ondemand::value v, FileMeta* meta,
                    std::optional<int64_t>* base_ns);
 
-// The end of every import, once traceEvents has been walked: adds `base_ns` to every time,
+// The end of every import, once traceEvents has been walked: clamps the ends that whole-
+// microsecond rounding put just past their parent's (rounding.h), adds `base_ns` to every time,
 // gives device events their host process, sorts the thread table, fills the counters and, with
 // options.strict, turns the first problem into the error.
 Result<TraceFile> FinishImport(TraceFile tf, const Walk& w, std::optional<int64_t> base_ns,

@@ -107,21 +107,26 @@ simdjson::error_code WalkEvents(od::array events, Walk* w) {
                                " is not a JSON object");
       continue;
     }
-    KinetoRecord rec;
-    if (auto e = ReadKinetoRecord(obj, &rec)) return e;
-    Mapped m = MapKinetoRecord(rec, &w->out->strings);
-    switch (m.what) {
-      case Disposition::kSkip:
-        w->out->stats.Add(m.key);
-        break;
-      case Disposition::kProblem:
-        w->out->stats.Report(w->loc->Where(Location(*w->doc)), m.key,
-                             "event #" + std::to_string(w->index) + ": " + m.message);
-        break;
-      case Disposition::kEvent:
-        KeepEvent(rec, m, w);
-        break;
-    }
+    if (auto e = WalkObject(obj, w)) return e;
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code WalkObject(od::object obj, Walk* w) {
+  KinetoRecord rec;
+  if (auto e = ReadKinetoRecord(obj, &rec)) return e;
+  Mapped m = MapKinetoRecord(rec, &w->out->strings);
+  switch (m.what) {
+    case Disposition::kSkip:
+      w->out->stats.Add(m.key);
+      break;
+    case Disposition::kProblem:
+      w->out->stats.Report(w->loc->Where(Location(*w->doc)), m.key,
+                           "event #" + std::to_string(w->index) + ": " + m.message);
+      break;
+    case Disposition::kEvent:
+      KeepEvent(rec, m, w);
+      break;
   }
   return simdjson::SUCCESS;
 }

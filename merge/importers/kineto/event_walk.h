@@ -65,6 +65,10 @@ struct Walk {
 // (malformed JSON); elements before it are kept.
 simdjson::error_code WalkEvents(simdjson::ondemand::array events, Walk* w);
 
+// Imports one element, an object, into w->out (w->index already counts it). Returns the
+// error that stopped it (malformed JSON); nothing of the element is kept then.
+simdjson::error_code WalkObject(simdjson::ondemand::object obj, Walk* w);
+
 // Checks the args objects kept since the last call and reports the invalid ones, after any
 // held from before. `hold`: keep them for the next call instead (the window is about to move:
 // their text and lines must be read now, but the whole-document reader reports them later).

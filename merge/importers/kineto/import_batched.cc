@@ -14,20 +14,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// Offset of the '[' that opens the first "traceEvents": [ in the text, npos if none. Whether
-// it is the top-level member is checked later, on the skeleton.
-size_t FindEventsArray(std::string_view text) {
-  constexpr std::string_view kKey = "\"traceEvents\"";
-  const size_t key = text.find(kKey);
-  if (key == std::string_view::npos) return key;
-  size_t i = key + kKey.size();
-  while (i < text.size() && IsJsonSpace(text[i])) ++i;
-  if (i >= text.size() || text[i] != ':') return std::string_view::npos;
-  ++i;
-  while (i < text.size() && IsJsonSpace(text[i])) ++i;
-  return i < text.size() && text[i] == '[' ? i : std::string_view::npos;
-}
-
 // Moves the window on once the batches need bytes past it; false when the document cannot go on.
 bool MoveOn(DocFeed* feed, EventBatches* batches, Walk* w) {
   if (w->args) CheckArgs(w, /*hold=*/true);  // pending args point into the bytes about to move
@@ -115,6 +101,7 @@ bool ReadSkeleton(const simdjson::padded_string& skeleton, size_t open, TraceFil
 
 std::optional<Result<TraceFile>> ImportInBatches(DocFeed* feed, const std::string& name,
                                                  const ImportOptions& options) {
+  if (ArrayFormOpen(feed->view()) != std::string_view::npos) return std::nullopt;  // read whole
   size_t open = FindEventsArray(feed->view());
   while (open == std::string_view::npos && feed->Refill(0)) open = FindEventsArray(feed->view());
   if (open == std::string_view::npos || feed->base() != 0) return std::nullopt;

@@ -87,12 +87,20 @@ bool ReadDim3(od::value& v, int32_t out[3]) {
   return true;
 }
 
-// Reads a pid/tid: an integer, or a string (Kineto uses "Spans", "Traces" for its own tracks).
-void ReadId(od::value& v, bool* has, bool* is_int, int64_t* out) {
+// Reads a pid/tid: an integer, or a string: older PyTorch exports write "pid": "CPU functions"
+// or "tid": "1", and Kineto uses "Spans", "Traces" for its own tracks. A string holding an
+// integer is that integer; another string names its track (*is_name; *out = TrackIdOf).
+void ReadId(od::value& v, bool* has, bool* is_int, bool* is_name, int64_t* out) {
   *has = true;
   od::json_type t;
   if (v.type().get(t) != simdjson::SUCCESS) return;
   if (t == od::json_type::number) *is_int = ReadInt(v, out);
+  std::string_view s;
+  if (t != od::json_type::string || !ReadString(v, &s)) return;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  *is_int = !s.empty() && ec == std::errc() && p == s.data() + s.size();
+  *is_name = !*is_int;
+  if (*is_name) *out = TrackIdOf(s);
 }
 
 simdjson::error_code ReadArgs(od::value& v, KinetoRecord* rec) {
@@ -137,12 +145,19 @@ bool ReadNumberText(od::value& v, std::string_view* out) {
   return true;
 }
 
+// Without `cat` (older PyTorch exports write none), a complete event is a host range.
 bool IsHostRangeCat(std::string_view c) {
   return c == "cpu_op" || c == "user_annotation" || c == "gpu_user_annotation" ||
-         c == "python_function";
+         c == "python_function" || c.data() == nullptr;
 }
 
 }  // namespace
+
+int64_t TrackIdOf(std::string_view name) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64-bit
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>((uint64_t{1} << 40) | (h & ((uint64_t{1} << 40) - 1)));
+}
 
 simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
   for (auto field : obj) {
@@ -156,8 +171,8 @@ simdjson::error_code ReadKinetoRecord(od::object obj, KinetoRecord* rec) {
     else if (key == "name") ok = ReadString(v, &rec->name);
     else if (key == "ts") ok = ReadNumberText(v, &rec->ts_text);
     else if (key == "dur") ok = ReadNumberText(v, &rec->dur_text);
-    else if (key == "pid") ReadId(v, &rec->has_pid, &rec->pid_is_int, &rec->pid);
-    else if (key == "tid") ReadId(v, &rec->has_tid, &rec->tid_is_int, &rec->tid);
+    else if (key == "pid") ReadId(v, &rec->has_pid, &rec->pid_is_int, &rec->pid_is_name, &rec->pid);
+    else if (key == "tid") ReadId(v, &rec->has_tid, &rec->tid_is_int, &rec->tid_is_name, &rec->tid);
     else if (key == "args") {
       if (auto e = ReadArgs(v, rec)) return e;
     }
@@ -229,7 +244,8 @@ Mapped MapKinetoRecord(const KinetoRecord& rec, StringPool* pool) {
                         : rec.name.data() == nullptr ? "name"
                                                      : nullptr;
   const bool device = IsDeviceKind(kind);
-  if (!missing && !device && !(rec.pid_is_int && rec.tid_is_int)) missing = "pid/tid (integers)";
+  if (!missing && !device && !((rec.pid_is_int || rec.pid_is_name) && (rec.tid_is_int || rec.tid_is_name)))
+    missing = "pid/tid (numbers or strings)";
   if (!missing && device && !rec.device && !rec.pid_is_int) missing = "args.device";
   if (!missing && device && !rec.stream && !rec.tid_is_int) missing = "args.stream";
   if (missing) return problem(Problem::kKinetoMissingField, std::string("missing '") + missing + "'");

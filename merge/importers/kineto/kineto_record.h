@@ -24,7 +24,8 @@ struct KinetoRecord {
   std::string_view ph, cat, name;
   std::string_view ts_text, dur_text;  // raw JSON number text, microseconds
   bool has_pid = false, has_tid = false;
-  bool pid_is_int = false, tid_is_int = false;
+  bool pid_is_int = false, tid_is_int = false;    // a number, or a string holding an integer
+  bool pid_is_name = false, tid_is_name = false;  // another string: pid/tid hold its TrackIdOf
   int64_t pid = 0, tid = 0;
   // args
   std::optional<int64_t> correlation, cbid, device, stream, bytes;
@@ -55,6 +56,11 @@ struct Mapped {
   Problem key = Problem::kKinetoSkippedOtherPh;  // the stats row for kSkip/kProblem
   std::string message;   // for kProblem
 };
+
+// The number standing for a pid/tid given as a string that is not an integer ("CPU functions"):
+// 2^40 + the low 40 bits of the text's 64-bit FNV-1a hash, so that it stays the same from run
+// to run and from file to file, and clear of real process and thread ids.
+int64_t TrackIdOf(std::string_view name);
 
 // Maps a record to the event model. Times are ns relative to the file's base (the caller adds
 // baseTimeNanoseconds later). Device events keep host = (kNone, kNone); the caller assigns the

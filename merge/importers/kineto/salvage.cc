@@ -2,8 +2,8 @@
 //
 // simdjson refuses a document whose brackets do not balance, so without help a trace missing
 // its last bytes would import nothing. This scanner walks the text once, tracking strings and
-// the bracket stack, remembers the last point where an element of a top-level array (depth 2:
-// `{"traceEvents": [ ..., {...}`) was complete, cuts there and appends the closers the stack
+// the bracket stack, remembers the last point where an element of the events array (depth 2:
+// `{"traceEvents": [ ..., {...}`; depth 1 for a top-level array `[ ..., {...}`) was complete, cuts there and appends the closers the stack
 // needs. The importer then parses the repaired copy and reports what was lost and where.
 // Pure logic; only run when the normal parse failed for an unbalanced document.
 #include "importers/kineto/salvage.h"
@@ -40,6 +40,11 @@ std::optional<Salvaged> SalvageTruncatedJson(std::string_view doc) {
         if (stack.size() == 2 && stack[0] == '{' && stack[1] == '[') {
           best_cut = i + 1;
           best_closers = "]}";
+        }
+        // A complete element of a top-level array (the JSON Array Format: `[ {...}, ...`).
+        if (stack.size() == 1 && stack[0] == '[') {
+          best_cut = i + 1;
+          best_closers = "]";
         }
         break;
       }

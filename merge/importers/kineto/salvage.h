@@ -15,7 +15,7 @@ struct Salvaged {
 };
 
 // For a document that ends with brackets still open, the longest prefix ending after a complete
-// element of a top-level array, closed again; nullopt when the document is balanced or nothing
+// element of the events array (a top-level member's array, or the top-level array), closed again; nullopt when the document is balanced or nothing
 // complete can be kept.
 std::optional<Salvaged> SalvageTruncatedJson(std::string_view doc);
 

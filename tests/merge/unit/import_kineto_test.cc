@@ -169,7 +169,7 @@ TEST(ImportKineto, BadRecordsAreCountedWithLocationAndTheRestKept) {
   auto r = Import(R"J({"traceEvents":[
     {"ph":"X","cat":"cpu_op","name":"no_ts","pid":1,"tid":1,"dur":1},
     {"ph":"X","cat":"cpu_op","name":"neg","pid":1,"tid":1,"ts":5,"dur":-1},
-    {"ph":"X","cat":"cpu_op","name":"strpid","pid":"x","tid":1,"ts":5,"dur":1},
+    {"ph":"X","cat":"cpu_op","name":"nullpid","pid":null,"tid":1,"ts":5,"dur":1},
     {"ph":"X","cat":"cpu_op","name":"badts","pid":1,"tid":1,"ts":"5","dur":1},
     {"ph":"X","cat":"kernel","name":"nocorr","pid":0,"tid":7,"ts":5,"dur":1},
     42,
@@ -214,7 +214,8 @@ TEST(ImportKineto, TruncatedDocumentKeepsEarlierEventsAndSaysWhere) {
   EXPECT_FALSE(Import(doc, /*strict=*/true).ok());
 }
 
-TEST(ImportKineto, MalformedEventStopsTheWalkButKeepsEarlierEvents) {
+// The damaged element is skipped and reported where it is; reading goes on after it.
+TEST(ImportKineto, MalformedEventIsSkippedAndTheOthersKept) {
   std::string doc = R"J({"traceEvents":[
     {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1},
     {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":2,"dur":1},
@@ -222,11 +223,12 @@ TEST(ImportKineto, MalformedEventStopsTheWalkButKeepsEarlierEvents) {
     {"ph":"X","cat":"cpu_op","name":"d","pid":1,"tid":1,"ts":4,"dur":1}]})J";
   auto r = Import(doc);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->events.size(), 2u);
+  ASSERT_EQ(r->events.size(), 3u);
+  EXPECT_EQ(r->strings.Get(r->events[2].name), "d");
   EXPECT_EQ(r->stats.Get(Problem::kKinetoMalformedJson), 1u);
   ASSERT_EQ(r->stats.issues.size(), 1u);
-  EXPECT_NE(r->stats.issues[0].message.find("t.json:4 (byte"), std::string::npos)
-      << r->stats.issues[0].message;
+  EXPECT_NE(r->stats.issues[0].where.find("t.json:4 (byte"), std::string::npos)
+      << r->stats.issues[0].where;
   EXPECT_FALSE(Import(doc, /*strict=*/true).ok());
 }
 

@@ -57,6 +57,11 @@ InputFormat SniffFormatFromPrefix(std::string_view prefix);
 // across threads. ImportFile returns this error for such a file. Pure.
 Status ThreadCapacityStatus(const TraceFile& f);
 
+// "" when at least one of `files` holds an event; else why there is nothing to merge, naming
+// each file (the first four) with its format and first reported problem, e.g. "no events in
+// a.json (kineto; a.json:3 (byte 70): ...)". Pure.
+std::string NoEventsReason(const std::vector<TraceFile>& files);
+
 // Imports one file of any supported format.
 Result<TraceFile> ImportFile(const std::string& path, const ImportOptions& options);
 

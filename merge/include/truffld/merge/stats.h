@@ -124,7 +124,10 @@ enum class CountsAs : uint8_t { kNothing, kMalformedLine, kNegativeDuration };
   X(kKinetoIgnoredField, "kineto.ignored_field", kNotice, kNothing, "An optional arg of the wrong type (ignored).") \
   X(kKinetoTruncated, "kineto.truncated", kProblem, kMalformedLine, "A document cut short (complete events kept).") \
   X(kKinetoMalformedJson, "kineto.malformed_json", kProblem, kMalformedLine, "Invalid JSON in the document.") \
+  X(kKinetoTrailingBytes, "kineto.trailing_bytes", kNotice, kNothing, "Bytes after the JSON document (ignored).") \
   X(kKinetoTraceEvents, "kineto.trace_events", kInfo, kNothing, "traceEvents elements read.")          \
+  X(kKinetoClampedEnd, "kineto.clamped_end", kInfo, kNothing,                                         \
+    "Ranges ending at most 1 us after their parent (whole-microsecond times), ended with it.")        \
   X(kKinetoSkippedMetadata, "kineto.skipped.metadata", kInfo, kNothing, "Metadata events (ph M).")     \
   X(kKinetoSkippedFlowAc2g, "kineto.skipped.flow.ac2g", kInfo, kNothing, "Flow events, cat ac2g.")    \
   X(kKinetoSkippedFlowAsync, "kineto.skipped.flow.async_cpu_to_gpu", kInfo, kNothing, "Flow events, cat async_cpu_to_gpu.") \
