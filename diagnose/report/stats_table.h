@@ -48,6 +48,8 @@ namespace truffld::diagnose {
   X(outside_instances, "integer", rs.outside_instances,                                                  \
     "Instances of time no operator covers (host gaps, between steps, calls under the step).")          \
   X(repaired_lines, "integer", rs.repaired_lines, "Lines with invalid UTF-8, read after replacing bad bytes.") \
+  X(too_deep_trees, "integer", rs.too_deep_trees,                                                        \
+    "Trees nested past 16,384 JSON levels (about 8,192 ranges): bad lines, each named in problems with its step.") \
   X(problems, "array", rs.problems, "The first 20 problems, as file:line: problem.")
 
 // The detector's mode and the legacy mixture modes' counters (parameters: mode, s1).
