@@ -30,15 +30,27 @@ size_t Utf8Length(std::string_view text, size_t i) {
   return n;
 }
 
-// The code point of a bidirectional formatting control (U+200E/U+200F, U+202A..U+202E,
-// U+2066..U+2069) encoded as the valid 3-byte sequence at text[i], or 0. They reorder the text
-// after them on screen (a U+202E makes a name read backwards), so they are escaped.
-unsigned BidiControl(std::string_view text, size_t i) {
-  if (static_cast<unsigned char>(text[i]) != 0xE2) return 0;
-  const unsigned cp = 0x2000 | ((static_cast<unsigned char>(text[i + 1]) & 0x3F) << 6) |
-                      (static_cast<unsigned char>(text[i + 2]) & 0x3F);
-  const bool bidi = cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
-  return bidi ? cp : 0;
+// The code point of the valid n-byte UTF-8 sequence at text[i].
+uint32_t CodePoint(std::string_view text, size_t i, size_t n) {
+  static constexpr unsigned char kLead[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = static_cast<unsigned char>(text[i]) & kLead[n];
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return cp;
+}
+
+// Code points shown as escapes although valid: C1 controls, the bidirectional controls (U+061C,
+// U+200E/U+200F, U+202A..U+202E, U+2066..U+2069: a U+202E makes a name read backwards) and the
+// invisible format characters that make two different names look the same (soft hyphen, zero
+// width space, word joiner and invisible operators, deprecated format controls, BOM,
+// interlinear annotation, tags). ZWNJ/ZWJ (U+200C/U+200D), which scripts and emoji need, are kept.
+bool EscapedCodePoint(uint32_t cp) {
+  static constexpr uint32_t kRanges[][2] = {
+      {0x80, 0x9F},     {0xAD, 0xAD},     {0x61C, 0x61C},   {0x180E, 0x180E},   {0x200B, 0x200B},
+      {0x200E, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064}, {0x2066, 0x206F},   {0xFEFF, 0xFEFF},
+      {0xFFF9, 0xFFFB}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}};
+  for (const auto& r : kRanges)
+    if (cp >= r[0] && cp <= r[1]) return true;
+  return false;
 }
 
 void AppendHex(std::string* out, const char* prefix, unsigned value, int digits) {
@@ -68,10 +80,9 @@ std::string EscapeForTerminal(std::string_view text) {
     if (c == '\\') { out += "\\\\"; ++i; continue; }
     const size_t n = Utf8Length(text, i);
     if (n == 0) { AppendHex(&out, "\\x", c, 2); ++i; continue; }
-    if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {  // C1 control
-      AppendHex(&out, "\\u", static_cast<unsigned char>(text[i + 1]), 4);
-    } else if (const unsigned bidi = n == 3 ? BidiControl(text, i) : 0) {
-      AppendHex(&out, "\\u", bidi, 4);
+    if (const uint32_t cp = CodePoint(text, i, n); EscapedCodePoint(cp)) {
+      if (cp > 0xFFFF) AppendHex(&out, "\\U", cp, 8);
+      else AppendHex(&out, "\\u", cp, 4);
     } else {
       out.append(text.substr(i, n));
     }

@@ -54,7 +54,7 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
         row.context_known = st.context >= 0;
         RowKeys k;
         k.layer = Mix(Mix(Mix(u, d.signature), static_cast<uint64_t>(m)), 11);
-        k.tp = Mix(Mix(Mix(Mix(g.group[u], d.signature), occ), static_cast<uint64_t>(m)), 13);
+        k.tp = Mix(Mix(Mix(Mix(Mix(g.group[u], d.signature), occ), static_cast<uint64_t>(m)), 13), st.device_detail);
         k.time = Mix(Mix(Mix(Mix(rank, d.signature), occ), static_cast<uint64_t>(m)), 17);
         k.fit = Mix(Mix(Mix(rank, op), static_cast<uint64_t>(m)), 19);
         k.x = m == static_cast<int>(Metric::kDevice) ? std::log1p(SizeOf(t, i)) : std::log1p(t.steps[u].work_blocks);
@@ -105,7 +105,7 @@ void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vect
         row.shared_tp = m == static_cast<int>(Metric::kDevice) && a.shared;
         row.context_known = st.context >= 0;
         RowKeys k;
-        k.tp = Mix(Mix(Mix(g.group[u], sig), static_cast<uint64_t>(m)), 23);
+        k.tp = Mix(Mix(Mix(Mix(g.group[u], sig), static_cast<uint64_t>(m)), 23), st.device_detail);
         k.time = Mix(Mix(Mix(rank, sig), static_cast<uint64_t>(m)), 29);
         k.fit = Mix(Mix(Mix(Mix(rank, lf.first), lf.second), static_cast<uint64_t>(m)), 31);
         k.x = m == static_cast<int>(Metric::kDevice) ? std::log1p(a.size) : std::log(static_cast<double>(a.n[m]));

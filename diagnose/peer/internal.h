@@ -13,7 +13,9 @@ namespace truffld::diagnose::detail {
 // Grouping keys of one TestRow (hashes; 0 = no group).
 struct RowKeys {
   uint64_t layer = 0;  // same unit, same signature, same metric
-  uint64_t tp = 0;     // same logical step, signature, occurrence and metric, other ranks
+  uint64_t tp = 0;     // same logical step, signature, occurrence and metric, other ranks, and the
+                       // same device detail (sampled device windows may start on other steps per
+                       // rank; activity tracing slows the host side of every call it records)
   uint64_t time = 0;   // same rank, view, signature and metric, other steps
   uint64_t fit = 0;    // same rank, view, operator (layer, family, parent) and metric: any size
   double x = 0;        // log1p size for the fit: launched blocks or bytes (device), step size (host)

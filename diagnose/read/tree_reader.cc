@@ -87,8 +87,8 @@ int64_t KeyNumber(std::string_view line, std::string_view key) {
 // The problem for a tree nested past the parser's depth limit, naming its step (and rank).
 std::string TooDeepProblem(std::string_view line) {
   const int64_t step = KeyNumber(line, "step_index"), rank = KeyNumber(line, "rank");
-  return "tree nested deeper than " + std::to_string(simdjson::DEFAULT_MAX_DEPTH) +
-         " JSON levels (about " + std::to_string(simdjson::DEFAULT_MAX_DEPTH / 2) + " ranges) in step " +
+  return "tree nested deeper than " + std::to_string(kMaxTreeJsonDepth) + " JSON levels (about " +
+         std::to_string(kMaxTreeJsonDepth / 2) + " ranges) in step " +
          (step < 0 ? std::string("?") : std::to_string(step)) +
          (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
 }
@@ -167,7 +167,10 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     err = impl_->parser.parse(repaired.data(), repaired.size()).get(doc);
     if (!err) ++stats_.repaired_lines;
   }
-  if (err == simdjson::DEPTH_ERROR) return problem(TooDeepProblem(line));
+  if (err == simdjson::DEPTH_ERROR) {
+    ++stats_.too_deep_trees;
+    return problem(TooDeepProblem(line));
+  }
   if (err) {
     problem(std::string("not JSON: ") + simdjson::error_message(err));
     return;

@@ -3,10 +3,13 @@
 // Thread-safety: one Impl per reader, one reader per thread.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -30,7 +33,16 @@ std::string_view GetStr(simdjson::dom::object o, const char* key);
 
 }  // namespace detail
 
+// JSON levels a tree line may nest (two per range: the node and its children array), far past
+// any real call chain; the parser's own default (1,024) dropped trees of about 500 ranges.
+inline constexpr size_t kMaxTreeJsonDepth = size_t{1} << 14;
+
 struct TreeReader::Impl {
+  Impl() {
+    // On failure (no memory) the parser keeps its default depth; parse() allocates again.
+    const simdjson::error_code err = parser.allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY, kMaxTreeJsonDepth);
+    (void)err;
+  }
   simdjson::dom::parser parser;
   StringTable strings;
   std::map<StepKey, detail::StepBucket> buckets;
@@ -47,9 +59,25 @@ struct TreeReader::Impl {
                           int64_t thread);
   void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
                       int64_t thread);
-  // Walks `node`; appends operator instances (with their own host/device costs, signatures and
-  // blocked waits) to `bucket`; returns the subtree aggregate.
+  // Walks `node` (iteratively: any depth the parser admits); appends operator instances (with
+  // their own host/device costs, signatures and blocked waits) to `bucket`; returns the subtree
+  // aggregate.
   detail::SubtreeStats Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start);
+  // One node on Walk's stack: its own facts, where its children stand and what they added up to.
+  struct WalkFrame {
+    simdjson::dom::object node;
+    std::string_view layer, family;
+    int64_t start = 0, end = 0, call_start_in = INT64_MIN;
+    uint32_t fam_id = kNoString, parent_family = kNoString, child_parent = kNoString;
+    bool is_op = false, graph_launch = false, has_children = false;
+    bool child_op = false;  // the child being walked is an operator range
+    simdjson::dom::array children;
+    simdjson::dom::array::iterator next, last;
+    detail::SubtreeStats agg;
+    std::vector<std::pair<int64_t, int64_t>> child_ops;  // operator children's (start, end)
+  };
+  WalkFrame Enter(simdjson::dom::object node, uint32_t parent_family, int64_t call_start);
+  detail::SubtreeStats Leave(WalkFrame& f);
   // Walk's parts: an API call, a device op, the wait of an outermost call, and the instance of an
   // operator node (skipped when the same (family, start, end, thread) was seen in the step).
   void AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, detail::SubtreeStats* agg);

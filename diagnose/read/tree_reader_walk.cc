@@ -235,66 +235,98 @@ void TreeReader::Impl::AddCallWait(std::string_view family, int64_t start, int64
   agg->own.sig = MixHash(HashText(family), agg->own.sig);
 }
 
-// Walks `node`; appends operator instances; returns the subtree aggregate.
-SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object node, uint32_t parent_family, int64_t call_start) {
-  SubtreeStats agg;
-  const int64_t call_start_in = call_start;
-  std::string_view layer = GetStr(node, "layer");
-  std::string_view family = GetStr(node, "family");
-  if (family.empty()) family = GetStr(node, "name");
-  int64_t start = detail::GetTime(node, "start", 0), end = detail::GetTime(node, "end", start);
-  bool is_op = IsOperatorLayer(layer);
-  uint32_t fam_id = (is_op || IsCallLayer(layer) || IsDeviceLayer(layer))
-                        ? strings.Intern(family) : kNoString;
-  uint32_t child_parent = is_op ? fam_id : parent_family;
-  if (is_op && layer == "comm") {
+// A node's own facts and its own work (an API call's time, a device op's), before its children.
+TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, uint32_t parent_family,
+                                                    int64_t call_start) {
+  WalkFrame f;
+  f.node = node;
+  f.call_start_in = call_start;
+  f.layer = GetStr(node, "layer");
+  f.family = GetStr(node, "family");
+  if (f.family.empty()) f.family = GetStr(node, "name");
+  f.start = detail::GetTime(node, "start", 0);
+  f.end = detail::GetTime(node, "end", f.start);
+  f.is_op = IsOperatorLayer(f.layer);
+  f.fam_id = (f.is_op || IsCallLayer(f.layer) || IsDeviceLayer(f.layer)) ? strings.Intern(f.family) : kNoString;
+  f.child_parent = f.is_op ? f.fam_id : parent_family;
+  if (f.is_op && f.layer == "comm") {
     simdjson::dom::object anchor;
     if (node["anchor"].get_object().get(anchor) == simdjson::SUCCESS) {
       std::string_view af = GetStr(anchor, "family");
       if (!af.empty()) parent_family = strings.Intern(af);
     }
   }
-  const bool graph_launch = IsCallLayer(layer) && detail::IsGraphLaunchName(family);
-  if (graph_launch) ++bucket->info.graph_launches;
+  f.parent_family = parent_family;
+  f.graph_launch = IsCallLayer(f.layer) && detail::IsGraphLaunchName(f.family);
+  if (f.graph_launch) ++bucket->info.graph_launches;
   if (std::string_view domain = GetStr(node, "domain");
       !domain.empty() && bucket->domains.size() < detail::kMaxDomains) {
     bucket->domains.emplace(domain);
   }
-  if (IsCallLayer(layer)) {
-    AddCall(layer, fam_id, start, end, &agg);
-    agg.own.loads_code = IsCodeLoadCall(family);
-    call_start = start;
-  } else if (IsDeviceLayer(layer)) {
-    AddDevice(node, layer, family, fam_id, start, end, call_start, &agg);
+  if (IsCallLayer(f.layer)) {
+    AddCall(f.layer, f.fam_id, f.start, f.end, &f.agg);
+    f.agg.own.loads_code = IsCodeLoadCall(f.family);
+  } else if (IsDeviceLayer(f.layer)) {
+    AddDevice(node, f.layer, f.family, f.fam_id, f.start, f.end, call_start, &f.agg);
   }
-  std::vector<std::pair<int64_t, int64_t>> child_ops;
-  simdjson::dom::array children;
-  if (node["children"].get_array().get(children) == simdjson::SUCCESS) {
-    for (simdjson::dom::element c : children) {
-      simdjson::dom::object co;
-      if (c.get_object().get(co) != simdjson::SUCCESS) continue;
-      const bool child_op = IsOperatorLayer(GetStr(co, "layer"));
-      if (is_op && child_op) child_ops.emplace_back(detail::GetTime(co, "start", 0), detail::GetTime(co, "end", 0));
-      agg.Merge(Walk(co, child_parent, IsCallLayer(layer) ? call_start : INT64_MIN), child_op);
-    }
-    if (graph_launch) EmitGraphInstances(children, start, fam_id, GetInt(node, "thread_id", -1));
+  f.has_children = node["children"].get_array().get(f.children) == simdjson::SUCCESS;
+  if (f.has_children) {
+    f.next = f.children.begin();
+    f.last = f.children.end();
   }
-  if (IsCallLayer(layer)) {
-    AddCallWait(family, start, end, call_start_in == INT64_MIN, &agg);
+  return f;
+}
+
+// What a node adds once its children are walked: its graph replay's instances, the wait of an
+// outermost call, a call directly under the step, its own operator instance.
+SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
+  if (f.graph_launch && f.has_children)
+    EmitGraphInstances(f.children, f.start, f.fam_id, GetInt(f.node, "thread_id", -1));
+  if (IsCallLayer(f.layer)) {
+    AddCallWait(f.family, f.start, f.end, f.call_start_in == INT64_MIN, &f.agg);
     // A call with no operator range above it: judged as the step's own calls (outside_time.h).
     // A graph launch's nodes are judged as the operators that captured them, so only its host
     // side counts here.
-    if (outside_time && call_start_in == INT64_MIN && parent_family == kNoString && !key.horizontal) {
+    if (outside_time && f.call_start_in == INT64_MIN && f.parent_family == kNoString && !key.horizontal) {
       SubtreeStats host_only;
-      if (graph_launch) {
-        AddCall(layer, fam_id, start, end, &host_only);
-        host_only.own.sig = HashText(family);
+      if (f.graph_launch) {
+        AddCall(f.layer, f.fam_id, f.start, f.end, &host_only);
+        host_only.own.sig = HashText(f.family);
       }
-      detail::AddDirectCall(bucket, start, end, GetInt(node, "thread_id", -1), graph_launch ? host_only : agg);
+      detail::AddDirectCall(bucket, f.start, f.end, GetInt(f.node, "thread_id", -1), f.graph_launch ? host_only : f.agg);
     }
   }
-  if (is_op) EmitInstance(node, layer, family, fam_id, parent_family, start, end, child_ops, agg);
-  return agg;
+  if (f.is_op) EmitInstance(f.node, f.layer, f.family, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
+  return std::move(f.agg);
+}
+
+// Depth first with an explicit stack (a tree as deep as the parser admits never exhausts the
+// thread's stack): Enter on the way down, Leave on the way up, each child's aggregate merged
+// into its parent's.
+SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_family, int64_t call_start) {
+  std::vector<WalkFrame> stack;
+  stack.push_back(Enter(root, parent_family, call_start));
+  for (;;) {
+    WalkFrame& f = stack.back();
+    simdjson::dom::object co;
+    bool descend = false;
+    while (!descend && f.has_children && f.next != f.last) {
+      simdjson::dom::element c = *f.next;
+      ++f.next;
+      descend = c.get_object().get(co) == simdjson::SUCCESS;
+    }
+    if (descend) {
+      f.child_op = IsOperatorLayer(GetStr(co, "layer"));
+      if (f.is_op && f.child_op) f.child_ops.emplace_back(detail::GetTime(co, "start", 0), detail::GetTime(co, "end", 0));
+      WalkFrame child = Enter(co, f.child_parent, IsCallLayer(f.layer) ? f.start : INT64_MIN);
+      stack.push_back(std::move(child));  // `f` is invalid from here
+      continue;
+    }
+    SubtreeStats done = Leave(f);
+    stack.pop_back();
+    if (stack.empty()) return done;
+    stack.back().agg.Merge(done, stack.back().child_op);
+  }
 }
 
 // One operator instance from its node and its subtree's aggregate (unless a duplicate).

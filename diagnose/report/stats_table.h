@@ -50,6 +50,8 @@ namespace truffld::diagnose {
   X(repaired_lines, "integer", rs.repaired_lines, "Lines with invalid UTF-8, read after replacing bad bytes.") \
   X(empty_horizontal, "integer", rs.empty_horizontal,                                                    \
     "Horizontal views with no communication: nothing to judge, so not units.")                           \
+  X(too_deep_trees, "integer", rs.too_deep_trees,                                                        \
+    "Trees nested past 16,384 JSON levels (about 8,192 ranges): bad lines, each named in problems with its step.") \
   X(problems, "array", rs.problems, "The first 20 problems, as file:line: problem.")
 
 // The detector's mode and the legacy mixture modes' counters (parameters: mode, s1).

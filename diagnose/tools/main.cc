@@ -69,6 +69,10 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
     std::fprintf(stderr, "%s: %llu operator ranges end before they start (kept with duration 0)\n",
                  what, (unsigned long long)rs.inverted_ranges);
   }
+  if (rs.too_deep_trees) {
+    std::fprintf(stderr, "%s: %llu trees nested too deep to read were skipped (each named below with its step)\n",
+                 what, (unsigned long long)rs.too_deep_trees);
+  }
   if (!quiet || rs.bad_lines || rs.warnings) {
     std::fprintf(stderr, "%s: %llu trees, %llu operator instances (%llu from CUDA-graph replays, %llu for "
                  "time no operator covers, %llu shared duplicates merged), %llu bad lines, %llu warnings\n", what,

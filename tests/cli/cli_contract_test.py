@@ -130,6 +130,8 @@ class Common(CliCase):
             p = self.expect([tool, "--version"], 0)
             self.assertRegex(p.stdout.decode(), VERSION)
             p = self.expect([tool, "--help"], 0)
+            # The program's name, not the path it was started by.
+            self.assertIn("Usage: %s [OPTIONS]" % os.path.basename(tool), p.stdout.decode())
             self.assertIn("Exit status: 0 success; 1 an input could not be used", p.stdout.decode())
             self.assertIn("3 an output could not be written", p.stdout.decode())
 
@@ -172,7 +174,11 @@ class Common(CliCase):
                     [SYNTH, "--bogus", "--out", self.dir],
                     [SYNTH, "--out", self.dir, "--faults", "nonsense"],
                     [SYNTH, "--out", self.dir, "--ranks", "many"]):
-            self.expect(cmd, 2)
+            p = self.expect(cmd, 2)
+            # Every message starts with the program's name ("truffld-diagnose: --out is required").
+            first = p.stderr.decode("utf-8", "replace").splitlines()[:1]
+            self.assertEqual([os.path.basename(cmd[0]) + ":"], [ln.split(" ")[0] for ln in first],
+                             "%s: %s" % (" ".join(map(str, cmd)), first))
 
 
 class Merge(CliCase):

@@ -10,8 +10,9 @@ only ever hurt that folder.
     the demo's own dump/, merged/, diag/;
   * truffld-env from a checkout uses build/ (not the newest build*/ tree) unless --build-dir
     says otherwise, and fails naming the injector when it is missing; --version works;
-    --check prints what it checked (libraries loadable, hooks readable, output folder writable)
-    instead of the export line, and exits 1 naming each failed check.
+    --check prints what it checked (libraries loadable, hooks importable in the given Python,
+    output folder writable, no other injection library set) instead of the export line, and
+    exits 1 naming each failed check.
 """
 import os
 import shutil
@@ -58,6 +59,7 @@ class FakeCheckout(unittest.TestCase):
         write_exe(os.path.join(self.repo, "tools", "eval", "compare.py"), "import sys\nprint('compared', sys.argv[1:])\n")
         with open(os.path.join(self.repo, "README.md"), "w") as f:
             f.write("precious\n")
+        self.extra_env = {}
         self.log = os.path.join(self.tmp, "calls.log")
         self.bin = os.path.join(self.tmp, "bin")
         write_exe(os.path.join(self.bin, "cmake"), STANDIN)
@@ -71,6 +73,10 @@ class FakeCheckout(unittest.TestCase):
         env = dict(os.environ, PATH=self.bin + os.pathsep + os.environ["PATH"], FAKE_LOG=self.log)
         env.pop("TRUFFLD_BUILD_DIR", None)
         env.pop("TRUFFLD_LLM_URL", None)
+        for k in list(env):
+            if k.endswith("_INJECTION64_PATH") or k == "PYTHONPATH":
+                env.pop(k)
+        env.update(self.extra_env)
         return subprocess.run(args, cwd=cwd or self.repo, env=env, capture_output=True, text=True, timeout=120)
 
     def calls(self):
@@ -153,6 +159,8 @@ class TruffldEnv(FakeCheckout):
         hooks = os.path.join(self.repo, "inject", "python")
         os.makedirs(hooks)
         open(os.path.join(hooks, "sitecustomize.py"), "w").close()
+        os.makedirs(os.path.join(hooks, "truffld_hooks"))
+        open(os.path.join(hooks, "truffld_hooks", "__init__.py"), "w").close()
         self.injector = os.path.join(self.repo, "build", "inject", "libcupti_injector.so")
         os.makedirs(os.path.dirname(self.injector))
         open(self.injector, "w").close()
@@ -207,6 +215,7 @@ class TruffldEnv(FakeCheckout):
         self.assertNotIn("export", p.stdout)
         for what in ("injector", "NVTX shim", "hooks", "output dir"):
             self.assertRegex(p.stdout, r"\n  ok +%s +/" % what)
+        self.assertRegex(p.stdout, r"\n  ok +CUDA_INJECTION64_PATH none \(not set\)")
         self.assertIn(self.injector + " (ELF, dependencies found)", p.stdout)
         self.assertFalse(os.path.exists(out), "--check made the output folder")
         os.makedirs(out)
@@ -226,6 +235,25 @@ class TruffldEnv(FakeCheckout):
         self.assertRegex(p.stdout, r"\n  ok +hooks ")
         self.assertIn("%s is not a folder" % blocker, p.stdout)
         self.assertIn("truffld-env: 3 check(s) failed", p.stderr)
+
+    def test_check_fails_on_hooks_that_do_not_import_and_another_injector(self):
+        self.real_library(self.injector)
+        self.real_library(os.path.join(self.repo, "build", "inject", "pynvtx", "libtruffld_pynvtx.so"))
+        with open(os.path.join(self.repo, "inject", "python", "truffld_hooks", "__init__.py"), "w") as f:
+            f.write("def broken(:\n")
+        other = os.path.join(self.tmp, "nsys-injection.so")
+        open(other, "w").close()
+        self.extra_env = {"CUDA_INJECTION64_PATH": other, "NVTX_INJECTION64_PATH": self.injector}
+        p = self.env_tool("--check", "--output-dir", os.path.join(self.tmp, "trace"))
+        self.assertEqual(1, p.returncode, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\n  FAIL +hooks .*cannot import them: SyntaxError")
+        self.assertIn("FAIL  CUDA_INJECTION64_PATH %s (another injection library" % other, p.stdout)
+        self.assertIn("ok    NVTX_INJECTION64_PATH %s (already the injector)" % self.injector, p.stdout)
+        self.assertIn("truffld-env: 2 check(s) failed", p.stderr)
+        p = self.env_tool("--check", "--no-cuda", "--python", "no-such-python3")
+        self.assertRegex(p.stdout, r"\n  FAIL +hooks .*no-such-python3 not found")
+        self.assertNotIn("CUDA_INJECTION64_PATH", p.stdout)
+        self.assertIn("truffld-env: 1 check(s) failed", p.stderr)
 
     def test_version_and_usage(self):
         p = self.env_tool("--version")

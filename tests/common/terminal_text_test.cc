@@ -28,6 +28,20 @@ TEST(TerminalText, EscapesBidiControls) {
   EXPECT_EQ(EscapeForTerminal("\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5"), "\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5");  // neighbours kept
 }
 
+// The Arabic letter mark is a bidirectional control too; invisible format characters make two
+// different names print the same ("aten::mm" with a zero width space in it), and tag characters
+// hide text outright: all are escaped. ZWNJ and ZWJ, which scripts and emoji need, are kept.
+TEST(TerminalText, EscapesInvisibleFormatCharacters) {
+  EXPECT_EQ(EscapeForTerminal("mm\xD8\x9C"), "mm\\u061c");                        // U+061C ALM
+  EXPECT_EQ(EscapeForTerminal("aten::\xE2\x80\x8Bmm"), "aten::\\u200bmm");         // U+200B ZWSP
+  EXPECT_EQ(EscapeForTerminal("\xC2\xAD\xE2\x81\xA0\xE2\x81\xA4\xEF\xBB\xBF"), "\\u00ad\\u2060\\u2064\\ufeff");
+  EXPECT_EQ(EscapeForTerminal("\xE1\xA0\x8E\xE2\x81\xAA\xE2\x81\xAF\xEF\xBF\xB9\xEF\xBF\xBB"),
+            "\\u180e\\u206a\\u206f\\ufff9\\ufffb");
+  EXPECT_EQ(EscapeForTerminal("a\xF3\xA0\x80\x81\xF3\xA0\x81\x81\xF3\xA0\x81\xBF"), "a\\U000e0001\\U000e0041\\U000e007f");
+  EXPECT_EQ(EscapeForTerminal("\xE2\x80\x8C\xE2\x80\x8D\xF3\xA0\x82\x80\xC2\xA0"),
+            "\xE2\x80\x8C\xE2\x80\x8D\xF3\xA0\x82\x80\xC2\xA0");  // ZWNJ, ZWJ, U+E0080 (past the tags), NBSP kept
+}
+
 TEST(TerminalText, EscapesLineByLine) {
   EXPECT_EQ(EscapeLinesForTerminal("a\x1b\nb\r\n"), "a\\e\nb\\r\n");
   EXPECT_EQ(EscapeLinesForTerminal("no newline"), "no newline\n");

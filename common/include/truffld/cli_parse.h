@@ -51,10 +51,13 @@ inline CLI::Validator Finite() {
   return v;
 }
 
-// Parses argv. nullopt: go on. Otherwise the tool should exit with the returned status: 0 after
+// Parses argv (the app takes the program's file name, argv[0] without its folder, unless it has
+// a name). nullopt: go on. Otherwise the tool should exit with the returned status: 0 after
 // --help/--version (printed), kExitUsage after a parse error (CLI11 printed the message, after
 // the tool's name: "truffld-diagnose: --flag: reason").
 inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
+  // --help's usage line names the program, not the path it was started by.
+  if (app.get_name().empty() && argc > 0) app.name(std::filesystem::path(argv[0]).filename().string());
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     const std::string tool = std::filesystem::path(a->get_name()).filename().string();
     return (tool.empty() ? std::string() : tool + ": ") + CLI::FailureMessage::simple(a, e);

@@ -16,9 +16,12 @@ namespace truffld {
 
 // Control characters become visible escapes: C0 bytes and DEL as \n, \t, \r, \e (ESC) or \xNN,
 // C1 controls (U+0080..U+009F, UTF-8 C2 80..C2 9F) as \u0080..\u009f, bidirectional controls
-// (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) as \u200e etc., the backslash itself as
-// \\ (so an escape in the output always stands for one in the input), and bytes that are not
-// valid UTF-8 as \xNN. Everything else, UTF-8 included, is kept.
+// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) as \u200e etc., invisible format
+// characters (U+00AD, U+180E, U+200B, U+2060..U+2064, U+206A..U+206F, U+FEFF, U+FFF9..U+FFFB)
+// as \u00ad etc. and tag characters (U+E0001, U+E0020..U+E007F) as \U000e0001 etc., the
+// backslash itself as \\ (so an escape in the output always stands for one in the input), and
+// bytes that are not valid UTF-8 as \xNN. Everything else, UTF-8 included (ZWNJ and ZWJ too), is
+// kept.
 std::string EscapeForTerminal(std::string_view text);
 
 // EscapeForTerminal applied to each line of `text`, the line breaks kept: a multi-line report

@@ -69,6 +69,30 @@ TEST(PeerExpectations, LayersTpPeersAndSimilarSteps) {
   }
 }
 
+// Sampled device windows that start one step apart on two ranks: rank 0 has device detail from
+// step 4, rank 1 from step 5. In step 4 the ranks' only partner differs in device detail (rank
+// 0's host calls are slowed by activity tracing, rank 1's are not): no tensor-parallel peers
+// there, either way; from step 5 on both have detail and are peers again.
+TEST(PeerExpectations, TpPeersShareDeviceDetail) {
+  InstanceTable t = FourLayers(2, 12, 1.0, -1);
+  for (StepInfo& s : t.steps) s.device_detail = s.step_index >= 4 + s.rank.value_or(0);
+  const UnitGroups g = GroupUnits(t);
+  const std::vector<TestRow> rows = BuildTests(t, g, MatchCollectives(t, g), PeerOptions{});
+  int offset = 0, both = 0;
+  for (const TestRow& r : rows) {
+    const int64_t step = t.steps[r.unit].step_index;
+    if (step == 4) {
+      ++offset;
+      EXPECT_FALSE(r.Has(PeerSource::kTp)) << "rank " << t.steps[r.unit].rank.value_or(-1) << " step 4";
+    } else if (step == 5 || step == 3) {
+      ++both;
+      EXPECT_TRUE(r.Has(PeerSource::kTp)) << "step " << step;
+    }
+  }
+  EXPECT_GT(offset, 0);
+  EXPECT_GT(both, 0);
+}
+
 TestRow Row(double p_layer, double p_tp, double p_time) {
   TestRow r;
   r.observed = 200;
