@@ -180,6 +180,22 @@ TEST(DecideUnits, NoUnitLevelPeersIsInsufficientEvidence) {
   EXPECT_EQ(d.views[0].flagged, 0);
 }
 
+TEST(DecideUnits, AnImplicitStepSaysHowToGetSteps) {
+  PeerTableBuilder b;
+  b.Unit(0, 0, "vertical", {"*"}, 0, 1000);
+  b.t.steps[0].step_name = "<implicit step>";
+  b.Add({"op"});
+  std::vector<TestRow> rows(1);
+  rows[0].unit = 0;
+  rows[0].instance = 0;
+  rows[0].expected[0] = 100;  // layers only
+  rows[0].p[0] = 0.5;
+  rows[0].p_value = CombineSources(rows[0]);
+  const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+  EXPECT_EQ(d.units[0].verdict, Verdict::kInsufficient);
+  EXPECT_NE(d.units[0].reason.find("truffld_hooks.step_range"), std::string::npos) << d.units[0].reason;
+}
+
 // Contention: kernels slowed together in a window. A small kernel 1.5x its expectation (too
 // mild to count alone, and the only one of its family) is significant when two other device rows
 // in its window are surprising too, even when those two are strong enough on their own: the
