@@ -52,10 +52,18 @@ def text(p):
     return p.stdout.decode("utf-8", "replace") + p.stderr.decode("utf-8", "replace")
 
 
+LOCK = ".truffld.lock"  # the output lock (truffld/output_lock.h): a run's holder line, not an output
+
+
+def outputs(folder):
+    """The names in an output folder, sorted, without the output lock."""
+    return sorted(n for n in os.listdir(folder) if n != LOCK)
+
+
 def contents(folder):
-    """{name: bytes} of every file in `folder`."""
+    """{name: bytes} of every file in `folder` but the output lock."""
     out = {}
-    for name in os.listdir(folder):
+    for name in outputs(folder):
         with open(os.path.join(folder, name), "rb") as f:
             out[name] = f.read()
     return out
@@ -229,7 +237,7 @@ class Merge(CliCase):
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", out, "-q"], 0)
         self.assertTrue(os.path.exists(os.path.join(out, "trace.json")))
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", out, "-q", "--no-trace-json"], 0)
-        self.assertEqual(["summary.json", "trees.jsonl"], sorted(os.listdir(out)))
+        self.assertEqual(["summary.json", "trees.jsonl"], outputs(out))
 
     def test_full_disk_exits_3_and_keeps_the_earlier_outputs(self):
         out = os.path.join(self.dir, "out")
@@ -257,7 +265,8 @@ class Merge(CliCase):
             want = json.load(f)
         self.assertEqual(want["total"]["steps"], got["total"]["steps"])
         self.assertEqual(want["total"]["kernels_read"], got["total"]["kernels_read"])
-        self.assertEqual({"not_a_trace": 3, "truffld_output": 3, "duplicate": 2}, got["skipped_by_kind"])
+        self.assertEqual({"not_a_trace": 3, "truffld_output": 3, "duplicate": 2, "not_a_regular_file": 0},
+                         got["skipped_by_kind"])
 
     def test_control_bytes_in_names_reach_stderr_escaped(self):
         evil = os.path.join(self.dir, "evil\x1b]0;owned\x07\x1b[2J.jsonl")
@@ -288,7 +297,7 @@ class Diagnose(CliCase):
         out = os.path.join(self.dir, "out")
         p = self.expect([DIAG, cut, "-o", out, "--llm", "off", "-q"], 0,
                         "warning: diagnosis.trace.json not written", "cut short")
-        self.assertEqual(["diagnosis.jsonl", "report.html", "stats.json"], sorted(os.listdir(out)))
+        self.assertEqual(["diagnosis.jsonl", "report.html", "stats.json"], outputs(out))
         with open(os.path.join(out, "stats.json")) as f:
             self.assertIn("cut short", json.load(f)["trace"]["error"])
         self.assertNotIn(b"Wrote", p.stdout)
@@ -368,11 +377,11 @@ class Diagnose(CliCase):
         out = os.path.join(self.dir, "out")
         self.diag(out, "-q", "--labels", os.path.join(self.root, "dump", "labels.jsonl"))
         self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "metrics.json", "report.html", "stats.json"],
-                         sorted(os.listdir(out)))
+                         outputs(out))
         self.diag(out, "-q", "--no-html")
-        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "stats.json"], sorted(os.listdir(out)))
+        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "stats.json"], outputs(out))
         self.diag(out, "-q", "--no-html", "--no-trace")
-        self.assertEqual(["diagnosis.jsonl", "stats.json"], sorted(os.listdir(out)))
+        self.assertEqual(["diagnosis.jsonl", "stats.json"], outputs(out))
 
     def test_full_disk_exits_3_and_keeps_the_earlier_outputs(self):
         out = os.path.join(self.dir, "out")
@@ -397,7 +406,7 @@ class Diagnose(CliCase):
         try:
             p = self.diag(os.path.join(mnt, "out"), "-q", "--no-html", "--no-trace", rc=3)
             self.assertIn(b"stats.json", p.stderr)
-            self.assertEqual([], os.listdir(os.path.join(mnt, "out")))
+            self.assertEqual([], outputs(os.path.join(mnt, "out")))
         finally:
             subprocess.run(["umount", mnt], check=True)
 
