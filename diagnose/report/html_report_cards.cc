@@ -85,10 +85,7 @@ std::string PeerCard(const StepDiagnosis& s, const ReportRunData& run, size_t un
   h += "<table><tr><th>faulty operator</th><th>cost</th><th>observed us</th><th>expected us</th><th>excess us</th>"
        "<th>share of step</th><th>vs TP peers</th><th>vs similar steps</th><th>vs layers</th>"
        "<th>expected from</th></tr>";
-  std::vector<const FaultyOperator*> listed;
-  for (const FaultyOperator& f : s.faulty) {  // the first (largest) always: the unit passed the floor
-    if (listed.empty() || IsMaterialBlame(f, e, run.min_impact_share)) listed.push_back(&f);
-  }
+  const std::vector<const FaultyOperator*> listed = ListedBlame(s, run.min_impact_share);
   for (const FaultyOperator* op : listed) {
     const FaultyOperator& f = *op;
     const PeerCost& c = CostOrNone(f.cost);
@@ -241,7 +238,7 @@ std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData
     const StepDiagnosis& s = d[u];
     const StepEvidence& e = s.evidence;
     const double step_ns = static_cast<double>(e.step_duration_ns > 0 ? e.step_duration_ns : e.end_ns - e.start_ns);
-    const double saved = e.peer && std::isfinite(e.peer->impact_ns) ? e.peer->impact_ns : Impact(s);
+    const double saved = UnitCostNs(s);
     const std::string impact = e.peer
         ? (std::isfinite(e.peer->impact_ns) ? "costs " : "+") + Us(saved) + " us" +
               (step_ns > 0 ? " (" + Pct(saved / step_ns) + " of the step)" : std::string())

@@ -73,6 +73,21 @@ bool IsMaterialBlame(const FaultyOperator& f, const StepEvidence& e, double min_
   return step <= 0 || BlameCostNs(f) >= min_share * step;
 }
 
+std::vector<const FaultyOperator*> ListedBlame(const StepDiagnosis& s, double min_share) {
+  std::vector<const FaultyOperator*> listed;
+  for (const FaultyOperator& f : s.faulty) {
+    if (listed.empty() || IsMaterialBlame(f, s.evidence, min_share)) listed.push_back(&f);
+  }
+  return listed;
+}
+
+double UnitCostNs(const StepDiagnosis& s) {
+  if (s.evidence.peer && std::isfinite(s.evidence.peer->impact_ns)) return s.evidence.peer->impact_ns;
+  double excess = 0;
+  for (const FaultyOperator& f : s.faulty) excess += CostOrNone(f.cost).excess_ns;
+  return excess;
+}
+
 namespace {
 
 void AddUnit(RootCause* c, const StepDiagnosis& s, double cost) {
@@ -97,12 +112,11 @@ void AddUnit(RootCause* c, const StepDiagnosis& s, double cost) {
 
 std::vector<RootCause> GroupRootCauses(const std::vector<StepDiagnosis>& d, const ReportRunData& run) {
   std::map<std::tuple<int, int, std::string, std::string>, RootCause> groups;
-  std::map<std::tuple<int, int, std::string, std::string>, double> top_cost;
   for (size_t u = 0; u < d.size(); ++u) {
     const StepDiagnosis& s = d[u];
     if (s.label != Verdict::kAbnormal) continue;
-    for (const FaultyOperator& f : s.faulty) {  // the first (largest) always: the unit passed the floor
-      if (&f != &s.faulty[0] && !IsMaterialBlame(f, s.evidence, run.min_impact_share)) continue;
+    for (const FaultyOperator* op : ListedBlame(s, run.min_impact_share)) {
+      const FaultyOperator& f = *op;
       const Metric metric = f.cost ? f.cost->metric : Metric::kDevice;
       const FaultClass fc = ClassifyBlame(s.evidence.view, f.family, f.layer, metric);
       const std::string metric_name = f.cost ? MetricName(metric) : "";
@@ -116,9 +130,8 @@ std::vector<RootCause> GroupRootCauses(const std::vector<StepDiagnosis>& d, cons
       }
       const double cost = BlameCostNs(f);
       AddUnit(&c, s, cost);
-      double& best = top_cost[key];
-      if (c.units == 1 || cost > best) {
-        best = cost;
+      if (c.units == 1 || cost > c.top_cost_ns) {
+        c.top_cost_ns = cost;
         c.top_unit = u;
       }
     }
@@ -157,12 +170,7 @@ double RunCostNs(const std::vector<StepDiagnosis>& d, double* total_ns) {
     auto& [cost, duration] = steps[{e.rank.value_or(-1), e.step_index}];
     duration = std::max(duration, static_cast<double>(e.step_duration_ns));
     if (s.label != Verdict::kAbnormal || !e.peer) continue;
-    double impact = e.peer->impact_ns;
-    if (!std::isfinite(impact)) {
-      impact = 0;
-      for (const FaultyOperator& f : s.faulty) impact += CostOrNone(f.cost).excess_ns;
-    }
-    cost = std::max(cost, impact);
+    cost = std::max(cost, UnitCostNs(s));
   }
   double sum = 0, total = 0;
   for (const auto& [key, v] : steps) {

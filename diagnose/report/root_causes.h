@@ -42,6 +42,13 @@ double BlameCostNs(const FaultyOperator& f);
 // Whether the blamed operator saved at least `min_share` of its step (always true at 0).
 bool IsMaterialBlame(const FaultyOperator& f, const StepEvidence& e, double min_share);
 
+// The blame of `s` worth listing: its largest always (the unit passed the floor as a whole),
+// the others when material. Pointers into s.faulty, in its order.
+std::vector<const FaultyOperator*> ListedBlame(const StepDiagnosis& s, double min_share);
+
+// What an abnormal unit cost its step (ns): its replayed impact, else its blame's summed excess.
+double UnitCostNs(const StepDiagnosis& s);
+
 struct RootCause {
   FaultClass fault_class = FaultClass::kSlowGpuWork;
   View view = View::kVertical;
@@ -54,6 +61,7 @@ struct RootCause {
   int units = 0;                  // abnormal units (straggler: steps) it explains
   double cost_ns = 0;             // step time it cost, summed over its units
   size_t top_unit = SIZE_MAX;     // diagnosis index of its costliest unit (SIZE_MAX: none)
+  double top_cost_ns = 0;         // what it cost in that unit
   std::string cause;              // straggler: what held the rank, when known
 };
 
