@@ -198,7 +198,7 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
   h += RenderFamilyTable(d, plan);
   h += RenderStragglers(run, d, plan);
   std::vector<bool> used(run.histograms.size(), false);
-  const std::string cards = RenderCards(d, run, plan, &used);
+  const std::string cards = RenderCards(d, run, plan, &used, ctx.trace_origin_ns);
   h += RenderHistogramDefs(run, used) + cards;
   h += RenderIndex(d, plan);
   if (!ctx.notes.empty()) {

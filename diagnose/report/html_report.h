@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,9 @@ struct ReportContext {
   std::vector<std::string> notes;  // read problems, fallbacks
   size_t max_cards = 500;   // abnormal units shown as cards (the rest are in the index)
   const ReportRunData* run = nullptr;  // peer mode extras; null: derived from the diagnoses
+  // The merge trace's otherData.time_origin_ns when there is one: cards then give each unit's
+  // time in trace.json / diagnosis.trace.json (us since that origin, Perfetto's timestamps).
+  std::optional<int64_t> trace_origin_ns;
 };
 
 // Peer mode: the run's calibration, stragglers and cost histograms of the families blamed in

@@ -30,6 +30,18 @@ std::string Heading(size_t rank_in_list, const StepDiagnosis& s, const std::stri
   return h + " &mdash; " + impact + "</h3>";
 }
 
+// Where the unit's step lies: in the merge trace (us since its origin, as Perfetto shows
+// timestamps) when there is one, and in absolute ns (the dumps' clock) always.
+std::string WhereInTrace(const StepEvidence& e, std::optional<int64_t> origin) {
+  if (e.end_ns <= e.start_ns) return "";
+  std::string h = "<p class='muted when'>";
+  if (origin) {
+    h += "in trace.json and diagnosis.trace.json: " + Us(double(e.start_ns - *origin)) + " &ndash; " +
+         Us(double(e.end_ns - *origin)) + " us from the trace's start; ";
+  }
+  return h + "absolute " + std::to_string(e.start_ns) + " &ndash; " + std::to_string(e.end_ns) + " ns</p>";
+}
+
 std::string Chain(const StepDiagnosis& s, const FaultyOperator& f) {
   std::string h = "<div class='chain'>call chain: ";
   for (auto it = f.parent_chain.rbegin(); it != f.parent_chain.rend(); ++it) {
@@ -219,7 +231,7 @@ std::string RenderHistogramDefs(const ReportRunData& run, const std::vector<bool
 }
 
 std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData& run, const CardPlan& plan,
-                        std::vector<bool>* used) {
+                        std::vector<bool>* used, std::optional<int64_t> trace_origin_ns) {
   const bool by_cost = AnyPeer(d);
   std::string h =
       "<h2 id='cards'>Abnormal units by " + std::string(by_cost ? "time impact" : "summed score") + "</h2>";
@@ -244,7 +256,7 @@ std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData
               (step_ns > 0 ? " (" + Pct(saved / step_ns) + " of the step)" : std::string())
         : "score " + Num(Impact(s), 3);
     h += "<section class='card" + std::string(e.peer ? "" : " legacy") + "' id='" + plan.ids[u] + "'>" +
-         Heading(++n, s, plan.ids[u], impact) +
+         Heading(++n, s, plan.ids[u], impact) + WhereInTrace(e, trace_origin_ns) +
          (e.peer ? PeerCard(s, run, u, used) : LegacyCard(s, run, u, used)) + "</section>";
   }
   return h;

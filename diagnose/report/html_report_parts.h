@@ -64,8 +64,10 @@ std::string RenderFamilyTable(const std::vector<StepDiagnosis>& d, const CardPla
 std::string RenderStragglers(const ReportRunData& run, const std::vector<StepDiagnosis>& d,
                              const CardPlan& plan);
 std::string RenderHistogramDefs(const ReportRunData& run, const std::vector<bool>& used);
+// `trace_origin_ns`: with it, each card says where its step lies in the merge trace.
 std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData& run,
-                        const CardPlan& plan, std::vector<bool>* used_histograms);
+                        const CardPlan& plan, std::vector<bool>* used_histograms,
+                        std::optional<int64_t> trace_origin_ns = std::nullopt);
 std::string RenderIndex(const std::vector<StepDiagnosis>& d, const CardPlan& plan);
 
 // The report's only script (static text: no data, no names) and its CSP hash source.

@@ -30,6 +30,9 @@ void AddPeerCost(nlohmann::json& fj, const PeerCost& c) {
   fj["evidence"] = c.sentence;
 }
 
+// us since the trace's origin, to the ns, as the trace's own "ts" reads.
+double TraceMicros(int64_t ns, int64_t origin) { return static_cast<double>(ns - origin) / 1000.0; }
+
 void AddPeerVerdict(nlohmann::json& j, const StepEvidence& step) {
   const PeerUnitEvidence& e = *step.peer;
   j["start_ns"] = step.start_ns;
@@ -62,12 +65,17 @@ void AddPeerVerdict(nlohmann::json& j, const StepEvidence& step) {
 
 }  // namespace
 
-nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) {
+nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode,
+                               std::optional<int64_t> trace_origin_ns) {
   const StepEvidence& e = d.evidence;
   nlohmann::json j;
   j["schema"] = "truffld.diagnosis/1";
   j["rank"] = e.rank ? nlohmann::json(*e.rank) : nlohmann::json(nullptr);
   j["step_index"] = e.step_index;
+  if (trace_origin_ns && e.end_ns > e.start_ns) {
+    j["trace_start_us"] = TraceMicros(e.start_ns, *trace_origin_ns);
+    j["trace_end_us"] = TraceMicros(e.end_ns, *trace_origin_ns);
+  }
   j["step"] = e.step_name;
   j["view"] = ViewName(e.view);
   j["phase"] = e.phase;
@@ -107,10 +115,10 @@ nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode) 
 }
 
 Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagnosis>& d,
-                           const std::string& mode) {
+                           const std::string& mode, std::optional<int64_t> trace_origin_ns) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return IoError(path + ": cannot open for writing");
-  for (const auto& s : d) out << DiagnosisToJson(s, mode).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  for (const auto& s : d) out << DiagnosisToJson(s, mode, trace_origin_ns).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out.flush();
   if (!out) return IoError(path + ": write failed");
   return Status::Ok();

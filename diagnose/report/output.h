@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,13 @@
 
 namespace truffld::diagnose {
 
-nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode);
+// `trace_origin_ns`: the annotated trace's time origin (ns); with it each line also gives the
+// step's time in that trace ("trace_start_us", "trace_end_us": us since the origin, as the
+// trace's "ts"), so a unit can be found in Perfetto.
+nlohmann::json DiagnosisToJson(const StepDiagnosis& d, const std::string& mode,
+                               std::optional<int64_t> trace_origin_ns = std::nullopt);
 Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagnosis>& d,
-                           const std::string& mode);
+                           const std::string& mode, std::optional<int64_t> trace_origin_ns = std::nullopt);
 
 // Table of abnormal steps and their faulty operators (at most max_rows steps), plus a count line.
 std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows = 50);

@@ -101,6 +101,18 @@ std::string AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l
   return std::string(line);
 }
 
+// Why a faulty-operator marker has no flow arrow to an operator slice (its args' "no_flow").
+constexpr const char* kWhyUnlinked =
+    "no slice of trace.json has this operator's start, duration and name on this rank "
+    "(the trace comes from another merge, or from an older truffld-merge)";
+constexpr const char* kWhyOutside =
+    "time no operator range covers (a host gap inside the step, the time between steps, or a "
+    "call directly under the step): there is no operator slice to point at; see the step's "
+    "slices at this time";
+constexpr const char* kWhyReplayed =
+    "device work of a CUDA-graph replay: the graph launch is one slice, its kernels have no "
+    "operator slice of their own; see the cudaGraphLaunch slice and the GPU stream at this time";
+
 std::string Event(std::string_view ph, std::string_view name, uint32_t tid, const std::string& rest) {
   std::string e = "{\"ph\":\"";
   e += ph;
@@ -124,19 +136,25 @@ void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool f
     put(Event("M", "thread_name", t + 1, args + "}"));
   }
   for (const OverlaySlice& s : o.slices) {
-    std::string rest = ",\"cat\":\"truffld_diagnosis\",\"ts\":" + NsToMicrosText(s.start_ns - origin) +
-                       ",\"dur\":" + NsToMicrosText(s.end_ns - s.start_ns) + ",\"args\":" +
-                       s.args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (!s.cname.empty()) rest += ",\"cname\":\"" + s.cname + "\"";
-    if (s.target >= 0 && l.flow_of[size_t(s.target)]) {
-      rest += ",\"bind_id\":" + std::to_string(l.flow_of[size_t(s.target)]) + ",\"flow_in\":true";
-    } else if (s.target >= 0) {
+    const bool linked = s.target >= 0 && l.flow_of[size_t(s.target)];
+    const char* why = nullptr;  // a marker without a flow says why
+    if (s.target >= 0 && !linked) {
       ++st->markers_unlinked;
+      why = kWhyUnlinked;
     } else if (s.marker && s.outside) {
       ++st->markers_outside;
-    } else if (s.marker) {
+      why = kWhyOutside;
+    } else if (s.marker && s.target < 0) {
       ++st->markers_replayed;
+      why = kWhyReplayed;
     }
+    nlohmann::json args = s.args;
+    if (why) args["no_flow"] = why;
+    std::string rest = ",\"cat\":\"truffld_diagnosis\",\"ts\":" + NsToMicrosText(s.start_ns - origin) +
+                       ",\"dur\":" + NsToMicrosText(s.end_ns - s.start_ns) + ",\"args\":" +
+                       args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!s.cname.empty()) rest += ",\"cname\":\"" + s.cname + "\"";
+    if (linked) rest += ",\"bind_id\":" + std::to_string(l.flow_of[size_t(s.target)]) + ",\"flow_in\":true";
     put(Event("X", s.name, s.track + 1, rest));
   }
 }

@@ -98,7 +98,7 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   const fs::path dir(a.outdir);
   truffld::OutputSet out;
   TRUFFLD_RETURN_IF_ERROR(out.AddWith((dir / "diagnosis.jsonl").string(), [&](const std::string& p) {
-    return td::WriteDiagnosisJsonl(p, result.diagnoses, a.mode);
+    return td::WriteDiagnosisJsonl(p, result.diagnoses, a.mode, trace.time_origin_ns);
   }));
   if (metrics) {
     TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "metrics.json").string(), metrics->dump(2) + "\n"));
@@ -255,6 +255,7 @@ int Run(Args& a) {
   ctx.metrics_text = metrics_text;
   ctx.max_cards = a.report_cards;
   ctx.notes = s1.notes;
+  ctx.trace_origin_ns = trace->time_origin_ns;
   for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
   std::vector<std::string> warnings;
   bool input_side = false;

@@ -74,6 +74,7 @@ Result<TraceChoice> ChooseTrace(const std::string& input, const std::string& tra
     return c;
   }
   c.path = path;
+  c.time_origin_ns = *origin;
   return c;
 }
 

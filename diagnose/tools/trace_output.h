@@ -9,6 +9,8 @@
 // Thread-safety: none needed (the CLI's main thread).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct TraceChoice {
   std::string path;        // "" = no trace to annotate
   bool named = false;      // given with --trace
   std::string why_none;    // with path "": why (for a note on stderr)
+  std::optional<int64_t> time_origin_ns;  // with a path: its otherData.time_origin_ns (ns)
 };
 
 // `input`: the trees file or merge folder; `trace_flag`: --trace ("" = look beside the trees).

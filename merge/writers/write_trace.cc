@@ -20,6 +20,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "writers/slice_order.h"
 #include "writers/trace_args.h"
 #include "truffld/merge/writers.h"
 
@@ -27,73 +28,9 @@ namespace truffld::merge {
 namespace {
 
 constexpr int64_t kGpuTidBase = 2000000000;
+constexpr int64_t kStepsTid = 0;                         // each process's "steps" track
+constexpr int64_t kNoThreadTid = kGpuTidBase - 1;        // host calls whose thread is unknown
 constexpr int64_t kOverflowTidStep = 100000000;
-constexpr size_t kAhead = 16;  // nodes to load ahead (see MergeResult::PrefetchEvent)
-
-// A slice's times (ns, merged axis), read from its node's event.
-struct SliceTimes {
-  TimeNs start, end;
-};
-
-// Reads slices' times from their nodes, which lie scattered: each walk over a run of slices
-// loads ahead (the node of slice k + kAhead).
-class SliceReader {
- public:
-  SliceReader(const MergeResult& r, const uint32_t* slices) : r_(r), s_(slices) {}
-  SliceTimes At(size_t k, size_t end) const {
-    if (k + kAhead < end) PrefetchLine(&r_.nodes[s_[k + kAhead]]);
-    const Node& n = r_.nodes[s_[k]];
-    return {n.start, n.end};
-  }
-  // Slice order: start, the longer first, node.
-  bool Less(const SliceTimes& x, size_t a, const SliceTimes& y, size_t b) const {
-    if (x.start != y.start) return x.start < y.start;
-    return x.end != y.end ? x.end > y.end : s_[a] < s_[b];
-  }
-
- private:
-  const MergeResult& r_;
-  const uint32_t* s_;
-};
-
-// Calls f(node, start, end) for a track's slices in slice order. They come as a few sorted runs
-// (a host thread's ranges, then its API calls): one walk finds the runs, a second merges them
-// as they are visited, each run's head times kept at hand, so no copy of the times or of the
-// reordered slices is made (16 bytes a slice of the largest track was the peak of trace.json
-// writing). Many runs (no common input makes them): times and a sorted list of positions.
-template <class F>
-void ForEachInSliceOrder(const MergeResult& r, const uint32_t* slices, size_t n, F&& f) {
-  const SliceReader rd(r, slices);
-  if (n == 0) return;
-  std::vector<size_t> bounds{0};
-  SliceTimes prev = rd.At(0, n);
-  for (size_t k = 1; k < n; ++k) {
-    const SliceTimes cur = rd.At(k, n);
-    if (rd.Less(cur, k, prev, k - 1)) bounds.push_back(k);
-    prev = cur;
-    if (bounds.size() > 64) {
-      std::vector<SliceTimes> times(n);
-      for (size_t i = 0; i < n; ++i) times[i] = rd.At(i, n);
-      std::vector<uint32_t> order(n);
-      for (size_t i = 0; i < n; ++i) order[i] = uint32_t(i);
-      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rd.Less(times[a], a, times[b], b); });
-      for (uint32_t p : order) f(slices[p], times[p].start, times[p].end);
-      return;
-    }
-  }
-  bounds.push_back(n);
-  struct Run { size_t at, end; SliceTimes head; };
-  std::vector<Run> runs;
-  for (size_t q = 0; q + 1 < bounds.size(); ++q) runs.push_back({bounds[q], bounds[q + 1], rd.At(bounds[q], bounds[q + 1])});
-  for (;;) {
-    Run* best = nullptr;  // the run whose head comes first
-    for (Run& run : runs)
-      if (run.at != run.end && (!best || rd.Less(run.head, run.at, best->head, best->at))) best = &run;
-    if (!best) return;
-    f(slices[best->at], best->head.start, best->head.end);
-    if (++best->at != best->end) best->head = rd.At(best->at, best->end);
-  }
-}
 
 using Track = std::pair<int64_t, int64_t>;  // pid, tid
 
@@ -163,6 +100,11 @@ class TraceTracks {
   const std::vector<Track>& lanes() const { return lanes_; }
   const std::map<int64_t, std::string>& pid_names() const { return pid_name_; }
   const std::map<Track, std::string>& track_names() const { return track_name_; }
+  // The track an overflow lane belongs to and the lane's number ({t, 0} for a track itself).
+  std::pair<Track, int64_t> BaseOf(const Track& t) const {
+    auto it = lane_base_.find(t);
+    return it == lane_base_.end() ? std::make_pair(t, int64_t{0}) : it->second;
+  }
   TimeNs earliest() const { return earliest_; }
 
  private:
@@ -172,6 +114,7 @@ class TraceTracks {
     if (it != pid_of_.end()) return it->second;
     int64_t pid = m.rank ? *m.rank : 1000000 + int64_t(pid_of_.size());
     pid_of_.emplace(key, pid);
+    main_thread_[pid] = proc;  // Linux: the main thread's id is the process id
     pid_name_[pid] = (m.rank ? "rank " + std::to_string(*m.rank) : std::string("no rank")) + " (" +
                      (m.host.empty() ? std::string("?") : m.host) + " pid " + std::to_string(proc) + ")";
     return pid;
@@ -198,12 +141,16 @@ class TraceTracks {
       if (name) *name = "GPU " + std::to_string(x->device) + " stream " + std::to_string(x->stream);
       return {pid, kGpuTidBase + int64_t(std::max<int>(x->device, 0)) * 100000 + std::max(x->stream, 0)};
     }
+    if (n.layer == Layer::kStep) {  // steps on their own track, above the threads
+      if (name) *name = "steps";
+      return {pid, kStepsTid};
+    }
     if (const int64_t thread = r_.ThreadOf(n); thread != kNone) {
-      if (name) *name = "thread " + std::to_string(thread);
+      if (name) *name = (thread == main_thread_[pid] ? "main thread " : "thread ") + std::to_string(thread);
       return {pid, thread};
     }
-    if (name) *name = "steps";
-    return {pid, 0};
+    if (name) *name = "host calls (thread not recorded)";
+    return {pid, kNoThreadTid};
   }
 
   // Tracks by index: one hash lookup per node (a node's track is usually the previous node's),
@@ -265,7 +212,10 @@ class TraceTracks {
       if (lane >= lane_id.size()) lane_id.resize(lane + 1, UINT32_MAX);
       if (lane_id[lane] == UINT32_MAX) {  // each (track, lane) is met in this loop only
         const Track t{track.first, track.second + int64_t(lane) * kOverflowTidStep};
-        if (lane) track_name_.emplace(t, track_name_[track] + " (overlap " + std::to_string(lane) + ")");
+        if (lane) {
+          track_name_.emplace(t, track_name_[track] + " (overlap " + std::to_string(lane) + ")");
+          lane_base_.emplace(t, std::make_pair(track, int64_t(lane)));
+        }
         lane_id[lane] = uint32_t(lanes_.size());
         lanes_.push_back(t);
       }
@@ -280,11 +230,32 @@ class TraceTracks {
   std::vector<Track> lanes_;             // (track, lane) pairs as (pid, tid)
   std::map<std::pair<int, int64_t>, int64_t> pid_of_;  // (has_rank?0:1, rank|process) -> pid
   std::map<int64_t, std::string> pid_name_;
+  std::map<int64_t, int64_t> main_thread_;  // pid -> its process's id (= its main thread's)
   std::map<Track, std::string> track_name_;
+  std::map<Track, std::pair<Track, int64_t>> lane_base_;  // overflow lane -> (its track, lane)
   uint32_t last_file_ = UINT32_MAX;
   int64_t last_proc_ = 0, last_pid_ = 0;
   TimeNs earliest_ = INT64_MAX;
 };
+
+// Each process's tracks in the order a reader wants them: steps, the main thread, the other
+// threads (by id), host calls without a thread, then GPU streams (by device and stream); an
+// overflow lane right after its track.
+std::map<Track, int64_t> TrackOrder(const TraceTracks& tracks) {
+  using Key = std::tuple<int64_t, int, int64_t, int64_t>;  // pid, group, base tid, lane
+  std::vector<std::pair<Key, Track>> keys;
+  for (const auto& [t, name] : tracks.track_names()) {
+    const auto [base, lane] = tracks.BaseOf(t);
+    const std::string& base_name = tracks.track_names().at(base);
+    const int group = base.second == kStepsTid ? 0 : base_name.rfind("main thread ", 0) == 0 ? 1
+                      : base.second < kNoThreadTid ? 2 : base.second == kNoThreadTid ? 3 : 4;
+    keys.push_back({{t.first, group, base.second, lane}, t});
+  }
+  std::sort(keys.begin(), keys.end());
+  std::map<Track, int64_t> order;
+  for (size_t i = 0; i < keys.size(); ++i) order[keys[i].second] = int64_t(i);
+  return order;
+}
 
 void WriteMetadata(const TraceTracks& tracks, TimeNs origin, JsonOut* out, bool* first) {
   out->Raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"truffld-merge\",\"clock\":\"realtime\",\"time_origin_ns\":\"");
@@ -299,15 +270,19 @@ void WriteMetadata(const TraceTracks& tracks, TimeNs origin, JsonOut* out, bool*
     out->String(name);
     out->Raw("}}");
   }
+  const std::map<Track, int64_t> order = TrackOrder(tracks);
   for (const auto& [t, name] : tracks.track_names()) {
-    sep();
-    out->Raw("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-    out->Int(t.first);
-    out->Raw(",\"tid\":");
-    out->Int(t.second);
-    out->Raw(",\"args\":{\"name\":");
-    out->String(name);
-    out->Raw("}}");
+    for (const bool sort : {false, true}) {
+      sep();
+      out->Raw(sort ? "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":"
+                    : "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+      out->Int(t.first);
+      out->Raw(",\"tid\":");
+      out->Int(t.second);
+      out->Raw(sort ? ",\"args\":{\"sort_index\":" : ",\"args\":{\"name\":");
+      if (sort) out->Int(order.at(t)); else out->String(name);
+      out->Raw("}}");
+    }
   }
 }
 

@@ -169,7 +169,37 @@ def check_annotated(merged, annotated, diagnoses, families):
             fail(f"flow {fid}: operator on the wrong rank")
         if not sort_key(i, op) < sort_key(j, marker):
             fail(f"flow {fid}: the marker sorts before its operator slice (Perfetto would drop the arrow)")
+    # Every marker is linked, or its args say why not.
+    for e in slices:
+        if e["name"].startswith("faulty ") and not e.get("flow_in") and not e["args"].get("no_flow"):
+            fail(f"marker without a flow and without a reason: {e}")
+    # diagnosis.jsonl gives each unit's time in the trace: its step slice's.
+    for d in diagnoses:
+        step = step_slices[(d["rank"], d["step_index"])]
+        if abs(d.get("trace_start_us", -1) - step["ts"]) > 1e-3 or abs(d["trace_end_us"] - step["ts"] - step["dur"]) > 1e-3:
+            fail(f"diagnosis.jsonl trace time {d.get('trace_start_us')} - {d.get('trace_end_us')} is not its step slice's "
+                 f"{step['ts']} + {step['dur']}")
     return len(outs)
+
+
+def check_tracks(merged):
+    """Step slices on each process's "steps" track; every track named and given a sort index."""
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in merged["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    order = {(e["pid"], e["tid"]): e["args"]["sort_index"] for e in merged["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_sort_index"}
+    if set(names) != set(order):
+        fail(f"tracks without a sort index: {sorted(set(names) ^ set(order))[:5]}")
+    used = {(e["pid"], e["tid"]) for e in merged["traceEvents"] if e["ph"] == "X"}
+    if used - set(names):
+        fail(f"slices on unnamed tracks: {sorted(used - set(names))[:5]}")
+    for e in merged["traceEvents"]:
+        if e["ph"] == "X" and (e["cat"] == "step") != (names[(e["pid"], e["tid"])] == "steps"):
+            fail(f"a {e['cat']} slice on track {names[(e['pid'], e['tid'])]!r}: steps and only steps go on 'steps'")
+    for pid in {p for p, _ in names}:
+        mine = sorted((order[k], names[k]) for k in names if k[0] == pid)
+        if mine[0][1] != "steps" or not any(n.startswith("main thread ") for _, n in mine):
+            fail(f"rank {pid}: tracks in the order {[n for _, n in mine]}: steps first, then the main thread")
 
 
 def main():
@@ -203,6 +233,7 @@ def main():
             fail(f"{name}: {errs[0].message[:300]} at {list(errs[0].absolute_path)[:4]}")
     families = operator_families(os.path.join(merged, "trees.jsonl"))
     check_merge_trace(m, families)
+    check_tracks(m)
     with open(os.path.join(out, "diagnosis.jsonl")) as f:
         diagnoses = [json.loads(l) for l in f]
     flows = check_annotated(m, t, diagnoses, families)
