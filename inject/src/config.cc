@@ -4,6 +4,7 @@
 #include <regex.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -73,6 +74,25 @@ std::optional<int64_t> FirstInt(const EnvLookup& env, std::initializer_list<cons
   return std::nullopt;
 }
 
+// TRUFFLD_WINDOW_SLOW (0, or a factor in [1, 1000]), TRUFFLD_WINDOW_STEPS (1..1000000) and
+// TRUFFLD_WINDOW_CONTROL (default: truffld.detail in the output directory).
+void ParseRequestedWindows(const EnvLookup& env, Config* c, std::vector<std::string>* w) {
+  if (const char* f = env("TRUFFLD_WINDOW_SLOW"); f && *f) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(f, &end);
+    if (errno || *end != '\0' || !(v == 0 || (v >= 1 && v <= 1000)))
+      w->push_back(std::string("TRUFFLD_WINDOW_SLOW='") + f + "' is not 0 or a factor in [1, 1000]; using 3");
+    else
+      c->device_windows.slow_factor = v;
+  }
+  int64_t steps = static_cast<int64_t>(c->device_windows.request_steps);
+  IntVar(env, "TRUFFLD_WINDOW_STEPS", 1, 1000000, &steps, w);
+  c->device_windows.request_steps = static_cast<uint64_t>(steps);
+  if (const char* p = env("TRUFFLD_WINDOW_CONTROL"); p && *p) c->window_control = p;
+  else c->window_control = c->output_dir + "/truffld.detail";
+}
+
 }  // namespace
 
 Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
@@ -126,6 +146,7 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
     if (!ParseWindowPlan(d, &c.device_windows, &why))
       w->push_back(std::string("TRUFFLD_DEVICE_WINDOWS='") + d + "': " + why + "; using all");
   }
+  ParseRequestedWindows(env, &c, w);
   if (const char* p = env("TRUFFLD_STEP_PREFIXES"); p && *p) {
     if (SplitPrefixes(p).empty()) w->push_back(std::string("TRUFFLD_STEP_PREFIXES='") + p + "' names no prefix; using the default");
     else c.step_prefixes = p;
@@ -139,6 +160,14 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   }
   return c;
 }
+
+namespace {
+std::string FormatFactor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> Config::Describe() const {
   char mode[8];
@@ -159,6 +188,9 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"file_mode", mode},
           {"tsc", use_counter ? "1" : "0"},
           {"device_windows", DescribeWindowPlan(device_windows)},
+          {"window_slow", FormatFactor(device_windows.slow_factor)},
+          {"window_steps", std::to_string(device_windows.request_steps)},
+          {"window_control", window_control},
           {"step_prefixes", step_prefixes}};
 }
 

@@ -50,7 +50,9 @@ struct Config {
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1
   bool use_counter = true;                // TRUFFLD_TSC=1|0: hardware counter timestamps
-  WindowPlan device_windows;              // TRUFFLD_DEVICE_WINDOWS (default all)
+  WindowPlan device_windows;              // TRUFFLD_DEVICE_WINDOWS (default all), with
+                                          // TRUFFLD_WINDOW_SLOW and TRUFFLD_WINDOW_STEPS
+  std::string window_control;             // TRUFFLD_WINDOW_CONTROL (default <output_dir>/truffld.detail)
   std::string step_prefixes = kDefaultStepPrefixes;  // TRUFFLD_STEP_PREFIXES
 
   // (name, value) pairs for META.config.

@@ -35,6 +35,8 @@ bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why) 
     p.mode = WindowPlan::Mode::kAll;
   } else if (text == "off") {
     p.mode = WindowPlan::Mode::kOff;
+  } else if (text == "requested") {
+    p.mode = WindowPlan::Mode::kRequested;
   } else if (f[0] == "steps" && (f.size() == 2 || f.size() == 3)) {
     p.mode = WindowPlan::Mode::kSteps;
     if (!ParseCount(f[1], &p.every_steps) || (f.size() == 3 && !ParseCount(f[2], &p.window_steps))) {
@@ -55,9 +57,11 @@ bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why) 
     p.on_ns = static_cast<int64_t>(on) * 1000000;
     p.period_ns = static_cast<int64_t>(period) * 1000000;
   } else {
-    *why = "not all, off, steps:N[:M] or time:ON_MS:PERIOD_MS";
+    *why = "not all, off, requested, steps:N[:M] or time:ON_MS:PERIOD_MS";
     return false;
   }
+  p.slow_factor = plan->slow_factor;
+  p.request_steps = plan->request_steps;
   *plan = p;
   return true;
 }
@@ -66,6 +70,7 @@ std::string DescribeWindowPlan(const WindowPlan& p) {
   switch (p.mode) {
     case WindowPlan::Mode::kAll: return "all";
     case WindowPlan::Mode::kOff: return "off";
+    case WindowPlan::Mode::kRequested: return "requested";
     case WindowPlan::Mode::kSteps:
       return "steps:" + std::to_string(p.every_steps) + ":" + std::to_string(p.window_steps);
     case WindowPlan::Mode::kTime:
@@ -107,32 +112,62 @@ int64_t DeviceWindows::NextTimeEdgeIn(int64_t now_ns) const {
 bool DeviceWindows::Switch(bool open, Trigger why, Edge* edge) {
   if (open == open_) return false;
   open_ = open;
+  if (open) open_why_ = why;
   edge->open = open;
   edge->index = open ? windows_++ : windows_ - 1;
-  edge->trigger = why;
+  edge->trigger = open || why == Trigger::kExit ? why : open_why_;
+  return true;
+}
+
+bool DeviceWindows::Request(Trigger why) {
+  if (!plan_.sampled() || pending_) return false;
+  pending_ = true;
+  pending_why_ = why;
   return true;
 }
 
 bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
   if (open_steps_++ > 0 || !plan_.sampled()) return false;  // a step is already in progress
+  bool planned = false;
+  Trigger why = Trigger::kStep;
   if (plan_.mode == WindowPlan::Mode::kSteps) {
-    const bool in = steps_begun_++ % plan_.every_steps < plan_.window_steps;
-    return Switch(in, Trigger::kStep, edge);
+    planned = steps_begun_ % plan_.every_steps < plan_.window_steps;
+  } else if (plan_.mode == WindowPlan::Mode::kTime) {
+    planned = InTimeWindow(now_ns);
+    why = Trigger::kTime;
   }
-  return Switch(InTimeWindow(now_ns), Trigger::kTime, edge);
+  ++steps_begun_;
+  if (pending_) {  // a requested window covers this step and the next ones
+    pending_ = false;
+    requested_left_ = plan_.request_steps;
+    return Switch(true, pending_why_, edge);  // no edge when a window is open already
+  }
+  if (requested_left_ > 0) return false;  // held open by a request
+  return Switch(planned, why, edge);
 }
 
-bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge) {
-  if (open_steps_ == 0 || --open_steps_ > 0 || !open_) return false;
-  if (plan_.mode == WindowPlan::Mode::kSteps) {
-    const bool next_in = steps_begun_ % plan_.every_steps < plan_.window_steps;
-    return !next_in && Switch(false, Trigger::kStep, edge);
+bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge, StepSample sample) {
+  if (open_steps_ == 0) return false;
+  // Every step is measured; a slow one asks for a window unless one is open (it then has its
+  // detail already) or requested.
+  if (sample.duration_ns >= 0 && plan_.sampled() && slow_.Add(sample.phase, sample.duration_ns) &&
+      !open_ && !pending_) {
+    Request(Trigger::kSlowStep);
   }
-  return plan_.mode == WindowPlan::Mode::kTime && !InTimeWindow(now_ns) && Switch(false, Trigger::kTime, edge);
+  if (--open_steps_ > 0 || !open_) return false;
+  if (requested_left_ > 0 && --requested_left_ > 0) return false;
+  if (pending_) return false;  // a request opens (holds) the window at the next step
+  bool keep = false;
+  if (plan_.mode == WindowPlan::Mode::kSteps)
+    keep = steps_begun_ % plan_.every_steps < plan_.window_steps;
+  else if (plan_.mode == WindowPlan::Mode::kTime)
+    keep = InTimeWindow(now_ns);
+  return !keep && Switch(false, open_why_, edge);
 }
 
 bool DeviceWindows::Tick(int64_t now_ns, Edge* edge) {
   if (plan_.mode != WindowPlan::Mode::kTime || open_steps_ > 0) return false;
+  if (requested_left_ > 0 || pending_) return false;  // a request decides at the next step
   return Switch(InTimeWindow(now_ns), Trigger::kTime, edge);
 }
 
@@ -144,6 +179,9 @@ void DeviceWindows::Reset(int64_t start_ns) {
   steps_begun_ = 0;
   windows_ = 0;
   open_ = false;
+  pending_ = false;
+  requested_left_ = 0;
+  slow_.Reset();
 }
 
 }  // namespace truffld::inject

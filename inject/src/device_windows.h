@@ -3,12 +3,15 @@
 // Always-on capture keeps NVTX, steps and the essential CUDA API set all the time; CUPTI's
 // kernel tracing is what costs (1.09x-1.69x on launch-bound PyTorch loops). With
 // TRUFFLD_DEVICE_WINDOWS the injector records device activity only inside windows: one run of
-// M steps in every N (`steps:N[:M]`), or ON ms in every PERIOD ms (`time:ON:PERIOD`), or never
-// (`off`). This class decides the window edges; the tracer switches CUPTI's activity kinds on
-// and off at them and writes a DEVICE_WINDOW record at each edge. Edges fall only where no step
-// is in progress in the process: a step starts and finishes in one state, so every step is
-// either wholly inside a window or has no device detail. Steps are the outermost NVTX push
-// ranges whose names start with one of the configured prefixes.
+// M steps in every N (`steps:N[:M]`), or ON ms in every PERIOD ms (`time:ON:PERIOD`), only
+// when asked (`requested`), or never (`off`). In every sampled mode (steps, time, requested) a
+// window can also be requested for the next K steps (WindowPlan::request_steps): by a step far
+// slower than the recent steps of its phase (window_triggers.h) or by the operator (the
+// control file, through Request). This class decides the window edges; the tracer switches
+// CUPTI's activity kinds on and off at them and writes a DEVICE_WINDOW record at each edge.
+// Edges fall only where no step is in progress in the process: a step starts and finishes in
+// one state, so every step is either wholly inside a window or has no device detail. Steps are
+// the outermost NVTX push ranges whose names start with one of the configured prefixes.
 // Units: ns on any monotonic clock (the caller's). Thread-safety: none; the tracer calls it
 // under one mutex (steps are rare: tens to hundreds a second).
 #pragma once
@@ -18,17 +21,23 @@
 #include <string_view>
 #include <vector>
 
+#include "window_triggers.h"
+
 namespace truffld::inject {
 
 struct WindowPlan {
-  enum class Mode { kAll, kOff, kSteps, kTime };
+  enum class Mode { kAll, kOff, kSteps, kTime, kRequested };
   Mode mode = Mode::kAll;
   uint64_t every_steps = 1, window_steps = 1;   // kSteps: M = window_steps of every N steps
   int64_t on_ns = 0, period_ns = 1;             // kTime
-  bool sampled() const { return mode == Mode::kSteps || mode == Mode::kTime; }
+  // Requested windows (every sampled mode), set from their own variables, not from the text:
+  double slow_factor = 3;      // TRUFFLD_WINDOW_SLOW: a step > F x its phase's median (0: off)
+  uint64_t request_steps = 4;  // TRUFFLD_WINDOW_STEPS: steps a requested window lasts
+  bool sampled() const { return mode == Mode::kSteps || mode == Mode::kTime || mode == Mode::kRequested; }
 };
 
-// Parses TRUFFLD_DEVICE_WINDOWS ("all", "off", "steps:N", "steps:N:M", "time:ON_MS:PERIOD_MS").
+// Parses TRUFFLD_DEVICE_WINDOWS ("all", "off", "requested", "steps:N", "steps:N:M",
+// "time:ON_MS:PERIOD_MS"); the requested-window fields of `plan` are kept.
 // Returns false (and leaves `plan` alone) on malformed text, with the reason in *why.
 bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why);
 // The text ParseWindowPlan reads back into `plan` (for META.config).
@@ -40,7 +49,8 @@ bool HasPrefix(const std::vector<std::string>& prefixes, std::string_view name);
 
 class DeviceWindows {
  public:
-  enum class Trigger { kStep, kTime, kExit };
+  // Why a window opened (or, for its end, why it had been open; kExit: closed at exit).
+  enum class Trigger { kStep, kTime, kExit, kSlowStep, kRequest };
   // What the caller must do now: switch device activity on (opening window `index`) or off.
   struct Edge {
     bool open = false;
@@ -48,12 +58,28 @@ class DeviceWindows {
     Trigger trigger = Trigger::kStep;
   };
 
-  DeviceWindows(WindowPlan plan, int64_t start_ns) : plan_(plan), start_ns_(start_ns) {}
+  // A completed step as the slow-step trigger sees it: its phase class (PhaseOf) and duration.
+  struct StepSample {
+    uint32_t phase = 0;
+    int64_t duration_ns = -1;  // -1: not measured (no slow-step judgement)
+  };
+
+  DeviceWindows(WindowPlan plan, int64_t start_ns)
+      : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor) {}
 
   // A step begins / ends somewhere in the process. Return true with `*edge` filled when an
-  // edge happens now (before the step's first event / after its last one).
+  // edge happens now (before the step's first event / after its last one). A step's end with
+  // a sample may request a window (slow step: opened at the next step's begin) unless one is
+  // open or already requested.
   bool StepBegin(int64_t now_ns, Edge* edge);
-  bool StepEnd(int64_t now_ns, Edge* edge);
+  bool StepEnd(int64_t now_ns, Edge* edge, StepSample sample);
+  bool StepEnd(int64_t now_ns, Edge* edge) { return StepEnd(now_ns, edge, StepSample()); }
+  // The phase class of a step name's `[phase:X]` tag, for its StepSample.
+  uint32_t PhaseOf(std::string_view step_name) { return slow_.PhaseId(StepPhase(step_name)); }
+  // Asks for a window over the next plan().request_steps steps, opened at the next step's
+  // begin (a window open then is held open that long). Returns false when ignored: not a
+  // sampled mode, or a request is already waiting.
+  bool Request(Trigger why);
   // Periodic check (time mode, between steps). Same contract.
   bool Tick(int64_t now_ns, Edge* edge);
   // Process exit: closes an open window.
@@ -64,6 +90,8 @@ class DeviceWindows {
   int64_t NextTimeEdgeIn(int64_t now_ns) const;
 
   bool open() const { return open_; }
+  bool request_pending() const { return pending_; }
+  uint64_t windows_opened() const { return windows_; }
   int open_steps() const { return open_steps_; }
   const WindowPlan& plan() const { return plan_; }
   // Fork child: no step in progress, no window open, counting starts again.
@@ -79,6 +107,11 @@ class DeviceWindows {
   uint64_t steps_begun_ = 0;
   uint64_t windows_ = 0;
   bool open_ = false;
+  Trigger open_why_ = Trigger::kStep;      // trigger of the window open now
+  bool pending_ = false;                   // a request waits for the next step's begin
+  Trigger pending_why_ = Trigger::kRequest;
+  uint64_t requested_left_ = 0;            // steps a requested window still holds open
+  SlowSteps slow_;
 };
 
 }  // namespace truffld::inject

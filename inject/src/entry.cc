@@ -3,6 +3,8 @@
 //   InitializeInjection            called by the CUDA driver (CUDA_INJECTION64_PATH)
 //   InitializeInjectionNvtx2       called by NVTX (NVTX_INJECTION64_PATH)
 //   InitializeInjectionNvtxExtension  called by NVTX extensions (payload schemas)
+//   truffld_detail_window          called by truffld's Python hooks (ctypes): is a device
+//                                  window open now?
 //
 // Each is idempotent and may come first: the first one creates the process's Tracer (after the
 // TRUFFLD_DISABLE / TRUFFLD_PROCESS_FILTER decision, which happens before any tracer memory is
@@ -90,4 +92,15 @@ TRUFFLD_EXPORT int InitializeInjection(void) {
   if (!t) return 1;  // the driver keeps going either way
   if (t->config().cupti) std::call_once(cupti_once, [t] { truffld::inject::StartCupti(t); });
   return 1;
+}
+
+// 1 while a detail (device) window is open, 0 while none is (sampled modes and off), -1 when
+// the injector has no windows: TRUFFLD_DEVICE_WINDOWS=all (detail always on), or no tracer
+// yet (not initialised, disabled or filtered out). `generation`, when not null, receives the
+// number of windows opened so far, so a caller sees a window that opened and closed between
+// two calls. One atomic load: thread-safe, lock-free, callable at any time. A window opened at
+// a step's begin reads 1 as soon as the step's NVTX push returns, and 0 after the pop that
+// closes it.
+TRUFFLD_EXPORT int truffld_detail_window(unsigned long long* generation) {
+  return truffld::inject::Tracer::DetailWindow(generation);
 }

@@ -69,11 +69,13 @@ uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, 
   ThreadState& t = t_thread;  // one TLS lookup per NVTX call
   switch (r.kind) {
     case RecordKind::kNvtxPush:
-      if (g_sampling && !t.step_from &&
-          g_tracer->IsStepName(r.name_ref ? std::string_view(r.name_ref) : std::string_view(name, len))) {
-        g_tracer->StepBegin();   // may open a device window
-        r.t0 = static_cast<int64_t>(ReadTicks());  // the step starts once its window is open
-        t.step_from = t.nvtx_depth + 1;
+      if (g_sampling && !t.step_from) {
+        const std::string_view n = r.name_ref ? std::string_view(r.name_ref) : std::string_view(name, len);
+        if (g_tracer->IsStepName(n)) {
+          g_tracer->StepBegin(t, n);  // may open a device window
+          r.t0 = static_cast<int64_t>(ReadTicks());  // the step starts once its window is open
+          t.step_from = t.nvtx_depth + 1;
+        }
       }
       OpenNested(*g_tracer, t, r, t.nvtx_depth, name, len, payload, payload_len);
       return static_cast<uint64_t>(t.nvtx_depth++);
@@ -82,7 +84,7 @@ uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, 
       CloseNested(*g_tracer, t, r, level, payload, payload_len);
       if (t.step_from && level == t.step_from - 1) {
         t.step_from = 0;
-        g_tracer->StepEnd();  // after the pop's timestamp: may close the window
+        g_tracer->StepEnd(t);  // after the pop's timestamp: may close the window
       }
       return static_cast<uint64_t>(t.nvtx_depth > 0 ? --t.nvtx_depth : -1);
     }

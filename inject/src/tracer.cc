@@ -72,6 +72,7 @@ Tracer::Tracer(Config config, std::vector<std::string> cmdline, std::string host
   tick_clock_.set_identity(!g_use_counter);
   tick_clock_.Anchor(ReadTicks(), Now());
   windows_.Reset(Now());
+  PublishDetailState();
 }
 
 void Tracer::Log(const std::string& msg) {
@@ -217,6 +218,7 @@ void Tracer::ChildAfterFork() {
   for (auto& n : no_ring_ranges_dropped_) n.store(0);
   end_queue_.Reset();
   windows_.Reset(Now());  // the child's steps start afresh; CUPTI does not follow a fork
+  PublishDetailState();
   window_marks_.clear();
   start_credits_used_.store(0);
   no_ring_unbalanced_.store(0);

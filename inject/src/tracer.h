@@ -46,6 +46,8 @@ struct ThreadState {
   int32_t nvtx_depth;        // push/pop nesting, returned to NVTX callers
   int32_t drop_from;         // 1 + the nesting level of a dropped push still open; 0 = none
   int32_t step_from;         // 1 + the nesting level of the step range open; 0 = none
+  uint32_t step_phase;       // that step's phase class (DeviceWindows::PhaseOf)
+  int64_t step_begin_ns;     // and its begin (Now()), for the slow-step trigger
   uint32_t attach_backoff;   // events to skip before retrying a failed ring attach
   uint32_t corr_depth;       // CUDA API nesting on this thread
   uint64_t corr_stack[8];    // correlation ids of the open API calls (innermost last)
@@ -159,15 +161,21 @@ class Tracer {
   void SetCuptiStatus(const std::string& status);
 
   // Sampled device windows (device_windows.h). The CUPTI adapter hands over how to switch
-  // device activity (applied at once to the current state); steps and the writer's periodic
-  // check move the edges, each written as a DEVICE_WINDOW record. Thread-safe (one mutex, taken
-  // once per step begin and end, never on other events).
+  // device activity (applied at once to the current state); steps, slow steps and the writer's
+  // periodic check (time edges, the control file) move the edges, each written as a
+  // DEVICE_WINDOW record. Thread-safe (one mutex, taken once per step begin and end, never on
+  // other events). `t` is the calling thread's t_thread; `name` the step's NVTX name.
   using DeviceSwitch = void (*)(bool on);
   void SetDeviceSwitch(DeviceSwitch s);
   bool sampling() const { return config_.device_windows.sampled(); }
   bool IsStepName(std::string_view name) const { return HasPrefix(step_prefixes_, name); }
-  void StepBegin() noexcept;
-  void StepEnd() noexcept;
+  void StepBegin(ThreadState& t, std::string_view name) noexcept;
+  void StepEnd(ThreadState& t) noexcept;
+  // The state behind the exported truffld_detail_window(): 1 while a window is open, 0 while
+  // none is, -1 when there are no windows (no tracer yet, or TRUFFLD_DEVICE_WINDOWS=all);
+  // `*generation` (when not null) gets the number of windows opened so far. Lock-free (one
+  // atomic load), callable from any thread at any time, also before a Tracer exists.
+  static int DetailWindow(unsigned long long* generation) noexcept;
 
   // Wakes the writer for a flush without waiting. Thread-safe, async-signal-safe.
   void RequestFlush() noexcept;
@@ -198,7 +206,9 @@ class Tracer {
   // Under window_mu_: applies a window edge (switch, then its record).
   void ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch);
   void FormatWindowMarks(std::string& out);  // writer thread
-  int WindowTick();  // writer thread: time-mode edges; ms to the next one (-1: none planned)
+  int WindowTick();  // writer thread: control file, time edges; ms to the next edge (-1: none)
+  bool ControlFileChanged();  // writer thread: stat()s TRUFFLD_WINDOW_CONTROL
+  void PublishDetailState();  // under window_mu_: the atomic behind DetailWindow
   void CloseWindowAtExit();
 
   struct WindowMark {
@@ -246,6 +256,7 @@ class Tracer {
   DeviceWindows windows_;                   // under window_mu_
   DeviceSwitch device_switch_ = nullptr;    // under window_mu_
   std::vector<WindowMark> window_marks_;    // under window_mu_
+  ControlFileWatch control_;                // writer thread only
   EndQueue end_queue_{static_cast<size_t>(kStartCredits)};
   uint64_t written_[kNumRecordKinds] = {};  // writer thread only
   int64_t last_clock_ns_ = 0;               // writer thread only

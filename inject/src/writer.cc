@@ -150,6 +150,7 @@ void Tracer::WriterMain() {
   out.reserve(kWriteChunk + 4096);
   bool opened = false;
   int next_window_ms = -1;  // time-mode windows: wake for their edges too
+  if (sampling()) ControlFileChanged();  // the control file's baseline: only changes ask
   for (;;) {
     pollfd p{wake_fd_, POLLIN, 0};
     const int period = static_cast<int>(config_.flush_ms);

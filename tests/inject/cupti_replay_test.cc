@@ -215,13 +215,15 @@ struct WindowRun {
   std::map<uint64_t, std::pair<int64_t, int64_t>> launches;  // RUNTIME [start, end] by corr
 };
 
-WindowRun PlayWindows(const std::string& plan, int steps, int sleep_ms, const TempDir& dir) {
+WindowRun PlayWindows(const std::string& plan, int steps, int sleep_ms, const TempDir& dir,
+                      int slow_step = -1, const std::vector<std::string>& more_env = {}) {
   auto env = InjectEnv(dir.path());
   env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
   env.push_back("TRUFFLD_DEVICE_WINDOWS=" + plan);
+  env.insert(env.end(), more_env.begin(), more_env.end());
   WindowRun w;
   w.exit = RunProgram({AppPath("truffld_cupti_replay_app"), "windows", std::to_string(steps),
-                       std::to_string(sleep_ms)}, env);
+                       std::to_string(sleep_ms), std::to_string(slow_step)}, env);
   auto dumps = ReadDumps(dir.path());
   if (dumps.size() != 1) return w;
   w.dump = dumps[0];
@@ -325,6 +327,21 @@ TEST(CuptiReplay, TimeWindowsMoveTheirEdgesToStepBoundaries) {
   EXPECT_GT(with, 0u) << "some steps have device detail";
   EXPECT_LT(with, w.steps.size()) << "and some do not";
   ExpectWholeStepsAndExactActivity(w);
+}
+
+TEST(CuptiReplay, ASlowStepOpensAWindowWithTheDeviceActivityOfTheNextSteps) {
+  // Requested windows only; steps of 3 ms, step 9 150 ms longer: the next 3 steps (10-12) have
+  // their device activity, and so have the launches between them; nothing else has.
+  TempDir dir;
+  WindowRun w = PlayWindows("requested", 14, 3, dir, 9, {"TRUFFLD_WINDOW_SLOW=4", "TRUFFLD_WINDOW_STEPS=3"});
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 14u);
+  ASSERT_EQ(w.windows.size(), 1u);
+  const std::set<uint64_t> want = {1100, 1101, 1105, 5010, 1110, 1111, 1115, 5011, 1120, 1121, 1125};
+  EXPECT_EQ(w.device, want);
+  ExpectWholeStepsAndExactActivity(w);
+  for (const auto& r : OfType(w.dump, "DEVICE_WINDOW")) EXPECT_EQ(r["trigger"], "slow_step");
 }
 
 TEST(CuptiReplay, DeviceWindowsAllAndOff) {

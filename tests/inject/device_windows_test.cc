@@ -20,6 +20,18 @@ WindowPlan Plan(const std::string& text) {
 TEST(WindowPlan, ParsesEveryFormAndDescribesItBack) {
   EXPECT_EQ(Plan("all").mode, WindowPlan::Mode::kAll);
   EXPECT_EQ(Plan("off").mode, WindowPlan::Mode::kOff);
+  const WindowPlan r = Plan("requested");
+  EXPECT_EQ(r.mode, WindowPlan::Mode::kRequested);
+  EXPECT_TRUE(r.sampled());
+  EXPECT_EQ(DescribeWindowPlan(r), "requested");
+  EXPECT_EQ(Plan(DescribeWindowPlan(r)).mode, WindowPlan::Mode::kRequested) << "round trip";
+  WindowPlan keep;
+  keep.slow_factor = 5;
+  keep.request_steps = 9;
+  std::string why;
+  ASSERT_TRUE(ParseWindowPlan("steps:3", &keep, &why));
+  EXPECT_EQ(keep.slow_factor, 5) << "the requested-window settings are not the text's";
+  EXPECT_EQ(keep.request_steps, 9u);
   const WindowPlan s = Plan("steps:10");
   EXPECT_EQ(s.every_steps, 10u);
   EXPECT_EQ(s.window_steps, 1u);
@@ -29,7 +41,8 @@ TEST(WindowPlan, ParsesEveryFormAndDescribesItBack) {
   EXPECT_EQ(t.period_ns, 1000 * kMs);
   EXPECT_EQ(DescribeWindowPlan(t), "time:100:1000");
   for (const char* bad : {"", "some", "steps", "steps:0", "steps:3:4", "steps:x", "time:5",
-                          "time:10:5", "time:0:10", "steps:1:1:1"}) {
+                          "time:10:5", "time:0:10", "steps:1:1:1",
+                          "requested:4"}) {
     WindowPlan p;
     std::string why;
     EXPECT_FALSE(ParseWindowPlan(bad, &p, &why)) << bad;

@@ -146,6 +146,8 @@ class EventsSchemaTest(unittest.TestCase):
 
     def test_device_window_constraints(self):
         self.assertValid({**GOOD["DEVICE_WINDOW"], "edge": "end", "trigger": "exit"})
+        for trigger in ("time", "slow_step", "request"):  # requested windows (TRUFFLD_WINDOW_*)
+            self.assertValid({**GOOD["DEVICE_WINDOW"], "trigger": trigger})
         self.assertInvalid({**GOOD["DEVICE_WINDOW"], "edge": "middle"}, "unknown edge")
         self.assertInvalid({**GOOD["DEVICE_WINDOW"], "trigger": "random"}, "unknown trigger")
         self.assertInvalid({**GOOD["DEVICE_WINDOW"], "id": -1}, "negative window index")

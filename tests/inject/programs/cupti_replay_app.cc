@@ -5,10 +5,10 @@
 // the app asks the double to replay a scenario. It also makes NVTX calls to show that NVTX
 // capture keeps working whatever CUPTI does. Usage: cupti_replay_app SCENARIO
 //
-// SCENARIO windows STEPS MS: STEPS steps (NVTX ranges "step_execute_model[request_ids:rI]",
+// SCENARIO windows STEPS MS [SLOW]: STEPS steps (NVTX ranges "step_execute_model[request_ids:rI]",
 // each with a nested range, two kernel launches with correlation ids 1000+10*I+{0,1} and a copy
-// 1000+10*I+5, then MS ms of sleep inside the step), with a launch 5000+I between steps; run
-// with TRUFFLD_DEVICE_WINDOWS to sample device activity.
+// 1000+10*I+5, then MS ms of sleep inside the step; step SLOW, if given, sleeps 150 ms more),
+// with a launch 5000+I between steps; run with TRUFFLD_DEVICE_WINDOWS to sample device activity.
 // SCENARIO flush_point_reset / flush_point_profiler_stop: plays the session without a flush, checks
 // that no device activity is on disk yet, fires cudaDeviceReset / cuProfilerStop and checks that
 // the activity reaches the dump while the process is still running (exit 0), else exit 5. Run with
@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   if (sc == "windows") {
     auto launch = reinterpret_cast<void (*)(unsigned, int)>(dlsym(dbl, "truffld_double_launch"));
     const int steps = argc > 2 ? std::atoi(argv[2]) : 10, ms = argc > 3 ? std::atoi(argv[3]) : 0;
+    const int slow = argc > 4 ? std::atoi(argv[4]) : -1;
     for (int i = 0; i < steps; ++i) {
       nvtxRangePushA(("step_execute_model[request_ids:r" + std::to_string(i) + "]").c_str());
       nvtxRangePushA("model forward");
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
       launch(1000 + 10 * i + 1, 0);
       launch(1000 + 10 * i + 5, 1);
       nvtxRangePop();
-      if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (ms || i == slow) std::this_thread::sleep_for(std::chrono::milliseconds(ms + (i == slow ? 150 : 0)));
       nvtxRangePop();
       launch(5000 + i, 0);  // between steps
     }

@@ -35,9 +35,10 @@ std::string Meta(const std::string& windows = "") {
          config + "}\n";
 }
 
-std::string Edge(const char* edge, int id, int64_t t) {
+std::string Edge(const char* edge, int id, int64_t t, const std::string& trigger = "step") {
   return std::string(R"({"type":"DEVICE_WINDOW","edge":")") + edge + R"(","id":)" + std::to_string(id) +
-         R"(,"timestamp":)" + std::to_string(t) + R"(,"trigger":"step","process_id":7,"thread_id":7})" "\n";
+         R"(,"timestamp":)" + std::to_string(t) + R"(,"trigger":")" + trigger +
+         R"(","process_id":7,"thread_id":7})" "\n";
 }
 
 // device_detail of each step's vertical tree, in step order; the horizontal trees agree.
@@ -124,6 +125,26 @@ TEST(StepDetail, StepsOutsideSampledWindowsHaveNoDeviceDetail) {
   }
   EXPECT_EQ(marked, (std::vector<std::string>{"b/vertical", "b/horizontal", "c/vertical", "c/horizontal"}));
   EXPECT_NE(FormatTextSummary(r, RunInfo{}).find("device detail: 2 step(s)"), std::string::npos);
+}
+
+// TRUFFLD_DEVICE_WINDOWS=requested: windows opened by a slow step or the control file (and
+// triggers this reader does not know yet) count like any other window.
+TEST(StepDetail, RequestedWindowsOfEveryTriggerGiveDeviceDetail) {
+  const std::string dump = Meta("requested") + Step("step_execute_model[request_ids:a]", 100, 200) +
+                           Edge("start", 0, 250, "slow_step") + Step("step_execute_model[request_ids:b]", 300, 400) +
+                           Edge("end", 0, 450, "slow_step") + Edge("start", 1, 480, "request") +
+                           Step("step_execute_model[request_ids:c]", 500, 600) + Edge("end", 1, 650, "request") +
+                           Edge("start", 2, 680, "not_yet_known") + Step("step_execute_model[request_ids:d]", 700, 800) +
+                           Step("step_execute_model[request_ids:e]", 900, 1000) + Edge("end", 2, 1050, "exit");
+  for (bool fast : {true, false}) {
+    std::vector<TraceFile> files;
+    files.push_back(FileFromLines(dump, "steps.jsonl", fast));
+    auto merged = Merge(std::move(files), MergeOptions{});
+    ASSERT_TRUE(merged.ok());
+    EXPECT_EQ(DeviceDetail(*merged), (std::vector<bool>{false, true, true, true, true})) << fast;
+    EXPECT_EQ(merged->summary.total.malformed_lines, 0u) << fast;
+    EXPECT_EQ(merged->summary.total.steps_without_device_detail, 1u) << fast;
+  }
 }
 
 TEST(StepDetail, AStepCrossingAWindowEdgeHasNoDeviceDetail) {
