@@ -9,9 +9,13 @@ the machine spreads over all of them):
   off          nothing: no hooks, no injector
   hooks only   the Python hooks on PYTHONPATH, no injector (their NVTX calls go nowhere)
   nvtx only    hooks + injector with TRUFFLD_CUPTI=0 (NVTX ranges, steps; no CUDA activity)
-  default      hooks + injector as truffld-env sets them (essential API set, all device activity)
+  default      hooks + injector with everything on (essential API set, all device activity, every
+               hook layer): what truffld-env set before two-tier, now ``--capture all``
   full         default + TRUFFLD_CUPTI_API_SET=all (every runtime and driver call)
   windows      default + TRUFFLD_DEVICE_WINDOWS=steps:10 (device activity of one step in ten)
+  two-tier     what truffld-env sets by default: TRUFFLD_DEVICE_WINDOWS=steps:500:2 and
+               TRUFFLD_HOOKS_WINDOWS=1 (operator and device detail only inside the windows,
+               when the injector exports truffld_detail_window)
 The engine reports its serving throughput (generated tokens/s, the last stdout line's JSON);
 the loop its elapsed_s. Medians per setting, and the ratio to "off" (engine: off/x, so 1.05x
 means 5 % fewer tokens per second).
@@ -29,7 +33,8 @@ import time
 
 SETTINGS = [("off", None), ("hooks only", {}), ("nvtx only", {"TRUFFLD_CUPTI": "0"}),
             ("default", {"INJECT": "1"}), ("full", {"TRUFFLD_CUPTI_API_SET": "all"}),
-            ("windows", {"TRUFFLD_DEVICE_WINDOWS": "steps:10"})]
+            ("windows", {"TRUFFLD_DEVICE_WINDOWS": "steps:10"}),
+            ("two-tier", {"TRUFFLD_DEVICE_WINDOWS": "steps:500:2", "TRUFFLD_HOOKS_WINDOWS": "1"})]
 
 
 def environment(args, name, extra, out):

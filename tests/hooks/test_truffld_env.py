@@ -65,28 +65,57 @@ class TruffldEnvTest(unittest.TestCase):
         tool = os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")
         proc = sh(tool + " --help")
         self.assertEqual(0, proc.returncode)
-        for text in ("eval \"$(truffld-env", "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY", "--output-dir"):
+        for text in ("eval \"$(truffld-env", "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY", "--output-dir",
+                     "--capture MODE", "two-tier (default)", "steps:500:2",
+                     'touch "$TRUFFLD_OUTPUT_DIR/truffld.detail"', "TRUFFLD_HOOKS_WINDOWS"):
             self.assertIn(text, proc.stdout)
         proc = sh(tool + " --bogus")
         self.assertEqual(2, proc.returncode)
         self.assertIn("unknown argument '--bogus'", proc.stderr)
+        for bad in ("--capture everything", "--windows all", "--windows steps:0", "--capture"):
+            proc = sh(tool + " " + bad)
+            self.assertEqual(2, proc.returncode, bad)
+            self.assertIn("truffld-env: --", proc.stderr)
+
+    def test_capture_modes(self):
+        """two-tier by default (a periodic plan, hooks follow the windows), all on demand."""
+        with tempfile.TemporaryDirectory() as prefix:
+            tool = self._install_prefix(prefix)
+            lines = {}
+            for args in ("", "--capture two-tier --windows time:100:5000", "--capture=all",
+                         "--windows=requested"):
+                proc = sh("%s --output-dir /tmp/t %s" % (tool, args))
+                self.assertEqual(0, proc.returncode, proc.stderr)
+                lines[args] = proc.stdout.strip()
+        self.assertTrue(lines[""].endswith(
+            " TRUFFLD_DEVICE_WINDOWS=steps:500:2 TRUFFLD_HOOKS_WINDOWS=1"), lines[""])
+        self.assertIn(" TRUFFLD_DEVICE_WINDOWS=time:100:5000 TRUFFLD_HOOKS_WINDOWS=1",
+                      lines["--capture two-tier --windows time:100:5000"])
+        self.assertIn(" TRUFFLD_DEVICE_WINDOWS=all TRUFFLD_HOOKS_WINDOWS=0", lines["--capture=all"])
+        self.assertIn(" TRUFFLD_DEVICE_WINDOWS=requested ", lines["--windows=requested"])
+
+    def _install_prefix(self, prefix):
+        """A minimal install layout under ``prefix`` (an empty injector); returns its tool."""
+        hooks = os.path.join(prefix, "share", "truffld", "hooks")
+        os.makedirs(os.path.join(prefix, "bin"))
+        os.makedirs(os.path.join(prefix, "lib"))
+        os.makedirs(hooks)
+        os.symlink(os.path.join(hookstest.HOOKS_SRC, "truffld_hooks"),
+                   os.path.join(hooks, "truffld_hooks"))
+        os.symlink(os.path.join(hookstest.HOOKS_SRC, "sitecustomize.py"),
+                   os.path.join(hooks, "sitecustomize.py"))
+        open(os.path.join(prefix, "lib", "libcupti_injector.so"), "w").close()
+        tool = os.path.join(prefix, "bin", "truffld-env")
+        with open(os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")) as src, \
+                open(tool, "w") as dst:
+            dst.write(src.read())
+        os.chmod(tool, 0o755)
+        return tool
 
     def test_install_prefix_layout(self):
         with tempfile.TemporaryDirectory() as prefix:
             hooks = os.path.join(prefix, "share", "truffld", "hooks")
-            os.makedirs(os.path.join(prefix, "bin"))
-            os.makedirs(os.path.join(prefix, "lib"))
-            os.makedirs(hooks)
-            os.symlink(os.path.join(hookstest.HOOKS_SRC, "truffld_hooks"),
-                       os.path.join(hooks, "truffld_hooks"))
-            os.symlink(os.path.join(hookstest.HOOKS_SRC, "sitecustomize.py"),
-                       os.path.join(hooks, "sitecustomize.py"))
-            open(os.path.join(prefix, "lib", "libcupti_injector.so"), "w").close()
-            tool = os.path.join(prefix, "bin", "truffld-env")
-            with open(os.path.join(hookstest.SOURCE_DIR, "tools", "truffld-env")) as src, \
-                    open(tool, "w") as dst:
-                dst.write(src.read())
-            os.chmod(tool, 0o755)
+            tool = self._install_prefix(prefix)
             proc = sh(tool + " --output-dir /tmp/t")
             self.assertEqual(0, proc.returncode, proc.stderr)
             line = proc.stdout.strip()

@@ -13,6 +13,11 @@ torch.distributed are later imported, the patches add NVTX ranges:
 * communication (comm.py): ``nccl:all_reduce, bytes=..., world_size=..., impl=...`` in NVTX
   domain ``truffld.comm`` (the injection table's; default domain with TRUFFLD_HOOKS_DOMAINS=0).
 
+Steps and communication are always on. The per-operator layers (frontend, module hooks, backend)
+follow the injector's detail windows (windows.py, detail.py): installed at a step boundary
+inside a window, removed (originals restored) at one outside; always on when the injector does
+not sample or TRUFFLD_HOOKS_WINDOWS=0.
+
 The ranges go through NVTX (nvtx.py) to the tool named by NVTX_INJECTION64_PATH, i.e. truffld's
 libcupti_injector.so, which timestamps them (ns) and writes them to $TRUFFLD_OUTPUT_DIR.
 
@@ -22,8 +27,8 @@ truffld does not know, ``stats()``.
 
 import _thread
 
-from . import backend, comm, config as config_mod, engines, frontend, importhook, naming, nvtx
-from . import patching
+from . import backend, comm, config as config_mod, detail, engines, frontend, importhook, naming
+from . import nvtx, patching, windows
 
 __all__ = ["install", "installed", "step_range", "stats", "__version__"]
 __version__ = "0.1.0"
@@ -86,27 +91,40 @@ class step_range(object):
 
     Ids are escaped as the merge expects; no suffix stripping; ``phase`` ("prefill", "decode" or
     "mixed") adds the ``[phase:X]`` tag, ``tokens`` (tokens scheduled in the step) and ``ctx``
-    (summed context length of its requests) the ``[tokens:N]`` and ``[ctx:N]`` tags. Enables
-    backend ranges on the calling thread like the built-in engine hooks; closes every range
-    opened inside on exit.
+    (summed context length of its requests) the ``[tokens:N]`` and ``[ctx:N]`` tags. A step
+    boundary for detail windows like the built-in engine hooks (windows.py: per-operator layers
+    installed after the push when a window is open, removed after the pop when it closed);
+    closes every range opened inside on exit.
     """
 
     def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None, tokens=None, ctx=None):
         self.name = naming.step_name([str(r) for r in request_ids], base=base, phase=phase,
                                      tokens=tokens, ctx=ctx)
         self._depth = 0
+        self._outermost = False
 
     def __enter__(self):
         engines.counters["steps"] += 1
-        backend.ensure_thread(_config or config_mod.Config.from_environ())
         emitter = nvtx.get()
         self._depth = emitter.depth()
         emitter.push(self.name)
+        self._outermost = windows.step_began(_config or _fallback_config())
         return self.name
 
     def __exit__(self, *exc):
         nvtx.get().pop_to(self._depth)
+        windows.step_ended(_config or _fallback_config(), self._outermost)
         return False
+
+
+_fallback = []
+
+
+def _fallback_config():
+    """The environment's Config for step_range used without install() (read once)."""
+    if not _fallback:
+        _fallback.append(config_mod.Config.from_environ())
+    return _fallback[0]
 
 
 def stats():
@@ -124,4 +142,5 @@ def stats():
         "table_problems": list(table_problems),
         "backend": dict(backend.status),
         "steps": dict(engines.counters),
+        "windows": windows.snapshot(),
     }

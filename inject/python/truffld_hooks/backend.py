@@ -9,7 +9,10 @@ every step; after the first success it costs one thread-local lookup.
 When torch has no NVTX binding (CPU builds such as Debian's torch 1.13), a
 ``TorchDispatchMode`` is pushed on the thread instead; it emits ``aten::<op>, op_id = <n>``
 through truffld's C shim for every ATen operator, which the merge classifies the same way
-(family = text before the first ", "). The mode stays entered for the thread's lifetime.
+(family = text before the first ", "). Without detail windows the mode stays entered for the
+thread's lifetime; with windows (windows.py) each thread enters it at the first step boundary
+inside a window and leaves it at the first one outside (``sync_thread``), so outside windows no
+ATen operator pays for it. emit_nvtx synchronises CUDA on entry and exit: once per window edge.
 
 Thread-safety: per-thread state only; the op counter is an itertools.count (atomic in CPython).
 """
@@ -97,9 +100,30 @@ def ensure_thread(config):
 
 
 def disable_thread():
-    """Leaves the backend mode on this thread (tests; engines never need it)."""
+    """Leaves the backend mode on this thread (window closed; tests)."""
     ctx = getattr(_tls, "ctx", None)
-    if ctx is not None:
-        ctx.__exit__(None, None, None)
     _tls.ctx = None
     _tls.state = None
+    if ctx is not None:
+        ctx.__exit__(None, None, None)
+
+
+def sync_thread(config, on):
+    """Makes the calling thread's backend ranges follow the detail state ``on`` (windows.py,
+    at this thread's step boundaries): entered when on (as ensure_thread), left when off. A
+    thread that failed or has no backend keeps that state. Returns False while the thread waits
+    (for CUDA to be initialised: ask again at the next boundary), else True."""
+    state = getattr(_tls, "state", None)
+    if on:
+        if state is None:
+            state = ensure_thread(config)
+        return state is not None
+    if state == "emit_nvtx" or state == "dispatch":
+        import threading  # torch imported it already
+        try:
+            disable_thread()
+            status[threading.current_thread().name] = "off"
+        except Exception as exc:  # e.g. a mode the engine entered after ours is still active
+            status[threading.current_thread().name] = "failed: %s: %s" % (type(exc).__name__, exc)
+            _tls.state = "failed"
+    return True

@@ -19,6 +19,8 @@ TRUFFLD_HOOKS_TABLE       (pkg)    path of the injection table JSON
 TRUFFLD_PYNVTX_LIB        (pkg)    path of libtruffld_pynvtx.so
 TRUFFLD_HOOKS_STRIP_SUFFIX 1       strip vLLM's random "-xxxxxxxx" request id suffix (also off
                                    when VLLM_DISABLE_REQUEST_ID_RANDOMIZATION is set)
+TRUFFLD_HOOKS_WINDOWS     1        per-operator layers (frontend, module hooks, backend) only
+                                   inside the injector's detail windows; 0: always on
 TRUFFLD_HOOKS_DEBUG       0        1: one line per patch/skip on stderr
 ========================  =======  ==========================================================
 
@@ -42,7 +44,7 @@ class Config(object):
     """Parsed switches (see module docstring). Build with ``Config.from_environ()``."""
 
     __slots__ = ("enabled", "steps", "frontend", "modules", "backend", "comm", "domains", "table_path", "table_is_default",
-                 "pynvtx_path", "strip_suffix", "debug")
+                 "pynvtx_path", "strip_suffix", "windows", "debug")
 
     def __init__(self, **kw):
         for key in self.__slots__:
@@ -71,6 +73,7 @@ class Config(object):
             table_is_default=not env.get("TRUFFLD_HOOKS_TABLE"),
             pynvtx_path=env.get("TRUFFLD_PYNVTX_LIB") or "",
             strip_suffix=_flag(env, "TRUFFLD_HOOKS_STRIP_SUFFIX", True) and not randomization_off,
+            windows=_flag(env, "TRUFFLD_HOOKS_WINDOWS", True),
             debug=_flag(env, "TRUFFLD_HOOKS_DEBUG", False),
         )
 

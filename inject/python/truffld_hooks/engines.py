@@ -19,8 +19,9 @@ Patched entry points (module paths and signatures mirrored from the engines' sou
   ``ContinuousBatchProcessor._generation_step`` / ``ContinuousBatchingManager._generation_step``
   (see transformers_cb).
 
-Every step wrapper also enables backend operator ranges on its thread (backend.ensure_thread)
-and closes any range left open inside the step (nvtx.Emitter.pop_to) so one failing step never
+Every step is a decision point for detail windows (windows.py): after its push the per-operator
+layers are installed when a window is open (backend ranges on its thread), after its pop removed
+when the window has closed. Every step wrapper closes any range left open inside the step (nvtx.Emitter.pop_to) so one failing step never
 unbalances the NVTX stack. An exception while *reading* ids never reaches the engine: the step
 is then named without ids and counted in ``counters['id_errors']``.
 
@@ -30,7 +31,7 @@ are per thread.
 
 import _thread
 
-from . import backend, importhook, naming, nvtx, patching, requests, transformers_cb
+from . import importhook, naming, nvtx, patching, requests, transformers_cb, windows
 
 counters = {"steps": 0, "id_errors": 0, "unrecognised": 0}
 _tls = _thread._local()
@@ -106,14 +107,15 @@ def make_dummy_wrapper(original, config):
 def run_step(name, config, function, *args, **kwargs):
     """Runs ``function`` inside one step range named ``name`` on this thread."""
     counters["steps"] += 1
-    backend.ensure_thread(config)
     emitter = nvtx.get()
     depth = emitter.depth()
     emitter.push(name)
+    outermost = windows.step_began(config)
     try:
         return function(*args, **kwargs)
     finally:
         emitter.pop_to(depth)
+        windows.step_ended(config, outermost)
 
 
 # (module, "Class.method", factory(original, config)) for every engine entry point.

@@ -12,6 +12,9 @@ The injection table (schemas/injection_table.json) is a JSON list of
 "comm" (handled by comm.py) or "module_hooks" (the global module hooks, module
 torch.nn.modules.module).
 
+Wrappers and module hooks are detail layers (detail.py): installed only while a detail window
+is open (always, without windows), the originals restored in between.
+
 Thread-safety: wrappers may run on any thread; name caches are plain dicts (a racing insert of
 the same key is harmless); module-hook bookkeeping is thread-local.
 """
@@ -19,7 +22,7 @@ the same key is harmless); module-hook bookkeeping is thread-local.
 import _thread
 import sys
 
-from . import importhook, naming, nvtx, patching
+from . import detail, importhook, naming, nvtx, patching
 
 _CACHE_LIMIT = 8192
 _MODULE_FILE_SUFFIXES = ("torch/nn/modules/module.py",)
@@ -65,9 +68,10 @@ def make_wrapper(original, qualified, domain_name):
     state = [None, None]  # [emitter, domain], resolved on the first call (see nvtx.stable)
     getframe = sys._getframe
     compiling = patching.is_compiling
+    active = detail.ACTIVE   # False only for a reference kept past removal (see detail.py)
 
     def wrapper(*args, **kwargs):
-        if compiling():
+        if not active[0] or compiling():
             return original(*args, **kwargs)
         frame = getframe(1)
         key = (frame.f_code, frame.f_lineno)
@@ -93,7 +97,8 @@ def make_wrapper(original, qualified, domain_name):
 
 
 def patch_entry(module, entry, domains_enabled=True):
-    """Patches every function of one frontend entry in ``module``; returns patched count."""
+    """Wraps every function of one frontend entry in ``module`` as a detail layer (installed
+    now when detail is on, see detail.py); returns the count of functions wrapped."""
     domain = entry["domain"] if domains_enabled else None
     count = 0
     for dotted in entry["functions"]:
@@ -102,7 +107,11 @@ def patch_entry(module, entry, domains_enabled=True):
         def factory(original, is_method, qualified=qualified):
             return make_wrapper(original, qualified, domain)
 
-        count += bool(patching.replace(module, dotted, factory))
+        site = patching.prepare(module, dotted, factory)
+        if site is not None:
+            detail.add(site)
+            patching.stats.patched.append(site.label)
+            count += 1
     return count
 
 
@@ -116,6 +125,7 @@ class ModuleForwardHooks(object):
         self._tls = _thread._local()
         self._names = {}
         self.handles = []
+        self._module_module = None
 
     def _name(self, module):
         frame = sys._getframe(2)
@@ -161,27 +171,39 @@ class ModuleForwardHooks(object):
                 break
         return None
 
-    def install(self, module_module):
-        """Registers the global hooks in torch.nn.modules.module (idempotent per instance)."""
-        if self.handles:
-            return True
-        register_pre = getattr(module_module, "register_module_forward_pre_hook", None)
-        register_post = getattr(module_module, "register_module_forward_hook", None)
-        if register_pre is None or register_post is None:
+    def bind(self, module_module):
+        """Import callback for torch.nn.modules.module: registers these hooks as a detail
+        layer (installed now when detail is on)."""
+        if getattr(module_module, "register_module_forward_pre_hook", None) is None or \
+                getattr(module_module, "register_module_forward_hook", None) is None:
             patching.stats.missing.append("torch.nn.modules.module:global forward hooks")
             return False
-        self.handles.append(register_pre(self.pre))
+        self._module_module = module_module
+        patching.stats.patched.append("torch.nn.modules.module:global forward hooks")
+        detail.add(self)
+        return True
+
+    def install(self):
+        """Registers the global hooks (idempotent); each install starts fresh per-thread
+        stacks (entries left by a removal in mid-forward are dropped)."""
+        if self.handles:
+            return True
+        module_module = self._module_module
+        self._tls = _thread._local()
+        self.handles.append(module_module.register_module_forward_pre_hook(self.pre))
+        register_post = module_module.register_module_forward_hook
         try:  # torch >= 2.1: call the post hook even when forward raises
             self.handles.append(register_post(self.post, always_call=True))
         except TypeError:
             self.handles.append(register_post(self.post))
-        patching.stats.patched.append("torch.nn.modules.module:global forward hooks")
         return True
 
     def remove(self):
+        """Unregisters the hooks: torch's global hook dicts are empty again."""
         for handle in self.handles:
             handle.remove()
         self.handles = []
+        return True
 
 
 _module_hooks = None
@@ -199,4 +221,4 @@ def register(entries, config):
         elif entry["layer"] == "module_hooks" and (config is None or config.modules):
             if _module_hooks is None:
                 _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None)
-            importhook.when_imported(entry["module"], "module_hooks", _module_hooks.install)
+            importhook.when_imported(entry["module"], "module_hooks", _module_hooks.bind)

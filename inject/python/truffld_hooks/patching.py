@@ -2,7 +2,9 @@
 
 ``resolve(module, "Class.method")`` finds the owner object and attribute; ``replace`` swaps in a
 wrapper built by a factory from the original and remembers the original on the wrapper
-(``__truffld_wrapped__``) so patching twice is a no-op and tests can undo it. Also holds the
+(``__truffld_wrapped__``) so patching twice is a no-op and tests can undo it; ``prepare``
+builds the same wrapper as a ``Site`` that detail.py installs and removes with the detail
+windows. Also holds the
 lazily resolved ``is_compiling`` probe used by every wrapper: torch.compile must trace the
 original function, not NVTX calls.
 
@@ -40,18 +42,67 @@ def resolve(module, dotted):
     return owner, parts[-1], getattr(owner, parts[-1])
 
 
-def replace(module, dotted, factory, label=None):
-    """Replaces ``module.<dotted>`` by ``factory(original, is_method)``; True when patched now
-    or earlier. Static/class methods keep their descriptor kind."""
+_ABSENT = object()
+
+
+class Site(object):
+    """One attribute that switches between its original and a wrapper (``install``/``remove``).
+
+    ``raw_original`` is what ``owner.__dict__`` held (``_ABSENT`` when the attribute was
+    inherited: removing then deletes the owner's own entry again, so ``owner.attr`` is the
+    inherited object itself). Both only act when the attribute still holds what they expect, so
+    a later patch by someone else is never overwritten nor lost; they return False then.
+    """
+
+    __slots__ = ("owner", "attr", "raw_original", "raw_wrapper", "label")
+
+    def __init__(self, owner, attr, raw_original, raw_wrapper, label):
+        self.owner, self.attr, self.label = owner, attr, label
+        self.raw_original, self.raw_wrapper = raw_original, raw_wrapper
+
+    def _raw(self):
+        return vars(self.owner).get(self.attr, _ABSENT)
+
+    def install(self):
+        current = self._raw()
+        if current is self.raw_wrapper:
+            return True
+        if current is not self.raw_original:
+            return False
+        setattr(self.owner, self.attr, self.raw_wrapper)
+        return True
+
+    def remove(self):
+        current = self._raw()
+        if current is not self.raw_wrapper:
+            return current is self.raw_original
+        if self.raw_original is _ABSENT:
+            delattr(self.owner, self.attr)
+        else:
+            setattr(self.owner, self.attr, self.raw_original)
+        return True
+
+    def installed(self):
+        return self._raw() is self.raw_wrapper
+
+
+def prepare(module, dotted, factory, label=None):
+    """Builds the Site that would replace ``module.<dotted>`` by ``factory(original,
+    is_method)`` without installing it. None when absent (counted in ``stats.missing``), already
+    wrapped by truffld, or unwrappable (``stats.failed``). Static/class methods keep their
+    descriptor kind."""
     label = label or "%s:%s" % (module.__name__, dotted)
     found = resolve(module, dotted)
     if found is None:
         stats.missing.append(label)
-        return False
+        return None
     owner, attr, current = found
     if getattr(current, MARK, None) is not None:
-        return True
-    raw = owner.__dict__.get(attr) if isinstance(owner, type) else None
+        return None
+    try:
+        raw = vars(owner).get(attr, _ABSENT)
+    except TypeError:
+        raw = _ABSENT
     is_method = isinstance(owner, type) and not isinstance(raw, (staticmethod, classmethod))
     try:
         if isinstance(raw, staticmethod):
@@ -60,7 +111,24 @@ def replace(module, dotted, factory, label=None):
             wrapper = classmethod(_marked(factory(raw.__func__, True), raw.__func__))
         else:
             wrapper = _marked(factory(current, is_method), current)
-        setattr(owner, attr, wrapper)
+    except (TypeError, AttributeError) as exc:
+        stats.failed.append("%s: %s" % (label, exc))
+        return None
+    return Site(owner, attr, raw, wrapper, label)
+
+
+def replace(module, dotted, factory, label=None):
+    """Replaces ``module.<dotted>`` by ``factory(original, is_method)`` for good; True when
+    patched now or earlier (see ``prepare``)."""
+    label = label or "%s:%s" % (module.__name__, dotted)
+    found = resolve(module, dotted)
+    if found is not None and getattr(found[2], MARK, None) is not None:
+        return True
+    site = prepare(module, dotted, factory, label)
+    if site is None:
+        return False
+    try:
+        site.install()
     except (TypeError, AttributeError) as exc:
         stats.failed.append("%s: %s" % (label, exc))
         return False

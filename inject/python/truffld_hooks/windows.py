@@ -1,0 +1,167 @@
+"""Detail windows: the per-operator layers (detail.py) follow the injector's detail windows,
+decided at step boundaries only.
+
+The injector (libcupti_injector.so, loaded by NVTX at the process's first NVTX call) exports
+
+    int truffld_detail_window(unsigned long long* generation);
+
+1 when a detail window is open now, 0 when closed, -1 when it is not sampling (detail always on,
+or not initialised yet); ``*generation`` = windows opened so far. Its windows open just before a
+step's push is stamped and close just after a step's pop (never inside a step), so the hooks ask
+right after they push the outermost step range of a thread (install when open) and right after
+they pop it (remove when closed). Nested steps are not boundaries, as for the injector.
+
+The function is found once, through ``ctypes.CDLL(NVTX_INJECTION64_PATH, RTLD_NOLOAD)`` at the
+first step boundary (the step's push has loaded the library by then): no library loaded, no such
+symbol, or TRUFFLD_HOOKS_WINDOWS=0 -> detail always on for the process (the layers stay as
+installed at import, backend ranges are entered at the first step, as before windows existed);
+-1 at a boundary -> detail on until it answers otherwise. A boundary costs one ctypes call and a
+few attribute reads when nothing changes (tests/bench/hooks_windows_bench.py measures it).
+
+The generation tells windows the hooks never saw open apart from a window that is still the same:
+``counters["missed"]`` counts windows that opened and closed between two boundaries (a step of
+another thread the hooks do not wrap, a time window between steps); detail is then already off
+and stays so. A window that opens while the layers are still on from the previous one keeps them.
+
+Thread-safety: the query uses a per-thread buffer; switching the layers happens under detail's
+lock (set_active), backend ranges are switched per thread at that thread's own boundaries.
+"""
+
+import _thread
+import os
+
+from . import backend, config as config_mod, detail
+
+_tls = _thread._local()
+_fn = None            # the injector's truffld_detail_window once found
+_resolved = False     # True once the lookup was made (found or not)
+counters = {"generation": 0, "seen": 0, "missed": 0, "answer": None}
+mode = ["unresolved"]  # "windows", or why detail is always on
+
+
+def _resolve(config):
+    """Finds truffld_detail_window in the loaded injector (see module doc); sets ``mode``."""
+    global _fn, _resolved
+    if not getattr(config, "windows", True):
+        _resolved, mode[0] = True, "always (TRUFFLD_HOOKS_WINDOWS=0)"
+        return
+    path = os.environ.get("NVTX_INJECTION64_PATH", "")
+    if not path:
+        _resolved, mode[0] = True, "always (no NVTX_INJECTION64_PATH)"
+        return
+    import ctypes
+    from . import nvtx
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        if nvtx.get().kind == "null":
+            return  # nothing reached NVTX yet: ask again at the next boundary
+        _resolved, mode[0] = True, "always (injector not loaded)"
+        return
+    try:
+        function = lib.truffld_detail_window
+    except AttributeError:
+        _resolved, mode[0] = True, "always (injector has no truffld_detail_window)"
+        return
+    function.restype = ctypes.c_int
+    function.argtypes = None   # a prepared byref() converts natively: the cheapest call
+    _fn, _resolved, mode[0] = function, True, "windows"
+    config_mod.debug_log(config, "detail windows from %s" % path)
+
+
+class _Thread(object):
+    """Per-thread state: step nesting, the query's buffer, whether this thread's backend ranges
+    already follow the detail state it last saw."""
+
+    __slots__ = ("depth", "value", "ref", "backend")
+
+    def __init__(self):
+        import ctypes
+        self.depth = 0
+        self.value = ctypes.c_ulonglong(0)
+        self.ref = ctypes.byref(self.value)
+        self.backend = None   # True/False once synced to that state; None: not (yet) settled
+
+
+def _thread_state():
+    try:
+        return _tls.t
+    except AttributeError:
+        state = _tls.t = _Thread()
+        return state
+
+
+def _observe(answer, generation):
+    """Window accounting: plain counters, updated without a lock (approximate only when several
+    threads cross boundaries at the same instant)."""
+    counters["answer"] = answer
+    last = counters["generation"]
+    if generation != last:
+        opened = generation - last
+        # the newest window is seen when it is open now; the others opened and closed unseen
+        counters["missed"] += opened - (1 if answer == 1 else 0)
+        counters["generation"] = generation
+        if answer == 1:
+            counters["seen"] += 1
+
+
+def step_began(config):
+    """Right after the push of a step range on this thread; returns True when that step is the
+    thread's outermost (a boundary), to be passed to ``step_ended``."""
+    thread = _thread_state()
+    thread.depth += 1
+    if thread.depth > 1:
+        return False
+    function = _fn
+    if function is None:
+        if not _resolved:
+            _resolve(config)
+            function = _fn
+        if function is None:
+            backend.ensure_thread(config)   # no windows: every layer on, as always
+            return True
+    answer = function(thread.ref)
+    if answer != counters["answer"] or thread.value.value != counters["generation"]:
+        _observe(answer, thread.value.value)
+    on = answer != 0
+    if on is not detail.ACTIVE[0]:
+        _switch(config, on)
+    if thread.backend is not on:
+        thread.backend = on if backend.sync_thread(config, on) else None
+    return True
+
+
+def step_ended(config, outermost):
+    """Right after the step range's pop; removes the layers when the window has closed."""
+    thread = _thread_state()
+    if thread.depth > 0:
+        thread.depth -= 1
+    function = _fn
+    if not outermost or function is None:
+        return
+    answer = function(thread.ref)
+    if answer != counters["answer"] or thread.value.value != counters["generation"]:
+        _observe(answer, thread.value.value)
+    if answer == 0:
+        if detail.ACTIVE[0]:
+            _switch(config, False)
+        if thread.backend is not False:
+            thread.backend = False if backend.sync_thread(config, False) else None
+
+
+def _switch(config, on):
+    if detail.set_active(on):
+        config_mod.debug_log(config, "detail %s (window generation %d)"
+                             % ("on" if on else "off", counters["generation"]))
+
+
+def snapshot():
+    """Plain dict for truffld_hooks.stats()."""
+    return dict(counters, mode=mode[0], detail=detail.snapshot())
+
+
+def reset_for_tests():
+    global _fn, _resolved
+    _fn, _resolved = None, False
+    mode[0] = "unresolved"
+    _tls.t = _Thread()
