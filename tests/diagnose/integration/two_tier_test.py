@@ -170,7 +170,10 @@ def main():
           f'slow collectives outside windows costing >= 10% of the step: {c_found}/{c_n} found (>= 75%)')
     fa = false_alarms(t)
     print(f'  false alarms (no fault in the step\'s group): {dict(fa)}')
+    check(fa['out'] == 0, 'step-level faults: 0 false alarms outside windows')
     check(not missing_detail_blame(t), 'no unit outside a window blamed on what it did not record')
+    check('judged on step-level evidence only' in t.report and "fill='#777'" in t.report,
+          'report.html: cards of step-level units say so, window steps marked on the plot')
 
     # (a) Operator-level faults: inside windows found as full capture found them.
     op_args = ['--faults', 'software,cuda_kernel,memcpy,engine,host_gap,direct_copy', '--intensities', 'strong',
