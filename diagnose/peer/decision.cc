@@ -120,7 +120,11 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
     const double excess = rows[r].observed - BestExpected(rows[r], nullptr);
     const bool strong = RowRatio(rows[r]) >= o.SingleRatio(rows[r]) &&
                         (rows[r].shared_tp || excess >= o.lone_min_share * static_cast<double>(st.end_ns - st.start_ns));
-    if (rows[r].instance == kFamilyRow || strong) {
+    // A step without operator detail is judged as one piece: its whole duration sums everything
+    // it did, as a family row sums its instances.
+    const bool whole = !st.operator_detail && rows[r].instance != kFamilyRow &&
+                       t.strings.Get(t.family[rows[r].instance]) == kWholeStepFamily;
+    if (rows[r].instance == kFamilyRow || strong || whole) {
       support[r] = rows[r].p_value;  // a family sum, or one instance strong enough on its own
     } else {
       by_unit[rows[r].unit].push_back(r);

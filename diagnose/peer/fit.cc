@@ -57,7 +57,9 @@ void MakeInstanceRows(const InstanceTable& t, const UnitGroups& g, const std::ve
         k.tp = Mix(Mix(Mix(Mix(Mix(g.group[u], d.signature), occ), static_cast<uint64_t>(m)), 13), st.device_detail);
         k.time = Mix(Mix(Mix(Mix(rank, d.signature), occ), static_cast<uint64_t>(m)), 17);
         k.fit = Mix(Mix(Mix(rank, op), static_cast<uint64_t>(m)), 19);
-        k.x = m == static_cast<int>(Metric::kDevice) ? std::log1p(SizeOf(t, i)) : std::log1p(t.steps[u].work_blocks);
+        // A step without operator detail has no kernels to size it: its scheduled tokens do.
+        const double host_size = st.operator_detail ? st.work_blocks : static_cast<double>(std::max<int64_t>(0, st.tokens));
+        k.x = m == static_cast<int>(Metric::kDevice) ? std::log1p(SizeOf(t, i)) : std::log1p(host_size);
         rows->push_back(row);
         keys->push_back(k);
       }

@@ -90,6 +90,10 @@ struct StepInfo {
   double work_blocks = 0;            // grid blocks of every kernel in the view (timing-free size)
   double h2d_bytes = 0;              // host-to-device bytes copied in the view (input size)
   bool device_detail = true;         // false: captured outside a sampled device window
+  // false: outside a detail window the rank recorded no operator range either (two-tier capture:
+  // only the step, its communication and blocking calls). The step is judged on step-level
+  // evidence only: its duration, the time before it, its communication (outside_time.h).
+  bool operator_detail = true;
   // Latest device end of the same rank's previous step (both views) when it ran past that step's
   // host end (the device was still busy when the host moved on), else 0. The replay keeps the
   // device busy until then (replay.h).
@@ -138,6 +142,13 @@ bool IsSendFamily(std::string_view family);
 inline constexpr const char* kHostOutsideFamily = "(host outside operators)";
 inline constexpr const char* kBetweenStepsFamily = "(between steps)";
 inline constexpr const char* kStepCallsFamily = "(calls under the step)";
+// A step without operator detail (StepInfo::operator_detail false): its whole duration.
+inline constexpr const char* kWholeStepFamily = "(whole step)";
+// What the evidence of such a step says, and how to get detail for it next time.
+inline constexpr const char* kNoOperatorDetail =
+    "judged on step-level evidence only (step time, time between steps, communication): no operator "
+    "detail recorded for this step: outside a detail window; a window opens after slow steps, or on "
+    "demand with touch $TRUFFLD_OUTPUT_DIR/truffld.detail";
 
 // Whether a CUDA driver/runtime API name loads GPU code into the context: cuModuleLoad*,
 // cuLibraryLoad*, cudaLibraryLoad* (truffld's injector records these by default) and

@@ -89,14 +89,26 @@ std::vector<PendingInstance> OutsideInstances(const StepBucket& b, const StepBuc
                                               StringTable* strings) {
   std::vector<PendingInstance> out;
   const StepInfo& st = b.info;
-  if (!b.direct.empty()) out.push_back(CallsInstance(b.direct, strings));
+  if (!st.operator_detail) {
+    // No operator was recorded: the gaps between operators and the calls under the step would
+    // be the whole step, blamed on what was not recorded. The step is judged as one piece, paid
+    // by its whole tensor-parallel group together (lockstep ranks end their steps together).
+    PendingInstance p = Pseudo(kWholeStepFamily, st.start_ns, st.end_ns, strings);
+    SetHostTime(&p, static_cast<double>(st.end_ns - st.start_ns));
+    p.detail.flags |= kDetailGroupCost;
+    // What it did is its workload: steps of other sizes are compared through a fit over tokens.
+    p.detail.signature = MixHash(MixHash(p.detail.signature, static_cast<uint64_t>(st.tokens)),
+                                 static_cast<uint64_t>(st.context >= 0 ? st.context / 4096 : -1));
+    out.push_back(std::move(p));
+  }
+  if (!b.direct.empty() && st.operator_detail) out.push_back(CallsInstance(b.direct, strings));
   std::vector<std::pair<int64_t, int64_t>> cover;
   cover.reserve(b.instances.size() + b.direct.size());
   for (const PendingInstance& p : b.instances)
     if (!(p.detail.flags & kDetailReplay)) cover.emplace_back(p.start, p.end);
   for (const DirectCall& c : b.direct) cover.emplace_back(c.start, c.end);
   const Gaps g = Uncovered(st.start_ns, st.end_ns, std::move(cover));
-  if (g.total > 0) {
+  if (g.total > 0 && st.operator_detail) {
     PendingInstance p = Pseudo(kHostOutsideFamily, g.best_start, g.best_end, strings);
     SetHostTime(&p, static_cast<double>(g.total));
     out.push_back(std::move(p));

@@ -20,6 +20,10 @@
 //                             together (kDetailGroupCost).
 //   (calls under the step)    the CUDA API calls with no operator range above them and their
 //                             device work, like an operator's own calls (host, device, waits).
+// A step without operator detail (StepInfo::operator_detail false: outside a detail window of a
+// two-tier capture) gets neither host gaps nor calls under the step, which would be the whole
+// step blamed on what was not recorded, but one (whole step): its duration, a group cost whose
+// signature is its workload (tokens, context bucket).
 // Times are ns on the merged axis. Internal header. Pure; thread-safety: plain functions.
 #pragma once
 

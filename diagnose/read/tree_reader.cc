@@ -2,6 +2,7 @@
 // deduplicated InstanceTable rows with raw features (see instances.h for the feature list).
 #include "read/tree_reader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -93,6 +94,21 @@ std::string TooDeepProblem(std::string_view line) {
          (rank < 0 ? std::string() : " of rank " + std::to_string(rank)) + ": skipped";
 }
 
+// Marks the steps outside every device window that recorded no operator range, only
+// communication (two-tier capture), in both views (StepInfo::operator_detail).
+void MarkOperatorDetail(std::map<StepKey, StepBucket>& buckets, uint32_t comm, ReadStats* stats) {
+  for (auto& [key, b] : buckets) {
+    if (key.horizontal || b.info.device_detail) continue;
+    const bool ops = std::any_of(b.instances.begin(), b.instances.end(),
+                                 [&](const PendingInstance& p) { return p.layer != comm; });
+    if (ops) continue;
+    b.info.operator_detail = false;
+    ++stats->step_level_steps;
+    if (auto it = buckets.find(StepKey{key.rank, key.step_index, true}); it != buckets.end())
+      it->second.info.operator_detail = false;
+  }
+}
+
 // Each vertical step's pseudo-instances for the time no operator covers, and every step's
 // prev_device_end (the previous step's device work that ran past its host end).
 void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
@@ -101,6 +117,7 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
   std::map<int64_t, std::vector<StepBucket*>> lanes;          // rank -> its vertical steps in order
   const uint32_t comm = strings->Intern("comm");
   const uint32_t between = judge ? strings->Intern(kBetweenStepsFamily) : kNoString;
+  MarkOperatorDetail(buckets, comm, stats);
   for (auto& [key, b] : buckets) {
     int64_t& end = device_end[{key.rank, key.step_index}];
     for (const PendingInstance& p : b.instances) {
@@ -118,12 +135,17 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
     for (size_t k = 1; k < steps.size(); ++k)
       if (sends.count({rank, steps[k - 1]->info.step_index})) carries[k] = false;
     std::set<int64_t> graphs;  // CUDA graphs the rank replayed so far
+    std::set<int64_t> decodes;  // token counts of the rank's decode steps so far
     for (size_t k = 0; k < steps.size(); ++k) {
       StepBucket& b = *steps[k];
       const StepBucket* prev = k > 0 ? steps[k - 1] : nullptr;
       // The first replay of a CUDA graph: it was captured and instantiated since the last step.
       bool new_graph = false;
       for (int64_t id : b.graph_ids) new_graph = graphs.insert(id).second || new_graph;
+      // Without operator detail no replayed kernel names its graph: a decode step of a batch size
+      // the rank never decoded before may be the first replay of a graph captured for it.
+      if (b.info.phase == "decode" && b.info.tokens >= 0)
+        new_graph = (decodes.insert(b.info.tokens).second && !b.info.operator_detail) || new_graph;
       if (prev && prev->info.step_index + 1 == b.info.step_index) {
         const int64_t tail = device_end[{rank, prev->info.step_index}];
         if (tail > prev->info.end_ns) {

@@ -45,6 +45,7 @@ struct ReadStats {
   uint64_t repaired_lines = 0;       // lines with invalid UTF-8, read after replacing bad bytes
   uint64_t empty_horizontal = 0;     // horizontal views with no communication: not units (nothing to judge)
   uint64_t too_deep_trees = 0;       // bad lines nested past kMaxTreeJsonDepth (skipped, named)
+  uint64_t step_level_steps = 0;     // vertical steps without operator detail (StepInfo::operator_detail)
   std::vector<std::string> problems; // first kMaxProblems messages, "file:line: problem"
   static constexpr size_t kMaxProblems = 20;
 };

@@ -20,6 +20,7 @@ struct Column {
   int verdict = 0;  // 0 normal, 1 insufficient, 2 abnormal
   double top = -1;  // impact of the abnormal unit linked
   size_t unit = 0;
+  bool detail = false;  // a step in it had device and operator detail (inside a detail window)
 };
 
 struct Lane {
@@ -55,6 +56,7 @@ std::vector<Column> Bin(const std::vector<StepDiagnosis>& d, const Lane& lane, i
     col.duration = std::max(col.duration, static_cast<double>(e.end_ns - e.start_ns));
     if (prev_end >= 0) col.gap = std::max(col.gap, static_cast<double>(std::max<int64_t>(0, e.start_ns - prev_end)));
     prev_end = std::max(prev_end, e.end_ns);
+    col.detail = col.detail || (e.device_detail && e.operator_detail);
     const int verdict = d[u].label == Verdict::kAbnormal ? 2 : d[u].label == Verdict::kInsufficient ? 1 : 0;
     col.verdict = std::max(col.verdict, verdict);
     if (verdict == 2 && Impact(d[u]) > col.top) {
@@ -93,6 +95,20 @@ std::string Polyline(const std::vector<Column>& cols, bool gap, double y0, doubl
                                 pts + "'/>";
 }
 
+// Where the run recorded detail only in windows: a grey tick under each column whose steps had
+// full detail (the steps outside were judged on step-level evidence only). Nothing otherwise.
+std::string DetailMarks(const std::vector<Column>& cols, double y0) {
+  const bool sampled = std::any_of(cols.begin(), cols.end(), [](const Column& c) { return c.duration >= 0 && !c.detail; });
+  if (!sampled) return "";
+  std::string h;
+  for (int c = 0; c < kColumns; ++c) {
+    if (!cols[c].detail) continue;
+    h += "<rect x='" + Num(kLeft + c * kPlotW / kColumns) + "' y='" + Num(y0 + 2) + "' width='" +
+         Num(kPlotW / kColumns) + "' height='4' fill='#777'/>";
+  }
+  return h;
+}
+
 std::string Panel(const std::vector<StepDiagnosis>& d, const Lane& lane, const std::vector<Column>& cols, double y,
                   double scale, const CardPlan& plan) {
   const double y0 = y + kPanelH;
@@ -101,6 +117,7 @@ std::string Panel(const std::vector<StepDiagnosis>& d, const Lane& lane, const s
   h += "<line x1='" + Num(kLeft) + "' x2='" + Num(kLeft + kPlotW) + "' y1='" + Num(y0) + "' y2='" + Num(y0) +
        "' stroke='#999'/>";
   h += Polyline(cols, true, y0, scale, kOrange) + Polyline(cols, false, y0, scale, kBlue);
+  h += DetailMarks(cols, y0);
   for (int c = 0; c < kColumns; ++c) {
     if (cols[c].verdict == 0 || cols[c].duration < 0) continue;
     const double x = kLeft + (c + 0.5) * kPlotW / kColumns;
@@ -141,7 +158,9 @@ std::string RenderStepTimePlot(const std::vector<StepDiagnosis>& d, const CardPl
   const double height = static_cast<double>(lanes.size()) * (kPanelH + kGapH) + 24;
   h += "<p class='muted'>Per rank: <b style='color:" + std::string(kBlue) + "'>&#9632;</b> step duration, <b style='color:" +
        kOrange + "'>&#9632;</b> time between steps, <b style='color:" + kVermillion + "'>&#9679;</b> abnormal (links to "
-       "its card), <b style='color:" + kSky + "'>&#9679;</b> insufficient evidence. One point per " +
+       "its card), <b style='color:" + kSky + "'>&#9679;</b> insufficient evidence; a grey tick under the axis marks "
+       "steps inside a detail window when the run recorded detail only in windows (the others were judged on "
+       "step time, the time between steps and communication only). One point per " +
        Us(span / kColumns) + " us of the run (the longest value in it); values above " + Us(scale) +
        " us are drawn at the top." + (all > lanes.size() ? " The first " + std::to_string(lanes.size()) + " of " +
        std::to_string(all) + " ranks are shown." : std::string()) + "</p>";

@@ -52,6 +52,8 @@ namespace truffld::diagnose {
     "Horizontal views with no communication: nothing to judge, so not units.")                           \
   X(too_deep_trees, "integer", rs.too_deep_trees,                                                        \
     "Trees nested past 16,384 JSON levels (about 8,192 ranges): bad lines, each named in problems with its step.") \
+  X(step_level_steps, "integer", rs.step_level_steps,                                                   \
+    "Steps outside every detail window that recorded no operator range (two-tier capture): judged on step-level evidence only (the whole step, the time between steps, communication).") \
   X(problems, "array", rs.problems, "The first 20 problems, as file:line: problem.")
 
 // The detector's mode and the legacy mixture modes' counters (parameters: mode, s1).

@@ -63,6 +63,8 @@ StepEvidence DescribeUnit(const InstanceTable& t, uint32_t unit, const std::vect
   ev.requests = st.requests;
   ev.phase = st.phase;
   ev.step_duration_ns = st.end_ns - st.start_ns;
+  ev.device_detail = st.device_detail;
+  ev.operator_detail = st.operator_detail;
   ev.start_ns = st.start_ns;
   ev.end_ns = st.end_ns;
   ev.operator_instances = static_cast<int>(st.instance_count);

@@ -109,6 +109,9 @@ struct StepEvidence {
   std::string phase;                // "prefill", "decode", "mixed", "unknown"
   int64_t step_duration_ns = 0;
   int64_t start_ns = 0, end_ns = 0; // the step on the merged axis
+  // Capture tiers: device activity recorded (inside a device window), operator ranges recorded
+  // (false: judged on step-level evidence only; StepInfo::operator_detail).
+  bool device_detail = true, operator_detail = true;
   int operator_instances = 0;       // all operator instances in the step and view
   std::vector<FamilyEvidence> families;  // every family present, candidates flagged
   // Communication context (horizontal view): total message bytes and world size when known.

@@ -73,6 +73,7 @@ std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamil
                              FormatNs(static_cast<double>(busy)) + "): "
                        : " (" + gap + ", the device idle throughout): ");
   }
+  if (name == kWholeStepFamily) return "the whole of " + rank + "step " + std::to_string(s.step_index) + ": ";
   if (name == kHostOutsideFamily) {
     return "host time outside every operator range in " + rank + "step " + std::to_string(s.step_index) +
            " (the longest gap " + FormatNs(static_cast<double>(to - from)) + ", " +
@@ -101,7 +102,8 @@ std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const Blam
   const std::string ratios = RatioClause(b);
   if (!ratios.empty()) out += "; " + ratios;
   const std::string& name = t.strings.Get(b.family);
-  const bool host_only = name == kBetweenStepsFamily || name == kHostOutsideFamily;  // no device side
+  const bool host_only = name == kBetweenStepsFamily || name == kHostOutsideFamily ||
+                         name == kWholeStepFamily;  // no device side
   if (!comm && !host_only) out += std::string("; ") + (b.metric == Metric::kHost ? "device time" : "host time") +
                     (b.other_metric_normal ? " normal" : " also slow");
   return out + ImpactClause(b.impact_ns, b.absorbed_ns, s);
@@ -174,6 +176,7 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
            "): reported once as a run finding, not an alarm for this step";
   }
   out += WarmupClause(t, warmup);
+  if (!s.operator_detail) out += std::string("; ") + kNoOperatorDetail;
   if (w.waited_ns > 0 && w.waiting_on >= 0) {
     out += "; waited " + FormatNs(w.waited_ns) + " in " + std::to_string(w.collectives) +
            " collectives, " + FormatNs(w.waiting_on_ns) + " of it for rank " + std::to_string(w.waiting_on);

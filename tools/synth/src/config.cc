@@ -78,6 +78,29 @@ Result<std::vector<CommScope>> ParseCommScopes(std::string_view spec) {
   return out;
 }
 
+Status ParseDeviceWindows(std::string_view spec, SynthConfig* cfg) {
+  cfg->device_windows = std::string(spec);
+  cfg->window_every = cfg->window_steps = 0;
+  if (spec == "all" || spec == "off") return Status::Ok();
+  const std::string bad = "--device-windows must be all, off or steps:N[:M] with 1 <= M <= N, got '" +
+                          std::string(spec) + "'";
+  if (spec.substr(0, 6) != "steps:") return InvalidArgument(bad);
+  std::string_view rest = spec.substr(6);
+  const size_t colon = rest.find(':');
+  auto number = [](std::string_view v, int* out) {
+    auto r = std::from_chars(v.data(), v.data() + v.size(), *out);
+    return r.ec == std::errc() && r.ptr == v.data() + v.size();
+  };
+  int every = 0, window = 1;
+  if (!number(rest.substr(0, colon), &every)) return InvalidArgument(bad);
+  if (colon != std::string_view::npos && !number(rest.substr(colon + 1), &window)) return InvalidArgument(bad);
+  if (every < 1 || every > 1000000 || window < 1 || window > every) return InvalidArgument(bad);
+  cfg->window_every = every;
+  cfg->window_steps = window;
+  cfg->device_windows = "steps:" + std::to_string(every) + ":" + std::to_string(window);
+  return Status::Ok();
+}
+
 Result<std::vector<double>> ParseIntensities(std::string_view spec) {
   std::vector<double> out;
   if (spec == "all") {
@@ -140,6 +163,9 @@ Status SynthConfig::Validate() const {
   if (!(device_scale >= 0.1 && device_scale <= 100)) return InvalidArgument("--device-scale must be in [0.1, 100]");
   if (!fault_classes.empty() && intensities.empty()) return InvalidArgument("--intensities is empty");
   if (comm_scopes.empty()) return InvalidArgument("--comm-scopes is empty");
+  if (two_tier && device_windows == "all") {
+    return InvalidArgument("--two-tier needs --device-windows steps:N[:M] or off (detail windows)");
+  }
   if (out_dir.empty()) return InvalidArgument("--out DIR is required");
   if (zstd_level < 1 || zstd_level > 19) return InvalidArgument("--zstd-level must be in [1, 19]");
   return Status::Ok();

@@ -78,6 +78,7 @@ Examples:
   truffld-synth --ranks 2 --steps 100 --faults none --zstd --out /tmp/clean
   truffld-synth --preset demo --pp 2 --out /tmp/pp       # TP2 x PP2: one replica over 2 hosts
   truffld-synth --preset suite --faults communication --comm-scopes link --out /tmp/links
+  truffld-synth --preset suite --device-windows steps:4:2 --two-tier --out /tmp/tt   # two capture tiers
 )";
 
 std::string Num(double v) {
@@ -114,7 +115,8 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
                   ",\n  \"workload_tags\": " + (cfg.workload_tags ? "true" : "false") + ",\n  \"label_min_intensity\": " +
                   Num(cfg.label_min_intensity) + ",\n  \"label_min_cost_share\": " + Num(cfg.label_min_cost_share) +
                   ",\n  \"host_ahead\": " + (cfg.host_ahead ? "true" : "false") + ",\n  \"device_scale\": " +
-                  Num(cfg.device_scale) + ",\n  \"records\": " + std::to_string(rep.records) +
+                  Num(cfg.device_scale) + ",\n  \"device_windows\": \"" + cfg.device_windows +
+                  "\",\n  \"two_tier\": " + (cfg.two_tier ? "true" : "false") + ",\n  \"records\": " + std::to_string(rep.records) +
                   ",\n  \"bytes_uncompressed\": " + std::to_string(rep.bytes) +
                   ",\n  \"rank_steps\": " + std::to_string(steps) +
                   ",\n  \"abnormal_rank_steps\": {\"vertical\": " + std::to_string(abnormal[0]) +
@@ -188,6 +190,12 @@ int main(int argc, char** argv) {
   bool host_ahead = false;
   app.add_flag("--host-ahead", host_ahead, "device-bound steps (kernels x4 longer): the GPU queue absorbs host stalls");
   app.add_option("--device-scale", cfg.device_scale, "multiply every kernel and NCCL transfer's nominal time (--host-ahead: 4)")->capture_default_str();
+  std::string windows = "all";
+  bool two_tier = false;
+  app.add_option("--device-windows", windows,
+                 "device activity recorded: all, off, or steps:N[:M] (M steps in every N; DEVICE_WINDOW edges)")->capture_default_str();
+  app.add_flag("--two-tier", two_tier,
+               "outside device windows also drop operator ranges and non-blocking API calls (the always-on tier)");
   app.add_flag("--zstd", cfg.zstd, "write .jsonl.zst dumps");
   app.add_option("--zstd-level", cfg.zstd_level, "zstd level")->capture_default_str();
   bool quiet = false;
@@ -215,6 +223,11 @@ int main(int argc, char** argv) {
     (void)i0;
   }
   cfg.cuda_graphs = !no_graphs;
+  cfg.two_tier = cfg.two_tier || two_tier;
+  if (Status st = ParseDeviceWindows(windows, &cfg); !st.ok()) {
+    std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
+    return kExitUsage;
+  }
   if (host_ahead) {
     cfg.host_ahead = true;
     if (app.count("--device-scale") == 0) cfg.device_scale = 4.0;

@@ -131,9 +131,17 @@ void RankWriter::Meta(const MetaFields& m) {
   FlushChannel(0);  // META is the first line of the file
 }
 
+// The always-on tier's ranges: steps and communication (NCCL's domain, the hooks' nccl:send/recv).
+bool StepLevelRange(std::string_view name, std::string_view domain) {
+  return !domain.empty() || name.substr(0, 18) == "step_execute_model" || name.substr(0, 5) == "nccl:";
+}
+
 void RankWriter::NvtxPush(Channel ch, std::string_view name_json, int64_t ts, std::string_view domain,
                           std::string_view payload) {
   if (discard_) return;
+  const bool keep = detail_ != Detail::kStepLevel || StepLevelRange(name_json, domain);
+  kept_[ch == Channel::kAux ? 1 : 0].push_back(keep);
+  if (!keep) return;
   std::string& b = Begin(ch, RecordType::kNvtxPush);
   KStr(b, "name", name_json);
   KInt(b, "timestamp", ts);
@@ -148,6 +156,10 @@ void RankWriter::NvtxPush(Channel ch, std::string_view name_json, int64_t ts, st
 
 void RankWriter::NvtxPop(Channel ch, int64_t ts, std::string_view domain) {
   if (discard_) return;
+  std::vector<bool>& open = kept_[ch == Channel::kAux ? 1 : 0];
+  const bool keep = open.empty() || open.back();
+  if (!open.empty()) open.pop_back();
+  if (!keep) return;
   std::string& b = Begin(ch, RecordType::kNvtxPop);
   KInt(b, "timestamp", ts);
   if (!domain.empty()) KStr(b, "domain", domain);
@@ -157,7 +169,9 @@ void RankWriter::NvtxPop(Channel ch, int64_t ts, std::string_view domain) {
 
 void RankWriter::Api(Channel ch, bool driver, int cbid, std::string_view name, int64_t start, int64_t end,
                      int64_t correlation_id, int64_t stream, int64_t bytes, std::string_view copy_kind) {
-  if (discard_) return;
+  const bool blocking = blocking_next_ || name.find("Synchronize") != std::string_view::npos;
+  blocking_next_ = false;
+  if (discard_ || (detail_ == Detail::kStepLevel && !blocking)) return;
   std::string& b = Begin(ch, driver ? RecordType::kDriver : RecordType::kRuntime);
   KInt(b, "cbid", cbid);
   KStr(b, "name", name);
@@ -186,7 +200,7 @@ void RankWriter::GraphNode(Channel ch, int64_t graph_id, int64_t node_id, int64_
 }
 
 void RankWriter::Kernel(const KernelFields& k) {
-  if (discard_) return;
+  if (discard_ || detail_ != Detail::kFull) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kKernel);
   KStr(b, "name", k.name_json);
   KInt(b, "gpu_start", k.start);
@@ -208,7 +222,7 @@ void RankWriter::Kernel(const KernelFields& k) {
 
 void RankWriter::Memcpy(std::string_view copy_kind, std::string_view src_kind, std::string_view dst_kind,
                         int64_t bytes, int64_t start, int64_t end, int64_t correlation_id, int device, int stream) {
-  if (discard_) return;
+  if (discard_ || detail_ != Detail::kFull) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kMemcpy);
   KStr(b, "copy_kind", copy_kind);
   KStr(b, "src_kind", src_kind);
@@ -224,7 +238,7 @@ void RankWriter::Memcpy(std::string_view copy_kind, std::string_view src_kind, s
 }
 
 void RankWriter::Memset(int64_t bytes, int64_t start, int64_t end, int64_t correlation_id, int device, int stream) {
-  if (discard_) return;
+  if (discard_ || detail_ != Detail::kFull) return;
   std::string& b = Begin(Channel::kActivity, RecordType::kMemset);
   KInt(b, "bytes", bytes);
   KInt(b, "gpu_start", start);
@@ -246,6 +260,17 @@ void RankWriter::Sync(std::string_view kind, int64_t start, int64_t end, int64_t
   KInt(b, "stream", stream);
   KInt(b, "context", 1);
   End(Channel::kActivity);
+}
+
+void RankWriter::DeviceWindow(bool start, int64_t id, int64_t ts, std::string_view trigger) {
+  if (discard_) return;
+  std::string& b = Begin(Channel::kMain, RecordType::kDeviceWindow);
+  KStr(b, "edge", start ? "start" : "end");
+  KInt(b, "id", id);
+  KInt(b, "timestamp", ts);
+  KStr(b, "trigger", trigger);
+  HostTail(b, Channel::kMain);
+  End(Channel::kMain);
 }
 
 void RankWriter::Clock(int64_t realtime_ns, int64_t monotonic_ns) {

@@ -70,7 +70,10 @@ struct Simulator::Rank {
       if (i == 8 || i == 12 || i == 16 || i == 20) m.device_uuid.push_back('-');
       m.device_uuid.push_back(kHex[rng.Next() & 0xf]);
     }
-    m.config_json = "{\"synthetic\":\"truffld-synth\",\"seed\":\"" + std::to_string(cfg.seed) + "\"}";
+    m.config_json = "{\"synthetic\":\"truffld-synth\",\"seed\":\"" + std::to_string(cfg.seed) + "\"";
+    if (cfg.device_windows != "all") m.config_json += ",\"device_windows\":\"" + cfg.device_windows + "\"";
+    if (cfg.two_tier) m.config_json += ",\"operator_ranges\":\"windows\"";
+    m.config_json += "}";
     w->Meta(m);
     last_clock = t0;
   }
@@ -99,6 +102,27 @@ struct Simulator::Rank {
     if (rng.Uniform() < noise.hiccup_rate) f *= rng.Uniform(1.15, noise.hiccup_max);
     const int64_t v = static_cast<int64_t>(static_cast<double>(nominal) * f);
     return v > 500 ? v : 500;
+  }
+
+  // Capture tiers (SynthConfig::device_windows), as the injector switches them: before step
+  // `steps`'s push, opens a window when the step is the first of one and sets what is recorded;
+  // after its pop, closes the window when the next step is outside it. Between steps everything
+  // is recorded (CUDA-graph capture keeps its operator ranges).
+  void BeginDetail(const SynthConfig& cfg, int64_t push) {
+    if (cfg.device_windows == "all") return;
+    const bool in = cfg.InWindow(steps);
+    if (in && (steps == 0 || !cfg.InWindow(steps - 1))) w->DeviceWindow(true, steps / cfg.window_every, push - 100, "step");
+    w->set_detail(in ? Detail::kFull : cfg.two_tier ? Detail::kStepLevel : Detail::kNoDevice);
+  }
+  void EndDetail(const SynthConfig& cfg, int64_t pop) {
+    if (cfg.device_windows == "all") return;
+    if (cfg.InWindow(steps) && !cfg.InWindow(steps + 1)) w->DeviceWindow(false, steps / cfg.window_every, pop + 100, "step");
+    w->set_detail(Detail::kFull);
+  }
+  // At the end of the run: a window still open is closed (trigger "exit").
+  void FinishDetail(const SynthConfig& cfg) {
+    if (cfg.device_windows == "all" || steps == 0) return;
+    if (cfg.InWindow(steps - 1) && cfg.InWindow(steps)) w->DeviceWindow(false, (steps - 1) / cfg.window_every, host_t, "exit");
   }
 
   void EmitApiAndDevice(const Catalogue& cat, const Work& w_, int64_t api_start, int64_t api_end, int64_t corr,
@@ -134,6 +158,7 @@ struct Simulator::Rank {
       }
       case WorkKind::kMemcpy: {
         const char* kind = kCopy[w_.copy];
+        if (w_.pageable) w->MarkBlockingCall();
         w->Api(Channel::kMain, false, 41, "cudaMemcpyAsync_v3020", api_start, api_end, corr, stream, w_.bytes, kind);
         const bool h2d = w_.copy == kHtoD;
         const char* host_kind = w_.pageable ? "Pageable" : "Pinned";

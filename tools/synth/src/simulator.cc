@@ -181,6 +181,7 @@ void Simulator::BeginGroupStep(Group& g, const std::string& step_name, int64_t r
     rk.host_t += sched + rk.Jit(3000, 0.3) + rk.sched_extra;
     rk.MaybeClock();
     g.gs.push_ts[i] = rk.host_t;
+    rk.BeginDetail(cfg_, rk.host_t);
     rk.w->NvtxPush(Channel::kMain, step_name, rk.host_t);
     rk.host_t += rk.Jit(15000, 0.3);
     // The auxiliary thread stages the next block table on the copy stream.
@@ -239,6 +240,7 @@ void Simulator::EndGroupStep(Group& g) {
     rk.host_t = e + rk.Jit(2000, 0.3);
     g.pop_ts[i] = rk.host_t;
     rk.w->NvtxPop(Channel::kMain, rk.host_t);
+    rk.EndDetail(cfg_, rk.host_t);
     rk.host_t += rk.Jit(3000, 0.3);
     ++rk.steps;
   }
@@ -438,6 +440,7 @@ Status Simulator::RunReplica(int replica) {
   for (Group& g : stages) faults_->Finish(g.rank_ids, g.pop_ts);
   for (Group& g : stages) {
     for (Rank& rk : g.ranks) {
+      rk.FinishDetail(cfg_);
       TRUFFLD_RETURN_IF_ERROR(rk.w->Finish());
       TRUFFLD_RETURN_IF_ERROR(rk.sink->Close());
       RankReport rep;

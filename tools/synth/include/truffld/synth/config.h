@@ -101,6 +101,19 @@ struct SynthConfig {
   // model per GPU), so steps are device-bound and the GPU queue absorbs host stalls.
   bool host_ahead = false;
   double device_scale = 1.0;
+  // Capture tiers, as the injector's TRUFFLD_DEVICE_WINDOWS: "all" (everything recorded), "off"
+  // or "steps:N[:M]" (device activity only in windows of M consecutive steps in every N, counted
+  // per rank from its first step; DEVICE_WINDOW edges around them). window_every/window_steps
+  // hold the parsed N and M (0 for all and off). two_tier: outside windows the steps also lose
+  // their operator ranges and non-blocking API calls (the always-on tier keeps step ranges,
+  // communication ranges and blocking calls); needs windows other than "all".
+  std::string device_windows = "all";
+  int window_every = 0, window_steps = 0;
+  bool two_tier = false;
+  // Whether the rank's k-th step (from 0) lies in a device window.
+  bool InWindow(int64_t k) const {
+    return device_windows == "all" || (window_every > 0 && k % window_every < window_steps);
+  }
   // Output.
   std::string out_dir;
   bool zstd = false;
@@ -111,6 +124,10 @@ struct SynthConfig {
   int replicas() const { return hosts / pp; }
   Status Validate() const;
 };
+
+// Parses --device-windows ("all", "off", "steps:N[:M]") into cfg's device_windows, window_every
+// and window_steps.
+Status ParseDeviceWindows(std::string_view spec, SynthConfig* cfg);
 
 // All fault classes, in enum order.
 std::vector<FaultClass> AllFaultClasses();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "truffld/status.h"
 #include "truffld/synth/byte_sink.h"
@@ -30,6 +31,11 @@ using truffld::RecordType;
 using truffld::RecordTypeName;
 
 enum class Channel : uint8_t { kMain, kAux, kActivity };
+
+// What the capture records at the moment (the injector's tiers): everything; no device activity
+// (outside a device window); or only the always-on tier (outside a detail window in two-tier
+// mode: step ranges, communication ranges, blocking API calls, SYNC, graph nodes, clocks).
+enum class Detail : uint8_t { kFull, kNoDevice, kStepLevel };
 
 struct MetaFields {
   std::string host;
@@ -77,6 +83,13 @@ class RankWriter {
   void Memset(int64_t bytes, int64_t start, int64_t end, int64_t correlation_id, int device, int stream);
   void Sync(std::string_view kind, int64_t start, int64_t end, int64_t correlation_id, int stream);
   void Clock(int64_t realtime_ns, int64_t monotonic_ns);
+  // A DEVICE_WINDOW edge on the main thread (trigger "step" or "exit").
+  void DeviceWindow(bool start, int64_t id, int64_t ts, std::string_view trigger);
+  // The tier records are filtered by from now on; a range pushed under one tier is popped (or
+  // dropped) with it.
+  void set_detail(Detail d) { detail_ = d; }
+  // The next Api call blocks the host (a pageable copy): the always-on tier keeps it.
+  void MarkBlockingCall() { blocking_next_ = true; }
 
   // Flushes every channel, writes STATS and reports the first write error, if any. The sink is
   // not closed (its owner does that).
@@ -103,6 +116,9 @@ class RankWriter {
   uint64_t flushes_[3] = {0, 0, 0};
   Status status_;
   bool discard_ = false;
+  Detail detail_ = Detail::kFull;
+  bool blocking_next_ = false;
+  std::vector<bool> kept_[2];  // per host channel: whether each open NVTX push was written
 };
 
 }  // namespace truffld::synth
