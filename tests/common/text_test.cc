@@ -22,7 +22,7 @@ TEST(Utf8, RejectsOverlongSurrogateOutOfRangeStrayAndCutSequences) {
                               "\xED\xA0\x80", "\xED\xBF\xBF", "\xF0\x80\x80\x80", "\xF0\x8F\xBF\xBF",
                               "\xF4\x90\x80\x80", "\xF7\xBF\xBF\xBF", "\xF8\x88\x80\x80\x80", "\xFF",
                               "\xC3", "\xE2\x82", "\xF0\x9F\x98"}) {
-    EXPECT_EQ(Utf8SequenceLength(s, 0), 0u) << testing::PrintToString(s);
+    EXPECT_EQ(Utf8SequenceLength(s, 0), 0u) << ::testing::PrintToString(s);
     EXPECT_FALSE(IsValidUtf8(s));
   }
 }

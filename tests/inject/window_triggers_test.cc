@@ -10,7 +10,7 @@
 #include "device_windows.h"
 #include "window_triggers.h"
 
-namespace truffld::inject {
+namespace truffld::inject::triggers_test {  // its own namespace: compiled in one batch with the other tests
 namespace {
 
 constexpr int64_t kMs = 1000000;
@@ -260,4 +260,4 @@ TEST(RequestedWindows, SettingsFromTheEnvironment) {
 }
 
 }  // namespace
-}  // namespace truffld::inject
+}  // namespace truffld::inject::triggers_test

@@ -26,7 +26,7 @@ struct KinetoFacts {
   std::optional<int64_t> rank;
 };
 
-const KinetoFacts kFiles[] = {
+const KinetoFacts kKinetoFiles[] = {
     {"deepseek-v3_train_dualpipe_rank0.json.gz", 14240, 4429, 3853, 40, 963, 8, 12, 983, 983, 0},
     {"hf_qwen1.5-0.5b_h100.json.gz", 18221, 8450, 1921, 1, 1465, 1, 241, 1707, 1198, std::nullopt},
     {"hta_ddp_2rank_nccl_a100.json.gz", 40573, 14418, 8740, 0, 2700, 960, 114, 3774, 3774, 0},
@@ -125,7 +125,7 @@ TEST_P(KinetoRealData, BatchesGiveTheSameFileAsTheWholeDocument) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFiles, KinetoRealData, ::testing::ValuesIn(kFiles),
+INSTANTIATE_TEST_SUITE_P(AllFiles, KinetoRealData, ::testing::ValuesIn(kKinetoFiles),
                          [](const ::testing::TestParamInfo<KinetoFacts>& i) {
                            std::string n = i.param.file;
                            n = n.substr(0, n.find(".json"));

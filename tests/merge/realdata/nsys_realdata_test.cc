@@ -35,7 +35,7 @@ struct NsysFacts {
   int64_t kernels, runtime, nvtx_rows;  // README: "1,312 kernels, 3,048 runtime calls, no NVTX"
 };
 
-const NsysFacts kFiles[] = {
+const NsysFacts kNsysFiles[] = {
     {"cloverleaf_4gpu_perlmutter.sqlite", 1312, 3048, 0},
     {"saxpy_mpi_cuda_perlmutter.sqlite", 5, 95, 24},
 };
@@ -103,7 +103,7 @@ TEST_P(NsysRealData, ImportsEveryRowAndMergesCleanly) {
   ExpectMergeInvariants(*m, kernels, kernels + memcpys + memsets, linked);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFiles, NsysRealData, ::testing::ValuesIn(kFiles),
+INSTANTIATE_TEST_SUITE_P(AllFiles, NsysRealData, ::testing::ValuesIn(kNsysFiles),
                          [](const ::testing::TestParamInfo<NsysFacts>& i) {
                            std::string n = i.param.file;
                            n = n.substr(0, n.find(".sqlite"));

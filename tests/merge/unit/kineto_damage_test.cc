@@ -45,7 +45,7 @@ std::string Issues(const TraceFile& tf) {
   return s;
 }
 
-class KinetoCompressed : public testing::TempDirTest {};
+class KinetoCompressed : public ::truffld::testing::TempDirTest {};
 
 // `data` as one zstd frame with its content checksum, as the zstd tool writes it.
 std::string ZstdWithChecksum(const std::string& data) {
@@ -67,7 +67,7 @@ TEST_F(KinetoCompressed, CorruptStreamKeepsTheDecodedPrefix) {
   const int n = 20000;  // zstd decodes whole 128 KiB blocks: several before the damage
   const std::string doc = Doc(n);
   for (const std::string name : {"t.json.gz", "t.json.zst"}) {
-    std::string z = name == "t.json.gz" ? testing::Gzip(doc) : ZstdWithChecksum(doc);
+    std::string z = name == "t.json.gz" ? ::truffld::testing::Gzip(doc) : ZstdWithChecksum(doc);
     const size_t mid = z.size() / 2;
     for (size_t i = mid; i < mid + 32; ++i) z[i] = static_cast<char>(z[i] ^ 0x5a);
     auto r = ImportKineto(Write(name, z), {});

@@ -18,7 +18,7 @@ namespace {
 
 using testing::FileFromLines;
 
-MergeResult MergeText(const std::string& dump) {
+MergeResult MergeStepsText(const std::string& dump) {
   std::vector<TraceFile> files;
   files.push_back(FileFromLines(dump, "steps.jsonl"));
   auto r = Merge(std::move(files), MergeOptions{});
@@ -61,7 +61,7 @@ TEST(StepDetail, CutRequestListsAndInjectorTruncationAreCounted) {
       Step("step_execute_model[request_ids:c_d_cm", 300, 400) +        // cut in the list
       Step("step_execute_model[request_ids:e][phase:dec", 500, 600) +  // cut after it
       R"({"type":"STATS","records_written":{"NVTX_PUSH":3},"records_dropped":{"NVTX_PUSH":0},"names_truncated":2})" "\n";
-  MergeResult r = MergeText(dump);
+  MergeResult r = MergeStepsText(dump);
   EXPECT_EQ(r.summary.total.steps, 3u);
   EXPECT_EQ(r.summary.total.step_names_cut, 2u);
   EXPECT_EQ(r.summary.total.injector_names_truncated, 2u);
@@ -72,11 +72,11 @@ TEST(StepDetail, CutRequestListsAndInjectorTruncationAreCounted) {
 
 TEST(StepDetail, WholeNamesCountNothing) {
   // Implicit steps (no step range) have no name to cut.
-  MergeResult r = MergeText(Meta() + Step("step_execute_model[request_ids:a]", 1, 2) +
+  MergeResult r = MergeStepsText(Meta() + Step("step_execute_model[request_ids:a]", 1, 2) +
                             Step("ProfilerStep#1", 3, 4));
   EXPECT_EQ(r.summary.total.step_names_cut, 0u);
   EXPECT_EQ(r.summary.total.injector_names_truncated, 0u);
-  MergeResult implicit = MergeText(Meta() + Step("request_ids:a_b", 1, 2));
+  MergeResult implicit = MergeStepsText(Meta() + Step("request_ids:a_b", 1, 2));
   EXPECT_EQ(implicit.summary.total.implicit_steps, 1u);
   EXPECT_EQ(implicit.summary.total.step_names_cut, 0u);
   EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("truncated names"), std::string::npos);
@@ -110,7 +110,7 @@ TEST(StepDetail, StepsOutsideSampledWindowsHaveNoDeviceDetail) {
     EXPECT_EQ(r.summary.total.malformed_lines, 0u) << "DEVICE_WINDOW is a known record type";
     EXPECT_EQ(r.files[0].stats.Get(Problem::kUnknownType), 0u);
   }
-  MergeResult r = MergeText(dump);
+  MergeResult r = MergeStepsText(dump);
   JsonOut out;
   WriteTreesJsonl(r, &out);
   std::istringstream lines(out.text());
@@ -148,7 +148,7 @@ TEST(StepDetail, RequestedWindowsOfEveryTriggerGiveDeviceDetail) {
 }
 
 TEST(StepDetail, AStepCrossingAWindowEdgeHasNoDeviceDetail) {
-  MergeResult r = MergeText(Meta("time:10:100") + Edge("start", 0, 150) + Edge("end", 0, 450) +
+  MergeResult r = MergeStepsText(Meta("time:10:100") + Edge("start", 0, 150) + Edge("end", 0, 450) +
                             Step("step_execute_model[request_ids:a]", 100, 200) +
                             Step("step_execute_model[request_ids:b]", 300, 400) +
                             Step("step_execute_model[request_ids:c]", 400, 500));
@@ -160,7 +160,7 @@ TEST(StepDetail, UnsampledFilesAndSampledFilesWithoutWindows) {
   // its device detail; under "all" stray window records change nothing.
   for (const std::string& meta : {Meta(), Meta("all")}) {
     const std::string stray = meta == Meta() ? "" : Edge("start", 0, 300);
-    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200) + stray);
+    MergeResult r = MergeStepsText(meta + Step("step_execute_model[request_ids:a]", 100, 200) + stray);
     EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true})) << meta;
     EXPECT_EQ(r.summary.total.steps_without_device_detail, 0u);
     EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("device detail"), std::string::npos);
@@ -168,9 +168,9 @@ TEST(StepDetail, UnsampledFilesAndSampledFilesWithoutWindows) {
   // Sampled, but no window ever opened, or device activity off: no step has device detail,
   // implicit steps included.
   for (const std::string& meta : {Meta("steps:100"), Meta("off")}) {
-    MergeResult r = MergeText(meta + Step("step_execute_model[request_ids:a]", 100, 200));
+    MergeResult r = MergeStepsText(meta + Step("step_execute_model[request_ids:a]", 100, 200));
     EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{false})) << meta;
-    MergeResult implicit = MergeText(meta + Step("aten::mm", 100, 200));
+    MergeResult implicit = MergeStepsText(meta + Step("aten::mm", 100, 200));
     EXPECT_EQ(DeviceDetail(implicit), (std::vector<bool>{false})) << meta;
   }
 }
@@ -179,7 +179,7 @@ TEST(StepDetail, WindowsAreMappedOntoTheMergedAxis) {
   // A monotonic_raw file 1000 ns behind realtime: window and step are compared on one axis.
   const std::string meta =
       R"({"type":"META","host":"h","process_id":7,"rank":0,"clock":"monotonic_raw","clock_sync":{"realtime_ns":1000,"monotonic_ns":0},"config":{"device_windows":"steps:2"}})" "\n";
-  MergeResult r = MergeText(meta + Edge("start", 0, 90) + Edge("end", 0, 210) +
+  MergeResult r = MergeStepsText(meta + Edge("start", 0, 90) + Edge("end", 0, 210) +
                             Step("step_execute_model[request_ids:a]", 100, 200) +
                             Step("step_execute_model[request_ids:b]", 300, 400));
   EXPECT_EQ(DeviceDetail(r), (std::vector<bool>{true, false}));
@@ -197,7 +197,7 @@ TEST(StepDetail, WindowsAreMappedOntoTheMergedAxis) {
 }
 
 TEST(StepDetail, AWindowRecordWithoutIdOrTimestampIsReported) {
-  MergeResult r = MergeText(Meta("steps:2") + R"({"type":"DEVICE_WINDOW","edge":"start","timestamp":5})" "\n" +
+  MergeResult r = MergeStepsText(Meta("steps:2") + R"({"type":"DEVICE_WINDOW","edge":"start","timestamp":5})" "\n" +
                             Step("step_execute_model[request_ids:a]", 100, 200));
   EXPECT_EQ(r.files[0].stats.Get(Problem::kMissingField), 1u);
   EXPECT_EQ(r.summary.total.malformed_lines, 1u);
@@ -230,7 +230,7 @@ TEST(StepDetail, AWindowEndWithoutStartAndANegativeIdAreReported) {
 TEST(StepDetail, WorkloadTagsBecomeTreeFields) {
   // [tokens:N][ctx:N] from the hooks are written as numbers in both views' trees; a step
   // without them (or with a tag that is not a whole number) has no such fields.
-  MergeResult r = MergeText(Meta() + Step("step_execute_model[request_ids:a][phase:prefill][tokens:512][ctx:2048]", 1, 2) +
+  MergeResult r = MergeStepsText(Meta() + Step("step_execute_model[request_ids:a][phase:prefill][tokens:512][ctx:2048]", 1, 2) +
                             Step("step_execute_model[request_ids:b][tokens:x]", 3, 4));
   JsonOut out;
   WriteTreesJsonl(r, &out);
@@ -263,7 +263,7 @@ TEST(StepDetail, AWindowEndWithoutItsStartIsNoWindow) {
                            Edge("start", 1, 450) + Edge("end", 1, 650) +
                            Step("step_execute_model[request_ids:c]", 500, 600) +
                            Step("step_execute_model[request_ids:d]", 700, 800);
-  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(DeviceDetail(MergeStepsText(dump)), (std::vector<bool>{false, false, true, false}));
 }
 
 TEST(StepDetail, WindowEdgesMeanSamplingWithoutAConfig) {
@@ -271,7 +271,7 @@ TEST(StepDetail, WindowEdgesMeanSamplingWithoutAConfig) {
   const std::string dump = Meta() + Edge("start", 0, 90) + Edge("end", 0, 210) +
                            Step("step_execute_model[request_ids:a]", 100, 200) +
                            Step("step_execute_model[request_ids:b]", 300, 400);
-  EXPECT_EQ(DeviceDetail(MergeText(dump)), (std::vector<bool>{true, false}));
+  EXPECT_EQ(DeviceDetail(MergeStepsText(dump)), (std::vector<bool>{true, false}));
 }
 
 TEST(StepDetail, ManyWindowsEveryOtherStepInside) {

@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-MergeResult MergeText(const std::string& dump) {
+MergeResult MergeAppendixText(const std::string& dump) {
   std::vector<TraceFile> files;
   files.push_back(testing::FileFromLines(dump, "appendix.jsonl"));
   auto r = Merge(std::move(files), {});
@@ -45,7 +45,7 @@ const json* Find(const json& n, const std::string& name) {
 }
 
 TEST(TreesJsonl, OneLinePerRequestAndViewWithSchemaFields) {
-  MergeResult r = MergeText(testing::AppendixExampleDump());
+  MergeResult r = MergeAppendixText(testing::AppendixExampleDump());
   JsonOut out;
   EXPECT_EQ(WriteTreesJsonl(r, &out), 6u);
   auto lines = Lines(out.text());
@@ -97,7 +97,7 @@ TEST(TreesJsonl, SharedExtraRecordsPrintWhatEachNodeOwns) {
          R"(,"stream":7,"bytes":64,"grid":[2,1,1],"block":[64,1,1]})" "\n";
   }
   d += R"({"type":"NVTX_POP","timestamp":900,"process_id":1,"thread_id":2})" "\n";
-  MergeResult r = MergeText(d);
+  MergeResult r = MergeAppendixText(d);
   JsonOut out;
   ASSERT_EQ(WriteTreesJsonl(r, &out), 2u);
   const json vertical = Lines(out.text())[0];
@@ -126,7 +126,7 @@ TEST(TreesJsonl, GroupedLayoutWritesIdenticalTreesOnceAndExpandsExactly) {
   // The appendix step has requests 0,1,2 and a sampler range naming only request 1: request 1
   // sees a different vertical tree from 0 and 2, which share one; the horizontal view has no
   // subset ranges, so all three share one line.
-  MergeResult r = MergeText(testing::AppendixExampleDump());
+  MergeResult r = MergeAppendixText(testing::AppendixExampleDump());
   JsonOut per, grouped;
   ASSERT_EQ(WriteTreesJsonl(r, &per, TreeLayout::kPerRequest), 6u);
   ASSERT_EQ(WriteTreesJsonl(r, &grouped, TreeLayout::kGrouped), 3u);
@@ -177,7 +177,7 @@ TEST(Writers, RepeatedHostileAndPlainNamesRoundTripInBothOutputs) {
     }
   }
   dump += "{\"type\":\"NVTX_POP\",\"timestamp\":990,\"process_id\":1,\"thread_id\":1}\n";
-  MergeResult r = MergeText(dump);
+  MergeResult r = MergeAppendixText(dump);
   JsonOut trees, trace;
   WriteTreesJsonl(r, &trees);
   WriteChromeTrace(r, &trace);
@@ -363,7 +363,7 @@ TEST(TreesJsonl, HostileNamesStayValidJson) {
                   "{\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":2,\"process_id\":1,\"thread_id\":1}\n"
                   "{\"type\":\"NVTX_POP\",\"timestamp\":3,\"process_id\":1,\"thread_id\":1}\n"
                   "{\"type\":\"NVTX_POP\",\"timestamp\":4,\"process_id\":1,\"thread_id\":1}\n";
-  MergeResult r = MergeText(d);
+  MergeResult r = MergeAppendixText(d);
   JsonOut out;
   ASSERT_EQ(WriteTreesJsonl(r, &out), 2u);
   for (const json& t : Lines(out.text())) EXPECT_EQ(t["request"], "x\xEF\xBF\xBD");
@@ -379,7 +379,7 @@ TEST(ChromeTrace, NoPartialOverlapOnATrackAndFlowsPerLaunch) {
        "{\"type\":\"NVTX_START\",\"id\":2,\"name\":\"y\",\"timestamp\":1150,\"process_id\":1,\"thread_id\":1}\n"
        "{\"type\":\"NVTX_END\",\"id\":1,\"timestamp\":1250,\"process_id\":1,\"thread_id\":1}\n"
        "{\"type\":\"NVTX_END\",\"id\":2,\"timestamp\":1350,\"process_id\":1,\"thread_id\":1}\n";
-  MergeResult r = MergeText(d);
+  MergeResult r = MergeAppendixText(d);
   JsonOut out;
   TraceStats st = WriteChromeTrace(r, &out);
   json t = json::parse(out.text());
@@ -418,7 +418,7 @@ TEST(ChromeTrace, NoPartialOverlapOnATrackAndFlowsPerLaunch) {
 }
 
 TEST(Summary, CarriesCountersPerFileAndTotal) {
-  MergeResult r = MergeText(testing::AppendixExampleDump());
+  MergeResult r = MergeAppendixText(testing::AppendixExampleDump());
   RunInfo run;
   run.inputs = {"appendix.jsonl"};
   run.failed_inputs = {{"gone.jsonl", "not found"}};
@@ -472,7 +472,7 @@ TEST(ChromeTrace, TimesKeepEveryNanosecondThroughADoubleReader) {
                   "{\"type\":\"NVTX_POP\",\"timestamp\":" + at(2000000000) + ",\"process_id\":1,\"thread_id\":1}\n"
                   "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + at(1999999997) + ",\"gpu_end\":" + at(1999999999) +
                   ",\"correlation_id\":1,\"device\":0,\"stream\":1}\n";
-  MergeResult r = MergeText(d);
+  MergeResult r = MergeAppendixText(d);
   JsonOut out;
   const TraceStats st = WriteChromeTrace(r, &out);
   EXPECT_EQ(st.time_origin_ns, 1763700000000000000);
@@ -524,7 +524,7 @@ TEST(ChromeTrace, LanesFollowStartOrderWhateverTheFileOrder) {
     for (int k = 0; k < n; ++k)
       d += "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + std::to_string(spans[k].first) + ",\"gpu_end\":" +
            std::to_string(spans[k].second) + ",\"correlation_id\":" + std::to_string(k + 1) + ",\"device\":0,\"stream\":1}\n";
-    MergeResult r = MergeText(d);
+    MergeResult r = MergeAppendixText(d);
     JsonOut out;
     TraceStats st = WriteChromeTrace(r, &out);
     // The reference: sort by (start, longer first, file order), then first lane that nests.
