@@ -86,6 +86,23 @@ Result<td::InstanceTable> Load(const std::string& path, const char* what, nlohma
   return table;
 }
 
+// What report.html says about the run beside the diagnoses: its input, modes, notes (Stage I's
+// and the input's problems) and the trace's time origin.
+td::ReportContext MakeReportContext(const Args& a, const std::string& stage2, const std::string& metrics_text,
+                                    const std::vector<std::string>& notes, const nlohmann::json& stats,
+                                    const td::TraceChoice& trace) {
+  td::ReportContext ctx;
+  ctx.input = a.input;
+  ctx.mode = a.mode;
+  ctx.stage2 = stage2;
+  ctx.metrics_text = metrics_text;
+  ctx.max_cards = a.report_cards;
+  ctx.notes = notes;
+  ctx.trace_origin_ns = trace.time_origin_ns;
+  for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
+  return ctx;
+}
+
 // Writes every output under a temporary name and renames them into place together (see
 // truffld/atomic_file.h); --no-html and a run without --labels remove an earlier run's
 // report.html / metrics.json.
@@ -248,15 +265,7 @@ int Run(Args& a) {
     (*metrics)["mode"] = a.mode;
     (*metrics)["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
   }
-  td::ReportContext ctx;
-  ctx.input = a.input;
-  ctx.mode = a.mode;
-  ctx.stage2 = cfg.Describe();
-  ctx.metrics_text = metrics_text;
-  ctx.max_cards = a.report_cards;
-  ctx.notes = s1.notes;
-  ctx.trace_origin_ns = trace->time_origin_ns;
-  for (const auto& p : stats["input"]["problems"]) ctx.notes.push_back(p.get<std::string>());
+  const td::ReportContext ctx = MakeReportContext(a, cfg.Describe(), metrics_text, s1.notes, stats, *trace);
   std::vector<std::string> warnings;
   bool input_side = false;
   truffld::Status written = [&] {

@@ -204,7 +204,8 @@ class Tracer {
   void OpenDumpAndWriteMeta(std::string& out);
   void WriteStats(std::string& out);
   // Under window_mu_: applies a window edge (switch, then its record).
-  void ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch);
+  // `switch_device`: false at exit (the edge is written, CUPTI is left as it is).
+  void ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch, bool switch_device = true);
   void FormatWindowMarks(std::string& out);  // writer thread
   int WindowTick();  // writer thread: control file, time edges; ms to the next edge (-1: none)
   bool ControlFileChanged();  // writer thread: stat()s TRUFFLD_WINDOW_CONTROL

@@ -28,13 +28,13 @@ const char* TriggerName(DeviceWindows::Trigger t) {
 }
 }  // namespace
 
-void Tracer::ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch) {
+void Tracer::ApplyWindowEdge(const DeviceWindows::Edge& e, bool before_switch, bool switch_device) {
   // A window's start is stamped before device activity goes on and its end after it went off,
   // so the window covers everything recorded in between.
   WindowMark m{0, e.index, e.open, e.trigger, t_thread.tid};
   if (!m.tid) m.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   if (before_switch) m.ticks = ReadTicks();
-  if (device_switch_) device_switch_(e.open);
+  if (device_switch_ && switch_device) device_switch_(e.open);
   if (!before_switch) m.ticks = ReadTicks();
   window_marks_.push_back(m);
   PublishDetailState();
@@ -104,7 +104,12 @@ void Tracer::CloseWindowAtExit() {
   if (!sampling()) return;
   std::lock_guard<std::mutex> lock(window_mu_);
   DeviceWindows::Edge e;
-  if (windows_.Finish(&e)) ApplyWindowEdge(e, false);
+  // The window's end is written, but device activity is not switched off: this runs in the
+  // exit handler, where CUDA and CUPTI may be going down, and the final flush that follows
+  // collects what was recorded either way. (On an H200 a traced serving process crashed at exit
+  // with a slow-step window still open; of that session's runs it alone switched CUPTI's kinds
+  // off at exit. Not confirmed as the cause: no second run was possible.)
+  if (windows_.Finish(&e)) ApplyWindowEdge(e, false, /*switch_device=*/false);
 }
 
 void Tracer::FormatWindowMarks(std::string& out) {
