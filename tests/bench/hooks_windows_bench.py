@@ -37,7 +37,7 @@ Run: /usr/bin/python3 tests/bench/hooks_windows_bench.py --build build [--rounds
 import argparse
 import json
 import os
-import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +45,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "hooks"))
 import hookstest  # noqa: E402
+import paired_ratio  # noqa: E402  (tests/bench, beside this file)
 
 CHILD = r"""
 import contextlib, json, os, time
@@ -173,16 +174,7 @@ def run_one(env, steps, warmup, out_dir):
 
 
 def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
-
-
-def bootstrap(values, draws=4000, seed=41):
-    """95 % percentile-bootstrap interval of the median."""
-    rng = random.Random(seed)
-    meds = sorted(median([rng.choice(values) for _ in values]) for _ in range(draws))
-    return meds[int(0.025 * draws)], meds[int(0.975 * draws) - 1]
+    return statistics.median(values)
 
 
 def split(run, key="per_step_cpu_ns"):
@@ -252,8 +244,7 @@ def main():
         for key, value in (("wall", lambda run: run["wall"]), ("cpu", lambda run: run["cpu"]),
                            ("steps", robust_step)):
             ratios = [value(run) / value(b) for run, b in zip(runs[name], base)]
-            low, high = bootstrap(ratios)
-            row[key] = (median(ratios), low, high)
+            row[key] = paired_ratio.bootstrap_median_ci(ratios)
         step_us = median([median(run["per_step_cpu_ns"]) for run in runs[name]]) / 1e3
         costs = [c for c in (window_cost(run) for run in runs[name]) if c is not None]
         mode = runs[name][0].get("windows", {}).get("mode", "–")

@@ -10,13 +10,20 @@
 #        TRUFFLD_BIN       folder with prebuilt truffld-merge, truffld-diagnose (and lib/ for their
 #                          shared libraries, libcupti_injector.so and libtruffld_pynvtx.so as a
 #                          fallback when the injector cannot be built here); default <repo>/.devbin
-#        TRUFFLD_GPU_ROUNDS   rounds of the overhead comparison (default 2)
-#        TRUFFLD_GPU_OVERHEAD what it times: comma list of engine,loop (default both)
+#        TRUFFLD_GPU_ROUNDS   rounds of the overhead comparison (default 10)
+#        TRUFFLD_GPU_SETTINGS capture settings it compares (default off,two-tier,all; see
+#                             engine_overhead.py --help)
+#        TRUFFLD_GPU_OVERHEAD what it times: comma list of engine (eager serving), graphs
+#                             (serving with CUDA graphs), loop (eager PyTorch loop); default all
+#        TRUFFLD_GPU_OVERHEAD_BUDGET  no overhead round starts after this many seconds
+#        TRUFFLD_GPU_OVERHEAD_TIMEOUT seconds before the overhead phase is stopped (default 560)
 #        TRUFFLD_GPU_LOOP_ITERS  iterations of the eager PyTorch loop (default 3000)
 #        TRUFFLD_GPU_PHASES   comma list of runs,suite,stage2,overhead (default all; they run in that order)
 #        TRUFFLD_GPU_RUN_SET  which traced runs: default (three healthy shapes and one with 2 ms
-#                             delays, 16 MiB copies and contention) or strong (one with 20 ms
-#                             delays, 256 MiB copies and contention, and one more healthy run)
+#                             delays, 16 MiB copies and contention), strong (one with 20 ms
+#                             delays, 256 MiB copies and contention, and one more healthy run) or
+#                             two-tier (a faulty eager run and a healthy CUDA-graph run traced
+#                             with truffld-env's default detail windows)
 #        PYTHON            python with torch and transformers (default python3)
 # Writes into the output folder: real_engine.log (everything), gpu_suite.log (tests/gpu/run.sh),
 # runs.tar (per run: dumps, truth.json, result.json, and the merged summary and diagnosis), and
@@ -27,7 +34,8 @@ OUTDIR=${TRUFFLD_GPU_OUT:-${OUT:-/tmp/truffld-real}}
 WORK=${TRUFFLD_GPU_WORK:-/tmp/truffld-real-work}
 BIN=${TRUFFLD_BIN:-$ROOT/.devbin}
 PY=${PYTHON:-python3}
-ROUNDS=${TRUFFLD_GPU_ROUNDS:-2}
+ROUNDS=${TRUFFLD_GPU_ROUNDS:-10}
+SETTINGS_LIST=${TRUFFLD_GPU_SETTINGS:-off,two-tier,all}
 PHASES=",${TRUFFLD_GPU_PHASES:-suite,runs,stage2,overhead},"
 GPU=$ROOT/tests/gpu
 mkdir -p "$OUTDIR" "$WORK/bin" "$WORK/runs"
@@ -117,6 +125,11 @@ if [[ $PHASES == *,runs,* ]] && [[ ${TRUFFLD_GPU_RUN_SET:-default} == strong ]];
   traced faulty_strong --requests 96 --seed 15 --fault-every 8 --delay-ms 20 --copy-mb 256
   traced healthy_eager2 --requests 80 --seed 16
   pack
+elif [[ $PHASES == *,runs,* ]] && [[ ${TRUFFLD_GPU_RUN_SET:-default} == two-tier ]]; then
+  TW=$("$PY" -c "import sys; sys.path.insert(0, '$GPU'); import engine_overhead as e; print(e.truffld_env_default_windows())" 2>/dev/null)
+  TRUFFLD_DEVICE_WINDOWS=${TW:-all} traced faulty_twotier --requests 96 --seed 17 --fault-every 8
+  TRUFFLD_DEVICE_WINDOWS=${TW:-all} traced healthy_graphs_twotier --requests 96 --seed 18 --cuda-graphs --min-prompt 8 --max-prompt 96
+  pack
 elif [[ $PHASES == *,runs,* ]]; then
   traced healthy_eager --requests 64 --seed 11
   traced faulty_eager --requests 96 --seed 12 --fault-every 12
@@ -153,15 +166,17 @@ if [[ $PHASES == *,stage2,* ]] && [ -d "$WORK/runs/healthy_eager/merged" ]; then
   pack
 fi
 
-# 5. Overhead, settings interleaved.
+# 5. Overhead, settings interleaved round by round (at least 10 rounds for a figure).
 if [[ $PHASES == *,overhead,* ]]; then
-  say "overhead, $ROUNDS rounds"
-  WHAT=",${TRUFFLD_GPU_OVERHEAD:-engine,loop},"
+  say "overhead, $ROUNDS rounds of ${SETTINGS_LIST}"
+  WHAT=",${TRUFFLD_GPU_OVERHEAD:-engine,graphs,loop},"
   ARGS=()
-  [[ $WHAT == *,engine,* ]] && ARGS+=(--engine-cmd "$PY $GPU/serve_cb.py --requests 48 --seed 21")
-  [[ $WHAT == *,loop,* ]] && ARGS+=(--loop-cmd "$PY $GPU/torch_loop.py --iters ${TRUFFLD_GPU_LOOP_ITERS:-3000}")
-  timeout 330 "$PY" "$GPU/engine_overhead.py" --injector "$INJ" --hooks "$ROOT/inject/python" \
-    --pynvtx "$PYNVTX" --rounds "$ROUNDS" --json "$OUTDIR/overhead.json" "${ARGS[@]}" || status=1
+  [[ $WHAT == *,engine,* ]] && ARGS+=(--workload "engine eager=$PY $GPU/serve_cb.py --requests 32 --seed 21")
+  [[ $WHAT == *,graphs,* ]] && ARGS+=(--workload "engine graphs=$PY $GPU/serve_cb.py --requests 32 --seed 22 --cuda-graphs --min-prompt 8 --max-prompt 96")
+  [[ $WHAT == *,loop,* ]] && ARGS+=(--workload "eager loop=$PY $GPU/torch_loop.py --iters ${TRUFFLD_GPU_LOOP_ITERS:-3000}")
+  timeout "${TRUFFLD_GPU_OVERHEAD_TIMEOUT:-560}" "$PY" "$GPU/engine_overhead.py" --injector "$INJ" \
+    --hooks "$ROOT/inject/python" --pynvtx "$PYNVTX" --rounds "$ROUNDS" --settings "$SETTINGS_LIST" \
+    --budget-s "${TRUFFLD_GPU_OVERHEAD_BUDGET:-1e9}" --json "$OUTDIR/overhead.json" "${ARGS[@]}" || status=1
 fi
 say "done, status $status"
 exit $status

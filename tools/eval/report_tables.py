@@ -1,5 +1,6 @@
 """Markdown sections of BENCHMARKS.md built from the harness's JSON files (results.json,
 healthy.json, real.json, cost.json). Each function returns a list of lines; pure, no I/O."""
+import statistics
 import os
 import sys
 
@@ -356,16 +357,22 @@ def engine_table(e):
 
 
 def overhead_table(e):
-    """Capture overhead measured with the runs (tests/gpu/engine_overhead.py output)."""
+    """Capture overhead measured with the runs (tests/gpu/engine_overhead.py output: the current
+    format, workloads with paired ratios and intervals, or the older one, engine/loop medians)."""
     rows = []
     for device, o in sorted((e or {}).get("overhead", {}).items()):
-        for kind, label, unit in (("engine", "serving engine", "tokens/s"), ("loop", "eager PyTorch loop", "s")):
-            part = o.get(kind) or {}
+        parts = [(label, d.get("unit", "?"), d) for label, d in (o.get("workloads") or {}).items()]
+        parts += [(label, unit, o.get(kind) or {}) for kind, label, unit in
+                  (("engine", "serving engine", "tokens/s"), ("loop", "eager PyTorch loop", "s")) if kind in o]
+        for label, unit, part in parts:
             for r in part.get("rows", []):
-                rows.append(f"| {device} | {label} | {o.get('rounds', '?')} | {r['setting']} | {r['median']:.3g} {unit} | "
-                            f"{r['ratio']:.2f}x | {', '.join(f'{v:.3g}' for v in r['values'])} |")
+                median = r.get("median", statistics.median(r["values"]) if r.get("values") else float("nan"))
+                ratio = f"{r['ratio']:.2f}x" + (f" [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]" if r.get("ci95") else "")
+                rows.append(f"| {device} | {label} | {r.get('rounds', o.get('rounds', '?'))} | {r['setting']} | "
+                            f"{median:.3g} {unit} | {ratio} | {', '.join(f'{v:.3g}' for v in r['values'])} |")
     if not rows:
         return []
     return (["Capture overhead measured with these runs (`tests/gpu/engine_overhead.py`, settings interleaved round by "
-             "round; ratio = cost against `off`: tokens/s of off over the setting's, or the loop's time over off's):", "",
+             "round; ratio = cost against `off`: tokens/s of off over the setting's, or the loop's time over off's; where an "
+             "interval is given, the ratio is the median of per-round paired ratios and the interval its bootstrap 95 %):", "",
              "| file | workload | rounds | setting | median | ratio | values |", "|---|---|---|---|---|---|---|"] + rows + [""])
