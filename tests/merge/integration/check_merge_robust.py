@@ -5,6 +5,7 @@
   check_merge_robust.py stdin  MERGE    a dump on stdin that repeats one given in a folder
   check_merge_robust.py fifo   MERGE    a FIFO inside an input folder is listed as skipped
   check_merge_robust.py gzcut  MERGE    a .gz dump cut inside its last line: one malformed line
+  check_merge_robust.py zstcut MERGE    the same for a .zst dump (the injector's TRUFFLD_COMPRESS=zstd)
   check_merge_robust.py lock   MERGE    a second run on a locked OUTDIR exits 3 naming the holder
 
 No check is timed: a hang is caught by the ctest TIMEOUT of the test.
@@ -159,30 +160,46 @@ def lock(merge):
     print("lock: a held OUTDIR lock gives exit 3 naming it; --wait-lock waits; a symlink is refused")
 
 
-# A gzip dump cut short inside a line: the cut line and the stream's early end are one problem
-# (malformed_lines 1; it was 2: truncated_last_line and read_warning).
-def gzcut(merge):
-    import gzip
+# A compressed dump cut short inside a line (gzip, or zstd as the injector writes with
+# TRUFFLD_COMPRESS=zstd, e.g. a process killed mid-write): the cut line and the stream's early end
+# are one problem (malformed_lines 1; it was 2: truncated_last_line and read_warning), and every
+# record decoded before the cut is kept.
+def cut(merge, suffix, pack):
     body = dump_with_steps(20000).encode()
-    packed = gzip.compress(body)
+    packed = pack(body)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "cut.jsonl.gz")
+        path = os.path.join(tmp, "cut.jsonl" + suffix)
         with open(path, "wb") as f:
             f.write(packed[:len(packed) // 2])
         out = os.path.join(tmp, "out")
         p = run(merge, [path, "-o", out, "-q"], timeout=50)
         if p.returncode != 0:
-            sys.exit(f"gzcut: exit {p.returncode}: {p.stderr[-500:]}")
-        f = summary(out)["files"][0]
+            sys.exit(f"{suffix} cut: exit {p.returncode}: {p.stderr[-500:]}")
+        s = summary(out)
+        f = s["files"][0]
         ingest = {k: v for k, v in f["ingest"].items() if v}
         if f["counters"]["malformed_lines"] != 1 or ingest.get("truncated_last_line") != 1:
-            sys.exit(f"gzcut: one cut line counted as {f['counters']['malformed_lines']} malformed lines: {ingest}")
-    print(f"gzcut: a gzip dump cut mid-line counts one malformed line ({ingest})")
+            sys.exit(f"{suffix} cut: one cut line counted as {f['counters']['malformed_lines']} malformed lines: {ingest}")
+        steps = sum(r["steps"] for r in s["ranks"])
+        if not 1000 <= steps < 20000:
+            sys.exit(f"{suffix} cut: {steps} steps kept of the 20000 in the whole dump (about half were before the cut)")
+    print(f"{suffix} cut: a dump cut mid-line counts one malformed line ({ingest}) and keeps {steps} of 20000 steps")
+
+
+def gzcut(merge):
+    import gzip
+    cut(merge, ".gz", gzip.compress)
+
+
+def zstcut(merge):
+    def zstd(body):
+        return subprocess.run(["zstd", "-q", "-c"], input=body, capture_output=True, check=True).stdout
+    cut(merge, ".zst", zstd)
 
 
 def main():
     mode, merge = sys.argv[1], os.path.abspath(sys.argv[2])
-    {"regex": regex, "stdin": stdin, "fifo": fifo, "lock": lock, "gzcut": gzcut}[mode](merge)
+    {"regex": regex, "stdin": stdin, "fifo": fifo, "lock": lock, "gzcut": gzcut, "zstcut": zstcut}[mode](merge)
 
 
 if __name__ == "__main__":
