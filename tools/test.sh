@@ -6,7 +6,7 @@
 #   --gpu          also run the gpu-labelled tests (needs an NVIDIA GPU and driver)
 #   --asan         build in build-asan with AddressSanitizer + UndefinedBehaviorSanitizer
 #   --no-fuzz      skip the bounded libFuzzer runs
-#   --no-merge-asan  skip the merge suite rebuilt with AddressSanitizer + UBSan (build-asan)
+#   --no-merge-asan  skip the merge suite rebuilt with AddressSanitizer + UBSan (in build-fuzz)
 #   --no-inject-tsan skip the injector's tests rebuilt with ThreadSanitizer (build-tsan)
 #   --fuzz-seconds N   seconds per fuzz target (default 60, or $TRUFFLD_FUZZ_SECONDS)
 # Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_SHARED_DATA (real traces; default
@@ -48,6 +48,10 @@ if [[ $asan -eq 1 ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 [[ -n "${TRUFFLD_SHARED_DATA:-}" ]] && extra+=(-DTRUFFLD_SHARED_DATA="$TRUFFLD_SHARED_DATA")
+# Line tables, not full debug info: a failure's backtrace keeps its lines, and a clean build (CI)
+# takes a third less time. Every build this script makes uses it (run-fuzz.sh too).
+export TRUFFLD_DEBUG_FLAGS="-O2 -g1 -DNDEBUG"
+extra+=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$TRUFFLD_DEBUG_FLAGS" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$TRUFFLD_DEBUG_FLAGS")
 
 echo "== configure ($build)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}" >"$build.configure.log" 2>&1 ||
@@ -62,19 +66,22 @@ ctest_args+=(-LE "$label_exclude")
 ctest "${ctest_args[@]}"
 
 # The merge suite (unit, real traces, CLI golden/hostile input) again under ASan + UBSan: merge
-# reads untrusted input, so every run proves it stays clean there.
+# reads untrusted input, so every run proves it stays clean there. It is built in the fuzzers'
+# build (build-fuzz: clang, AddressSanitizer + UBSan on every library), so the sanitized libraries
+# are compiled once for both.
+if [[ ($merge_asan -eq 1 || $fuzz -eq 1) && $asan -eq 0 && -z "$label_include" && -x tools/run-fuzz.sh ]]; then
+  echo "== sanitized build (build-fuzz): the fuzzers and the merge suite"
+  also=()
+  [[ $merge_asan -eq 1 ]] && also=(merge_unit_test merge_realdata_test truffld-merge)
+  TRUFFLD_FUZZ_ALSO="${also[*]}" JOBS=$jobs tools/run-fuzz.sh --build-only
+fi
 if [[ $merge_asan -eq 1 && $asan -eq 0 && -z "$label_include" ]]; then
-  echo "== merge tests under AddressSanitizer + UBSan (build-asan)"
-  asan_extra=(-DTRUFFLD_SANITIZE=ON -DTRUFFLD_BUILD_BENCHMARKS=OFF)
-  [[ -n "${TRUFFLD_SHARED_DATA:-}" ]] && asan_extra+=(-DTRUFFLD_SHARED_DATA="$TRUFFLD_SHARED_DATA")
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${asan_extra[@]}" >build-asan.configure.log 2>&1 ||
-    { cat build-asan.configure.log; exit 1; }
-  cmake --build build-asan -j"$jobs" --target merge_unit_test merge_realdata_test truffld-merge
+  echo "== merge tests under AddressSanitizer + UBSan (build-fuzz)"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  build-asan/tests/merge/merge_unit_test --gtest_brief=1
-  TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$PWD/../shared/data} build-asan/tests/merge/merge_realdata_test --gtest_brief=1
-  ctest --test-dir build-asan --output-on-failure -R '^merge_cli_' --no-tests=error
+  build-fuzz/tests/merge/merge_unit_test --gtest_brief=1
+  TRUFFLD_SHARED_DATA=${TRUFFLD_SHARED_DATA:-$PWD/../shared/data} build-fuzz/tests/merge/merge_realdata_test --gtest_brief=1
+  ctest --test-dir build-fuzz --output-on-failure -R '^merge_cli_' --no-tests=error
 fi
 
 # The injector's unit and integration tests again under ThreadSanitizer: the injector runs on
@@ -85,6 +92,7 @@ if [[ $inject_tsan -eq 1 && $asan -eq 0 && -z "$label_include" ]] &&
    grep -q 'building libcupti_injector.so' "$build.configure.log"; then
   echo "== injector tests under ThreadSanitizer (build-tsan)"
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRUFFLD_TSAN=ON -DTRUFFLD_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$TRUFFLD_DEBUG_FLAGS" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$TRUFFLD_DEBUG_FLAGS" \
     >build-tsan.configure.log 2>&1 || { cat build-tsan.configure.log; exit 1; }
   tsan_tests=(truffld_inject_unit_test truffld_inject_nvtx_test truffld_inject_lifecycle_test truffld_inject_cupti_replay_test)
   cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
