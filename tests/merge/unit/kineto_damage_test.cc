@@ -99,7 +99,8 @@ TEST(KinetoDamage, BadElementsAreSkippedAndTheRestKept) {
   };
   for (const auto& [what, text] : bad) {
     for (size_t batch : {size_t{0}, size_t{600}}) {
-      const std::string doc = Doc(40, [&](int i) { return i == 20 ? text : Ev(i); });
+      const std::string& bad_element = text;  // clang 14 cannot capture a structured binding
+      const std::string doc = Doc(40, [&](int i) { return i == 20 ? bad_element : Ev(i); });
       auto r = Import(doc, batch);
       ASSERT_TRUE(r.ok()) << what << ": " << r.status().ToString();
       std::vector<std::string> want;
