@@ -148,11 +148,17 @@ void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool f
       ++st->markers_replayed;
       why = kWhyReplayed;
     }
-    nlohmann::json args = s.args;
-    if (why) args["no_flow"] = why;
+    auto dump = [](const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+    std::string args_text;
+    if (why) {  // only a marker without a flow needs a copy of its args
+      nlohmann::json args = s.args;
+      args["no_flow"] = why;
+      args_text = dump(args);
+    } else {
+      args_text = dump(s.args);
+    }
     std::string rest = ",\"cat\":\"truffld_diagnosis\",\"ts\":" + NsToMicrosText(s.start_ns - origin) +
-                       ",\"dur\":" + NsToMicrosText(s.end_ns - s.start_ns) + ",\"args\":" +
-                       args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                       ",\"dur\":" + NsToMicrosText(s.end_ns - s.start_ns) + ",\"args\":" + args_text;
     if (!s.cname.empty()) rest += ",\"cname\":\"" + s.cname + "\"";
     if (linked) rest += ",\"bind_id\":" + std::to_string(l.flow_of[size_t(s.target)]) + ",\"flow_in\":true";
     put(Event("X", s.name, s.track + 1, rest));
