@@ -67,9 +67,9 @@ std::string InsufficientReason(const InstanceTable& t, uint32_t u, const UnitVer
   if (s.instance_count == 0) return "no operator instances in this view";
   if (v.rows == 0) return "no operator with host or device timing to compare";
   if (s.step_name.rfind("<implicit step>", 0) == 0) {
-    return "the trace has no step ranges, so the whole run is one step with nothing to compare it with: "
-           "wrap each iteration in truffld_hooks.step_range(...), or record with torch.profiler and call "
-           "prof.step() once per iteration";
+    return "the trace has no step ranges and no top-level call repeated 3 times or more, so the whole run "
+           "is one step with nothing to compare it with: wrap each iteration in truffld_hooks.step_range(...), "
+           "or record with torch.profiler and call prof.step() once per iteration";
   }
   std::string r = "no peers that did the same work: no tensor-parallel rank ran this step's "
                   "operators, and fewer than 3 steps of similar workload on this rank ran them";

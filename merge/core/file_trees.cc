@@ -1,10 +1,12 @@
 // The per-file pass driver.
 #include "core/file_trees.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/correlation.h"
 #include "core/graph_capture.h"
+#include "core/repeated_steps.h"
 #include "core/step_detail.h"
 
 namespace truffld::merge {
@@ -49,6 +51,13 @@ FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& c
   RangeClasses classes(options.rules, file.strings);
   RangeLayers layers = ClassifyRanges(file, ranges, &classes, options.implicit_steps);
   Nesting nesting = NestRanges(file, ranges, layers);
+  const RepeatedCallSteps repeated = FindRepeatedCallSteps(file, ranges, layers, nesting);
+  if (!repeated.ranges.empty()) {
+    ApplyRepeatedCallSteps(repeated, &layers);
+    nesting = NestRanges(file, ranges, layers);
+  }
+  c.repeated_call_steps = repeated.ranges.size();
+  c.ranges_outside_steps = uint64_t(std::count(nesting.step.begin(), nesting.step.begin() + nesting.real_ranges, kNoRange));
   const bool graphs = graph_nodes > 0;  // capture ranges serve graph attribution only
   ApiCalls api = AttachApiCalls(file, ranges, layers.implicit, nesting, graphs);
   CorrelationIndex index = IndexCorrelations(file, api.order, &file.stats);

@@ -136,7 +136,8 @@ void AddFlags(CLI::App& app, Args& a) {
       ->default_val(2)->check(CLI::Range(1, 256));
   app.add_flag("--no-trace-json", a.no_trace, "Skip trace.json (faster, less disk); an earlier run's trace.json in OUTDIR is removed");
   app.add_flag("--no-implicit-steps", a.no_implicit,
-               "Do not invent one step per process for files without any step range");
+               "Files without any step range get neither steps from a repeated top-level call nor one "
+               "whole-process step");
   app.add_flag("--per-request-trees", a.per_request,
                "Write one trees.jsonl line per (rank, step, request, view) even when requests share "
                "an identical tree (default: one line per group of requests, listed in request_group; "

@@ -99,6 +99,23 @@ def ensure_thread(config):
     return _tls.state
 
 
+def ensure_stepless(config):
+    """Backend ranges for a program without steps (the outermost module call of a thread, while
+    engines.stepless()): entered as at a step, so a plain PyTorch loop gets its backend ops
+    (the merge then makes steps of its repeated model call). Never during a CUDA graph
+    capture (emit_nvtx synchronises). Once steps run, windows.py decides at their boundaries."""
+    if getattr(_tls, "state", None) is not None:
+        return
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is not None and cuda.is_initialized() and cuda.is_current_stream_capturing():
+            return
+    except Exception:  # an old torch without the query: no graphs to protect
+        pass
+    ensure_thread(config)
+
+
 def disable_thread():
     """Leaves the backend mode on this thread (window closed; tests)."""
     ctx = getattr(_tls, "ctx", None)

@@ -33,7 +33,7 @@ import _thread
 
 from . import importhook, naming, nvtx, patching, requests, transformers_cb, windows
 
-counters = {"steps": 0, "id_errors": 0, "unrecognised": 0}
+counters = {"steps": 0, "id_errors": 0, "unrecognised": 0, "engine_patched": 0}
 _tls = _thread._local()
 
 
@@ -138,7 +138,14 @@ TARGETS = (
 
 
 def _patch(module, dotted, factory, config):
-    patching.replace(module, dotted, lambda original, is_method: factory(original, config))
+    if patching.replace(module, dotted, lambda original, is_method: factory(original, config)):
+        counters["engine_patched"] = 1
+
+
+def stepless():
+    """True while the process is a plain program: no step has run and no engine entry point
+    is patched (an engine's warm-up before its first step is not stepless)."""
+    return counters["steps"] == 0 and not counters["engine_patched"]
 
 
 def register(config):

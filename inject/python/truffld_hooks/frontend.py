@@ -22,7 +22,7 @@ the same key is harmless); module-hook bookkeeping is thread-local.
 import _thread
 import sys
 
-from . import detail, importhook, naming, nvtx, patching
+from . import backend, detail, engines, importhook, naming, nvtx, patching
 
 _CACHE_LIMIT = 8192
 _MODULE_FILE_SUFFIXES = ("torch/nn/modules/module.py",)
@@ -118,8 +118,10 @@ def patch_entry(module, entry, domains_enabled=True):
 class ModuleForwardHooks(object):
     """Global pre/post forward hooks emitting one range per module call (see module doc)."""
 
-    def __init__(self, domain_name):
+    def __init__(self, domain_name, config=None):
         self._domain_name = domain_name
+        self._config = config
+        self._stepless = config is not None   # see _outermost_call
         self._domain = None
         self._resolved = False
         self._tls = _thread._local()
@@ -151,9 +153,20 @@ class ModuleForwardHooks(object):
         stack = getattr(self._tls, "stack", None)
         if stack is None:
             stack = self._tls.stack = []
+        if not stack and self._stepless:
+            self._outermost_call()
         stack.append((id(module), emitter.depth()))
         emitter.push(self._name(module), self._domain)
         return None
+
+    def _outermost_call(self):
+        """A thread's outermost module call in a program without steps turns its backend ranges
+        on (backend.ensure_stepless); once a step has run or an engine is patched, steps decide
+        (windows.py) and this is never asked again."""
+        if not engines.stepless():
+            self._stepless = False
+            return
+        backend.ensure_stepless(self._config)
 
     def post(self, module, args, output):
         if patching.is_compiling():
@@ -220,5 +233,5 @@ def register(entries, config):
                 lambda module, entry=entry: patch_entry(module, entry, domains))
         elif entry["layer"] == "module_hooks" and (config is None or config.modules):
             if _module_hooks is None:
-                _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None)
+                _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None, config)
             importhook.when_imported(entry["module"], "module_hooks", _module_hooks.bind)

@@ -75,6 +75,11 @@ const char* SeverityName(Severity s) noexcept;  // "info", "notice", "problem"
     "activity was recorded for them, by design.")                                                        \
   X(steps, Count, kInfo, "Step trees' roots: steps found (implicit ones included).")                             \
   X(implicit_steps, Count, kInfo, "Whole-process steps made for files without step ranges.")                     \
+  X(repeated_call_steps, Count, kInfo,                                                                   \
+    "Steps made from a repeated top-level call (a module forward or user annotation) in processes "     \
+    "without step ranges; each is named by its range.")                                                 \
+  X(ranges_outside_steps, Count, kInfo,                                                                  \
+    "Host ranges in no step (before the first step, between steps, after the last): in no tree.")      \
   X(trees, Count, kInfo, "Trees written: steps x requests x 2 views.")
 
 // What an ingest problem adds to besides its own count.
