@@ -2,6 +2,8 @@
 // starts, BIC grid. Formulas mirror scikit-learn's GaussianMixture so results agree to rounding.
 #include "peer/gmm.h"
 
+#include "peer/gmm_1d.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,6 +45,12 @@ Result<GmmModel> MStep(const Eigen::MatrixXd& x, const Eigen::MatrixXd& resp, Co
 // Deterministic k-means++ then Lloyd; returns hard responsibilities (n x k).
 Eigen::MatrixXd KMeansResp(const Eigen::MatrixXd& x, int k, int iters, uint64_t seed) {
   const int n = static_cast<int>(x.rows());
+  if (x.cols() == 1) {  // Stage I's case: the same draws and updates without Eigen rows
+    const std::vector<int> label = detail::KMeansLabels1D(x, k, iters, seed);
+    Eigen::MatrixXd resp = Eigen::MatrixXd::Zero(n, k);
+    for (int i = 0; i < n; ++i) resp(i, label[size_t(i)]) = 1.0;
+    return resp;
+  }
   std::mt19937_64 rng(seed);
   auto uniform = [&rng]() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
   Eigen::MatrixXd centers(k, x.cols());
@@ -178,6 +186,8 @@ double GmmModel::Bic(const Eigen::MatrixXd& x) const {
 Result<GmmModel> FitGmmFrom(const Eigen::MatrixXd& x, const GmmModel& init, const GmmOptions& o) {
   if (x.rows() == 0) return InvalidArgument("GMM fit: no samples");
   if (init.dim() != x.cols()) return InvalidArgument("GMM fit: dimension mismatch");
+  if (init.dim() == 1 && init.covariance_type() == CovarianceType::kDiagonal && !o.general_em)
+    return detail::FitGmmFrom1D(x, init, o);
   GmmModel model = init;
   double lower = -std::numeric_limits<double>::infinity();
   model.converged = false;

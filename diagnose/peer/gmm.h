@@ -31,6 +31,7 @@ struct GmmOptions {
   int kmeans_iter = 10;                       // Lloyd iterations after k-means++ seeding
   uint64_t seed = 0x7472756666ull;            // fixed: reruns give identical fits
   int min_samples_per_component = 5;          // FitGmmBic skips K with fewer samples per component
+  bool general_em = false;                    // 1-D diagonal fits too take the general Eigen path (tests)
 };
 
 class GmmModel {

@@ -22,12 +22,14 @@ std::string NormalizePhase(std::string_view p) {
 }
 
 int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
+  simdjson::dom::element e;
+  if (o[key].get(e) != simdjson::SUCCESS) return dflt;  // one key lookup (a scan of the object)
   int64_t v;
-  if (o[key].get_int64().get(v) == simdjson::SUCCESS) return v;
+  if (e.get_int64().get(v) == simdjson::SUCCESS) return v;
   uint64_t u;
-  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return INT64_MAX;  // only past INT64_MAX
+  if (e.get_uint64().get(u) == simdjson::SUCCESS) return INT64_MAX;  // only past INT64_MAX
   double d;
-  if (o[key].get_double().get(d) == simdjson::SUCCESS) {
+  if (e.get_double().get(d) == simdjson::SUCCESS) {
     if (std::isnan(d)) return dflt;
     if (d >= 0x1p63) return INT64_MAX;  // a cast out of range would be undefined
     return d < -0x1p63 ? INT64_MIN : static_cast<int64_t>(d);

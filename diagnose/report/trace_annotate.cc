@@ -69,10 +69,11 @@ std::string Insert(std::string_view line, std::string_view insert, bool inside_a
   return out;
 }
 
-// The copy of one merge event line (without its trailing ','), annotated where it matches.
-std::string AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
+// One merge event line (without its trailing ','), annotated where it matches; nullopt when it
+// is copied as it is (most lines: no copy made).
+std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
   const auto s = ParseSliceLine(line);
-  if (!s) return std::string(line);
+  if (!s) return std::nullopt;
   if (s->cat == "step") {
     auto [b, e] = l->steps.equal_range(s->ts_ns);
     for (auto it = b; it != e && s->has_args; ++it) {
@@ -84,9 +85,9 @@ std::string AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l
       ++st->steps_annotated;
       return Insert(line, add, true);
     }
-    return std::string(line);
+    return std::nullopt;
   }
-  if (s->has_flow) return std::string(line);
+  if (s->has_flow) return std::nullopt;
   auto [b, e] = l->targets.equal_range(s->ts_ns);
   for (auto it = b; it != e; ++it) {
     const OperatorTarget& t = o.targets[it->second];
@@ -98,8 +99,29 @@ std::string AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l
     ++st->flows;
     return Insert(line, ",\"bind_id\":" + std::to_string(id) + ",\"flow_out\":true", false);
   }
-  return std::string(line);
+  return std::nullopt;
 }
+
+// Output in 1 MiB blocks: a trace has millions of short lines.
+class BlockWriter {
+ public:
+  explicit BlockWriter(std::ostream* w) : w_(*w) { buf_.reserve(kBlock + 4096); }
+  ~BlockWriter() { Flush(); }
+  void Put(std::string_view a, std::string_view b) {
+    buf_.append(a);
+    buf_.append(b);
+    if (buf_.size() >= kBlock) Flush();
+  }
+  void Flush() {
+    w_.write(buf_.data(), std::streamsize(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 20;
+  std::ostream& w_;
+  std::string buf_;
+};
 
 // Why a faulty-operator marker has no flow arrow to an operator slice (its args' "no_flow").
 constexpr const char* kWhyUnlinked =
@@ -260,17 +282,20 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
   w << line.substr(0, kHeadPrefix.size()) << kAnnotated << line.substr(kHeadPrefix.size()) << '\n';
   Lookup l = Index(o, *origin);
   bool closed = false, first = true;
-  while (in.Next(&line)) {
-    if (line == "]}") {
-      closed = true;
-      break;
+  {
+    BlockWriter out(&w);
+    while (in.Next(&line)) {
+      if (line == "]}") {
+        closed = true;
+        break;
+      }
+      if (line.empty()) continue;  // a trace with no events: "[\n\n]}"
+      if (line.back() == ',') line.remove_suffix(1);
+      const std::optional<std::string> changed = AnnotateLine(line, o, &l, st);
+      out.Put(first ? "" : ",\n", changed ? std::string_view(*changed) : line);
+      first = false;
+      ++st->events;
     }
-    if (line.empty()) continue;  // a trace with no events: "[\n\n]}"
-    const bool comma = line.back() == ',';
-    const std::string out = AnnotateLine(comma ? line.substr(0, line.size() - 1) : line, o, &l, st);
-    w << (first ? "" : ",\n") << out;
-    first = false;
-    ++st->events;
   }
   st->input_error = true;
   if (!in.status().ok()) return in.status();

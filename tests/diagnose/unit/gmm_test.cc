@@ -88,6 +88,36 @@ TEST(Gmm, ResponsibilitiesSumToOneAndLogProbFinite) {
   EXPECT_NEAR(resp.row(0).sum(), 1.0, 1e-12);
 }
 
+// Stage I's 1-D fits take their own loop (gmm_1d.h): it must agree with the general Eigen
+// path to rounding, model by model, on the BIC grid and its choice.
+TEST(Gmm, OneDimensionalLoopAgreesWithTheGeneralPath) {
+  Eigen::MatrixXd means(3, 1);
+  means << 0, 4, 30;
+  const Eigen::MatrixXd x = Sample({0.6, 0.3, 0.1}, means, {1.0, 0.7, 5.0}, 2500, 11);
+  for (double reg : {1e-5, 1e-2}) {
+    GmmOptions fast;
+    fast.reg_covar = reg;
+    fast.max_iter = 60;
+    GmmOptions general = fast;
+    general.general_em = true;
+    auto a = FitGmmBic(x, 1, 5, fast);
+    auto b = FitGmmBic(x, 1, 5, general);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->ks, b->ks);
+    for (size_t i = 0; i < a->bics.size(); ++i) EXPECT_NEAR(a->bics[i], b->bics[i], 1e-8 * std::abs(b->bics[i]));
+    const GmmModel &m = a->model, &g = b->model;
+    ASSERT_EQ(m.k(), g.k());
+    EXPECT_EQ(m.iterations, g.iterations);
+    EXPECT_EQ(m.converged, g.converged);
+    for (int j = 0; j < m.k(); ++j) {
+      EXPECT_NEAR(m.weights()(j), g.weights()(j), 1e-9);
+      EXPECT_NEAR(m.means()(j, 0), g.means()(j, 0), 1e-9 * (1 + std::abs(g.means()(j, 0))));
+      EXPECT_NEAR(m.covariances()[size_t(j)](0, 0), g.covariances()[size_t(j)](0, 0),
+                  1e-9 * g.covariances()[size_t(j)](0, 0));
+    }
+  }
+}
+
 TEST(Gmm, RejectsBadInput) {
   GmmOptions o;
   o.k = 3;
