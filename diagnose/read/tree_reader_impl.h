@@ -13,6 +13,8 @@
 
 #include <simdjson.h>
 
+#include "read/node_fields.h"
+
 #include "read/tree_reader_parts.h"
 #include "read/tree_reader.h"
 
@@ -24,10 +26,14 @@ std::string NormalizePhase(std::string_view p);
 // Integer member (int64, uint64 or a double, truncated; saturated at the int64 limits, NaN is
 // absent), or `dflt` when absent.
 int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt);
+// GetInt's reading of a member already found.
+int64_t IntOf(simdjson::dom::element e, int64_t dflt);
 // Times (ns) are kept within +-kMaxTimeNs, so end - start always fits in int64.
 inline constexpr int64_t kMaxTimeNs = (int64_t{1} << 62) - 1;
 // A node's time member: GetInt clamped to +-kMaxTimeNs (far past any trace's clock).
 int64_t GetTime(simdjson::dom::object o, const char* key, int64_t dflt);
+// GetTime's reading of a member already found (nullptr: absent).
+int64_t TimeOf(const simdjson::dom::element* e, int64_t dflt);
 // String member, or "" when absent or not a string.
 std::string_view GetStr(simdjson::dom::object o, const char* key);
 
@@ -76,7 +82,8 @@ struct TreeReader::Impl {
     detail::SubtreeStats agg;
     std::vector<std::pair<int64_t, int64_t>> child_ops;  // operator children's (start, end)
   };
-  WalkFrame Enter(simdjson::dom::object node, uint32_t parent_family, int64_t call_start);
+  WalkFrame Enter(simdjson::dom::object node, const detail::NodeFields& fields, uint32_t parent_family,
+                  int64_t call_start);
   detail::SubtreeStats Leave(WalkFrame& f);
   // Walk's parts: an API call, a device op, the wait of an outermost call, and the instance of an
   // operator node (skipped when the same (family, start, end, thread) was seen in the step).

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "read/graph_replay.h"
+#include "read/node_fields.h"
 #include "read/outside_time.h"
 #include "read/tree_reader_impl.h"
 
@@ -24,6 +25,10 @@ std::string NormalizePhase(std::string_view p) {
 int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
   simdjson::dom::element e;
   if (o[key].get(e) != simdjson::SUCCESS) return dflt;  // one key lookup (a scan of the object)
+  return IntOf(e, dflt);
+}
+
+int64_t IntOf(simdjson::dom::element e, int64_t dflt) {
   int64_t v;
   if (e.get_int64().get(v) == simdjson::SUCCESS) return v;
   uint64_t u;
@@ -39,6 +44,10 @@ int64_t GetInt(simdjson::dom::object o, const char* key, int64_t dflt) {
 
 int64_t GetTime(simdjson::dom::object o, const char* key, int64_t dflt) {
   return std::clamp(GetInt(o, key, dflt), -kMaxTimeNs, kMaxTimeNs);
+}
+
+int64_t TimeOf(const simdjson::dom::element* e, int64_t dflt) {
+  return e ? std::clamp(IntOf(*e, dflt), -kMaxTimeNs, kMaxTimeNs) : dflt;
 }
 
 std::string_view GetStr(simdjson::dom::object o, const char* key) {
@@ -238,16 +247,15 @@ void TreeReader::Impl::AddCallWait(std::string_view family, int64_t start, int64
 }
 
 // A node's own facts and its own work (an API call's time, a device op's), before its children.
-TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, uint32_t parent_family,
-                                                    int64_t call_start) {
+TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, const detail::NodeFields& nf,
+                                                    uint32_t parent_family, int64_t call_start) {
   WalkFrame f;
   f.node = node;
   f.call_start_in = call_start;
-  f.layer = GetStr(node, "layer");
-  f.family = GetStr(node, "family");
-  if (f.family.empty()) f.family = GetStr(node, "name");
-  f.start = detail::GetTime(node, "start", 0);
-  f.end = detail::GetTime(node, "end", f.start);
+  f.layer = nf.layer;
+  f.family = nf.family.empty() ? nf.name : nf.family;
+  f.start = detail::TimeOf(nf.has_start ? &nf.start : nullptr, 0);
+  f.end = detail::TimeOf(nf.has_end ? &nf.end : nullptr, f.start);
   f.is_op = IsOperatorLayer(f.layer);
   f.fam_id = (f.is_op || IsCallLayer(f.layer) || IsDeviceLayer(f.layer)) ? strings.Intern(f.family) : kNoString;
   f.child_parent = f.is_op ? f.fam_id : parent_family;
@@ -261,17 +269,14 @@ TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, 
   f.parent_family = parent_family;
   f.graph_launch = IsCallLayer(f.layer) && detail::IsGraphLaunchName(f.family);
   if (f.graph_launch) ++bucket->info.graph_launches;
-  if (std::string_view domain = GetStr(node, "domain");
-      !domain.empty() && bucket->domains.size() < detail::kMaxDomains) {
-    bucket->domains.emplace(domain);
-  }
+  if (!nf.domain.empty() && bucket->domains.size() < detail::kMaxDomains) bucket->domains.emplace(nf.domain);
   if (IsCallLayer(f.layer)) {
     AddCall(f.layer, f.fam_id, f.start, f.end, &f.agg);
     f.agg.own.loads_code = IsCodeLoadCall(f.family);
   } else if (IsDeviceLayer(f.layer)) {
     AddDevice(node, f.layer, f.family, f.fam_id, f.start, f.end, call_start, &f.agg);
   }
-  f.has_children = node["children"].get_array().get(f.children) == simdjson::SUCCESS;
+  f.has_children = nf.has_children && nf.children.get_array().get(f.children) == simdjson::SUCCESS;
   if (f.has_children) {
     f.next = f.children.begin();
     f.last = f.children.end();
@@ -307,7 +312,7 @@ SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
 // into its parent's.
 SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_family, int64_t call_start) {
   std::vector<WalkFrame> stack;
-  stack.push_back(Enter(root, parent_family, call_start));
+  stack.push_back(Enter(root, detail::ScanNode(root), parent_family, call_start));
   for (;;) {
     WalkFrame& f = stack.back();
     simdjson::dom::object co;
@@ -318,9 +323,12 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_
       descend = c.get_object().get(co) == simdjson::SUCCESS;
     }
     if (descend) {
-      f.child_op = IsOperatorLayer(GetStr(co, "layer"));
-      if (f.is_op && f.child_op) f.child_ops.emplace_back(detail::GetTime(co, "start", 0), detail::GetTime(co, "end", 0));
-      WalkFrame child = Enter(co, f.child_parent, IsCallLayer(f.layer) ? f.start : INT64_MIN);
+      const detail::NodeFields nf = detail::ScanNode(co);
+      f.child_op = IsOperatorLayer(nf.layer);
+      if (f.is_op && f.child_op)
+        f.child_ops.emplace_back(detail::TimeOf(nf.has_start ? &nf.start : nullptr, 0),
+                                 detail::TimeOf(nf.has_end ? &nf.end : nullptr, 0));
+      WalkFrame child = Enter(co, nf, f.child_parent, IsCallLayer(f.layer) ? f.start : INT64_MIN);
       stack.push_back(std::move(child));  // `f` is invalid from here
       continue;
     }

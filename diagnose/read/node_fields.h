@@ -1,0 +1,49 @@
+// The members of a tree node that every node's walk reads (layer, family, name, domain, start,
+// end, children), found in one pass over the node's members: an object lookup is a scan of its
+// members, and a node was looked up seven times or more. The first of duplicate members counts,
+// as with a lookup.
+// Thread-safety: pure functions over views into the caller's parsed document.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace truffld::diagnose::detail {
+
+struct NodeFields {
+  std::string_view layer, family, name, domain;  // "" when absent or not a string
+  simdjson::dom::element start, end, children;
+  bool has_start = false, has_end = false, has_children = false;
+};
+
+inline void TakeString(simdjson::dom::element v, bool* seen, std::string_view* out) {
+  if (*seen) return;
+  *seen = true;
+  if (v.get_string().get(*out) != simdjson::SUCCESS) *out = {};
+}
+
+inline void TakeElement(simdjson::dom::element v, bool* seen, simdjson::dom::element* out) {
+  if (*seen) return;
+  *seen = true;
+  *out = v;
+}
+
+inline NodeFields ScanNode(simdjson::dom::object o) {
+  NodeFields f;
+  bool seen_layer = false, seen_family = false, seen_name = false, seen_domain = false;
+  for (simdjson::dom::key_value_pair kv : o) {
+    const std::string_view k = kv.key;
+    if (k == "layer") TakeString(kv.value, &seen_layer, &f.layer);
+    else if (k == "family") TakeString(kv.value, &seen_family, &f.family);
+    else if (k == "name") TakeString(kv.value, &seen_name, &f.name);
+    else if (k == "domain") TakeString(kv.value, &seen_domain, &f.domain);
+    else if (k == "start") TakeElement(kv.value, &f.has_start, &f.start);
+    else if (k == "end") TakeElement(kv.value, &f.has_end, &f.end);
+    else if (k == "children") TakeElement(kv.value, &f.has_children, &f.children);
+  }
+  return f;
+}
+
+}  // namespace truffld::diagnose::detail
