@@ -31,6 +31,7 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
     const StepInfo& s = t.steps[it == vertical.end() ? u : it->second];
     double named = 0;
     for (const auto& r : s.requests) named += r != "*";
+    if (named == 0 && s.batch > 0) named = static_cast<double>(s.batch);  // an engine profiler step
     const double nan = std::numeric_limits<double>::quiet_NaN();
     w[u].v = {s.tokens >= 0 ? std::log1p(static_cast<double>(s.tokens)) : nan,
               s.context >= 0 ? std::log1p(static_cast<double>(s.context)) : nan,

@@ -87,6 +87,7 @@ struct StepInfo {
   // from the step name (`[tokens:N]`, `[ctx:N]`, written by truffld's hooks); -1 when absent.
   int64_t tokens = -1;               // tokens scheduled in the step
   int64_t context = -1;              // summed context length of its requests
+  int64_t batch = -1;                // requests, as an engine's own step annotation counts them
   double work_blocks = 0;            // grid blocks of every kernel in the view (timing-free size)
   double h2d_bytes = 0;              // host-to-device bytes copied in the view (input size)
   bool device_detail = true;         // false: captured outside a sampled device window

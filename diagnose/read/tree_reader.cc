@@ -42,7 +42,8 @@ constexpr int64_t kMaxCount = int64_t{1} << 58;  // as StepNameTag's [tokens:N]
 constexpr FieldRange kFieldRanges[] = {
     {"step_index", 0, kMaxStepIndex},      {"rank", INT32_MIN, INT32_MAX},
     {"start", -detail::kMaxTimeNs, detail::kMaxTimeNs}, {"end", -detail::kMaxTimeNs, detail::kMaxTimeNs},
-    {"tokens", -1, kMaxCount},             {"ctx", -1, kMaxCount}};
+    {"tokens", -1, kMaxCount},             {"ctx", -1, kMaxCount},
+    {"batch", -1, kMaxCount}};
 
 // "field V out of range [lo, hi]" for the first number of kFieldRanges outside its range, or "".
 // Members that are absent or not numbers are left to the reader's own checks and defaults.
@@ -225,12 +226,12 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
     b.info.host = std::string(GetStr(o, "host"));
     b.info.start_ns = GetInt(o, "start", 0);
     b.info.end_ns = GetInt(o, "end", b.info.start_ns);
-    // truffld-merge writes the hooks' [tokens:N][ctx:N] tags as fields; older trees only have
-    // them in the step name.
+    // Fields from the hooks' [tokens:N][ctx:N] tags (older trees: only in the step name).
     b.info.tokens = GetInt(o, "tokens", -1);
     if (b.info.tokens < 0) b.info.tokens = StepNameTag(b.info.step_name, "tokens");
     b.info.context = GetInt(o, "ctx", -1);
     if (b.info.context < 0) b.info.context = StepNameTag(b.info.step_name, "ctx");
+    b.info.batch = GetInt(o, "batch", -1);  // an engine annotation's request count
     bool detail = true;
     if (o["device_detail"].get_bool().get(detail) == simdjson::SUCCESS) b.info.device_detail = detail;
     simdjson::dom::array reqs;

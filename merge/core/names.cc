@@ -2,6 +2,7 @@
 // payload truffld's hooks write into comm range names. Pure functions.
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -96,6 +97,33 @@ std::string NormaliseFamily(Layer layer, std::string_view name) {
     }
   }
   return std::string(name);
+}
+
+namespace {
+
+// The decimal number right after `key` in `name` (-1: none; saturated at 10^12).
+int64_t NumberAfter(std::string_view name, std::string_view key) {
+  const size_t at = name.find(key);
+  if (at == std::string_view::npos) return -1;
+  int64_t n = -1;
+  for (size_t i = at + key.size(); i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i)
+    n = std::min<int64_t>((n < 0 ? 0 : n) * 10 + (name[i] - '0'), 1000000000000);
+  return n;
+}
+
+}  // namespace
+
+EngineStepCounts CountsFromStepName(std::string_view name) {
+  EngineStepCounts c;
+  if (name.rfind("execute_", 0) == 0) {
+    const int64_t ctx = NumberAfter(name, "context_"), gen = NumberAfter(name, "_generation_");
+    if (ctx >= 0 && gen >= 0) c.batch = ctx + gen;
+  } else if (name.rfind("step[", 0) == 0) {
+    const std::string_view inside = name.substr(0, name.find(']'));
+    c.batch = NumberAfter(inside, " bs=");
+    c.tokens = NumberAfter(inside, " toks=");
+  }
+  return c;
 }
 
 const char* PhaseFromStepName(std::string_view name) {

@@ -59,12 +59,20 @@ class TreeWriter {
     out_.Raw("\",\"phase\":\"");
     out_.Raw(StepPhase(r_, t));
     out_.Char('"');
-    // The hooks' workload tags, as numbers (absent when the step name has none).
+    // The hooks' workload tags, as numbers (absent when the step name has none), else what an
+    // engine's own step annotation says (batch, tokens).
+    const EngineStepCounts engine = CountsFromStepName(StepAnnotation(r_, t));
     for (const auto& [tag, key] : {std::pair{"tokens", ",\"tokens\":"}, std::pair{"ctx", ",\"ctx\":"}}) {
-      if (const int64_t v = StepNameTag(step_name, tag); v >= 0) {
+      int64_t v = StepNameTag(step_name, tag);
+      if (v < 0 && tag[0] == 't') v = engine.tokens;
+      if (v >= 0) {
         out_.Raw(key);
         out_.Int(v);
       }
+    }
+    if (engine.batch >= 0) {
+      out_.Raw(",\"batch\":");
+      out_.Int(engine.batch);
     }
     out_.Raw(",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");

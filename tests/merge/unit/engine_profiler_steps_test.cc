@@ -89,6 +89,39 @@ TEST(EngineProfilerSteps, SglangStepsTakeTheirPhaseFromTheModelRunner) {
   EXPECT_EQ(phases, (std::vector<std::string>{"prefill", "decode", "unknown"}));
 }
 
+// The engines' own step annotations, under a Python-frame step or as the step, give its phase,
+// batch and tokens (the shapes of ../shared/data's vLLM and SGLang traces).
+TEST(EngineProfilerSteps, EngineAnnotationsGiveBatchAndTokens) {
+  std::string ev;
+  ev += Py("vllm/v1/worker/gpu_model_runner.py(2907): execute_model", 0, 900);
+  ev += R"x({"ph":"X","cat":"user_annotation","name":"execute_context_1(888_788544)_generation_0(0)","pid":7,"tid":7,"ts":10,"dur":800},)x"
+        "\n";
+  ev += Op("aten::mm", 100, 20, 1);
+  ev += Py("vllm/v1/worker/gpu_model_runner.py(2907): execute_model", 1000, 900);
+  ev += R"x({"ph":"X","cat":"user_annotation","name":"execute_32_context_2(9_81)_generation_30(30)","pid":7,"tid":7,"ts":1010,"dur":800},)x"
+        "\n";
+  ev += Op("aten::mm", 1100, 20, 2);
+  ev += R"x({"ph":"X","cat":"user_annotation","name":"step[DECODE bs=32 toks=32]","pid":7,"tid":7,"ts":2000,"dur":800},)x"
+        "\n";
+  ev += Op("aten::mm", 2100, 20, 3);
+  MergeResult r = MergeKineto(ev);
+  std::vector<std::string> phases;
+  std::vector<int64_t> batch, tokens;
+  for (const Tree& t : r.trees) {
+    if (t.view != View::kVertical) continue;
+    phases.push_back(StepPhase(r, t));
+    const EngineStepCounts c = CountsFromStepName(StepAnnotation(r, t));
+    batch.push_back(c.batch);
+    tokens.push_back(c.tokens);
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"prefill", "mixed", "decode"}));
+  EXPECT_EQ(batch, (std::vector<int64_t>{1, 32, 32}));
+  EXPECT_EQ(tokens, (std::vector<int64_t>{-1, -1, 32}));
+  EXPECT_EQ(CountsFromStepName("step[EXTEND bs=15 toks=15360]").tokens, 15360);
+  EXPECT_EQ(CountsFromStepName("execute_model").batch, -1);
+  EXPECT_EQ(CountsFromStepName("step_execute_model[request_ids:1_2]").batch, -1);
+}
+
 TEST(EngineProfilerSteps, OtherFunctionsOfTheSameFilesAreNotSteps) {
   std::string ev;
   ev += Py("vllm/v1/worker/gpu_model_runner.py(1297): _prepare_inputs", 0, 50);

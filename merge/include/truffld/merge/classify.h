@@ -102,4 +102,12 @@ std::string CommPayloadFromName(std::string_view name);
 // Engine phase hinted by a step name: "prefill", "decode", "mixed" or "unknown".
 const char* PhaseFromStepName(std::string_view name);
 
+// What an engine's own step annotation says of its batch: vLLM's
+// "execute_[N_]context_C(...)_generation_G(...)" runs C requests in prefill and G in decode
+// (batch C + G); SGLang's "step[EXTEND bs=B toks=T]" B requests and T tokens. -1: not said.
+struct EngineStepCounts {
+  int64_t batch = -1, tokens = -1;
+};
+EngineStepCounts CountsFromStepName(std::string_view name);
+
 }  // namespace truffld::merge
