@@ -59,6 +59,7 @@ def run_once(app, injector, args, traced):
     try:
         env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir)
         env.pop("NVTX_INJECTION64_PATH", None)
+        env.pop("CUDA_INJECTION64_PATH", None)  # NVTX only: no CUPTI in either setting
         if traced:
             env["NVTX_INJECTION64_PATH"] = injector
         proc = subprocess.Popen(["taskset", "-c", str(args.cpu), app, "bursts", str(args.pairs),
@@ -75,6 +76,7 @@ def run_once(app, injector, args, traced):
 
 
 def summary(label, diffs):
+    """Prints and returns the median of diffs (ns per pair) with its bootstrap interval."""
     med, low, high = bootstrap_median_ci(diffs)
     print(f"{label}: median {med:.1f} ns/pair [{low:.1f}, {high:.1f}] (95 % bootstrap), "
           f"{len(diffs)} rounds")
