@@ -1,6 +1,7 @@
 // Formatting of records into JSONL: see format.h.
 #include "format.h"
 
+#include <charconv>
 #include <cstring>
 
 #include "json_out.h"
@@ -64,10 +65,89 @@ std::string_view RecordName(const Record& r, std::string_view data) {
   return data.substr(0, r.name_len < data.size() ? r.name_len : data.size());
 }
 
+// Copies a string literal's characters (without its terminating NUL) to p.
+template <size_t N>
+char* Put(char* p, const char (&lit)[N]) {
+  std::memcpy(p, lit, N - 1);
+  return p + N - 1;
+}
+
+template <class T>
+char* PutInt(char* p, T v) {
+  return std::to_chars(p, p + 20, v).ptr;
+}
+
+// "00".."99": two digits a lookup.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// The 8 decimal digits of v < 10^8, zero-padded, at p.
+char* Put8Digits(char* p, uint32_t v) {
+  const uint32_t hi = v / 10000, lo = v % 10000;
+  std::memcpy(p, kDigitPairs + 2 * (hi / 100), 2);
+  std::memcpy(p + 2, kDigitPairs + 2 * (hi % 100), 2);
+  std::memcpy(p + 4, kDigitPairs + 2 * (lo / 100), 2);
+  std::memcpy(p + 6, kDigitPairs + 2 * (lo % 100), 2);
+  return p + 8;
+}
+
+// A timestamp's decimal digits (13 to 19 for ns since boot or the epoch), the low 8 and 16 at a
+// time from a digit-pair table; std::to_chars for the short and negative rest.
+char* PutNs(char* p, int64_t v) {
+  if (v < 100000000) return PutInt(p, v);
+  const auto u = static_cast<uint64_t>(v);
+  const uint64_t top = u / 100000000;
+  p = top < 100000000 ? PutInt(p, top)
+                      : Put8Digits(PutInt(p, top / 100000000), static_cast<uint32_t>(top % 100000000));
+  return Put8Digits(p, static_cast<uint32_t>(u % 100000000));
+}
+
+// Longest name the fast path takes (escaped, it fits kPlainNvtxBuf).
+constexpr size_t kPlainNvtxName = 512;
+constexpr size_t kPlainNvtxBuf = JsonEscapedBound(kPlainNvtxName) + 160;
+
+// The common NVTX record, formatted into a stack buffer and appended once: a push, pop or mark
+// in the default domain without category, colour, payload or truncated name (what
+// nvtxRangePushA/nvtxRangePop/nvtxMarkA produce). The bytes are those of the general path below,
+// which the tests check; false (nothing appended) for any other record.
+bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, std::string& out) {
+  if (r.domain || r.flags || r.payload_kind != PayloadKind::kNone) return false;
+  char buf[kPlainNvtxBuf];
+  char* p = buf;
+  switch (r.kind) {
+    case RecordKind::kNvtxPush:
+    case RecordKind::kNvtxMark: {
+      const std::string_view name = RecordName(r, data);
+      if (name.size() > kPlainNvtxName) return false;
+      p = r.kind == RecordKind::kNvtxPush ? Put(p, "{\"type\":\"NVTX_PUSH\",\"name\":\"")
+                                          : Put(p, "{\"type\":\"NVTX_MARK\",\"name\":\"");
+      p = EscapeJsonTo(p, name);
+      p = Put(p, "\",\"timestamp\":");
+      break;
+    }
+    case RecordKind::kNvtxPop:
+      p = Put(p, "{\"type\":\"NVTX_POP\",\"timestamp\":");
+      break;
+    default:
+      return false;
+  }
+  p = PutNs(p, r.t0);
+  p = Put(p, ",\"process_id\":");
+  p = PutInt(p, pid);
+  p = Put(p, ",\"thread_id\":");
+  p = PutInt(p, r.tid);
+  p = Put(p, "}\n");
+  out.append(buf, static_cast<size_t>(p - buf));
+  return true;
+}
+
 }  // namespace
 
 void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
                   std::string& out) {
+  if (FormatPlainNvtx(r, data, pid, out)) return;
   JsonLine j(out);
   j.Str("type", RecordKindName(r.kind));
   switch (r.kind) {

@@ -1,6 +1,7 @@
 // Unit tests of the JSONL formatting: every record kind, escaping, META/STATS/CLOCK shapes.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -77,6 +78,49 @@ TEST(Format, NvtxPushWithDomainCategoryColorAndScalarPayload) {
   EXPECT_EQ(j["payload"]["value"], -5);
   EXPECT_EQ(j["process_id"], 42);
   EXPECT_EQ(j["thread_id"], 77);
+}
+
+// Plain pushes, pops and marks (default domain, no extras) take a fast path; a record in a
+// domain whose name is empty prints no domain and so must come out of the general path with the
+// very same bytes, for every name escape and every timestamp width.
+TEST(Format, PlainNvtxFastPathWritesTheGeneralPathsBytes) {
+  NvtxRegistry reg;
+  const NvtxDomain* unnamed = reg.CreateDomain("");
+  const std::string names[] = {"aten::mm, op_id = 42", "", std::string("a\"b\\c\n\x01\xff\xc3\xa9", 12),
+                               "\xED\xA0\x80", std::string(511, 'x') + "\n", std::string(600, 'y')};
+  const int64_t times[] = {0, 7, -5, 99999999, 100000000, 1234567890123456, 9999999999999999,
+                           10000000000000000, INT64_MAX, INT64_MIN};
+  const RecordKind kinds[] = {RecordKind::kNvtxPush, RecordKind::kNvtxPop, RecordKind::kNvtxMark};
+  int compared = 0;
+  for (RecordKind kind : kinds) {
+    for (const std::string& name : names) {
+      for (int64_t t : times) {
+        Record r{};
+        r.kind = kind;
+        r.t0 = t;
+        r.tid = 4294967295u;
+        r.name_len = kind == RecordKind::kNvtxPop ? 0 : static_cast<uint16_t>(name.size());
+        std::string fast, general;
+        FormatRecord(r, name, 123456, reg, fast);
+        r.domain = unnamed;
+        FormatRecord(r, name, 123456, reg, general);
+        ASSERT_EQ(fast, general) << RecordKindName(kind) << " " << t;
+        const json j = Line(fast);
+        EXPECT_EQ(j["timestamp"].get<int64_t>(), t);
+        EXPECT_EQ(j["thread_id"].get<uint64_t>(), 4294967295u);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 3 * 6 * 10);
+  Record pop{};
+  pop.kind = RecordKind::kNvtxPop;
+  pop.t0 = 1234567890123456789;
+  pop.tid = 7;
+  std::string out;
+  FormatRecord(pop, {}, 42, reg, out);
+  EXPECT_EQ(out, "{\"type\":\"NVTX_POP\",\"timestamp\":1234567890123456789,\"process_id\":42,"
+                 "\"thread_id\":7}\n");
 }
 
 TEST(Format, UnnamedCategoryIsANumberAndRegisteredNameIsUsed) {

@@ -19,6 +19,8 @@
 //   rate R S        one thread writes R records/s (push/pop pairs) for S seconds, spinning
 //                   between them (so it keeps one core busy); prints the records it issued and
 //                   the CPU seconds of every other thread of the process (the tracer's writer)
+//   bursts N B US   N push/pop pairs in bursts of B pairs, sleeping US microseconds after each
+//                   burst (the pair-cost benchmark: a writer on the same core catches up)
 //   longstep N      one step range naming N requests (the hooks' step name; ~38 bytes an id)
 //   flood N M       N threads, each M times: outer push, inner push, mark, pop, pop, then a
 //                   start ended at once on the same thread (odd iterations) or put in a shared
@@ -180,6 +182,15 @@ void PushPop(int n, const char* name) {
   }
 }
 
+void Bursts(long n, long burst, long sleep_us) {
+  for (long done = 0; done < n;) {
+    const long b = burst < n - done ? burst : n - done;
+    PushPop(static_cast<int>(b), "aten::mm, op_id = 42");
+    done += b;
+    if (sleep_us > 0) usleep(static_cast<useconds_t>(sleep_us));
+  }
+}
+
 // The hooks' step name for `n` requests "chatcmpl-<index, 8 digits>-<24 hex digits>".
 std::string LongStepName(int n) {
   std::string name = "step_execute_model[request_ids:";
@@ -306,6 +317,8 @@ int main(int argc, char** argv) {
     const double r = argc > 2 ? std::atof(argv[2]) : 1e6, sec = argc > 3 ? std::atof(argv[3]) : 10;
     std::printf("issued %ld\n", Rate(r, sec));
     PrintOtherThreadsCpu();
+  } else if (mode == "bursts") {
+    Bursts(arg(2, 1000000), arg(3, 8192), arg(4, 5000));
   } else if (mode == "longstep") {
     nvtxRangePushA(LongStepName(static_cast<int>(arg(2, 512))).c_str());
     nvtxRangePop();
