@@ -48,6 +48,22 @@ print(json.dumps({"ranges": ranges(), "balanced": balanced(), "libcuda": "libcud
         self.assertIn("aten::relu", backend)
         self.assertEqual("dispatch", out["stats"]["backend"]["MainThread"])
 
+    def test_backend_without_steps(self):
+        # A plain functional program, no step_range, no module: its first wrapped call turns the
+        # backend ranges on (there will never be a step to do it).
+        out = hookstest.run_child("""
+import torch, torch.nn.functional as F
+x = torch.randn(3, 3)
+F.softmax(x, dim=-1)
+F.relu(x)
+print(json.dumps({"ranges": ranges(), "balanced": balanced(), "stats": truffld_hooks.stats()}))
+""")
+        names = [n.split(" ")[0].split(",")[0] for n in out["ranges"]]
+        self.assertTrue(out["balanced"])
+        self.assertEqual("dispatch", out["stats"]["backend"]["MainThread"])
+        self.assertEqual(["torch.nn.functional.softmax", "aten::_softmax", "torch.nn.functional.relu", "aten::relu"],
+                         names)
+
     def test_ranges_nest_frontend_over_backend(self):
         out = hookstest.run_child("""
 import torch, torch.nn.functional as F

@@ -25,6 +25,9 @@ import sys
 from . import backend, detail, engines, importhook, naming, nvtx, patching
 
 _CACHE_LIMIT = 8192
+# [config] while the process may be a plain program without steps (see outermost_stepless);
+# [None] once a step ran or an engine is patched, or before register().
+STEPLESS = [None]
 _MODULE_FILE_SUFFIXES = ("torch/nn/modules/module.py",)
 
 
@@ -62,6 +65,20 @@ def load_table(path):
     return entries, problems
 
 
+def outermost_stepless():
+    """In a plain program (no step has run, no engine is patched: engines.stepless), the
+    calling thread's backend ranges are turned on (backend.ensure_stepless) by its first wrapped
+    call or module forward; once steps run, they decide (windows.py) and this is never asked
+    again."""
+    config = STEPLESS[0]
+    if config is None:
+        return
+    if not engines.stepless():
+        STEPLESS[0] = None
+        return
+    backend.ensure_stepless(config)
+
+
 def make_wrapper(original, qualified, domain_name):
     """Wrapper emitting one push/pop range named by ``qualified`` and the caller's site."""
     cache = {}
@@ -69,10 +86,13 @@ def make_wrapper(original, qualified, domain_name):
     getframe = sys._getframe
     compiling = patching.is_compiling
     active = detail.ACTIVE   # False only for a reference kept past removal (see detail.py)
+    stepless = STEPLESS
 
     def wrapper(*args, **kwargs):
         if not active[0] or compiling():
             return original(*args, **kwargs)
+        if stepless[0] is not None:
+            outermost_stepless()
         frame = getframe(1)
         key = (frame.f_code, frame.f_lineno)
         name = cache.get(key)
@@ -118,10 +138,8 @@ def patch_entry(module, entry, domains_enabled=True):
 class ModuleForwardHooks(object):
     """Global pre/post forward hooks emitting one range per module call (see module doc)."""
 
-    def __init__(self, domain_name, config=None):
+    def __init__(self, domain_name):
         self._domain_name = domain_name
-        self._config = config
-        self._stepless = config is not None   # see _outermost_call
         self._domain = None
         self._resolved = False
         self._tls = _thread._local()
@@ -153,20 +171,11 @@ class ModuleForwardHooks(object):
         stack = getattr(self._tls, "stack", None)
         if stack is None:
             stack = self._tls.stack = []
-        if not stack and self._stepless:
-            self._outermost_call()
+        if not stack and STEPLESS[0] is not None:
+            outermost_stepless()
         stack.append((id(module), emitter.depth()))
         emitter.push(self._name(module), self._domain)
         return None
-
-    def _outermost_call(self):
-        """A thread's outermost module call in a program without steps turns its backend ranges
-        on (backend.ensure_stepless); once a step has run or an engine is patched, steps decide
-        (windows.py) and this is never asked again."""
-        if not engines.stepless():
-            self._stepless = False
-            return
-        backend.ensure_stepless(self._config)
 
     def post(self, module, args, output):
         if patching.is_compiling():
@@ -226,6 +235,8 @@ def register(entries, config):
     """Registers post-import patches for frontend and module-hook entries."""
     global _module_hooks
     domains = config is None or getattr(config, "domains", True)
+    if config is not None:
+        STEPLESS[0] = config
     for entry in entries:
         if entry["layer"] == "frontend":
             importhook.when_imported(
@@ -233,5 +244,5 @@ def register(entries, config):
                 lambda module, entry=entry: patch_entry(module, entry, domains))
         elif entry["layer"] == "module_hooks" and (config is None or config.modules):
             if _module_hooks is None:
-                _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None, config)
+                _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None)
             importhook.when_imported(entry["module"], "module_hooks", _module_hooks.bind)
