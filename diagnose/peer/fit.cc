@@ -118,59 +118,73 @@ void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vect
   }
 }
 
+namespace {
+
+struct FitPoint { double x, y; uint32_t unit; };
+
+// Row r's expectation from its nearest points of the same fit key (x ascending): a Theil-Sen
+// line through up to `want` neighbours of other units in its regime, interpolated at x0.
+void FitRow(const std::vector<FitPoint>& pts, uint32_t unit, double x0, const std::vector<UnitWorkload>& w,
+            size_t want, const PeerOptions& o, std::vector<const FitPoint*>* near_buf, std::vector<double>* slopes,
+            std::vector<double>* resid, TestRow* row) {
+  const int s = static_cast<int>(PeerSource::kTime);
+  std::vector<const FitPoint*>& near = *near_buf;
+  const uint32_t regime = w[unit].regime;
+  size_t hi = static_cast<size_t>(std::lower_bound(pts.begin(), pts.end(), x0,
+                                  [](const FitPoint& p, double x) { return p.x < x; }) - pts.begin());
+  size_t lo = hi;  // expand outward: [lo, hi) examined
+  near.clear();
+  while (near.size() < want && (lo > 0 || hi < pts.size())) {
+    const bool take_hi = lo == 0 || (hi < pts.size() && pts[hi].x - x0 <= x0 - pts[lo - 1].x);
+    const FitPoint& p = take_hi ? pts[hi++] : pts[--lo];
+    if (std::abs(p.x - x0) > 1.5) break;
+    if (p.unit == unit || w[p.unit].regime != regime) continue;
+    near.push_back(&p);
+  }
+  if (static_cast<int>(near.size()) < o.min_fit_neighbours) return;
+  // Interpolate only: a step larger (or smaller) than every neighbour would need the fit to
+  // extrapolate, and costs change regime with size (latency- vs bandwidth-bound transfers).
+  double lo_x = near[0]->x, hi_x = near[0]->x;
+  for (const FitPoint* p : near) {
+    lo_x = std::min(lo_x, p->x);
+    hi_x = std::max(hi_x, p->x);
+  }
+  if (x0 > hi_x + 0.1 || x0 < lo_x - 0.1) return;
+  slopes->clear();
+  for (size_t a = 0; a < near.size(); ++a) {
+    for (size_t b = a + 1; b < near.size(); ++b) {
+      const double dx = near[b]->x - near[a]->x;
+      if (std::abs(dx) > 0.05) slopes->push_back((near[b]->y - near[a]->y) / dx);
+    }
+  }
+  const double slope = slopes->empty() ? 0.0 : std::clamp(MedianOf(*slopes), 0.0, 1.5);
+  resid->clear();
+  for (const FitPoint* p : near) resid->push_back(p->y - slope * p->x);
+  const double pred = MedianOf(*resid) + slope * x0;
+  row->expected[s] = static_cast<float>(std::max(0.0, std::exp(pred) - o.floor_ns));
+  row->peers[s] = static_cast<uint16_t>(near.size());
+}
+
+}  // namespace
+
 void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                  const std::vector<UnitWorkload>& w, const PeerOptions& o) {
   (void)t;
-  const int s = static_cast<int>(PeerSource::kTime);
-  struct Point { double x, y; uint32_t unit; };
-  std::unordered_map<uint64_t, std::vector<Point>> by;
+  // Points and the rows still without a time expectation, per fit key; each group is sorted
+  // once and its rows fitted together (a row writes only its own expectation: any group order).
+  struct Group { std::vector<FitPoint> pts; std::vector<uint32_t> rows; };
+  std::unordered_map<uint64_t, Group> by;
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    by[keys[r].fit].push_back({keys[r].x, std::log(rows[r].observed + o.floor_ns), rows[r].unit});
-  }
-  for (auto& [k, pts] : by) {
-    std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+    Group& g = by[keys[r].fit];
+    g.pts.push_back({keys[r].x, std::log(rows[r].observed + o.floor_ns), rows[r].unit});
+    if (!rows[r].Has(PeerSource::kTime)) g.rows.push_back(r);
   }
   const size_t want = static_cast<size_t>(std::max(o.min_fit_neighbours, o.time_neighbours));
-  std::vector<const Point*> near;
+  std::vector<const FitPoint*> near;
   std::vector<double> slopes, resid;
-  for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].Has(PeerSource::kTime)) continue;
-    const auto& pts = by[keys[r].fit];
-    const double x0 = keys[r].x;
-    const uint32_t regime = w[rows[r].unit].regime;
-    size_t hi = static_cast<size_t>(std::lower_bound(pts.begin(), pts.end(), x0,
-                                    [](const Point& p, double x) { return p.x < x; }) - pts.begin());
-    size_t lo = hi;  // expand outward: [lo, hi) examined
-    near.clear();
-    while (near.size() < want && (lo > 0 || hi < pts.size())) {
-      const bool take_hi = lo == 0 || (hi < pts.size() && pts[hi].x - x0 <= x0 - pts[lo - 1].x);
-      const Point& p = take_hi ? pts[hi++] : pts[--lo];
-      if (std::abs(p.x - x0) > 1.5) break;
-      if (p.unit == rows[r].unit || w[p.unit].regime != regime) continue;
-      near.push_back(&p);
-    }
-    if (static_cast<int>(near.size()) < o.min_fit_neighbours) continue;
-    // Interpolate only: a step larger (or smaller) than every neighbour would need the fit to
-    // extrapolate, and costs change regime with size (latency- vs bandwidth-bound transfers).
-    double lo_x = near[0]->x, hi_x = near[0]->x;
-    for (const Point* p : near) {
-      lo_x = std::min(lo_x, p->x);
-      hi_x = std::max(hi_x, p->x);
-    }
-    if (x0 > hi_x + 0.1 || x0 < lo_x - 0.1) continue;
-    slopes.clear();
-    for (size_t a = 0; a < near.size(); ++a) {
-      for (size_t b = a + 1; b < near.size(); ++b) {
-        const double dx = near[b]->x - near[a]->x;
-        if (std::abs(dx) > 0.05) slopes.push_back((near[b]->y - near[a]->y) / dx);
-      }
-    }
-    const double slope = slopes.empty() ? 0.0 : std::clamp(MedianOf(slopes), 0.0, 1.5);
-    resid.clear();
-    for (const Point* p : near) resid.push_back(p->y - slope * p->x);
-    const double pred = MedianOf(resid) + slope * x0;
-    rows[r].expected[s] = static_cast<float>(std::max(0.0, std::exp(pred) - o.floor_ns));
-    rows[r].peers[s] = static_cast<uint16_t>(near.size());
+  for (auto& [k, g] : by) {
+    std::sort(g.pts.begin(), g.pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x < b.x; });
+    for (uint32_t r : g.rows) FitRow(g.pts, rows[r].unit, keys[r].x, w, want, o, &near, &slopes, &resid, &rows[r]);
   }
 }
 
