@@ -146,6 +146,11 @@ bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
   return Switch(planned, why, edge);
 }
 
+void DeviceWindows::CollectiveEnd(uint32_t cls, int64_t duration_ns) {
+  if (cls == SlowSteps::kNoClass || !plan_.sampled()) return;
+  if (slow_comm_.Add(cls, duration_ns) && !open_ && !pending_) Request(Trigger::kSlowCollective);
+}
+
 bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge, StepSample sample) {
   if (open_steps_ == 0) return false;
   // Every step is measured; a slow one asks for a window unless one is open (it then has its
@@ -182,6 +187,7 @@ void DeviceWindows::Reset(int64_t start_ns) {
   pending_ = false;
   requested_left_ = 0;
   slow_.Reset();
+  slow_comm_.Reset();
 }
 
 }  // namespace truffld::inject

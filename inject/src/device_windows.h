@@ -50,7 +50,7 @@ bool HasPrefix(const std::vector<std::string>& prefixes, std::string_view name);
 class DeviceWindows {
  public:
   // Why a window opened (or, for its end, why it had been open; kExit: closed at exit).
-  enum class Trigger { kStep, kTime, kExit, kSlowStep, kRequest };
+  enum class Trigger { kStep, kTime, kExit, kSlowStep, kRequest, kSlowCollective };
   // What the caller must do now: switch device activity on (opening window `index`) or off.
   struct Edge {
     bool open = false;
@@ -65,7 +65,7 @@ class DeviceWindows {
   };
 
   DeviceWindows(WindowPlan plan, int64_t start_ns)
-      : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor) {}
+      : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor), slow_comm_(plan.slow_factor) {}
 
   // A step begins / ends somewhere in the process. Return true with `*edge` filled when an
   // edge happens now (before the step's first event / after its last one). A step's end with
@@ -76,6 +76,11 @@ class DeviceWindows {
   bool StepEnd(int64_t now_ns, Edge* edge) { return StepEnd(now_ns, edge, StepSample()); }
   // The phase class of a step name's `[phase:X]` tag, for its StepSample.
   uint32_t PhaseOf(std::string_view step_name) { return slow_.PhaseId(StepPhase(step_name)); }
+  // A collective range's class (its exact name; SlowSteps::kNoClass past kMaxStepPhases names).
+  uint32_t CollectiveOf(std::string_view name) { return slow_comm_.ExactId(name); }
+  // A collective of class `cls` ended after `duration_ns`: far slower than the recent ones of
+  // its class (the slow-step factor), it requests a window at the next step, as a slow step does.
+  void CollectiveEnd(uint32_t cls, int64_t duration_ns);
   // Asks for a window over the next plan().request_steps steps, opened at the next step's
   // begin (a window open then is held open that long). Returns false when ignored: not a
   // sampled mode, or a request is already waiting.
@@ -112,6 +117,7 @@ class DeviceWindows {
   Trigger pending_why_ = Trigger::kRequest;
   uint64_t requested_left_ = 0;            // steps a requested window still holds open
   SlowSteps slow_;
+  SlowSteps slow_comm_;
 };
 
 }  // namespace truffld::inject

@@ -20,6 +20,10 @@ namespace {
 
 Tracer* g_tracer = nullptr;  // set once by AttachNvtx before any handler can run
 bool g_sampling = false;     // sampled device windows: step ranges move the window edges
+// The handle of NVTX domain "truffld.comm" (the hooks' collective ranges) once created; its
+// pushes feed the slow-collective trigger while sampling.
+std::atomic<const void*> g_comm_domain{nullptr};
+constexpr std::string_view kCommDomain = "truffld.comm";
 std::atomic<uint64_t> g_next_range_id{1};
 
 // Encodes a wide string as UTF-8 into `out` (at most cap bytes). Returns the length.
@@ -77,11 +81,19 @@ uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, 
           t.step_from = t.nvtx_depth + 1;
         }
       }
+      if (g_sampling && !t.comm_from && r.domain && r.domain == g_comm_domain.load(std::memory_order_relaxed)) {
+        g_tracer->CollectiveBegin(t, r.name_ref ? std::string_view(r.name_ref) : std::string_view(name, len));
+        t.comm_from = t.nvtx_depth + 1;
+      }
       OpenNested(*g_tracer, t, r, t.nvtx_depth, name, len, payload, payload_len);
       return static_cast<uint64_t>(t.nvtx_depth++);
     case RecordKind::kNvtxPop: {
       const int32_t level = t.nvtx_depth - 1;
       CloseNested(*g_tracer, t, r, level, payload, payload_len);
+      if (t.comm_from && level == t.comm_from - 1) {
+        t.comm_from = 0;
+        g_tracer->CollectiveEnd(t);  // a slow one requests a window at the next step
+      }
       if (t.step_from && level == t.step_from - 1) {
         t.step_from = 0;
         g_tracer->StepEnd(t);  // after the pop's timestamp: may close the window
@@ -266,7 +278,10 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
       g_tracer->nvtx().RegisterString(std::string(buf, WideToUtf8(s, buf, sizeof buf))));
 }
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(g_tracer->nvtx().CreateDomain(name ? name : ""));
+  const std::string_view n = name ? name : "";
+  void* d = g_tracer->nvtx().CreateDomain(n);
+  if (n == kCommDomain) g_comm_domain.store(d, std::memory_order_relaxed);
+  return reinterpret_cast<nvtxDomainHandle_t>(d);
 }
 nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
   char buf[512];

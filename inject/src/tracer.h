@@ -48,6 +48,9 @@ struct ThreadState {
   int32_t step_from;         // 1 + the nesting level of the step range open; 0 = none
   uint32_t step_phase;       // that step's phase class (DeviceWindows::PhaseOf)
   int64_t step_begin_ns;     // and its begin (Now()), for the slow-step trigger
+  int32_t comm_from;         // 1 + the nesting level of the collective range open; 0 = none
+  uint32_t comm_class;       // its class (DeviceWindows::CollectiveOf)
+  int64_t comm_begin_ns;     // and its begin (Now()), for the slow-collective trigger
   uint32_t attach_backoff;   // events to skip before retrying a failed ring attach
   uint32_t corr_depth;       // CUDA API nesting on this thread
   uint64_t corr_stack[8];    // correlation ids of the open API calls (innermost last)
@@ -171,6 +174,10 @@ class Tracer {
   bool IsStepName(std::string_view name) const { return HasPrefix(step_prefixes_, name); }
   void StepBegin(ThreadState& t, std::string_view name) noexcept;
   void StepEnd(ThreadState& t) noexcept;
+  // A collective range (NVTX domain "truffld.comm", the hooks' comm ranges) opens / closes on
+  // this thread: a far slower one than the recent ones of its name requests a window.
+  void CollectiveBegin(ThreadState& t, std::string_view name) noexcept;
+  void CollectiveEnd(ThreadState& t) noexcept;
   // The state behind the exported truffld_detail_window(): 1 while a window is open, 0 while
   // none is, -1 when there are no windows (no tracer yet, or TRUFFLD_DEVICE_WINDOWS=all);
   // `*generation` (when not null) gets the number of windows opened so far. Lock-free (one

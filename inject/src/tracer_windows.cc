@@ -23,6 +23,7 @@ const char* TriggerName(DeviceWindows::Trigger t) {
     case DeviceWindows::Trigger::kExit: return "exit";
     case DeviceWindows::Trigger::kSlowStep: return "slow_step";
     case DeviceWindows::Trigger::kRequest: return "request";
+    case DeviceWindows::Trigger::kSlowCollective: return "slow_collective";
   }
   return "step";
 }
@@ -72,6 +73,17 @@ void Tracer::StepEnd(ThreadState& t) noexcept {
   DeviceWindows::Edge e;
   const int64_t now = Now();
   if (windows_.StepEnd(now, &e, {t.step_phase, now - t.step_begin_ns})) ApplyWindowEdge(e, e.open);
+}
+
+void Tracer::CollectiveBegin(ThreadState& t, std::string_view name) noexcept {
+  std::lock_guard<std::mutex> lock(window_mu_);
+  t.comm_class = windows_.CollectiveOf(name);
+  t.comm_begin_ns = Now();
+}
+
+void Tracer::CollectiveEnd(ThreadState& t) noexcept {
+  std::lock_guard<std::mutex> lock(window_mu_);
+  windows_.CollectiveEnd(t.comm_class, Now() - t.comm_begin_ns);
 }
 
 bool Tracer::ControlFileChanged() {

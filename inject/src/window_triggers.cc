@@ -22,6 +22,15 @@ uint32_t SlowSteps::PhaseId(std::string_view phase) {
   return static_cast<uint32_t>(phases_.size() - 1);
 }
 
+uint32_t SlowSteps::ExactId(std::string_view text) {
+  for (size_t i = 0; i < phases_.size(); ++i)
+    if (phases_[i].name == text) return static_cast<uint32_t>(i);
+  if (phases_.size() >= kMaxStepPhases) return kNoClass;
+  phases_.emplace_back();
+  phases_.back().name.assign(text);
+  return static_cast<uint32_t>(phases_.size() - 1);
+}
+
 int64_t SlowSteps::Median(uint32_t phase) const {
   if (phase >= phases_.size() || phases_[phase].n == 0) return -1;
   const History& h = phases_[phase];

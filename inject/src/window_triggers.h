@@ -1,10 +1,12 @@
-// What asks for a device window besides the periodic plan (device_windows.h): slow steps and
-// the operator's control file.
+// What asks for a device window besides the periodic plan (device_windows.h): slow steps, slow
+// collectives and the operator's control file.
 //
 // SlowSteps keeps, per step phase (the `[phase:X]` tag inside a step's NVTX name, e.g.
 // `step_execute_model[request_ids:a_b][phase:decode][tokens:12]`; a name without the tag is
 // one class of its own), the durations of the last kSlowHistory completed steps, and says
-// whether a step was far slower than the median of those before it. ControlFileWatch turns the
+// whether a step was far slower than the median of those before it. The same class, keyed by a
+// collective range's exact name (truffld's hooks write op, bytes and world size into it), judges
+// collectives. ControlFileWatch turns the
 // successive stat() results of the control file (TRUFFLD_WINDOW_CONTROL) into "a window was
 // asked for": the file appeared, or its modification time (or inode) changed. The first
 // observation only sets the baseline, so a file left over from an earlier run asks for nothing.
@@ -34,6 +36,10 @@ class SlowSteps {
 
   // The class of a phase text (interned; past kMaxStepPhases phases, the last class is shared).
   uint32_t PhaseId(std::string_view phase);
+  // The class of a text that must never share one (a collective's name, which holds its size):
+  // interned, or kNoClass past kMaxStepPhases texts.
+  static constexpr uint32_t kNoClass = UINT32_MAX;
+  uint32_t ExactId(std::string_view text);
   // Records a completed step of class `phase`. Returns true when it is slow: at least
   // kSlowMinHistory earlier steps of its class are known and it lasted more than factor x
   // their median (over the last kSlowHistory of them).

@@ -144,6 +144,27 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
   EXPECT_NE(e.out.find("monotonic=1"), std::string::npos) << "a polling thread saw the generation go back";
 }
 
+// A collective far slower than the recent ones of its name (the step around it is not slower)
+// opens a window at the next step, trigger slow_collective.
+TEST(DetailWindow, APlantedSlowCollectiveOpensAWindowAtTheNextStep) {
+  TempDir dir;
+  Exit e = RunProgram({AppPath("truffld_detail_app"), "slowcomm"},
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=4",
+                                "TRUFFLD_WINDOW_STEPS=2"}));
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(ValidateAgainstSchema(dumps), "");
+  const Trace t = ReadTrace(dumps[0]);
+  ASSERT_EQ(t.steps.size(), 16u);
+  ASSERT_GE(t.windows.size(), 1u) << "the slow collective (step 12) opened no window";
+  const Window& w = t.windows[0];
+  EXPECT_EQ(w.start_trigger, "slow_collective");
+  for (size_t i = 0; i <= 12; ++i) EXPECT_EQ(WindowOf(t, i), -1) << "step " << i;
+  for (size_t i = 13; i <= 14; ++i) EXPECT_EQ(WindowOf(t, i), 0) << "step " << i;
+  EXPECT_EQ(WindowOf(t, 15), -1);
+}
+
 TEST(DetailWindow, AllReadsMinusOneAndOffReadsZero) {
   for (const std::string mode : {"all", "off"}) {
     TempDir dir;

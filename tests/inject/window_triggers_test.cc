@@ -32,6 +32,7 @@ const char* Name(Trigger t) {
     case Trigger::kExit: return "exit";
     case Trigger::kSlowStep: return "slow_step";
     case Trigger::kRequest: return "request";
+    case Trigger::kSlowCollective: return "slow_collective";
   }
   return "?";
 }
@@ -257,6 +258,29 @@ TEST(RequestedWindows, SettingsFromTheEnvironment) {
   EXPECT_EQ(c.device_windows.request_steps, 4u);
   env["TRUFFLD_WINDOW_SLOW"] = "0";
   EXPECT_EQ(ParseConfig(lookup, &w).device_windows.slow_factor, 0) << "0 disables";
+}
+
+// Collectives are judged by their exact name (op, bytes and world size): a slow one requests a
+// window at the next step; a name never seen before, or one of another size, does not.
+TEST(WindowTriggers, SlowCollectiveRequestsAWindowAtTheNextStep) {
+  DeviceWindows w(Plan("requested", 3, 2), 0);
+  DeviceWindows::Edge e;
+  const uint32_t small = w.CollectiveOf("nccl:all_reduce, bytes=1024, world_size=2");
+  const uint32_t big = w.CollectiveOf("nccl:all_reduce, bytes=1048576, world_size=2");
+  EXPECT_NE(small, big);
+  for (int i = 0; i < 10; ++i) w.CollectiveEnd(small, 100000);
+  w.CollectiveEnd(big, 2000000);  // first of its name: nothing to compare with
+  EXPECT_FALSE(w.request_pending());
+  w.CollectiveEnd(small, 250000);  // 2.5x: under the factor
+  EXPECT_FALSE(w.request_pending());
+  w.CollectiveEnd(small, 400000);  // 4x
+  EXPECT_TRUE(w.request_pending());
+  ASSERT_TRUE(w.StepBegin(1000, &e));
+  EXPECT_TRUE(e.open);
+  EXPECT_STREQ(Name(e.trigger), "slow_collective");
+  for (int i = 0; i < 20; ++i) w.CollectiveOf("nccl:all_gather, bytes=" + std::to_string(i));
+  EXPECT_EQ(w.CollectiveOf("one name too many"), SlowSteps::kNoClass);
+  w.CollectiveEnd(SlowSteps::kNoClass, 1);  // ignored
 }
 
 }  // namespace

@@ -12,6 +12,9 @@
 //                "poller reads=N monotonic=1" (the generation it saw never went back)
 //   ondemand N   5 decode steps of 3 ms, prints "ready", then decode steps of 3 ms until the
 //                generation grows (at most 3000 steps), then N more
+//   slowcomm     16 decode steps of 20 ms, each with one collective range (NVTX domain
+//                "truffld.comm", as the hooks write it) of 1 ms; in step 12 the collective
+//                takes 15 ms and the rest of the step 5 ms less: only the collective is slow
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -29,6 +32,26 @@ DetailFn g_detail = nullptr;
 int g_step = 0;
 
 int Detail(unsigned long long* gen) { return g_detail ? g_detail(gen) : -1; }
+
+// A decode step of 20 ms holding one all-reduce range of `comm_ms` in the comm domain.
+void CommStep(nvtxDomainHandle_t comm, int comm_ms) {
+  const std::string name = "step_execute_model[request_ids:r" + std::to_string(g_step) + "][phase:decode]";
+  nvtxRangePushA(name.c_str());
+  const int in = Detail(nullptr);
+  nvtxEventAttributes_t a = {};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "nccl:all_reduce, bytes=1048576, world_size=2, impl=test";
+  nvtxDomainRangePushEx(comm, &a);
+  std::this_thread::sleep_for(std::chrono::milliseconds(comm_ms));
+  nvtxDomainRangePop(comm);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20 - comm_ms));
+  nvtxRangePop();
+  unsigned long long gen = 0;
+  const int out = Detail(&gen);
+  std::printf("step %d decode in=%d out=%d gen=%llu\n", g_step++, in, out, gen);
+}
 
 // One step of `ms` milliseconds in phase `phase`; returns the generation after its pop.
 unsigned long long Step(const char* phase, int ms) {
@@ -78,6 +101,9 @@ int main(int argc, char** argv) {
     done.store(true);
     poller.join();
     std::printf("poller reads=%ld monotonic=%d\n", reads, monotonic ? 1 : 0);
+  } else if (mode == "slowcomm") {
+    nvtxDomainHandle_t comm = nvtxDomainCreateA("truffld.comm");
+    for (int i = 0; i < 16; ++i) CommStep(comm, i == 12 ? 15 : 1);
   } else if (mode == "ondemand") {
     const int after = argc > 2 ? std::atoi(argv[2]) : 4;
     unsigned long long gen = 0;
