@@ -22,8 +22,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "hooks"))
 import hookstest  # noqa: E402
+from hookstest import fail, skip  # noqa: E402
 
-SKIP = 77
 
 # The workload, run in a child started with the hooks enabled by environment only.
 WORKLOAD = r"""
@@ -57,16 +57,6 @@ generate(batches[0], 4)
 generate(batches[1], 3)
 print(json.dumps({"batches": batches, "stats": truffld_hooks.stats()}))
 """
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def skip(message):
-    print("SKIP: " + message)
-    sys.exit(SKIP)
 
 
 def walk(node, ancestors=()):

@@ -7,6 +7,7 @@ TRUFFLD_PYNVTX_LIB, ...) and fall back to the source tree so a developer can run
 with /usr/bin/python3.
 """
 
+import glob
 import json
 import os
 import subprocess
@@ -70,3 +71,44 @@ def import_hooks_here():
     """Makes the package importable in the test process itself (pure-logic tests)."""
     if HOOKS_SRC not in sys.path:
         sys.path.insert(0, HOOKS_SRC)
+
+
+# The end-to-end scripts' outcomes (ctest: SKIP_RETURN_CODE 77).
+SKIP = 77
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def skip(message):
+    print("SKIP: " + message)
+    sys.exit(SKIP)
+
+
+def run_tool(cmd, timeout=300, **kw):
+    """Runs a truffld tool or a traced program; fails the test naming its output on a non-zero
+    exit. Returns the CompletedProcess."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if proc.returncode != 0:
+        fail("%s failed rc=%d\n%s\n%s" % (cmd[0], proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc
+
+
+def trace_merge_diagnose(tools, env, workload, tmp):
+    """Runs `workload` (Python source) under `env`, which writes its dump to env's
+    TRUFFLD_OUTPUT_DIR, then truffld-merge (no trace.json) and truffld-diagnose (--llm off, no
+    HTML) on it, in folders under `tmp`; `tools` maps TRUFFLD_MERGE and TRUFFLD_DIAGNOSE to the
+    binaries. Fails the test when a step fails or no dump was written. Returns (merged, diag)."""
+    if os.environ.get("TRUFFLD_ASAN_PRELOAD"):
+        env["LD_PRELOAD"] = os.environ["TRUFFLD_ASAN_PRELOAD"]
+    run_tool([PYTHON, "-c", workload], env=env)
+    dumps = env["TRUFFLD_OUTPUT_DIR"]
+    files = sorted(glob.glob(os.path.join(dumps, "truffld-*.jsonl*")))
+    if not files:
+        fail("no dump in " + dumps)
+    merged, diag = os.path.join(tmp, "merged"), os.path.join(tmp, "diag")
+    run_tool([tools["TRUFFLD_MERGE"], *files, "-o", merged, "--no-trace-json"])
+    run_tool([tools["TRUFFLD_DIAGNOSE"], merged, "-o", diag, "--llm", "off", "--no-html", "--quiet"])
+    return merged, diag

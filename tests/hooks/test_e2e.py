@@ -16,18 +16,8 @@ import sys
 import tempfile
 
 import hookstest
+from hookstest import fail, skip
 
-SKIP = 77
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def skip(message):
-    print("SKIP: " + message)
-    sys.exit(SKIP)
 
 
 def read_dump(path):

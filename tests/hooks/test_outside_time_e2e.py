@@ -11,7 +11,6 @@ allowed, since a loaded machine preempts the loop for milliseconds now and then)
 Needs TRUFFLD_INJECTOR, TRUFFLD_MERGE and TRUFFLD_DIAGNOSE from the build and torch for the
 system interpreter; exits 77 (ctest SKIP) naming what is missing."""
 
-import glob
 import json
 import os
 import subprocess
@@ -19,8 +18,8 @@ import sys
 import tempfile
 
 import hookstest
+from hookstest import fail, skip
 
-SKIP = 77
 STEPS = 48
 GAP_STEP = 20      # sleeps between two operators inside the step
 BETWEEN_STEP = 34  # the loop sleeps before this step
@@ -47,23 +46,6 @@ print(json.dumps({"steps": %(steps)d}))
 """ % {"steps": STEPS, "between": BETWEEN_STEP, "gap": GAP_STEP, "sleep": SLEEP_S}
 
 
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def skip(message):
-    print("SKIP: " + message)
-    sys.exit(SKIP)
-
-
-def run(cmd, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
-    if proc.returncode != 0:
-        fail("%s failed rc=%d\n%s\n%s" % (cmd[0], proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc
-
-
 def main():
     tools = {k: os.environ.get(k, "") for k in ("TRUFFLD_INJECTOR", "TRUFFLD_MERGE", "TRUFFLD_DIAGNOSE")}
     for key, path in tools.items():
@@ -77,15 +59,7 @@ def main():
         os.makedirs(dumps)
         env = hookstest.hooks_env(NVTX_INJECTION64_PATH=tools["TRUFFLD_INJECTOR"], TRUFFLD_OUTPUT_DIR=dumps,
                                   CUDA_INJECTION64_PATH=None)
-        if os.environ.get("TRUFFLD_ASAN_PRELOAD"):
-            env["LD_PRELOAD"] = os.environ["TRUFFLD_ASAN_PRELOAD"]
-        run([hookstest.PYTHON, "-c", WORKLOAD], env=env)
-        files = sorted(glob.glob(os.path.join(dumps, "truffld-*.jsonl*")))
-        if not files:
-            fail("no dump in " + dumps)
-        merged, diag = os.path.join(tmp, "merged"), os.path.join(tmp, "diag")
-        run([tools["TRUFFLD_MERGE"], *files, "-o", merged, "--no-trace-json"])
-        run([tools["TRUFFLD_DIAGNOSE"], merged, "-o", diag, "--llm", "off", "--no-html", "--quiet"])
+        _, diag = hookstest.trace_merge_diagnose(tools, env, WORKLOAD, tmp)
         units = [json.loads(l) for l in open(os.path.join(diag, "diagnosis.jsonl")) if l.strip()]
         vertical = {u["step_index"]: u for u in units if u["view"] == "vertical"}
         if len(vertical) < STEPS - 1:

@@ -11,7 +11,6 @@ with an impact of about 20 ms, and leave most other steps normal.
 Argument 1: the CMake build directory. Needs the injector, truffld-merge and truffld-diagnose
 from it and torch for the system interpreter; exits 77 (ctest SKIP) naming what is missing."""
 
-import glob
 import json
 import os
 import shlex
@@ -20,8 +19,8 @@ import sys
 import tempfile
 
 import hookstest
+from hookstest import fail, run_tool as run, skip
 
-SKIP = 77
 STEPS = 40
 STALL_STEP = 25
 SLEEP_S = 0.02
@@ -51,23 +50,6 @@ with torch.no_grad():
         y = model(x)
 print(json.dumps({"steps": %(steps)d}))
 """ % {"steps": STEPS, "stall": STALL_STEP, "sleep": SLEEP_S}
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def skip(message):
-    print("SKIP: " + message)
-    sys.exit(SKIP)
-
-
-def run(cmd, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
-    if proc.returncode != 0:
-        fail("%s failed rc=%d\n%s\n%s" % (cmd[0], proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc
 
 
 def env_from_truffld_env(build, dumps):
@@ -101,16 +83,8 @@ def main():
         env = env_from_truffld_env(build, dumps)
         if env.get("TRUFFLD_HOOKS_WINDOWS") != "1":
             fail("truffld-env's default is not two-tier: %r" % env.get("TRUFFLD_HOOKS_WINDOWS"))
-        if os.environ.get("TRUFFLD_ASAN_PRELOAD"):
-            env["LD_PRELOAD"] = os.environ["TRUFFLD_ASAN_PRELOAD"]
-        run([hookstest.PYTHON, "-c", WORKLOAD], env=env)
-        files = sorted(glob.glob(os.path.join(dumps, "truffld-*.jsonl*")))
-        if not files:
-            fail("no dump in " + dumps)
-        merged, diag = os.path.join(tmp, "merged"), os.path.join(tmp, "diag")
-        run([tools["TRUFFLD_MERGE"], *files, "-o", merged, "--no-trace-json"])
+        merged, diag = hookstest.trace_merge_diagnose(tools, env, WORKLOAD, tmp)
         check_merge(merged)
-        run([tools["TRUFFLD_DIAGNOSE"], merged, "-o", diag, "--llm", "off", "--no-html", "--quiet"])
         check_diagnosis(diag)
     print("PASS")
 

@@ -18,8 +18,8 @@ import sys
 import tempfile
 
 import hookstest
+from hookstest import fail, run_tool as run, skip
 
-SKIP = 77
 ACTIVE = 6
 
 WORKLOAD = """
@@ -37,23 +37,6 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], sc
         prof.step()
 prof.export_chrome_trace(sys.argv[1])
 """ % {"active": ACTIVE, "iterations": ACTIVE + 2}
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def skip(message):
-    print("SKIP: " + message)
-    sys.exit(SKIP)
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        fail("%s failed rc=%d\n%s\n%s" % (cmd[0], proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc
 
 
 def describe(path):

@@ -23,8 +23,8 @@ import sys
 import tempfile
 
 import hookstest
+from hookstest import SKIP, fail
 
-SKIP = 77
 STEPS = 44
 SLOW_STEP = 20     # sleeps inside the step
 TOUCH_BEFORE = 32  # the loop touches the control file, then waits, before this step
@@ -54,11 +54,6 @@ print(json.dumps({"restored": F.linear is torch._C._nn.linear,  # torch's own bu
                   "global_hooks": len(m._global_forward_hooks) + len(m._global_forward_pre_hooks),
                   "windows": truffld_hooks.stats().get("windows")}))
 """ % {"steps": STEPS, "touch": TOUCH_BEFORE, "slow": SLOW_STEP}
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
 
 
 def read_dump(path):
