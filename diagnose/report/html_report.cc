@@ -187,6 +187,13 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
        "<a href='#ranks'>ranks</a> · <a href='#families'>families</a> · " +
        (run.stragglers.empty() ? std::string() : "<a href='#stragglers'>stragglers</a> · ") +
        "<a href='#cards'>abnormal units</a> · <a href='#index'>index</a> · <a href='#terms'>terms</a></p>";
+  if (!ctx.hang_sentence.empty()) {
+    h += "<h2 id='hang'>The job stopped without a clean exit</h2><p class='hang'><b>" + HtmlEscape(ctx.hang_sentence) +
+         "</b></p><ul>";
+    for (const auto& l : ctx.hang_lines) h += "<li>" + HtmlEscape(l) + "</li>";
+    h += "</ul><p class='muted'>From each dump's end state (truffld-merge's summary.json); the same in "
+         "hang.json.</p>";
+  }
   h += RenderHeadline(d, run, plan);
   h += RenderStepTimePlot(d, plan);
   h += RenderRunSection(d, run, ctx);

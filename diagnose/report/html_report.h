@@ -83,6 +83,10 @@ struct ReportContext {
   std::string stage2;       // one line describing Stage II
   std::string metrics_text; // optional evaluation summary
   std::vector<std::string> notes;  // read problems, fallbacks
+  // A hang found in the merge's end states (hang/hang.h): its sentence and one line per rank
+  // that stopped without a clean exit; empty when every process exited normally.
+  std::string hang_sentence;
+  std::vector<std::string> hang_lines;
   size_t max_cards = 500;   // abnormal units shown as cards (the rest are in the index)
   const ReportRunData* run = nullptr;  // peer mode extras; null: derived from the diagnoses
   // The merge trace's otherData.time_origin_ns when there is one: cards then give each unit's

@@ -20,6 +20,7 @@
 #include "report/output.h"
 #include "report/stats_table.h"
 #include "run/pipeline.h"
+#include "hang_cli.h"
 #include "help_text.h"
 #include "options.h"
 #include "trace_output.h"
@@ -109,8 +110,8 @@ td::ReportContext MakeReportContext(const Args& a, const std::string& stage2, co
 truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, const td::InstanceTable& target,
                              const std::optional<td::LabelSet>& labels, const std::optional<nlohmann::json>& metrics,
                              const td::ReportContext& ctx, const td::TraceChoice& trace, nlohmann::json& stats,
-                             std::chrono::steady_clock::time_point t0, std::vector<std::string>* warnings,
-                             bool* input_side) {
+                             std::chrono::steady_clock::time_point t0, const std::optional<nlohmann::json>& hang,
+                             std::vector<std::string>* warnings, bool* input_side) {
   namespace fs = std::filesystem;
   const fs::path dir(a.outdir);
   truffld::OutputSet out;
@@ -121,6 +122,11 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
     TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "metrics.json").string(), metrics->dump(2) + "\n"));
   } else {
     out.RemoveAtCommit((dir / "metrics.json").string());
+  }
+  if (hang) {
+    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "hang.json").string(), hang->dump(2) + "\n"));
+  } else {
+    out.RemoveAtCommit((dir / "hang.json").string());
   }
   if (!a.export_features.empty()) {
     TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_features, [&](const std::string& p) {
@@ -215,7 +221,15 @@ int Run(Args& a) {
 
   truffld::Progress progress(a.quiet);
   nlohmann::json stats;
+  auto hang = td::AnalyseHang(a.input);
+  const bool stopped = hang.ok() && hang->report.status != td::HangStatus::kComplete;
+  if (!hang.ok() && hang.status().code() != truffld::StatusCode::kNotFound)
+    std::fprintf(stderr, "truffld-diagnose: warning: no hang check: %s\n", truffld::EscapeForTerminal(hang.status().message()).c_str());
+  if (stopped)
+    std::fprintf(stderr, "truffld-diagnose: the dumps stopped without a clean exit (%s): %s\n",
+                 td::HangStatusName(hang->report.status), truffld::EscapeForTerminal(hang->report.sentence).c_str());
   auto target = Load(a.input, "input", &stats, a.quiet, a, &progress);
+  if (!target.ok() && stopped) std::fprintf(stderr, "truffld-diagnose: run with --hang for the hang report alone\n");
   if (!target.ok()) return Fail(kExitInput, target.status().ToString());
   std::optional<td::InstanceTable> reference;
   if (!a.reference.empty()) {
@@ -265,12 +279,19 @@ int Run(Args& a) {
     (*metrics)["mode"] = a.mode;
     (*metrics)["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
   }
-  const td::ReportContext ctx = MakeReportContext(a, cfg.Describe(), metrics_text, s1.notes, stats, *trace);
+  td::ReportContext ctx = MakeReportContext(a, cfg.Describe(), metrics_text, s1.notes, stats, *trace);
+  std::optional<nlohmann::json> hang_json;
+  if (stopped) {
+    ctx.hang_sentence = hang->report.sentence;
+    ctx.hang_lines = hang->report.rank_lines;
+    hang_json = td::HangJson(hang->ends, hang->report);
+    stats["hang"] = {{"status", td::HangStatusName(hang->report.status)}, {"sentence", hang->report.sentence}};
+  }
   std::vector<std::string> warnings;
   bool input_side = false;
   truffld::Status written = [&] {
     truffld::ProgressTimer timer(progress, "writing outputs...");
-    return WriteOutputs(a, *result, *target, labels, metrics, ctx, *trace, stats, t0, &warnings, &input_side);
+    return WriteOutputs(a, *result, *target, labels, metrics, ctx, *trace, stats, t0, hang_json, &warnings, &input_side);
   }();
   for (const std::string& w : warnings)
     std::fprintf(stderr, "truffld-diagnose: warning: %s\n", truffld::EscapeForTerminal(w).c_str());
@@ -294,5 +315,6 @@ int main(int argc, char** argv) {
   if (auto rc = truffld::ParseCommandLine(app, argc, argv)) return *rc;
   if (!a.reference.empty() && app.count("--mode") == 0) a.mode = "reference";
   if (std::string err = td::CheckFlagsApplyToMode(app, a); !err.empty()) return Fail(truffld::kExitUsage, err);
+  if (a.hang_only) return td::RunHangOnly(a);
   return Run(a);
 }

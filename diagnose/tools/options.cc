@@ -76,6 +76,11 @@ void AddOutputOptions(CLI::App& app, Args* a) {
                  "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
   app.add_option("--trace", a->trace, "truffld-merge's trace.json to annotate (default: trace.json beside the trees)");
   app.add_flag("--no-trace", a->no_trace, "skip diagnosis.trace.json (an earlier run's in OUTDIR is removed)");
+  app.add_flag("--hang", a->hang_only,
+               "only localise a hang: read truffld-merge's summary.json (the input directory's, or the one beside "
+               "the trees), name the rank the others waited for and where it was, write OUTDIR/hang.json and print "
+               "the finding; needs no usable trees (a run whose dumps stopped without a clean exit does this "
+               "beside the diagnosis without the flag)");
   app.add_flag("--no-html", a->no_html, "skip report.html (an earlier run's report.html in OUTDIR is removed)");
 }
 

@@ -20,6 +20,7 @@ struct Args {
   std::string export_tests;
   std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
   bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false, wait_lock = false;
+  bool hang_only = false;         // --hang: localise a hang from summary.json, nothing else
   bool outside_operators = true;  // judge the time no operator range covers (TreeReader::set_outside_time)
   size_t report_cards = 500;
 };

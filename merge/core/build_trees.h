@@ -50,6 +50,7 @@ struct FileTrees {
   NodeSideTable requests, anchors, payloads;  // as MergeResult's, local
   StrId implicit_name = kNoStr;               // "<implicit step>" in the file's pool, if any
   MergeCounters counters;
+  FileEndState end_state;  // pass 6b (end_state.h), set by BuildFileTrees
 };
 
 // What tree building reads: the file and every earlier pass's output.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/correlation.h"
+#include "core/end_state.h"
 #include "core/graph_capture.h"
 #include "core/repeated_steps.h"
 #include "core/step_detail.h"
@@ -63,6 +64,7 @@ FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& c
   CorrelationIndex index = IndexCorrelations(file, api.order, &file.stats);
   std::vector<uint32_t>().swap(api.order);
   const DeviceLinks links = LinkDeviceWork(file, index, api, c.device_ops_read, &file.stats);
+  FileEndState end_state = EndStateOf(file, clock, ranges, rc.open_at_end, nesting, links);
   const auto capture = graphs ? CaptureOwners(file, index, api) : std::unordered_map<int64_t, uint32_t>();
   std::vector<CorrEntry>().swap(index.entries);
   BuildInputs in;
@@ -91,6 +93,7 @@ FileTrees BuildFileTrees(uint32_t file_index, TraceFile& file, const ClockMap& c
   c.steps = trees.counters.steps;
   CountStepDetail(file, clock, options.rules, &trees, &c);
   trees.counters = std::move(c);
+  trees.end_state = std::move(end_state);
   return trees;
 }
 

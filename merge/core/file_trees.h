@@ -7,6 +7,7 @@
 //   4 API calls   AttachApiCalls                          (api_calls.h)
 //   5 correlation IndexCorrelations                       (correlation.h)
 //   6 device      LinkDeviceWork                          (device_links.h)
+//   6b end state  EndStateOf                              (end_state.h)
 //   7 graphs      CaptureOwners                           (graph_capture.h)
 //   8 trees       BuildTrees                              (build_trees.h)
 //   then          CountStepDetail                         (step_detail.h)

@@ -145,6 +145,7 @@ class Reconstruction {
     std::sort(left.begin(), left.end());
     for (uint32_t i : left) {
       const Event& s = ev_[i];
+      c_.open_at_end.push_back(uint32_t(out_.size()));
       out_.push_back({s.start, std::max(s.start, last_), s.thread, i});
       ++c_.unclosed_ranges;
       issues_.Report(Where(s), Problem::kUnclosedRange, "range id " + std::to_string(f_.Extra(s).range_id) + " ('" +
@@ -154,6 +155,7 @@ class Reconstruction {
 
   std::vector<HostRange> Finish() {
     for (const HostRange& r : out_) c_.zero_length_ranges += r.start == r.end;
+    std::sort(c_.open_at_end.begin(), c_.open_at_end.end());
     if (closes_)
       std::sort(closes_->begin(), closes_->end(), [](const RangeClose& a, const RangeClose& b) { return a.range < b.range; });
     return std::move(out_);
@@ -174,6 +176,7 @@ class Reconstruction {
       HostRange& r = out_[slot];
       const Event& s = ev_[r.event];
       r.end = std::max(s.start, last_);
+      c_.open_at_end.push_back(slot);
       ++c_.unclosed_ranges;
       issues_.Report(Where(s), Problem::kUnclosedRange, "NVTX range '" + std::string(f_.strings.Get(s.name)).substr(0, 200) +
                      "' pushed but never popped; closed at the end of the file");

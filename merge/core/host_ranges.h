@@ -44,6 +44,9 @@ struct RangeCounters {
   uint64_t unclosed_ranges = 0;
   uint64_t zero_length_ranges = 0;
   uint64_t duplicate_range_ids = 0;  // a START reusing an id that is still open
+  // Indices (into the returned ranges) of the ranges still open at the file's end (closed
+  // there), ascending: what a killed or hung process was inside when its dump stopped.
+  std::vector<uint32_t> open_at_end;
 };
 
 // Rebuilds every host range of `file`: complete ranges in file order, then push/pop ranges in

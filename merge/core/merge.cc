@@ -197,6 +197,7 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
   for (size_t i = 0; i < nf; ++i) {
     Append(uint32_t(i), built[i], &res, &set_index, &steps);
     SummariseFile(res.files[i], std::move(built[i].counters), &res.summary.files[i]);
+    res.summary.files[i].end_state = std::move(built[i].end_state);
   }
   NumberSteps(std::move(steps), &res);
   for (const FileSummary& fs : res.summary.files) res.summary.total.Add(fs.counters);

@@ -39,6 +39,39 @@ ordered_json Counters(const MergeCounters& c) {
 }
 
 ordered_json OptInt(const std::optional<int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+ordered_json OptInt(int64_t v) { return v == kNone ? ordered_json(nullptr) : ordered_json(v); }
+
+// Where the process stood when its dump stopped (merge/core/end_state.h).
+ordered_json EndStateJson(const FileEndState& e) {
+  ordered_json j;
+  j["clean_exit"] = e.clean_exit;
+  j["stats_record"] = e.stats_record;
+  j["truncated_last_line"] = e.truncated_last_line;
+  j["last_event_ns"] = e.last_event;
+  j["last_device_end_ns"] = e.last_device_end;
+  j["last_alive_ns"] = e.last_alive;
+  j["steps_entered"] = e.steps_entered;
+  j["last_step"] = e.last_step;
+  j["last_step_start_ns"] = e.last_step_start;
+  j["last_step_open"] = e.last_step_open;
+  ordered_json open = ordered_json::array();
+  for (const OpenFrame& f : e.open)
+    open.push_back({{"name", f.name}, {"layer", LayerName(f.layer)}, {"start_ns", f.start}, {"thread_id", OptInt(f.thread_id)}});
+  j["open_ranges"] = open;
+  ordered_json coll = ordered_json::array();
+  for (const CollectiveProgress& c : e.collectives)
+    coll.push_back({{"communicator", c.communicator}, {"op", c.op}, {"entered", c.entered}, {"bytes", OptInt(c.bytes)},
+                    {"world_size", OptInt(c.world_size)}, {"last_start_ns", c.last_start}, {"last_end_ns", c.last_end},
+                    {"last_open", c.last_open}});
+  j["collectives"] = coll;
+  j["pending_launches"] = e.pending_launches;
+  ordered_json pending = ordered_json::array();
+  for (const PendingLaunch& p : e.first_pending)
+    pending.push_back({{"name", p.name}, {"start_ns", p.start}, {"thread_id", OptInt(p.thread_id)},
+                       {"stream", p.stream < 0 ? ordered_json(nullptr) : ordered_json(p.stream)}});
+  j["first_pending_launches"] = pending;
+  return j;
+}
 
 }  // namespace
 
@@ -97,6 +130,7 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
       auto stats = ordered_json::parse(f.injector_stats_json, nullptr, false);
       fj["injector_stats"] = stats.is_discarded() ? ordered_json(f.injector_stats_json) : stats;
     }
+    fj["end_state"] = EndStateJson(f.end_state);
     files.push_back(std::move(fj));
   }
   j["files"] = files;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "truffld/merge/classify.h"
+#include "truffld/merge/end_state.h"
 #include "truffld/merge/event.h"
 #include "truffld/status.h"
 #include "truffld/verdict.h"  // View, ViewName: the two views of a step, shared with diagnose
@@ -139,6 +140,7 @@ struct FileSummary {
   MergeCounters counters;
   std::vector<IngestIssue> issues;    // first messages per kind, with file:line
   FirstSeenCounts<IngestStats::Key> ingest_counts;  // the importer's table
+  FileEndState end_state;             // where the process stood when its dump stopped
 };
 
 struct RankSummary {
