@@ -104,6 +104,30 @@ td::ReportContext MakeReportContext(const Args& a, const std::string& stage2, co
   return ctx;
 }
 
+// The hang analysis of the merge's summary.json when some dump stopped without a clean exit
+// (printed); nullopt when every process exited normally or there is no summary.json.
+std::optional<td::HangRun> StoppedDumps(const Args& a) {
+  auto hang = td::AnalyseHang(a.input);
+  if (!hang.ok()) {
+    if (hang.status().code() != truffld::StatusCode::kNotFound)
+      std::fprintf(stderr, "truffld-diagnose: warning: no hang check: %s\n",
+                   truffld::EscapeForTerminal(hang.status().message()).c_str());
+    return std::nullopt;
+  }
+  if (hang->report.status == td::HangStatus::kComplete) return std::nullopt;
+  std::fprintf(stderr, "truffld-diagnose: the dumps stopped without a clean exit (%s): %s\n",
+               td::HangStatusName(hang->report.status), truffld::EscapeForTerminal(hang->report.sentence).c_str());
+  return std::move(hang).value();
+}
+
+// hang.json for a run whose dumps stopped, with its finding in the report.
+std::optional<nlohmann::json> AddHang(const std::optional<td::HangRun>& hang, td::ReportContext* ctx) {
+  if (!hang) return std::nullopt;
+  ctx->hang_sentence = hang->report.sentence;
+  ctx->hang_lines = hang->report.rank_lines;
+  return td::HangJson(hang->ends, hang->report);
+}
+
 // Writes every output under a temporary name and renames them into place together (see
 // truffld/atomic_file.h); --no-html and a run without --labels remove an earlier run's
 // report.html / metrics.json.
@@ -221,15 +245,9 @@ int Run(Args& a) {
 
   truffld::Progress progress(a.quiet);
   nlohmann::json stats;
-  auto hang = td::AnalyseHang(a.input);
-  const bool stopped = hang.ok() && hang->report.status != td::HangStatus::kComplete;
-  if (!hang.ok() && hang.status().code() != truffld::StatusCode::kNotFound)
-    std::fprintf(stderr, "truffld-diagnose: warning: no hang check: %s\n", truffld::EscapeForTerminal(hang.status().message()).c_str());
-  if (stopped)
-    std::fprintf(stderr, "truffld-diagnose: the dumps stopped without a clean exit (%s): %s\n",
-                 td::HangStatusName(hang->report.status), truffld::EscapeForTerminal(hang->report.sentence).c_str());
+  const std::optional<td::HangRun> hang = StoppedDumps(a);
   auto target = Load(a.input, "input", &stats, a.quiet, a, &progress);
-  if (!target.ok() && stopped) std::fprintf(stderr, "truffld-diagnose: run with --hang for the hang report alone\n");
+  if (!target.ok() && hang) std::fprintf(stderr, "truffld-diagnose: run with --hang for the hang report alone\n");
   if (!target.ok()) return Fail(kExitInput, target.status().ToString());
   std::optional<td::InstanceTable> reference;
   if (!a.reference.empty()) {
@@ -280,13 +298,7 @@ int Run(Args& a) {
     (*metrics)["labels"] = {{"path", a.labels}, {"lines", labels->lines}, {"bad_lines", labels->bad_lines}};
   }
   td::ReportContext ctx = MakeReportContext(a, cfg.Describe(), metrics_text, s1.notes, stats, *trace);
-  std::optional<nlohmann::json> hang_json;
-  if (stopped) {
-    ctx.hang_sentence = hang->report.sentence;
-    ctx.hang_lines = hang->report.rank_lines;
-    hang_json = td::HangJson(hang->ends, hang->report);
-    stats["hang"] = {{"status", td::HangStatusName(hang->report.status)}, {"sentence", hang->report.sentence}};
-  }
+  const std::optional<nlohmann::json> hang_json = AddHang(hang, &ctx);
   std::vector<std::string> warnings;
   bool input_side = false;
   truffld::Status written = [&] {

@@ -3,10 +3,11 @@
 
 One rank (the culprit) stops inside the operator before its K-th collective of step S: its host
 never enters that collective, its dump ends there with the step and the operator still open.
-Every other rank enters it (an NCCL launch returns at once), keeps launching the rest of the
+Every other rank of its tensor-parallel group (the ranks on its host, as truffld-synth places
+them with --pp 1) enters it (an NCCL launch returns at once), keeps launching the rest of the
 step, and blocks in the step's next blocking call (the sampled tokens' device-to-host copy or
 a stream synchronisation); the collective's kernel never finishes, so no device op from its
-start on is recorded. Every process stays alive WAIT seconds (the injector's CLOCK records,
+start on is recorded. Ranks of other replicas stop between steps, before step S. Every process stays alive WAIT seconds (the injector's CLOCK records,
 one a minute, are its only output), then is killed with SIGKILL: no STATS record, and the
 last line is cut in the middle. Writes the cut dumps and hang_truth.json (culprit, step,
 collective, waiting ranks) into OUT.
@@ -71,6 +72,13 @@ def cut_times(recs, step, k, culprit):
     return blocking[0], kernels[0]
 
 
+def before_step(recs, step):
+    """Both cuts just before this file's step `step` begins (a replica that was not waiting)."""
+    steps = steps_with_collectives(main_thread_pushes(recs))
+    t = steps[min(step, len(steps) - 1)][0]['timestamp']
+    return t, t
+
+
 def keep(r, host_cut, device_cut):
     t = r['type']
     if t in ('NVTX_PUSH', 'NVTX_POP', 'NVTX_MARK', 'NVTX_START', 'NVTX_END', 'GRAPH_NODE'):
@@ -106,7 +114,9 @@ def main():
     truth = {'culprit_rank': a.culprit, 'step_index': step, 'collective': a.collective,
              'collective_name': steps[step][1][a.collective - 1]['name'], 'waiting_ranks': [], 'wait_s': a.wait}
     for rank, (path, recs) in sorted(dumps.items()):
-        host_cut, device_cut = cut_times(recs, step, a.collective, rank == a.culprit)
+        same_group = recs[0]['host'] == dumps[a.culprit][1][0]['host']
+        host_cut, device_cut = (cut_times(recs, step, a.collective, rank == a.culprit) if same_group
+                                else before_step(recs, step))
         kept = [r for r in recs if keep(r, host_cut, device_cut)]
         dropped = [r for r in recs if not keep(r, host_cut, device_cut) and r['type'] != 'STATS']
         sync = recs[0]['clock_sync']
@@ -117,7 +127,7 @@ def main():
                                      'monotonic_ns': sync['monotonic_ns'] + d}}, separators=(',', ':')))
         tail = json.dumps(dropped[0], separators=(',', ':')) if dropped else '{"type":"NVTX_PUSH","name":"x"}'
         (out / path.name).write_text('\n'.join(lines) + '\n' + tail[:len(tail) // 2])
-        if rank != a.culprit:
+        if rank != a.culprit and same_group:
             truth['waiting_ranks'].append(rank)
     (out / 'hang_truth.json').write_text(json.dumps(truth, indent=1) + '\n')
     print(json.dumps(truth))
