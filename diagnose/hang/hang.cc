@@ -144,10 +144,21 @@ std::string Sentence(const std::vector<RankEnd>& ends, const HangReport& r, cons
   std::vector<size_t> waiting;
   for (size_t k = 0; k < g->members.size(); ++k)
     if (v[k] > lo) waiting.push_back(g->members[k]);
-  int64_t blocked = INT64_MAX;
-  for (size_t w : waiting) blocked = std::min(blocked, r.job_end_ns - ends[w].last_event_ns);
-  s += "; " + Join(waiting, ends) + " entered it (up to #" + std::to_string(hi) + ") and had recorded nothing for " +
-       Seconds(blocked) + " when the job ended";
+  int64_t blocked = INT64_MAX, inside = INT64_MAX;
+  bool all_inside = g->by == "collectives" && hi == lo + 1;
+  for (size_t w : waiting) {
+    blocked = std::min(blocked, r.job_end_ns - ends[w].last_event_ns);
+    bool in = false;
+    for (const auto& c : ends[w].collectives)
+      if (c.last_open) in = true, inside = std::min(inside, r.job_end_ns - c.last_start_ns);
+    all_inside = all_inside && in;
+  }
+  if (all_inside)
+    s += "; " + Join(waiting, ends) + " entered it and were still waiting inside it, for " + Seconds(inside) +
+         ", when the job ended";
+  else
+    s += "; " + Join(waiting, ends) + " entered it (up to #" + std::to_string(hi) + ") and had recorded nothing for " +
+         Seconds(blocked) + " when the job ended";
   const std::string stack = OpenStack(c);
   if (!stack.empty()) {
     int64_t inner = c.open.back().start_ns;
