@@ -186,7 +186,9 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
        "<a href='#run'>the run</a> · <a href='#overview'>overview</a> · "
        "<a href='#ranks'>ranks</a> · <a href='#families'>families</a> · " +
        (run.stragglers.empty() ? std::string() : "<a href='#stragglers'>stragglers</a> · ") +
-       "<a href='#cards'>abnormal units</a> · <a href='#index'>index</a> · <a href='#terms'>terms</a></p>";
+       "<a href='#cards'>abnormal units</a> · <a href='#index'>index</a> · " +
+       (ctx.requests && !ctx.requests->empty() ? "<a href='#requests'>requests</a> · " : "") +
+       "<a href='#terms'>terms</a></p>";
   if (!ctx.hang_sentence.empty()) {
     h += "<h2 id='hang'>The job stopped without a clean exit</h2><p class='hang'><b>" + HtmlEscape(ctx.hang_sentence) +
          "</b></p><ul>";
@@ -208,6 +210,7 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
   const std::string cards = RenderCards(d, run, plan, &used, ctx.trace_origin_ns);
   h += RenderHistogramDefs(run, used) + cards;
   h += RenderIndex(d, plan);
+  if (ctx.requests) h += RenderRequests(*ctx.requests);
   if (!ctx.notes.empty()) {
     h += "<h2>Notes</h2><ul>";
     for (const auto& n : ctx.notes) h += "<li>" + HtmlEscape(n) + "</li>";

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "report/requests.h"
 #include "stage2/fusion.h"
 #include "read/instances.h"
 
@@ -86,6 +87,7 @@ struct ReportContext {
   // A hang found in the merge's end states (hang/hang.h): its sentence and one line per rank
   // that stopped without a clean exit; empty when every process exited normally.
   std::string hang_sentence;
+  const std::vector<RequestSummary>* requests = nullptr;  // the "Requests" section (null: none)
   std::vector<std::string> hang_lines;
   size_t max_cards = 500;   // abnormal units shown as cards (the rest are in the index)
   const ReportRunData* run = nullptr;  // peer mode extras; null: derived from the diagnoses

@@ -69,6 +69,9 @@ std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData
                         const CardPlan& plan, std::vector<bool>* used_histograms,
                         std::optional<int64_t> trace_origin_ns = std::nullopt);
 std::string RenderIndex(const std::vector<StepDiagnosis>& d, const CardPlan& plan);
+// "Requests": TTFT and TPOT percentiles, the requests abnormal steps cost most, the slowest to
+// their first token ("" when no step named a request).
+std::string RenderRequests(const std::vector<RequestSummary>& r);
 
 // The report's only script (static text: no data, no names) and its CSP hash source.
 const std::string& Script();

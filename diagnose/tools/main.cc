@@ -147,6 +147,13 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
   } else {
     out.RemoveAtCommit((dir / "metrics.json").string());
   }
+  if (ctx.requests && !ctx.requests->empty()) {
+    std::string lines;
+    for (const td::RequestSummary& r : *ctx.requests) lines += td::RequestJson(r).dump() + "\n";
+    TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "requests.jsonl").string(), lines));
+  } else {
+    out.RemoveAtCommit((dir / "requests.jsonl").string());
+  }
   if (hang) {
     TRUFFLD_RETURN_IF_ERROR(out.Add((dir / "hang.json").string(), hang->dump(2) + "\n"));
   } else {
@@ -299,6 +306,8 @@ int Run(Args& a) {
   }
   td::ReportContext ctx = MakeReportContext(a, cfg.Describe(), metrics_text, s1.notes, stats, *trace);
   const std::optional<nlohmann::json> hang_json = AddHang(hang, &ctx);
+  const std::vector<td::RequestSummary> requests = td::SummariseRequests(result->diagnoses);
+  ctx.requests = &requests;
   std::vector<std::string> warnings;
   bool input_side = false;
   truffld::Status written = [&] {
@@ -310,6 +319,7 @@ int Run(Args& a) {
   if (!written.ok()) return Fail(input_side ? kExitInput : kExitOutput, written.ToString());
   PrintSummary(a, *result, metrics_text, stage2.stats(), stats["seconds"].get<double>(),
                !trace->path.empty() && !stats["trace"].contains("error"));
+  if (!a.quiet && !requests.empty()) std::fputs(td::FormatRequestLine(requests).c_str(), stdout);
   return truffld::kExitOk;
 }
 
