@@ -1,7 +1,8 @@
 """Unit tests of the fleet reduce (tools/fleet/reduce.py) and the shard planner (plan.py) on
 hand-built feature lines: a healthy fleet raises nothing, a replica whose GPUs are slower in
 every step is named with its evidence, a replica slow in a window is found in that window,
-workload differences alone raise nothing, and planning groups dumps by host or replica map."""
+workload differences alone raise nothing, planning groups dumps by host or replica map, and
+--dumps-local places each shard on its own host's workers."""
 import json
 import math
 import os
@@ -14,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))  # truffld_unittest
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "fleet"))
 import truffld_unittest  # noqa: E402
+import driver  # noqa: E402
 import plan  # noqa: E402
 import reduce  # noqa: E402
 
@@ -137,6 +139,16 @@ class PlanTest(unittest.TestCase):
                 f.write('{"type": "KERNEL"}\n')
             with self.assertRaisesRegex(plan.PlanError, "first record is not META"):
                 plan.read_meta(p)
+
+    def test_dumps_local_placement(self):
+        class FakeClient:
+            def run(self, fn):
+                return {"tcp://a:1": "node0", "tcp://b:1": "node1", "tcp://c:1": "node1"}
+
+        shards = [{"replica": "0", "hosts": ["node0"]}, {"replica": "1", "hosts": ["node1"]},
+                  {"replica": "2", "hosts": ["node2"]}]
+        self.assertEqual(driver._placement(FakeClient(), shards),
+                         {"0": ["tcp://a:1"], "1": ["tcp://b:1", "tcp://c:1"], "2": []})
 
 
 if __name__ == "__main__":

@@ -3,12 +3,12 @@
 Runs where the shard's dumps are (a Dask worker, or in-process) and writes OUT/replica-<id>/:
 merged/ (truffld-merge's outputs), the diagnose outputs (diagnosis.jsonl, report.html,
 step_features.jsonl, stats.json, ...) and .fleet-shard.json, written last, naming the input
-checksum (sha256 over the dumps' names and bytes, the two tools' binaries and the diagnose
-flags). A rerun whose checksum matches skips the tools. Returns a small dict: the status, the
-reason when it failed, and step_features.jsonl's text (what travels to the reduce). A tool that
-fails makes the shard "failed" with the tool's last stderr lines; nothing is raised, so the
-other shards complete. The tools die with the process that started them (PR_SET_PDEATHSIG), so
-a killed worker leaves no writer behind. Thread-safety: reentrant (one shard per call).
+checksum (sha256 over the dumps' names and bytes, the two tools' binaries by path, size and
+modification time, and the diagnose flags). A rerun whose checksum matches skips the tools.
+Returns a small dict: the status, the reason when it failed, and step_features.jsonl's text
+(what travels to the reduce). A tool that fails makes the shard "failed" with the tool's last
+stderr lines; nothing is raised, so the other shards complete. The tools die with the process
+that started them (PR_SET_PDEATHSIG), so a killed worker leaves no writer behind. Thread-safety: reentrant (one shard per call).
 """
 import ctypes
 import hashlib
@@ -35,13 +35,15 @@ def _hash_file(h, path):
 
 
 def input_checksum(files, tools, diagnose_args):
-    """sha256 over the dumps (name and bytes), the tool binaries and the diagnose flags."""
+    """sha256 over the dumps (name and bytes), the tool binaries (path, size, modification time)
+    and the diagnose flags."""
     h = hashlib.sha256()
     for path in sorted(files):
         h.update(os.path.basename(path).encode() + b"\0")
         _hash_file(h, path)
-    for tool in tools:
-        _hash_file(h, tool)
+    for tool in tools:  # a rebuilt tool changes its size or time; hashing 100 MB binaries per shard would not pay
+        st = os.stat(tool)
+        h.update(("%s\0%d\0%d\0" % (os.path.realpath(tool), st.st_size, st.st_mtime_ns)).encode())
     h.update(json.dumps(list(diagnose_args)).encode())
     return h.hexdigest()
 
