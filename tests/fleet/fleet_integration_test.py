@@ -4,7 +4,8 @@ other replica carrying injected kernel faults in a few steps.
 
 Checks: the fleet names replica 5 / node5 with evidence (its own replica's diagnosis does not
 flag it); its own diagnosis finds the faulty steps of the other replica and no others; a worker killed by SIGKILL
-while shards run changes nothing (every shard completes, same findings); the per-replica
+while one of its shards' tools runs changes nothing (the tool dies with it, every shard
+completes, same findings); the per-replica
 outputs equal truffld-merge + truffld-diagnose run directly; outputs validate against their
 schemas; a rerun skips every shard (outputs keyed by input checksum).
 Usage: fleet_integration_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
@@ -51,11 +52,28 @@ def stop(procs):
             p.wait()
 
 
-def kill_worker_mid_run(out, worker):
-    """SIGKILL `worker` once two shards have started (both workers busy)."""
-    fc.wait_for(lambda: len(glob.glob(os.path.join(out, "replica-*", "merged"))) >= 2, 60, "two shards started")
+def tools_under(pid):
+    """PIDs of the truffld tools `pid` started (every thread's children)."""
+    out = []
+    for t in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(t) as f:
+                for c in f.read().split():
+                    with open("/proc/%s/comm" % c) as g:
+                        if g.read().startswith("truffld-"):
+                            out.append(int(c))
+        except OSError:
+            pass
+    return out
+
+
+def kill_worker_mid_run(worker):
+    """SIGKILL `worker` while one of its shards' tools runs; returns that tool's PID."""
+    found = []
+    fc.wait_for(lambda: found.extend(tools_under(worker.pid)) or found, 60, "a tool running under the worker")
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
+    return found[0]
 
 
 def main():
@@ -74,7 +92,9 @@ def main():
         run = subprocess.Popen([FLEET, dumps, "-o", out, "--scheduler-file", sched_file, "--merge", a.merge,
                                 "--diagnose", a.diagnose, "--tool-threads", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        kill_worker_mid_run(out, procs[1])
+        tool = kill_worker_mid_run(procs[1])
+        fc.wait_for(lambda: not os.path.exists("/proc/%d" % tool) or
+                    open("/proc/%d/stat" % tool).read().split()[2] == "Z", 10, "the killed worker's tool to die")
         stdout, stderr = run.communicate(timeout=180)
     finally:
         stop(procs)
