@@ -7,7 +7,8 @@ flag it); its own diagnosis finds the faulty steps of the other replica and no o
 while one of its shards' tools runs changes nothing (the tool dies with it, every shard
 completes, same findings); the per-replica
 outputs equal truffld-merge + truffld-diagnose run directly; outputs validate against their
-schemas; a rerun skips every shard (outputs keyed by input checksum).
+schemas; --dumps-local (the surviving worker finds the dumps and runs every shard) gives the
+same findings; a rerun skips every shard (outputs keyed by input checksum).
 Usage: fleet_integration_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
 import argparse
@@ -96,6 +97,9 @@ def main():
         fc.wait_for(lambda: not os.path.exists("/proc/%d" % tool) or
                     open("/proc/%d/stat" % tool).read().split()[2] == "Z", 10, "the killed worker's tool to die")
         stdout, stderr = run.communicate(timeout=180)
+        local = subprocess.run([FLEET, dumps, "-o", os.path.join(a.work, "local"), "--scheduler-file", sched_file,
+                                "--dumps-local", "--merge", a.merge, "--diagnose", a.diagnose, "--tool-threads", "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
     finally:
         stop(procs)
     print(stdout, stderr)
@@ -136,6 +140,8 @@ def main():
     fc.check('href="replica-5/report.html"' in html and "replica 5 (host node5)" in html, "fleet.html links and evidence")
 
     before = open(os.path.join(out, "fleet.jsonl")).read()
+    fc.check(local.returncode == 0 and open(os.path.join(a.work, "local", "fleet.jsonl")).read() == before,
+             "--dumps-local (the worker finds the dumps) gives the same findings: %s %s" % (local.stdout, local.stderr))
     again = subprocess.run([FLEET, dumps, "-o", out, "--in-process", "--merge", a.merge, "--diagnose", a.diagnose,
                             "--tool-threads", "1"], stdout=subprocess.PIPE, text=True, check=False)
     fc.check(again.returncode == 0 and "8 skipped" in again.stdout, "rerun skips every shard: %s" % again.stdout)

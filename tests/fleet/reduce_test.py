@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))  # truffld_unittest
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "fleet"))
 import truffld_unittest  # noqa: E402
-import driver  # noqa: E402
+import placement  # noqa: E402
 import plan  # noqa: E402
 import reduce  # noqa: E402
 
@@ -141,15 +141,26 @@ class PlanTest(unittest.TestCase):
                 plan.read_meta(p)
 
     def test_dumps_local_placement(self):
-        class FakeClient:
-            def run(self, fn):
-                return {"tcp://a:1": "node0", "tcp://b:1": "node1", "tcp://c:1": "node1"}
+        m = lambda host, rank: {"type": "META", "host": host, "rank": rank}  # noqa: E731
+        scans = {"tcp://a:1": ("n0", [("/l/r0", m("node0", 0)), ("/l/r1", m("node0", 1)), ("/s/r4", m("node2", 4))], []),
+                 "tcp://b:1": ("n1", [("/l/r2", m("node1", 2)), ("/l/r3", m("node1", 3)), ("/s/r4", m("node2", 4))], []),
+                 "tcp://c:1": ("n1", [("/l/r2", m("node1", 2)), ("/l/r3", m("node1", 3))], ["/l/x:1: first record is not META"])}
+        dumps, seen, problems = placement.pin(scans)
+        self.assertEqual([p for p, _ in dumps], ["/l/r0", "/l/r1", "/l/r2", "/l/r3", "/s/r4"])
+        self.assertEqual(problems, ["n1: /l/x:1: first record is not META"])
+        shards = plan.plan_shards(dumps)
+        self.assertEqual([placement.workers_for(s, seen) for s in shards],
+                         [["tcp://a:1"], ["tcp://b:1", "tcp://c:1"], ["tcp://a:1", "tcp://b:1"]])
+        self.assertEqual(placement.workers_for({"files": ["/l/r0", "/l/r2"]}, seen), [])
 
-        shards = [{"replica": "0", "hosts": ["node0"]}, {"replica": "1", "hosts": ["node1"]},
-                  {"replica": "2", "hosts": ["node2"]}]
-        self.assertEqual(driver._placement(FakeClient(), shards),
-                         {"0": ["tcp://a:1"], "1": ["tcp://b:1", "tcp://c:1"], "2": []})
-
+    def test_scan_local(self):
+        with tempfile.TemporaryDirectory() as t:
+            with open(os.path.join(t, "truffld-h-r0-p1.jsonl"), "w") as f:
+                f.write('{"type": "META", "host": "h", "rank": 0}\n')
+            host, found, problems = placement.scan_local([t, os.path.join(t, "absent")])
+            self.assertEqual([(os.path.basename(p), m["rank"]) for p, m in found], [("truffld-h-r0-p1.jsonl", 0)])
+            self.assertEqual(problems, [])
+            self.assertEqual(placement.scan_local([os.path.join(t, "absent")])[1:], ([], []))
 
 if __name__ == "__main__":
     truffld_unittest.main()

@@ -4,8 +4,8 @@ Submission: `--scheduler-file FILE` or `--scheduler ADDRESS` connects to a runni
 scheduler; neither starts a LocalCluster of `--local-workers` processes; `--in-process` runs the
 shards one after the other here, without Dask. Each shard is one task (shard.run_shard); the
 modules it needs are pickled by value, so workers need only python3-distributed and the tool
-binaries at the same paths. With `--dumps-local` a shard runs only on workers whose host name is
-one of the shard's hosts (its dumps never cross the network). Not thread-safe.
+binaries at the same paths. With `--dumps-local` the workers find the dumps themselves and a
+shard runs only on workers that see all its dumps (placement.py: they never cross the network). Not thread-safe.
 """
 import argparse
 import json
@@ -16,6 +16,7 @@ import sys
 import time
 
 import fleet_html
+import placement
 import plan
 import reduce
 import shard
@@ -44,7 +45,8 @@ def parse_args(argv):
     g.add_argument("--in-process", action="store_true", help="run the shards here, one after the other, without Dask")
     p.add_argument("--local-workers", type=int, default=2, help="without a scheduler: LocalCluster worker processes (default 2)")
     p.add_argument("--replica-map", help="JSON {replica: [ranks]} (default: one replica per META host)")
-    p.add_argument("--dumps-local", action="store_true", help="run each shard on a worker of its own host only")
+    p.add_argument("--dumps-local", action="store_true",
+                   help="the workers find the dumps (node-local disks) and each shard runs only on workers that see them")
     p.add_argument("--merge", help="truffld-merge binary (default: the build tree's, else PATH)")
     p.add_argument("--diagnose", help="truffld-diagnose binary (default: the build tree's, else PATH)")
     p.add_argument("--tool-threads", type=int, default=0, help="truffld-diagnose --threads per shard (0: its default)")
@@ -55,13 +57,15 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.local_workers < 1 or a.windows < 1 or not a.min_ratio > 1.0 or a.tool_threads < 0:
         p.error("--local-workers and --windows must be >= 1, --min-ratio > 1, --tool-threads >= 0")
+    if a.dumps_local and a.in_process:
+        p.error("--dumps-local needs Dask workers (not --in-process)")
     return a
 
 
 def _client(a):
     import cloudpickle
     from distributed import Client, LocalCluster
-    for m in (shard, sys.modules["safe_write"]):
+    for m in (shard, plan, placement, sys.modules["safe_write"]):
         cloudpickle.register_pickle_by_value(m)
     if a.scheduler_file:
         return Client(scheduler_file=a.scheduler_file, timeout=30)
@@ -72,51 +76,51 @@ def _client(a):
     return Client(cluster)
 
 
-def _placement(client, shards):
-    hosts = client.run(lambda: __import__("socket").gethostname())
-    by_host = {}
-    for addr, h in hosts.items():
-        by_host.setdefault(h, []).append(addr)
-    out = {}
-    for s in shards:
-        w = [addr for h in s["hosts"] for addr in by_host.get(h, [])]
-        out[s["replica"]] = w
-    return out
+def plan_here(a):
+    """Shards from the dumps this machine reads; no placement."""
+    dumps = [(p, plan.read_meta(p)) for p in plan.find_dumps(a.inputs)]
+    rmap = plan.load_replica_map(a.replica_map) if a.replica_map else None
+    return plan.plan_shards(dumps, rmap), None
 
 
-def run_shards(a, shards, merge, diagnose, dargs):
-    """Every shard's result dict; a.shard_seconds: from the first submission to the last result."""
-    if a.in_process:
-        t0 = time.monotonic()
+def plan_on_workers(a, client):
+    """--dumps-local: shards from the dumps the workers read, and {replica: workers} to run them."""
+    dumps, seen, problems = placement.pin(client.run(placement.scan_local, a.inputs))
+    if problems:
+        raise plan.PlanError("; ".join(problems))
+    if not dumps:
+        raise plan.PlanError("no worker sees any dump (truffld-*.jsonl[.gz|.zst]) among: %s" % " ".join(a.inputs))
+    rmap = plan.load_replica_map(a.replica_map) if a.replica_map else None
+    shards = plan.plan_shards(dumps, rmap)
+    return shards, {s["replica"]: placement.workers_for(s, seen) for s in shards}
+
+
+def run_shards(a, client, shards, where, merge, diagnose, dargs):
+    """Every shard's result dict (in-process when `client` is None); `where`: {replica: workers}
+    or None (anywhere). a.shard_seconds: from the first submission to the last result."""
+    t0 = time.monotonic()
+    if client is None:
         out = [shard.run_shard(s, a.out, merge, diagnose, dargs) for s in shards]
         a.shard_seconds = time.monotonic() - t0
         return out
     from distributed import as_completed
-    client = _client(a)
-    t0 = time.monotonic()
-    try:
-        where = _placement(client, shards) if a.dumps_local else {}
-        futs = {}
-        results = []
-        for s in shards:
-            if a.dumps_local and not where[s["replica"]]:
-                results.append({**s, "status": "failed", "features": "", "seconds": 0.0,
-                                "reason": "no worker runs on host(s) %s (--dumps-local)" % ", ".join(s["hosts"])})
-                continue
-            kw = {"workers": where[s["replica"]], "allow_other_workers": False} if a.dumps_local else {}
-            f = client.submit(shard.run_shard, s, a.out, merge, diagnose, dargs, pure=False, **kw)
-            futs[f] = s
-        for f in as_completed(list(futs)):
-            s = futs[f]
-            try:
-                results.append(f.result())
-            except Exception as e:  # a task the cluster could not finish (e.g. every worker lost)
-                results.append({**s, "status": "failed", "features": "", "seconds": 0.0,
-                                "reason": "task failed on the cluster: %s: %s" % (type(e).__name__, e)})
-        a.shard_seconds = time.monotonic() - t0
-        return results
-    finally:
-        client.close()
+    futs, results = {}, []
+    for s in shards:
+        if where is not None and not where[s["replica"]]:
+            results.append({**s, "status": "failed", "features": "", "seconds": 0.0,
+                            "reason": "no worker sees every dump of the replica (--dumps-local)"})
+            continue
+        kw = {"workers": where[s["replica"]], "allow_other_workers": False} if where is not None else {}
+        futs[client.submit(shard.run_shard, s, a.out, merge, diagnose, dargs, pure=False, **kw)] = s
+    for f in as_completed(list(futs)):
+        s = futs[f]
+        try:
+            results.append(f.result())
+        except Exception as e:  # a task the cluster could not finish (e.g. every worker lost)
+            results.append({**s, "status": "failed", "features": "", "seconds": 0.0,
+                            "reason": "task failed on the cluster: %s: %s" % (type(e).__name__, e)})
+    a.shard_seconds = time.monotonic() - t0
+    return results
 
 
 def parse_features(res):
@@ -132,18 +136,27 @@ def parse_features(res):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     t0 = time.monotonic()
+    client = None if a.in_process else _client(a)
     try:
-        dumps = [(p, plan.read_meta(p)) for p in plan.find_dumps(a.inputs)]
-        rmap = plan.load_replica_map(a.replica_map) if a.replica_map else None
-        shards = plan.plan_shards(dumps, rmap)
-    except plan.PlanError as e:
-        print("truffld-fleet: %s" % e, file=sys.stderr)
-        return 1
-    a.out = os.path.abspath(a.out)
-    os.makedirs(a.out, exist_ok=True)
-    merge, diagnose = _tool(a.merge, "truffld-merge", "merge"), _tool(a.diagnose, "truffld-diagnose", "diagnose")
-    dargs = list(a.diagnose_arg) + (["--threads", str(a.tool_threads)] if a.tool_threads else [])
-    results = sorted(run_shards(a, shards, merge, diagnose, dargs), key=lambda r: plan.natural_key(r["replica"]))
+        try:
+            shards, where = plan_on_workers(a, client) if a.dumps_local else plan_here(a)
+        except plan.PlanError as e:
+            print("truffld-fleet: %s" % e, file=sys.stderr)
+            return 1
+        a.out = os.path.abspath(a.out)
+        os.makedirs(a.out, exist_ok=True)
+        merge, diagnose = _tool(a.merge, "truffld-merge", "merge"), _tool(a.diagnose, "truffld-diagnose", "diagnose")
+        dargs = list(a.diagnose_arg) + (["--threads", str(a.tool_threads)] if a.tool_threads else [])
+        results = run_shards(a, client, shards, where, merge, diagnose, dargs)
+    finally:
+        if client is not None:
+            client.close()
+    results.sort(key=lambda r: plan.natural_key(r["replica"]))
+    return report(a, results, t0)
+
+
+def report(a, results, t0):
+    """The reduce over the shards' features, fleet.jsonl, fleet.html and the summary; exit status."""
     rows, travelled = [], 0
     for r in results:
         if r["status"] != "failed":
