@@ -1,5 +1,6 @@
 """truffld-fleet in-process (no Dask) on healthy synthetic fleets of 8 replicas (TP2), several
-seeds: no finding, so fleet.jsonl is empty. Then one shard's dump is corrupted: it is reported
+seeds: no finding, so fleet.jsonl is empty; truffld-diagnose --step-features is refused outside
+peer mode. Then one shard's dumps are corrupted: it is reported
 as shard_failed with its reason while the other shards complete (exit status 1).
 Usage: fleet_healthy_test.py --synth BIN --merge BIN --diagnose BIN --work DIR [--seeds 2,3]
 """
@@ -42,6 +43,11 @@ def main():
         lines = fc.read_jsonl(os.path.join(out, "fleet.jsonl"))
         fc.check(lines == [], "seed %d: a healthy fleet raises no finding (%s)" % (seed, [f["evidence"] for f in lines]))
         print("seed %d: %.1f s" % (seed, time.monotonic() - t0))
+    # --step-features is a peer-mode flag.
+    r = subprocess.run([a.diagnose, os.path.join(out, "replica-0", "merged"), "-o", os.path.join(a.work, "pooled"),
+                        "--mode", "pooled", "--step-features", "--llm", "off", "-q"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, check=False)
+    fc.check(r.returncode == 2 and "--step-features does not apply to --mode pooled" in r.stderr, r.stderr.strip())
     # Corrupt dumps in one replica (a META line, then garbage): that shard fails with its reason,
     # the others complete.
     for victim in sorted(glob.glob(os.path.join(dumps, "truffld-node3-*.jsonl"))):
