@@ -1,6 +1,7 @@
 """Unit tests of the fleet reduce (tools/fleet/reduce.py) and the shard planner (plan.py) on
 hand-built feature lines: a healthy fleet raises nothing, a replica whose GPUs are slower in
-every step is named with its evidence, a replica slow in a window is found in that window,
+every step is named with its evidence (in a replica over hosts, the slow host alone), a replica
+slow in a window is found in that window,
 workload differences alone raise nothing, planning groups dumps by host or replica map, and
 --dumps-local places each shard on its own host's workers."""
 import json
@@ -74,6 +75,21 @@ class ReduceTest(unittest.TestCase):
         self.assertIn("replica 5 (host node5): ", f["evidence"])
         self.assertIn("aten::mm device time 1.1", f["evidence"])
         self.assertIn("in every step", f["evidence"])
+
+    def test_replica_over_hosts_names_the_slow_host(self):
+        rows = fleet(seed=4)
+        for r in rows:  # each replica's two ranks on two hosts (pipeline stages); node6's GPU slower
+            r["host"] = "node%d" % r["rank"]
+            if r["rank"] == 6:
+                for f in r["families"]:
+                    f["observed_ns"] = int(f["observed_ns"] * 1.3)
+        out = reduce.reduce_fleet(rows)
+        self.assertEqual([(f["kind"], f["replica"], f["hosts"], f["ranks"]) for f in out["findings"]],
+                         [("slow_replica", "3", ["node6"], [6])])
+        self.assertTrue(out["findings"][0]["evidence"].startswith("replica 3 (host node6): "))
+        self.assertEqual(out["heat"]["replicas"][:3], ["0/node0", "0/node1", "1/node2"])
+        self.assertEqual(out["heat"]["replica_of"][:3], ["0", "0", "1"])
+        self.assertEqual(reduce.reduce_fleet(fleet(seed=4))["findings"], [])
 
     def test_small_slowdown_below_min_ratio_is_not_reported(self):
         self.assertEqual(reduce.reduce_fleet(fleet(slow={2: 1.03}))["findings"], [])

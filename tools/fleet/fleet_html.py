@@ -27,11 +27,11 @@ def _heat(heat, links):
         return "<p>No step features to compare.</p>"
     rows = ["<table><tr><th class=l>replica</th>" +
             "".join("<th class=c>w%d</th>" % w for w in range(len(heat["windows"]))) + "</tr>"]
-    for rep, ratios, ab in zip(heat["replicas"], heat["ratio"], heat["abnormal_steps"]):
+    for unit, rep, ratios, ab in zip(heat["replicas"], heat["replica_of"], heat["ratio"], heat["abnormal_steps"]):
         cells = "".join('<td class=c style="background:%s" title="%s">%s%s</td>' % (
             _colour(r), "no compared step" if r is None else "%.3fx" % r, "" if r is None else "%.2f" % r,
             " &bull;" if a else "") for r, a in zip(ratios, ab))
-        rows.append("<tr><td class=l>%s</td>%s</tr>" % (links(rep), cells))
+        rows.append("<tr><td class=l>%s</td>%s</tr>" % (links(rep, unit), cells))
     return "\n".join(rows) + "</table>"
 
 
@@ -40,8 +40,8 @@ def render(result, shards, bytes_per_rank_step):
     info = result.get("replicas", {})
     ok = {s["replica"] for s in shards if s["status"] != "failed"}
 
-    def links(rep):
-        name = html.escape("replica %s" % rep)
+    def links(rep, unit):
+        name = html.escape("replica %s" % unit)
         return '<a href="replica-%s/report.html">%s</a>' % (html.escape(rep, quote=True), name) if rep in ok else name
 
     parts = ["<!doctype html><html><head><meta charset=utf-8><title>truffld fleet</title><style>%s</style></head><body>"
@@ -62,15 +62,15 @@ def render(result, shards, bytes_per_rank_step):
                  "in other replicas (red: slower); &bull; steps its own diagnosis found abnormal.</small></p>")
     parts.append(_heat(result.get("heat"), links))
     parts.append("<h2>Slowest replicas</h2><table><tr><th class=l>replica</th><th class=l>hosts</th>"
-                 "<th>median step ratio</th><th>steps</th><th>abnormal steps</th></tr>")
-    heat = result.get("heat") or {"replicas": [], "ratio": []}
+                 "<th>median over windows of the step time ratio</th><th>steps</th><th>abnormal steps</th></tr>")
+    heat = result.get("heat") or {"replicas": [], "replica_of": [], "ratio": []}
     overall = []
-    for rep, ratios in zip(heat["replicas"], heat["ratio"]):
+    for unit, rep, ratios in zip(heat["replicas"], heat["replica_of"], heat["ratio"]):
         vals = sorted(r for r in ratios if r is not None)
-        overall.append((vals[len(vals) // 2] if vals else 0.0, rep))
-    for ratio, rep in sorted(overall, reverse=True):
-        i = info.get(rep, {"hosts": [], "steps": 0, "abnormal_steps": 0})
+        overall.append((vals[len(vals) // 2] if vals else 0.0, unit, rep))
+    for ratio, unit, rep in sorted(overall, reverse=True):
+        i = info.get(unit, {"hosts": [], "steps": 0, "abnormal_steps": 0})
         parts.append("<tr><td class=l>%s</td><td class=l>%s</td><td>%.3f</td><td>%d</td><td>%d</td></tr>" % (
-            links(rep), html.escape(", ".join(i["hosts"])), ratio, i["steps"], i["abnormal_steps"]))
+            links(rep, unit), html.escape(", ".join(i["hosts"])), ratio, i["steps"], i["abnormal_steps"]))
     parts.append("</table></body></html>\n")
     return "\n".join(parts)

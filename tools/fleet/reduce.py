@@ -2,7 +2,9 @@
 
 A slow node is invisible from inside its replica (every TP peer, layer and earlier step shares
 it), so it is judged against other replicas. Input: every replica's step_features.jsonl lines.
-Per replica and step (its TP ranks averaged), each compared cost -- the step time and each
+The compared unit is a replica, or, for a replica over several hosts (pipeline stages), each of
+its hosts against the same stage of other replicas (by device time only: a stage's step time
+includes waiting for the others). Per unit and step (its TP ranks averaged), each compared cost -- the step time and each
 operator family's device time -- is divided by its tokens (per-token cost) and compared with the
 median per-token cost of the nearest steps of the same phase in *other* replicas (tokens and
 context within a small log distance): a ratio per step. A replica is slow in a cost when the
@@ -14,6 +16,7 @@ differ by noise alone, far below min_ratio, so it raises nothing.
 Pure logic: dicts in, findings and heat-map data out. Not thread-safe (plain data).
 """
 import bisect
+import re
 import math
 import statistics
 
@@ -33,19 +36,48 @@ class Options:
         self.min_window_steps = min_window_steps
 
 
+def _natural(s):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def _units(rows):
+    """{(replica, host): (unit name, slot)}: a replica on one host is one unit named by the
+    replica; a replica over hosts (pipeline stages) is one unit per host ("2/node4"), its slot the
+    host's place in the replica by lowest rank, so each stage is compared with the same stage of
+    other replicas."""
+    first = {}
+    for r in rows:
+        key = (str(r.get("replica")), r.get("host", ""))
+        rank = r.get("rank") if r.get("rank") is not None else 1 << 62
+        first[key] = min(first.get(key, rank), rank)
+    by_rep = {}
+    for (rep, host), rank in first.items():
+        by_rep.setdefault(rep, []).append((rank, host))
+    out = {}
+    for rep, hosts in by_rep.items():
+        hosts.sort()
+        for slot, (_, host) in enumerate(hosts):
+            out[(rep, host)] = (rep if len(hosts) == 1 else "%s/%s" % (rep, host), slot)
+    return out
+
+
 def aggregate(rows):
-    """Per (replica, step_index): the mean over its ranks of every cost, one workload."""
+    """Per (unit, step_index): the mean over its ranks of every cost, one workload."""
+    units = _units(rows)
     groups = {}
     for r in rows:
-        key = (str(r.get("replica")), r["step_index"])
+        key = (str(r.get("replica")), r.get("host", ""), r["step_index"])
         groups.setdefault(key, []).append(r)
     steps = []
-    for (rep, idx), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+    for (rep, host, idx), rs in sorted(groups.items(), key=lambda kv: (_natural(kv[0][0]), kv[0][1], kv[0][2])):
         first = rs[0]
         tokens = first.get("tokens")
         if tokens is None or tokens <= 0:
             tokens = max(1, first.get("batch") or 1)
-        costs = {STEP_TIME: statistics.fmean(r["step_ns"] for r in rs)}
+        unit, slot = units[(rep, host)]
+        # A pipeline stage's step time includes waiting for the other stages: only a whole
+        # replica's is compared; its hosts are compared by their operators' device time.
+        costs = {STEP_TIME: statistics.fmean(r["step_ns"] for r in rs)} if unit == rep else {}
         fam = {}
         for r in rs:
             for f in r.get("families", []):
@@ -54,23 +86,24 @@ def aggregate(rows):
         for name, v in fam.items():
             if len(v) == len(rs):
                 costs[name] = statistics.fmean(v)
-        steps.append({"replica": rep, "step_index": idx, "phase": first.get("phase", "unknown"),
-                      "tokens": tokens, "context": max(0, first.get("context") or 0),
-                      "start_ns": min(r["start_ns"] for r in rs), "hosts": sorted({r.get("host", "") for r in rs}),
-                      "ranks": sorted(r["rank"] for r in rs if r.get("rank") is not None), "costs": costs,
-                      "abnormal": any(r.get("verdict") == "abnormal" for r in rs)})
+        steps.append({"replica": rep, "unit": unit, "slot": slot, "step_index": idx,
+                      "phase": first.get("phase", "unknown"), "tokens": tokens,
+                      "context": max(0, first.get("context") or 0), "start_ns": min(r["start_ns"] for r in rs),
+                      "hosts": [host], "ranks": sorted(r["rank"] for r in rs if r.get("rank") is not None),
+                      "costs": costs, "abnormal": any(r.get("verdict") == "abnormal" for r in rs)})
     return steps
 
 
 def _ratios_for(steps, metric, o):
-    """{step position: (ratio, peer replicas)} for `metric` against other replicas' similar steps."""
+    """{step position: (ratio, peer replicas)} for `metric` against other replicas' similar steps
+    (same phase, same slot)."""
     by_phase = {}
     for i, s in enumerate(steps):
         v = s["costs"].get(metric)
         if v is None or v <= 0:
             continue
         lt, lc = math.log(s["tokens"]), math.log1p(s["context"])
-        by_phase.setdefault(s["phase"], []).append((lt, lc, v / s["tokens"], s["replica"], i))
+        by_phase.setdefault((s["phase"], s["slot"]), []).append((lt, lc, v / s["tokens"], s["replica"], i))
     out = {}
     for pts in by_phase.values():
         pts.sort()
@@ -160,13 +193,14 @@ def _metric_phrase(metric, st):
         what, st["ratio"], st["peer_replicas"], when)
 
 
-def _finding(kind, rep, info, flagged, window=None):
+def _finding(kind, info, flagged, window=None):
     # The step time first, then the costs slower in the most steps, then by ratio.
     flagged = sorted(flagged, key=lambda kv: (kv[0] != STEP_TIME, -kv[1]["steps"], -kv[1]["ratio"]))
-    evidence = _label(rep, info["hosts"]) + ": " + "; ".join(_metric_phrase(m, st) for m, st in flagged[:4])
+    evidence = _label(info["replica"], info["hosts"]) + ": " + "; ".join(_metric_phrase(m, st) for m, st in flagged[:4])
     if window:
         evidence += " (from %.3f s to %.3f s of the fleet's time)" % (window["from_s"], window["to_s"])
-    f = {"schema": "truffld.fleet/1", "kind": kind, "replica": rep, "hosts": info["hosts"], "ranks": info["ranks"],
+    f = {"schema": "truffld.fleet/1", "kind": kind, "replica": info["replica"], "hosts": info["hosts"],
+         "ranks": info["ranks"],
          "evidence": evidence,
          "metrics": [dict(metric=m, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()})
                      for m, st in flagged]}
@@ -175,26 +209,26 @@ def _finding(kind, rep, info, flagged, window=None):
     return f
 
 
-def _replica_info(steps):
+def _unit_info(steps):
     info = {}
     for s in steps:
-        i = info.setdefault(s["replica"], {"hosts": set(), "ranks": set(), "steps": 0, "abnormal_steps": 0})
+        i = info.setdefault(s["unit"], {"replica": s["replica"], "hosts": set(), "ranks": set(), "steps": 0,
+                                        "abnormal_steps": 0})
         i["hosts"].update(s["hosts"])
         i["ranks"].update(s["ranks"])
         i["steps"] += 1
         i["abnormal_steps"] += s["abnormal"]
-    return {r: {"hosts": sorted(v["hosts"]), "ranks": sorted(v["ranks"]), "steps": v["steps"],
-                "abnormal_steps": v["abnormal_steps"]} for r, v in info.items()}
+    return {u: {**v, "hosts": sorted(v["hosts"]), "ranks": sorted(v["ranks"])} for u, v in info.items()}
 
 
 def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
-    per = {}  # (replica) -> {window: [(metric, stats)]}
+    per = {}  # unit -> {window: [(metric, stats)]}
     for m in metrics:
         for w in range(o.windows):
             entries = {}
             for i, rp in ratios[m].items():
                 if window[i] == w:
-                    entries.setdefault(steps[i]["replica"], []).append(rp)
+                    entries.setdefault(steps[i]["unit"], []).append(rp)
             summ = {r: _summaries(v, 0.5 * math.log(o.min_ratio)) for r, v in entries.items()}
             wo = Options(**{**o.__dict__, "min_steps": o.min_window_steps})
             slow, _ = _judge(summ, wo)
@@ -203,7 +237,7 @@ def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
                     per.setdefault(r, {}).setdefault(w, []).append((m, st))
     out = []
     t0, width = span
-    for r in sorted(per, key=lambda x: (len(x), x)):
+    for r in sorted(per, key=_natural):
         ws = sorted(per[r])
         runs = [[ws[0]]]
         for w in ws[1:]:
@@ -216,21 +250,23 @@ def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
                         flagged[m] = st
             win = {"start_ns": int(t0 + run[0] * width), "end_ns": int(t0 + (run[-1] + 1) * width),
                    "from_s": round((run[0] * width) / 1e9, 3), "to_s": round(((run[-1] + 1) * width) / 1e9, 3)}
-            out.append(_finding("slow_window", r, info[r], list(flagged.items()), win))
+            out.append(_finding("slow_window", info[r], list(flagged.items()), win))
     return out
 
 
 def heat_map(steps, ratios, window, span, o):
-    """Replicas x windows: the median step-time ratio to similar steps of other replicas."""
-    reps = sorted({s["replica"] for s in steps}, key=lambda x: (len(x), x))
+    """Units (replicas, or replica/host) x windows: the median step-time ratio to similar steps of
+    other replicas; "replica_of" gives each row's replica."""
+    reps = sorted({s["unit"] for s in steps}, key=_natural)
+    replica_of = {s["unit"]: s["replica"] for s in steps}
     cells = {r: [[] for _ in range(o.windows)] for r in reps}
     abnormal = {r: [0] * o.windows for r in reps}
     for i, (ratio, _) in ratios.get(STEP_TIME, {}).items():
-        cells[steps[i]["replica"]][window[i]].append(math.log(ratio))
+        cells[steps[i]["unit"]][window[i]].append(math.log(ratio))
     for i, s in enumerate(steps):
-        abnormal[s["replica"]][window[i]] += s["abnormal"]
+        abnormal[s["unit"]][window[i]] += s["abnormal"]
     t0, width = span
-    return {"replicas": reps,
+    return {"replicas": reps, "replica_of": [replica_of[r] for r in reps],
             "windows": [[int(t0 + w * width), int(t0 + (w + 1) * width)] for w in range(o.windows)],
             "ratio": [[round(math.exp(statistics.median(c)), 4) if c else None for c in cells[r]] for r in reps],
             "abnormal_steps": [abnormal[r] for r in reps]}
@@ -242,17 +278,16 @@ def reduce_fleet(rows, o=None):
     steps = aggregate(rows)
     if not steps:
         return {"findings": [], "heat": None, "replicas": {}}
-    info = _replica_info(steps)
+    info = _unit_info(steps)
     metrics, ratios, window, span = compare(steps, o)
     persistent = {}
     for m in metrics:
         entries = {}
         for i, rp in ratios[m].items():
-            entries.setdefault(steps[i]["replica"], []).append(rp)
+            entries.setdefault(steps[i]["unit"], []).append(rp)
         slow, _ = _judge({r: _summaries(v, 0.5 * math.log(o.min_ratio)) for r, v in entries.items()}, o)
         for r, st in slow.items():
             persistent.setdefault(r, {})[m] = st
-    findings = [_finding("slow_replica", r, info[r], list(persistent[r].items()))
-                for r in sorted(persistent, key=lambda x: (len(x), x))]
+    findings = [_finding("slow_replica", info[u], list(persistent[u].items())) for u in sorted(persistent, key=_natural)]
     findings += _window_findings(steps, metrics, ratios, window, persistent, info, span, o)
     return {"findings": findings, "heat": heat_map(steps, ratios, window, span, o), "replicas": info}
