@@ -48,7 +48,8 @@ class FleetTest(SchemaCase):
         window = put(FINDING, ["kind"], "slow_window")
         self.check(FINDING, {
             "slow_window without window": window,
-            "ratio not above 1": put(FINDING, ["metrics", 0, "ratio"], 0.9),
+            "ratio not positive": put(FINDING, ["metrics", 0, "ratio"], 0),
+            "steps a string": put(FINDING, ["metrics", 0, "steps"], "16"),
             "no metrics": drop(FINDING, "metrics"),
             "bad kind": put(FINDING, ["kind"], "fast_replica"),
             "empty evidence": put(FINDING, ["evidence"], ""),
