@@ -1,5 +1,6 @@
 """truffld-fleet in-process (no Dask) on healthy synthetic fleets of 8 replicas (TP2), several
-seeds: no finding, so fleet.jsonl is empty; truffld-diagnose --step-features is refused outside
+seeds: no finding, so fleet.jsonl is empty; a symlink planted at fleet.jsonl is replaced, not
+followed; truffld-diagnose --step-features is refused outside
 peer mode. Then one shard's dumps are corrupted: it is reported
 as shard_failed with its reason while the other shards complete (exit status 1).
 Usage: fleet_healthy_test.py --synth BIN --merge BIN --diagnose BIN --work DIR [--seeds 2,3]
@@ -43,6 +44,16 @@ def main():
         lines = fc.read_jsonl(os.path.join(out, "fleet.jsonl"))
         fc.check(lines == [], "seed %d: a healthy fleet raises no finding (%s)" % (seed, [f["evidence"] for f in lines]))
         print("seed %d: %.1f s" % (seed, time.monotonic() - t0))
+    # A symlink planted at fleet.jsonl is replaced, never followed.
+    victim = os.path.join(a.work, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep\n")
+    os.remove(os.path.join(out, "fleet.jsonl"))
+    os.symlink(victim, os.path.join(out, "fleet.jsonl"))
+    r = run_fleet(a, dumps, out)
+    fc.check(r.returncode == 0 and open(victim).read() == "keep\n" and
+             not os.path.islink(os.path.join(out, "fleet.jsonl")), "a planted symlink at fleet.jsonl is not followed")
+    fc.check(oct(os.stat(os.path.join(out, "fleet.jsonl")).st_mode & 0o777) == "0o640", "fleet.jsonl is 0640")
     # --step-features is a peer-mode flag.
     r = subprocess.run([a.diagnose, os.path.join(out, "replica-0", "merged"), "-o", os.path.join(a.work, "pooled"),
                         "--mode", "pooled", "--step-features", "--llm", "off", "-q"], stdout=subprocess.PIPE,
