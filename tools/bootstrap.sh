@@ -19,6 +19,8 @@ PACKAGES=(
   libcurl4-openssl-dev libsimdjson-dev libzstd-dev libsqlite3-dev zlib1g-dev libisal-dev libre2-dev
   # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks
   python3 python3-jsonschema python3-numpy python3-sklearn python3-torch
+  # truffld-fleet: shards on a Dask cluster (and its integration test's scheduler and workers)
+  python3-distributed
   # libFuzzer targets
   clang libclang-rt-14-dev
   # command-line tools used by tests and benchmarks (chromium: report.html in a real browser)

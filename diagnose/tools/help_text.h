@@ -16,6 +16,11 @@ Outputs (in OUTDIR):
   stats.json       input problems, per-view thresholds and residual models, stragglers,
                    Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
+  step_features.jsonl  with --step-features (peer mode): one compact line per (rank, step):
+                   replica/host/rank, phase, batch, tokens, context, step time, time since the
+                   previous step, the 8 costliest families' cost and expected cost, collective
+                   waits, verdict (schema: schemas/step_features.schema.json); truffld-fleet
+                   compares them across replicas
   diagnosis.trace.json  truffld-merge's trace.json (found beside the trees, or --trace) with a
                    "truffld diagnosis" process: abnormal units, faulty-operator markers with flow
                    arrows to their operator slices, verdicts in the step slices' args; open it in

@@ -19,6 +19,7 @@
 #include "report/html_report.h"
 #include "report/output.h"
 #include "report/stats_table.h"
+#include "report/step_features.h"
 #include "run/pipeline.h"
 #include "hang_cli.h"
 #include "help_text.h"
@@ -170,6 +171,14 @@ truffld::Status WriteOutputs(const Args& a, const td::PipelineResult& result, co
     TRUFFLD_RETURN_IF_ERROR(out.AddWith(a.export_tests, [&](const std::string& p) {
       return td::WriteTests(p, target, *result.peer);
     }));
+  }
+  if (a.step_features && result.peer) {
+    TRUFFLD_RETURN_IF_ERROR(out.AddWith((dir / "step_features.jsonl").string(), [&](const std::string& p) {
+      const td::StepFeatureOptions fo{a.replica, 8};
+      return td::WriteStepFeatures(p, td::BuildStepFeatures(target, *result.peer, result.diagnoses, fo));
+    }));
+  } else {
+    out.RemoveAtCommit((dir / "step_features.jsonl").string());
   }
   if (!a.no_html) {
     td::ReportContext with_run = ctx;

@@ -56,6 +56,11 @@ void AddPeerOptions(CLI::App& app, Args* a) {
                  "below it is labelled normal and its evidence says why")
       ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--export-tests", a->export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
+  app.add_flag("--step-features", a->step_features,
+               "peer mode: write OUTDIR/step_features.jsonl, one compact line per (rank, step): workload, step "
+               "time, time between steps, the costliest families' cost and expected cost, collective waits, "
+               "verdict (what truffld-fleet compares across replicas)");
+  app.add_option("--replica", a->replica, "peer mode: replica label written on every step_features.jsonl line");
 }
 
 void AddStageTwoOptions(CLI::App& app, Args* a) {

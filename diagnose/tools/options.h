@@ -18,6 +18,8 @@ struct Args {
   StageOneOptions s1;
   PeerStageOptions peer;
   std::string export_tests;
+  bool step_features = false;  // write OUTDIR/step_features.jsonl (peer mode)
+  std::string replica;        // replica label on its lines
   std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
   bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false, wait_lock = false;
   bool hang_only = false;         // --hang: localise a hang from summary.json, nothing else

@@ -2,6 +2,7 @@
 #include "truffld/synth/config.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 
 namespace truffld::synth {
@@ -101,6 +102,24 @@ Status ParseDeviceWindows(std::string_view spec, SynthConfig* cfg) {
   return Status::Ok();
 }
 
+Status ParseSlowHost(std::string_view spec, SynthConfig* cfg) {
+  const std::string bad = "--slow-host must be H:FACTOR (host index from 0, factor in [1, 10]), got '" +
+                          std::string(spec) + "'";
+  const size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return InvalidArgument(bad);
+  int host = -1;
+  const std::string_view h = spec.substr(0, colon);
+  auto r = std::from_chars(h.data(), h.data() + h.size(), host);
+  if (r.ec != std::errc() || r.ptr != h.data() + h.size() || host < 0) return InvalidArgument(bad);
+  const std::string f(spec.substr(colon + 1));
+  char* end = nullptr;
+  const double factor = f.empty() ? NAN : std::strtod(f.c_str(), &end);
+  if (f.empty() || end != f.c_str() + f.size() || !(factor >= 1.0 && factor <= 10.0)) return InvalidArgument(bad);
+  cfg->slow_host = host;
+  cfg->slow_host_factor = factor;
+  return Status::Ok();
+}
+
 Result<std::vector<double>> ParseIntensities(std::string_view spec) {
   std::vector<double> out;
   if (spec == "all") {
@@ -161,6 +180,10 @@ Status SynthConfig::Validate() const {
     return InvalidArgument("--label-min-cost-share must be in [0, 1]");
   }
   if (!(device_scale >= 0.1 && device_scale <= 100)) return InvalidArgument("--device-scale must be in [0.1, 100]");
+  if (slow_host >= hosts) {
+    return InvalidArgument("--slow-host " + std::to_string(slow_host) + ": there are only " + std::to_string(hosts) +
+                           " hosts (indices from 0)");
+  }
   if (!fault_classes.empty() && intensities.empty()) return InvalidArgument("--intensities is empty");
   if (comm_scopes.empty()) return InvalidArgument("--comm-scopes is empty");
   if (two_tier && device_windows == "all") {

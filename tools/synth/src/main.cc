@@ -115,7 +115,11 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
                   ",\n  \"workload_tags\": " + (cfg.workload_tags ? "true" : "false") + ",\n  \"label_min_intensity\": " +
                   Num(cfg.label_min_intensity) + ",\n  \"label_min_cost_share\": " + Num(cfg.label_min_cost_share) +
                   ",\n  \"host_ahead\": " + (cfg.host_ahead ? "true" : "false") + ",\n  \"device_scale\": " +
-                  Num(cfg.device_scale) + ",\n  \"device_windows\": \"" + cfg.device_windows +
+                  Num(cfg.device_scale) + ",\n  \"slow_host\": " +
+                  (cfg.slow_host < 0 ? std::string("null")
+                                     : "{\"host\": \"node" + std::to_string(cfg.slow_host) + "\", \"index\": " +
+                                           std::to_string(cfg.slow_host) + ", \"factor\": " + Num(cfg.slow_host_factor) + "}") +
+                  ",\n  \"device_windows\": \"" + cfg.device_windows +
                   "\",\n  \"two_tier\": " + (cfg.two_tier ? "true" : "false") + ",\n  \"records\": " + std::to_string(rep.records) +
                   ",\n  \"bytes_uncompressed\": " + std::to_string(rep.bytes) +
                   ",\n  \"rank_steps\": " + std::to_string(steps) +
@@ -190,6 +194,10 @@ int main(int argc, char** argv) {
   bool host_ahead = false;
   app.add_flag("--host-ahead", host_ahead, "device-bound steps (kernels x4 longer): the GPU queue absorbs host stalls");
   app.add_option("--device-scale", cfg.device_scale, "multiply every kernel and NCCL transfer's nominal time (--host-ahead: 4)")->capture_default_str();
+  std::string slow_host;
+  app.add_option("--slow-host", slow_host,
+                 "H:FACTOR: every kernel on host H (from 0) takes FACTOR times longer in every step (a slower node; "
+                 "unlabelled, recorded in synth_summary.json; only other replicas show it)");
   std::string windows = "all";
   bool two_tier = false;
   app.add_option("--device-windows", windows,
@@ -227,6 +235,12 @@ int main(int argc, char** argv) {
   if (Status st = ParseDeviceWindows(windows, &cfg); !st.ok()) {
     std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
     return kExitUsage;
+  }
+  if (!slow_host.empty()) {
+    if (Status st = ParseSlowHost(slow_host, &cfg); !st.ok()) {
+      std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
+      return kExitUsage;
+    }
   }
   if (host_ahead) {
     cfg.host_ahead = true;

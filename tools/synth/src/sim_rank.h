@@ -225,13 +225,14 @@ struct Simulator::Rank {
 };
 
 struct Simulator::Group {
-  Group(uint64_t seed, int host) : rng(seed, 0x6A0000ULL + static_cast<uint64_t>(host)) {}
+  Group(uint64_t seed, int host_index) : rng(seed, 0x6A0000ULL + static_cast<uint64_t>(host_index)), host(host_index) {}
   uint64_t Records() const {
     uint64_t n = 0;
     for (const Rank& r : ranks) n += r.w->records();
     return n;
   }
   Rng rng;
+  int host = 0;                 // index of the host this group runs on
   std::vector<Rank> ranks;
   std::vector<int> rank_ids;
   std::vector<std::string> hosts;

@@ -256,7 +256,7 @@ void Simulator::RunStep(std::vector<Group>& stages, const PlannedStep& ps, const
   for (int s = 0; s < pp; ++s) {
     Group& g = stages[s];
     BuildStepProgram(cat_, dims_, ps.shape, &ops, g.stage);
-    ScaleDevice(&ops);
+    ScaleDevice(&ops, g.host);
     int64_t nominal = 0;
     size_t body_begin = ops.size(), body_end = 0;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -319,14 +319,16 @@ void Simulator::RunStep(std::vector<Group>& stages, const PlannedStep& ps, const
   }
 }
 
-void Simulator::ScaleDevice(std::vector<Op>* ops) const {
-  if (cfg_.device_scale == 1.0) return;
+void Simulator::ScaleDevice(std::vector<Op>* ops, int host) const {
+  const double slow = host == cfg_.slow_host ? cfg_.slow_host_factor : 1.0;
+  if (cfg_.device_scale == 1.0 && slow == 1.0) return;
   for (Op& op : *ops) {
     for (int k = 0; k < op.nwork; ++k) {
       Work& w = op.work[k];
-      if (w.kind == WorkKind::kKernel || w.kind == WorkKind::kNccl) {
-        w.nominal_ns = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * cfg_.device_scale);
-      }
+      // A slow host's GPUs compute slower; its NCCL transfers run at the link's speed.
+      const double f = w.kind == WorkKind::kKernel ? cfg_.device_scale * slow
+                       : w.kind == WorkKind::kNccl ? cfg_.device_scale : 1.0;
+      if (f != 1.0) w.nominal_ns = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * f);
     }
   }
 }
@@ -398,7 +400,7 @@ Status Simulator::RunReplica(int replica) {
     save(&before, &gbefore);
     if (sched_faults) {  // a slow scheduler holds every rank of the replica before the step
       BuildStepProgram(cat_, dims_, ps.shape, &ops, stages[0].stage);
-      ScaleDevice(&ops);
+      ScaleDevice(&ops, stages[0].host);
       int64_t nominal = 0;
       for (const Op& op : ops) {
         for (int k = 0; k < op.nwork; ++k) nominal += op.work[k].nominal_ns;

@@ -101,6 +101,11 @@ struct SynthConfig {
   // model per GPU), so steps are device-bound and the GPU queue absorbs host stalls.
   bool host_ahead = false;
   double device_scale = 1.0;
+  // A slower node (--slow-host H:FACTOR): every kernel on host `slow_host` (index from 0, -1 =
+  // none) takes `slow_host_factor` times its nominal time in every step. Unlabelled: inside its
+  // replica every peer shares the slowness; only other replicas show it (truffld-fleet).
+  int slow_host = -1;
+  double slow_host_factor = 1.0;
   // Capture tiers, as the injector's TRUFFLD_DEVICE_WINDOWS: "all" (everything recorded), "off"
   // or "steps:N[:M]" (device activity only in windows of M consecutive steps in every N, counted
   // per rank from its first step; DEVICE_WINDOW edges around them). window_every/window_steps
@@ -128,6 +133,10 @@ struct SynthConfig {
 // Parses --device-windows ("all", "off", "steps:N[:M]") into cfg's device_windows, window_every
 // and window_steps.
 Status ParseDeviceWindows(std::string_view spec, SynthConfig* cfg);
+
+// Parses --slow-host "H:FACTOR" (host index from 0, factor in [1, 10]) into cfg's slow_host and
+// slow_host_factor.
+Status ParseSlowHost(std::string_view spec, SynthConfig* cfg);
 
 // All fault classes, in enum order.
 std::vector<FaultClass> AllFaultClasses();

@@ -85,7 +85,8 @@ class Simulator {
   // a CUDA graph in this step.
   void RunStep(std::vector<Group>& stages, const struct PlannedStep& ps, const std::string& step_name,
                std::vector<Op>& ops, int64_t* done, std::vector<size_t>* captured);
-  void ScaleDevice(std::vector<Op>* ops) const;  // --device-scale on kernels and NCCL transfers
+  // --device-scale on kernels and NCCL transfers, and --slow-host on the kernels of that host.
+  void ScaleDevice(std::vector<Op>* ops, int host) const;
   void EndGroupStep(Group& g);  // final synchronize, range pop, fault windows
   // Pipeline point-to-point: host side of a send/recv, and the pairing of `snd`'s pending sends
   // with `rcv`'s pending receives (pipeline.cc).

@@ -1,0 +1,118 @@
+"""Shard planning for truffld-fleet: which raw dumps form one model replica.
+
+A replica (one tensor-parallel x pipeline-parallel group) is the shard unit: its ranks are
+merged and diagnosed together, and nothing crosses replicas until the fleet reduce. By default
+every host is a replica (data parallelism across hosts, TP within a host: META "host" says
+which dumps belong together); a --replica-map file says otherwise (pipeline stages spread over
+hosts). Only each dump's first line (META) is read here: the traces are parsed by the C++
+tools. Pure logic except read_meta/load_replica_map (thin file adapters). Not thread-safe.
+"""
+import gzip
+import json
+import os
+import re
+import subprocess
+
+DUMP_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
+
+
+class PlanError(Exception):
+    """Bad input for planning: names the file and the problem."""
+
+
+def find_dumps(paths):
+    """Dump files among `paths` (files, or directories searched one level for truffld-*.jsonl*)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            for name in sorted(os.listdir(p)):
+                if name.startswith("truffld-") and name.endswith(DUMP_SUFFIXES):
+                    out.append(os.path.join(p, name))
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise PlanError("%s: no such file or directory" % p)
+    if not out:
+        raise PlanError("no dumps (truffld-*.jsonl[.gz|.zst]) among: %s" % " ".join(paths))
+    return out
+
+
+def _first_line(path):
+    if path.endswith(".zst"):
+        proc = subprocess.run(["zstd", "-dc", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        return proc.stdout.split(b"\n", 1)[0].decode("utf-8", "replace")
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.readline().decode("utf-8", "replace")
+
+
+def read_meta(path):
+    """The dump's META record (its first line) as a dict; PlanError when it is not one."""
+    try:
+        line = _first_line(path)
+    except OSError as e:
+        raise PlanError("%s: cannot read: %s" % (path, e)) from e
+    try:
+        meta = json.loads(line)
+    except ValueError as e:
+        raise PlanError("%s:1: first line is not JSON (%s); a dump starts with its META record" % (path, e)) from e
+    if not isinstance(meta, dict) or meta.get("type") != "META":
+        raise PlanError("%s:1: first record is not META" % path)
+    return meta
+
+
+def load_replica_map(path):
+    """--replica-map: JSON object {replica id: [rank, ...]} -> {rank: replica id}."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise PlanError("%s: cannot read the replica map: %s" % (path, e)) from e
+    if not isinstance(data, dict):
+        raise PlanError("%s: the replica map must be an object {replica: [ranks]}" % path)
+    by_rank = {}
+    for rep, ranks in data.items():
+        if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+            raise PlanError("%s: replica %r: ranks must be a list of integers" % (path, rep))
+        for r in ranks:
+            if r in by_rank:
+                raise PlanError("%s: rank %d is in replicas %r and %r" % (path, r, by_rank[r], rep))
+            by_rank[r] = str(rep)
+    return by_rank
+
+
+def natural_key(s):
+    """'node10' after 'node9'."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def plan_shards(dumps, rank_to_replica=None):
+    """Groups dumps into replicas.
+
+    `dumps`: [(path, meta)]. Without a map, hosts in natural order become replicas "0", "1", ...;
+    with one, the map's ids are used and a dump whose rank it lacks is a PlanError.
+    Returns [{"replica", "hosts", "ranks", "files"}] ordered by replica.
+    """
+    groups = {}
+    if rank_to_replica is None:
+        hosts = sorted({str(m.get("host", "")) for _, m in dumps}, key=natural_key)
+        ids = {h: str(i) for i, h in enumerate(hosts)}
+    for path, meta in dumps:
+        rank = meta.get("rank")
+        if rank_to_replica is None:
+            rep = ids[str(meta.get("host", ""))]
+        elif rank not in rank_to_replica:
+            raise PlanError("%s: rank %r is in no replica of the replica map" % (path, rank))
+        else:
+            rep = rank_to_replica[rank]
+        g = groups.setdefault(rep, {"replica": rep, "hosts": set(), "ranks": set(), "files": []})
+        g["hosts"].add(str(meta.get("host", "")))
+        if isinstance(rank, int):
+            g["ranks"].add(rank)
+        g["files"].append(path)
+    shards = []
+    for rep in sorted(groups, key=natural_key):
+        g = groups[rep]
+        shards.append({"replica": rep, "hosts": sorted(g["hosts"], key=natural_key),
+                       "ranks": sorted(g["ranks"]), "files": sorted(g["files"])})
+    return shards
