@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "db_sink.h"
 #include "diagnosis_rows.h"
+#include "row_batches.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
 #include "stats.h"
@@ -36,6 +38,11 @@ struct CollectSink : RowSink {
     return Status::Ok();
   }
   Status Collective(const CollectiveRow& r) override { collectives.push_back(r); return Status::Ok(); }
+  std::vector<std::pair<int64_t, std::string>> strings;
+  Status String(int64_t id, std::string_view text) override {
+    strings.emplace_back(id, std::string(text));
+    return Status::Ok();
+  }
 };
 
 std::string Node(const std::string& layer, const std::string& name, int64_t s, int64_t e, const std::string& extra = "",
@@ -101,6 +108,32 @@ TEST(TreeRows, RepeatedNodesAreOneRow) {
   EXPECT_EQ(sink.collectives[0].comm, "7a11");
   EXPECT_EQ(sink.collectives[0].bytes, 1024);
   EXPECT_EQ(sink.collectives[0].world_size, 2);
+}
+
+// A batch interns names once, replays each new text before the rows that use its id, and keeps
+// the rows' own texts valid after the parsed lines are gone.
+TEST(RowBatch, ReplaysInternedRows) {
+  TreeRows rows;
+  StringIds ids;
+  RowBatch batch(&ids);
+  long long n = 0;
+  for (std::string l : SmallTrace()) {
+    ASSERT_TRUE(rows.AddLine(l, "t.jsonl", ++n, &batch).ok());
+    l.assign(l.size(), 'x');  // the batch must not point into the line
+  }
+  CollectSink sink;
+  ASSERT_TRUE(batch.Replay(&sink).ok());
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_EQ(sink.steps[0].name, "step");
+  EXPECT_EQ(sink.requests, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(sink.devices.size(), 4u);
+  std::map<int64_t, std::string> text(sink.strings.begin(), sink.strings.end());
+  EXPECT_EQ(text.size(), sink.strings.size());  // each text once
+  EXPECT_EQ(text[sink.devices[0].name_id], "gemmA");
+  EXPECT_EQ(text[sink.ops[0].family_id], "aten::mm");
+  EXPECT_EQ(sink.devices[0].name_id, sink.devices[0].family_id);  // the test names families as names
+  EXPECT_EQ(sink.calls[0].name_id, sink.calls[1].name_id);       // cudaLaunchKernel, once
+  EXPECT_EQ(sink.devices[2].copy_kind, "HtoD");
 }
 
 TEST(TreeRows, BadLinesAreNamedAndSkipped) {

@@ -23,7 +23,7 @@ Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
       {&k->kernel_, "INSERT INTO kernel_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&k->copy_, "INSERT INTO copy_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&k->sync_, "INSERT INTO sync_rows VALUES (?,?,?,?,?,?,?,?,?,?,?)"},
-      {&k->collective_, "INSERT INTO collectives VALUES (?,?,?,?,?,?,?,?,?,?,?)"},
+      {&k->collective_, "INSERT INTO collectives VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"},
   };
   for (const Item& it : items) {
     auto s = db->Prepare(it.sql);
@@ -33,7 +33,17 @@ Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
   return k;
 }
 
-Status DbSink::BindString(SqliteStmt* s, int i, std::string_view text) {
+Status DbSink::String(int64_t id, std::string_view text) {
+  string_.Bind(1, id);
+  string_.Bind(2, text);
+  return string_.Run();
+}
+
+Status DbSink::BindString(SqliteStmt* s, int i, std::string_view text, int64_t id) {
+  if (id > 0) {
+    s->Bind(i, id);
+    return Status::Ok();
+  }
   if (text.empty()) {
     s->BindNull(i);
     return Status::Ok();
@@ -82,8 +92,8 @@ Status DbSink::Op(const OpRow& r) {
   s.Bind(2, r.step_id);
   s.Bind(3, r.view);
   s.Bind(4, r.layer);
-  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 5, r.family));
-  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 6, r.name));
+  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 5, r.family, r.family_id));
+  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 6, r.name, r.name_id));
   BindText(&s, 7, r.domain);
   s.Bind(8, r.thread_id);
   s.Bind(9, r.start);
@@ -101,8 +111,8 @@ Status DbSink::Call(const CallRow& r) {
   s.Bind(3, r.op_id);
   s.Bind(4, r.parent_call_id);
   s.Bind(5, r.layer);
-  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 6, r.name));
-  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 7, r.family));
+  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 6, r.name, r.name_id));
+  TRUFFLD_RETURN_IF_ERROR(BindString(&s, 7, r.family, r.family_id));
   s.Bind(8, r.thread_id);
   s.Bind(9, r.correlation_id);
   s.Bind(10, r.cbid);
@@ -122,8 +132,8 @@ Status DbSink::Device(const DeviceRow& r) {
   s.Bind(i++, r.op_id);
   s.Bind(i++, r.call_id);
   if (!kernel && !sync) s.Bind(i++, r.layer);
-  TRUFFLD_RETURN_IF_ERROR(BindString(&s, i++, r.name));
-  if (kernel) TRUFFLD_RETURN_IF_ERROR(BindString(&s, i++, r.family));
+  TRUFFLD_RETURN_IF_ERROR(BindString(&s, i++, r.name, r.name_id));
+  if (kernel) TRUFFLD_RETURN_IF_ERROR(BindString(&s, i++, r.family, r.family_id));
   if (!kernel && !sync) {
     BindText(&s, i++, r.copy_kind);
     s.Bind(i++, r.bytes);
@@ -152,13 +162,14 @@ Status DbSink::Collective(const CollectiveRow& r) {
   s.Bind(2, r.step_id);
   s.Bind(3, r.rank);
   if (r.comm) s.Bind(4, *r.comm); else s.BindNull(4);
-  if (r.op) s.Bind(5, *r.op); else s.BindNull(5);
-  s.Bind(6, r.bytes);
-  s.Bind(7, r.world_size);
-  s.Bind(8, r.root);
-  s.Bind(9, r.peer);
-  s.Bind(10, r.start);
-  s.Bind(11, r.end);
+  s.Bind(5, r.comm_rank);
+  if (r.op) s.Bind(6, *r.op); else s.BindNull(6);
+  s.Bind(7, r.bytes);
+  s.Bind(8, r.world_size);
+  s.Bind(9, r.root);
+  s.Bind(10, r.peer);
+  s.Bind(11, r.start);
+  s.Bind(12, r.end);
   return s.Run();
 }
 

@@ -25,6 +25,7 @@ class DbSink : public RowSink {
   Status Call(const CallRow& r) override;
   Status Device(const DeviceRow& r) override;
   Status Collective(const CollectiveRow& r) override;
+  Status String(int64_t id, std::string_view text) override;
 
  private:
   DbSink() = default;
@@ -32,8 +33,9 @@ class DbSink : public RowSink {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  // Binds the id of `text` (inserting it into `strings` when new), NULL for "".
-  Status BindString(SqliteStmt* s, int i, std::string_view text);
+  // Binds `id` when the row came interned (> 0), else the id of `text` (inserting it into
+  // `strings` when new); NULL for neither.
+  Status BindString(SqliteStmt* s, int i, std::string_view text, int64_t id);
   std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> ids_;
   SqliteStmt string_, step_, request_, op_, call_, kernel_, copy_, sync_, collective_;
 };

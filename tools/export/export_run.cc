@@ -5,6 +5,7 @@
 
 #include "db_sink.h"
 #include "diagnosis_rows.h"
+#include "row_batches.h"
 #include "read/tree_reader.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
@@ -25,18 +26,12 @@ constexpr const char* kPragmas =
     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
 
 Status ReadTrees(const std::string& path, SqliteDb* db, ExportResult* out) {
-  auto reader = LineReader::Open(path);
-  if (!reader.ok()) return reader.status();
   auto sink = DbSink::Create(db);
   if (!sink.ok()) return sink.status();
   TreeRows rows;
   TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
-  std::string_view line;
-  while ((*reader)->Next(&line)) {
-    TRUFFLD_RETURN_IF_ERROR(rows.AddLine(line, path, (*reader)->line_number(), sink->get()));
-  }
-  TRUFFLD_RETURN_IF_ERROR((*reader)->status());
-  for (const LineWarning& w : (*reader)->warnings()) rows.AddProblem(w.message);
+  TRUFFLD_RETURN_IF_ERROR(
+      ParseTreesInBackground(path, &rows, [&](const RowBatch& b) { return b.Replay(sink->get()); }));
   TRUFFLD_RETURN_IF_ERROR(db->Exec("COMMIT"));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {

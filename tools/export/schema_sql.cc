@@ -119,7 +119,8 @@ CREATE TABLE collectives (      -- comm ranges with their NVTX payload
   op_id      INTEGER PRIMARY KEY REFERENCES op_rows(op_id),
   step_id    INTEGER NOT NULL REFERENCES steps(step_id),
   rank       INTEGER,
-  comm       TEXT,              -- communicator id from the payload (NULL when absent)
+  comm       TEXT,              -- communicator from the payload (NCCL's: a process-local handle)
+  comm_rank  INTEGER,           -- the rank within the communicator (payload "rank")
   op         TEXT,              -- e.g. all_reduce, from the payload
   bytes      INTEGER,
   world_size INTEGER,           -- participants the payload names
@@ -193,13 +194,14 @@ CREATE VIEW device_activity AS  -- every kernel, copy and memset with its rank
   UNION ALL
   SELECT s.rank, d.step_id, d.kind, d.name, d.device, d.stream, d.start_ns, d.end_ns, d.duration_ns
     FROM copies d JOIN steps s USING (step_id);
-CREATE VIEW collective_groups AS  -- the n-th collective of a communicator across ranks
-  SELECT comm, seq, MIN(op) AS op, MAX(bytes) AS bytes, MAX(world_size) AS world_size,
+CREATE VIEW collective_groups AS  -- the n-th collective of a step on every rank that ran it
+  SELECT step_index, seq, MIN(op) AS op, MAX(bytes) AS bytes, MAX(world_size) AS world_size,
          COUNT(DISTINCT rank) AS participants, GROUP_CONCAT(rank) AS ranks,
          MIN(start_ns) AS first_start_ns, MAX(start_ns) AS last_start_ns, MAX(end_ns) AS last_end_ns
-    FROM (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY comm, rank ORDER BY start_ns, op_id) AS seq
-            FROM collectives c WHERE comm IS NOT NULL)
-   GROUP BY comm, seq;
+    FROM (SELECT c.*, s.step_index,
+                 ROW_NUMBER() OVER (PARTITION BY c.rank, s.step_index ORDER BY c.start_ns, c.op_id) AS seq
+            FROM collectives c JOIN steps s USING (step_id))
+   GROUP BY step_index, seq;
 )sql";
 
 const char* const kCreateIndexes = R"sql(

@@ -327,6 +327,7 @@ Status TreeRows::Impl::EmitOp(const TreeNode& n, const Context& ctx, int64_t id,
     if (p["op"].get(e) == simdjson::SUCCESS) c.op = JsonText(e);
     c.bytes = num("bytes");
     c.world_size = num("world_size");
+    c.comm_rank = num("rank");
     c.root = num("root");
     c.peer = num("peer");
   }

@@ -33,21 +33,22 @@ struct StepRow {
   std::string_view host, name, phase, source;
   bool device_detail = true;
 };
+// A *_id of a name or family is 0 until a RowBatch interns it (then the text may be empty).
 struct OpRow {
-  int64_t op_id = 0, step_id = 0, depth = 0;
+  int64_t op_id = 0, step_id = 0, depth = 0, family_id = 0, name_id = 0;
   OptInt parent_op_id, thread_id;
   std::string_view view, layer, family, name, domain;
   int64_t start = 0, end = 0;
 };
 struct CallRow {
-  int64_t call_id = 0, step_id = 0;
+  int64_t call_id = 0, step_id = 0, name_id = 0, family_id = 0;
   OptInt op_id, parent_call_id, thread_id, correlation_id, cbid, return_code;
   std::string_view layer, name, family;
   int64_t start = 0, end = 0;
 };
 // A kernel, memcpy, memset or sync node (layer says which).
 struct DeviceRow {
-  int64_t id = 0, step_id = 0;
+  int64_t id = 0, step_id = 0, name_id = 0, family_id = 0;
   OptInt op_id, call_id, device, stream, correlation_id, bytes, graph_id, graph_node_id;
   std::string_view layer, name, family, copy_kind;
   int64_t start = 0, end = 0;
@@ -56,7 +57,7 @@ struct DeviceRow {
 };
 struct CollectiveRow {
   int64_t op_id = 0, step_id = 0;
-  OptInt rank, bytes, world_size, root, peer;
+  OptInt rank, comm_rank, bytes, world_size, root, peer;
   std::optional<std::string> comm, op;
   int64_t start = 0, end = 0;
 };
@@ -71,6 +72,12 @@ class RowSink {
   virtual Status Call(const CallRow& r) = 0;
   virtual Status Device(const DeviceRow& r) = 0;
   virtual Status Collective(const CollectiveRow& r) = 0;
+  // A text interned before the rows that use its id (RowBatch); ignored by default.
+  virtual Status String(int64_t id, std::string_view text) {
+    (void)id;
+    (void)text;
+    return Status::Ok();
+  }
 };
 
 struct TreeRowCounts {
