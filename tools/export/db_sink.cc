@@ -23,7 +23,7 @@ Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
       {&k->kernel_, "INSERT INTO kernel_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&k->copy_, "INSERT INTO copy_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&k->sync_, "INSERT INTO sync_rows VALUES (?,?,?,?,?,?,?,?,?,?,?)"},
-      {&k->collective_, "INSERT INTO collectives VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&k->collective_, "INSERT INTO collectives VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"},
   };
   for (const Item& it : items) {
     auto s = db->Prepare(it.sql);
@@ -161,15 +161,16 @@ Status DbSink::Collective(const CollectiveRow& r) {
   s.Bind(1, r.op_id);
   s.Bind(2, r.step_id);
   s.Bind(3, r.rank);
-  if (r.comm) s.Bind(4, *r.comm); else s.BindNull(4);
-  s.Bind(5, r.comm_rank);
-  if (r.op) s.Bind(6, *r.op); else s.BindNull(6);
-  s.Bind(7, r.bytes);
-  s.Bind(8, r.world_size);
-  s.Bind(9, r.root);
-  s.Bind(10, r.peer);
-  s.Bind(11, r.start);
-  s.Bind(12, r.end);
+  BindText(&s, 4, r.family);
+  if (r.comm) s.Bind(5, *r.comm); else s.BindNull(5);
+  s.Bind(6, r.comm_rank);
+  if (r.op) s.Bind(7, *r.op); else s.BindNull(7);
+  s.Bind(8, r.bytes);
+  s.Bind(9, r.world_size);
+  s.Bind(10, r.root);
+  s.Bind(11, r.peer);
+  s.Bind(12, r.start);
+  s.Bind(13, r.end);
   return s.Run();
 }
 

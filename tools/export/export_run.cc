@@ -184,7 +184,6 @@ Result<ExportResult> ExportRun(const ExportOptions& o) {
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r));
     TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));
-    TRUFFLD_RETURN_IF_ERROR(d->Exec("ANALYZE"));
   }
   TRUFFLD_RETURN_IF_ERROR(file->Commit());
   return r;

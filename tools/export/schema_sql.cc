@@ -119,9 +119,10 @@ CREATE TABLE collectives (      -- comm ranges with their NVTX payload
   op_id      INTEGER PRIMARY KEY REFERENCES op_rows(op_id),
   step_id    INTEGER NOT NULL REFERENCES steps(step_id),
   rank       INTEGER,
+  family     TEXT,              -- the comm range's family, e.g. ncclAllReduce
   comm       TEXT,              -- communicator from the payload (NCCL's: a process-local handle)
   comm_rank  INTEGER,           -- the rank within the communicator (payload "rank")
-  op         TEXT,              -- e.g. all_reduce, from the payload
+  op         TEXT,              -- the payload's operation, e.g. the reduction sum
   bytes      INTEGER,
   world_size INTEGER,           -- participants the payload names
   root       INTEGER,
@@ -195,7 +196,7 @@ CREATE VIEW device_activity AS  -- every kernel, copy and memset with its rank
   SELECT s.rank, d.step_id, d.kind, d.name, d.device, d.stream, d.start_ns, d.end_ns, d.duration_ns
     FROM copies d JOIN steps s USING (step_id);
 CREATE VIEW collective_groups AS  -- the n-th collective of a step on every rank that ran it
-  SELECT step_index, seq, MIN(op) AS op, MAX(bytes) AS bytes, MAX(world_size) AS world_size,
+  SELECT step_index, seq, MIN(family) AS family, MIN(op) AS op, MAX(bytes) AS bytes, MAX(world_size) AS world_size,
          COUNT(DISTINCT rank) AS participants, GROUP_CONCAT(rank) AS ranks,
          MIN(start_ns) AS first_start_ns, MAX(start_ns) AS last_start_ns, MAX(end_ns) AS last_end_ns
     FROM (SELECT c.*, s.step_index,

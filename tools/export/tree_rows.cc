@@ -319,6 +319,7 @@ Status TreeRows::Impl::EmitOp(const TreeNode& n, const Context& ctx, int64_t id,
   c.rank = rank;
   c.start = r.start;
   c.end = r.end;
+  c.family = n.family;
   simdjson::dom::object p;
   if (n.has_payload && n.payload.get_object().get(p) == simdjson::SUCCESS) {
     simdjson::dom::element e;

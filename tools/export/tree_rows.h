@@ -59,6 +59,7 @@ struct CollectiveRow {
   int64_t op_id = 0, step_id = 0;
   OptInt rank, comm_rank, bytes, world_size, root, peer;
   std::optional<std::string> comm, op;
+  std::string family;  // the comm range's family, e.g. ncclAllReduce
   int64_t start = 0, end = 0;
 };
 
