@@ -179,6 +179,7 @@ TEST(RunStats, HandCountsOnASmallTrace) {
     auto db = SqliteDb::Open(path, SqliteDb::Mode::kCreate);
     ASSERT_TRUE(db.ok()) << db.status().message();
     ASSERT_TRUE((*db)->Exec(kCreateTables).ok());
+    ASSERT_TRUE((*db)->Exec(kCreateStepIndexes).ok());
     auto sink = DbSink::Create(db->get());
     ASSERT_TRUE(sink.ok()) << sink.status().message();
     TreeRows rows;

@@ -180,6 +180,7 @@ Result<ExportResult> ExportRun(const ExportOptions& o) {
     SqliteDb* d = db->get();
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
+    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateStepIndexes));
     TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, &r));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r));
