@@ -222,6 +222,12 @@ class ExportSynthetic(unittest.TestCase):
         p = run(EXPORT, self.merged, "-o", os.path.join(WORK, "no-dir", "x.sqlite"), check=False)
         self.assertEqual(p.returncode, 3)
         self.assertEqual(run(EXPORT, self.merged, check=False).returncode, 2)
+        not_db = os.path.join(WORK, "not.sqlite")
+        with open(not_db, "w") as f:
+            f.write("not a database\n")
+        p = run(EXPORT, "--db", not_db, "--stats", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not.sqlite: not a truffld-export database", p.stderr)
 
     def test_planted_symlink_is_replaced_not_followed(self):
         target = os.path.join(WORK, "victim.txt")

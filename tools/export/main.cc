@@ -6,6 +6,7 @@
 #include <string>
 
 #include "export_run.h"
+#include "schema_sql.h"
 #include "sqlite_db.h"
 #include "stats.h"
 #include "stats_format.h"
@@ -73,6 +74,12 @@ void Report(const ExportResult& r, const std::string& out) {
 int Stats(const Args& a, const std::string& path) {
   auto db = SqliteDb::Open(path, SqliteDb::Mode::kReadOnly);
   if (!db.ok()) return Fail(kExitInput, db.status().message());
+  auto schema = (*db)->Prepare("SELECT value FROM run WHERE key = 'schema'");
+  Status st;
+  if (!schema.ok() || !schema->Next(&st) || schema->Text(0) != kSqliteSchemaVersion) {
+    return Fail(kExitInput, path + ": not a truffld-export database (" + std::string(kSqliteSchemaVersion) +
+                                ")" + (schema.ok() ? "" : ": " + schema.status().message()));
+  }
   auto stats = ComputeRunStats(db->get());
   if (!stats.ok()) return Fail(kExitInput, stats.status().message());
   if (!a.stats_json.empty()) {

@@ -89,7 +89,10 @@ Status SqliteDb::Exec(const std::string& sql) {
 Result<SqliteStmt> SqliteDb::Prepare(const std::string& sql) {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-    std::string msg = path_ + ": SQLite cannot prepare: " + sqlite3_errmsg(db_) + " in: " + sql;
+    // The statement's start names it; the whole of a summary query would bury the reason.
+    std::string head = sql.substr(sql.find_first_not_of(" \n"), 60);
+    for (char& c : head) c = c == '\n' ? ' ' : c;
+    std::string msg = path_ + ": SQLite cannot prepare: " + sqlite3_errmsg(db_) + " (in: " + head + "...)";
     sqlite3_finalize(s);
     return IoError(std::move(msg));
   }
