@@ -219,6 +219,13 @@ class ExportSynthetic(unittest.TestCase):
         p = run(EXPORT, self.merged, "--diagnosis", empty, "-o", os.path.join(WORK, "x.sqlite"), check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("no diagnosis.jsonl", p.stderr)
+        corrupt = os.path.join(WORK, "corrupt")
+        os.makedirs(corrupt, exist_ok=True)
+        with open(os.path.join(corrupt, "trees.jsonl.gz"), "wb") as f:
+            f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 64)
+        p = run(EXPORT, corrupt, "-o", os.path.join(WORK, "x.sqlite"), check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("trees.jsonl.gz", p.stderr)
         p = run(EXPORT, self.merged, "-o", os.path.join(WORK, "no-dir", "x.sqlite"), check=False)
         self.assertEqual(p.returncode, 3)
         self.assertEqual(run(EXPORT, self.merged, check=False).returncode, 2)

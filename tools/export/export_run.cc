@@ -25,18 +25,19 @@ constexpr const char* kPragmas =
     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
 
-Status ReadTrees(const std::string& path, SqliteDb* db, ExportResult* out) {
+Status ReadTrees(const std::string& path, SqliteDb* db, ExportResult* out, bool* input_failed) {
   auto sink = DbSink::Create(db);
   if (!sink.ok()) return sink.status();
   TreeRows rows;
   TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
   TRUFFLD_RETURN_IF_ERROR(
-      ParseTreesInBackground(path, &rows, [&](const RowBatch& b) { return b.Replay(sink->get()); }));
+      ParseTreesInBackground(path, &rows, [&](const RowBatch& b) { return b.Replay(sink->get()); }, input_failed));
   TRUFFLD_RETURN_IF_ERROR(db->Exec("COMMIT"));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
     std::string why = path + ": no truffld.trees/1 line could be read";
     if (!out->trees.problems.empty()) why += " (first problem: " + out->trees.problems.front() + ")";
+    *input_failed = true;
     return ParseError(why);
   }
   return Status::Ok();
@@ -87,9 +88,12 @@ Status InsertVerdict(const VerdictRow& v, SqliteStmt* verdict, SqliteStmt* fault
   return Status::Ok();
 }
 
-Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out) {
+Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, bool* input_failed) {
   auto reader = LineReader::Open(path);
-  if (!reader.ok()) return reader.status();
+  if (!reader.ok()) {
+    *input_failed = true;
+    return reader.status();
+  }
   auto verdict = db->Prepare("INSERT INTO verdicts (verdict_id, rank, step_index, view, phase, label, duration_ns,"
                              " start_ns, end_ns, impact_ns, absorbed_ns, waited_ns, waiting_on_rank, p_value,"
                              " stage2_source, evidence) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -110,7 +114,10 @@ Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out) {
     out->faulty_ops += v->faulty.size();
     TRUFFLD_RETURN_IF_ERROR(InsertVerdict(*v, &*verdict, &*faulty, static_cast<int64_t>(out->verdicts)));
   }
-  TRUFFLD_RETURN_IF_ERROR((*reader)->status());
+  if (!(*reader)->status().ok()) {
+    *input_failed = true;
+    return (*reader)->status();
+  }
   for (const LineWarning& w : (*reader)->warnings()) out->problems.push_back(w.message);
   TRUFFLD_RETURN_IF_ERROR(db->Exec(
       "UPDATE verdicts SET step_id = (SELECT MIN(s.step_id) FROM steps s WHERE s.rank IS verdicts.rank"
@@ -157,8 +164,9 @@ Status WriteRunTable(SqliteDb* db, const ExportResult& r) {
 
 }  // namespace
 
-Result<ExportResult> ExportRun(const ExportOptions& o) {
+Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
   ExportResult r;
+  *input_failed = true;  // until the inputs are found
   auto trees = diagnose::ResolveTreesPath(o.merge_dir);
   if (!trees.ok()) return trees.status();
   r.trees_path = *trees;
@@ -171,6 +179,7 @@ Result<ExportResult> ExportRun(const ExportOptions& o) {
     if (!diag.ok()) return diag.status();
     r.diagnosis_path = *diag;
   }
+  *input_failed = false;
   auto file = AtomicFile::Create(o.output);
   if (!file.ok()) return file.status();
   TRUFFLD_RETURN_IF_ERROR(file->Close());  // SQLite opens the empty file by its name
@@ -181,9 +190,9 @@ Result<ExportResult> ExportRun(const ExportOptions& o) {
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateStepIndexes));
-    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, &r));
+    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateIndexes));
-    if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r));
+    if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));
   }
   TRUFFLD_RETURN_IF_ERROR(file->Commit());

@@ -31,8 +31,9 @@ struct ExportResult {
   std::vector<std::string> problems;  // diagnosis and summary problems, "file[:line]: problem"
 };
 
-// kNotFound / kIoError naming the input that cannot be read, kParseError when trees.jsonl has
-// no tree at all, kIoError naming the output when it cannot be written.
-Result<ExportResult> ExportRun(const ExportOptions& options);
+// On failure the status names the file and the problem, and *input_failed says whether an
+// input was at fault (missing, unreadable, no tree at all) rather than the output (cannot be
+// created or written).
+Result<ExportResult> ExportRun(const ExportOptions& options, bool* input_failed);
 
 }  // namespace truffld::exporter

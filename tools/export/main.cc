@@ -98,11 +98,9 @@ int Run(const Args& a) {
     return Stats(a, a.db);
   }
   if (a.merge_dir.empty() || a.output.empty()) return Fail(kExitUsage, "MERGE_DIR and -o DB are required (or --db DB)");
-  auto r = ExportRun(ExportOptions{a.merge_dir, a.diagnose_dir, a.output});
-  if (!r.ok()) {
-    const bool input = r.status().code() == StatusCode::kNotFound || r.status().code() == StatusCode::kParseError;
-    return Fail(input ? kExitInput : kExitOutput, r.status().message());
-  }
+  bool input_failed = false;
+  auto r = ExportRun(ExportOptions{a.merge_dir, a.diagnose_dir, a.output}, &input_failed);
+  if (!r.ok()) return Fail(input_failed ? kExitInput : kExitOutput, r.status().message());
   if (!a.quiet) Report(*r, a.output);
   if (a.stats || !a.stats_json.empty()) return Stats(a, a.output);
   return kExitOk;

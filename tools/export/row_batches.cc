@@ -159,7 +159,7 @@ Status RowBatch::Replay(RowSink* sink) const {
 }
 
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume) {
+                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed) {
   Queue q;
   std::thread parser(Produce, path, rows, &q);
   Status result;
@@ -170,6 +170,7 @@ Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
       q.cv.wait(lock, [&q] { return !q.batches.empty() || q.done; });
       if (q.batches.empty()) {
         result = q.status;
+        *reader_failed = !result.ok();
         break;
       }
       b = std::move(q.batches.front());

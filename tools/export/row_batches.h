@@ -73,8 +73,9 @@ class RowBatch : public RowSink {
 
 // Reads `path` line by line into `rows` on a background thread and calls `consume` on the
 // calling thread with each full batch, in file order. Returns the reader's status (naming the
-// file), or the first error `consume` returned (the parser is then stopped).
+// file; *reader_failed is then set), or the first error `consume` returned (the parser is then
+// stopped).
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume);
+                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed);
 
 }  // namespace truffld::exporter
