@@ -17,8 +17,9 @@ PACKAGES=(
   # libraries
   nlohmann-json3-dev libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libsimdjson-dev libzstd-dev libsqlite3-dev zlib1g-dev libisal-dev libre2-dev
-  # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks
-  python3 python3-jsonschema python3-numpy python3-sklearn python3-torch
+  # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks,
+  # pandas.read_sql on truffld-export's database
+  python3 python3-jsonschema python3-numpy python3-sklearn python3-torch python3-pandas
   # truffld-fleet: shards on a Dask cluster (and its integration test's scheduler and workers)
   python3-distributed
   # libFuzzer targets

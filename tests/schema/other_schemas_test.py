@@ -199,5 +199,33 @@ class SummaryTest(SchemaCase):
         self.assertFalse(v.is_valid({}), "an empty summary must be rejected")
 
 
+STATS_SUMMARY = {
+    "schema": "truffld.stats-summary/1", "kernels": 3, "kernel_total_ns": 550,
+    "kernel_summary": [{"name": "gemmA", "count": 1, "total_ns": 200, "avg_ns": 200.0, "min_ns": 200,
+                        "max_ns": 200, "share": 0.36}],
+    "step_idle": [{"rank": 0, "step_index": 0, "duration_ns": 1000, "busy_ns": 550, "idle_share": 0.45}],
+    "rank_idle": [{"rank": None, "steps": 1, "duration_ns": 1000, "busy_ns": 550, "idle_share": 0.45,
+                   "min_step_idle_share": 0.45, "max_step_idle_share": 0.45}],
+    "launch_latency": [{"api": "cudaLaunchKernel", "count": 3, "min_ns": 50, "p50_ns": 180, "p90_ns": 260,
+                        "p99_ns": 260, "max_ns": 260, "p50_after_end_ns": 170}],
+    "overlap": [{"rank": 0, "compute_ns": 300, "comm_ns": 200, "overlap_ns": 50, "overlap_share": 0.25}]}
+
+
+class StatsSummaryTest(SchemaCase):
+    schema_file = "stats-summary.schema.json"
+
+    def test_stats_summary(self):
+        self.check(STATS_SUMMARY, {
+            "wrong schema": put(STATS_SUMMARY, ["schema"], "truffld.stats-summary/2"),
+            "missing overlap": drop(STATS_SUMMARY, "overlap"),
+            "share above 1": put(STATS_SUMMARY, ["kernel_summary", 0, "share"], 1.5),
+            "zero-length step": put(STATS_SUMMARY, ["step_idle", 0, "duration_ns"], 0),
+            "rank as text": put(STATS_SUMMARY, ["overlap", 0, "rank"], "0"),
+            "unknown key": put(STATS_SUMMARY, ["extra"], 1),
+            "percentile missing": put(STATS_SUMMARY, ["launch_latency", 0],
+                                      drop(STATS_SUMMARY["launch_latency"][0], "p99_ns")),
+        })
+
+
 if __name__ == "__main__":
     truffld_unittest.main()

@@ -1,0 +1,46 @@
+// DbSink: the RowSink that inserts TreeRows' rows into the export database through prepared
+// statements (one per table, reused for every row) inside the caller's transaction. Names and
+// families are interned: each distinct text is one `strings` row and the *_rows tables hold its
+// id (a kernel name is often hundreds of bytes, repeated on every launch).
+// Thread-safety: one DbSink per thread, with its database.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "sqlite_db.h"
+#include "tree_rows.h"
+
+namespace truffld::exporter {
+
+class DbSink : public RowSink {
+ public:
+  // Prepares the INSERTs; the tables must exist (kCreateTables).
+  static Result<std::unique_ptr<DbSink>> Create(SqliteDb* db);
+
+  Status Step(const StepRow& r) override;
+  Status Request(int64_t step_id, std::string_view request_id, int64_t position) override;
+  Status Op(const OpRow& r) override;
+  Status Call(const CallRow& r) override;
+  Status Device(const DeviceRow& r) override;
+  Status Collective(const CollectiveRow& r) override;
+  Status String(int64_t id, std::string_view text) override;
+
+ private:
+  DbSink() = default;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // Binds `id` when the row came interned (> 0), else the id of `text` (inserting it into
+  // `strings` when new); NULL for neither.
+  Status BindString(SqliteStmt* s, int i, std::string_view text, int64_t id);
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> ids_;
+  SqliteStmt string_, step_, request_, op_, call_, kernel_, copy_, sync_, collective_;
+};
+
+// Binds a string_view as TEXT, an empty one as NULL.
+void BindText(SqliteStmt* s, int i, std::string_view v);
+
+}  // namespace truffld::exporter

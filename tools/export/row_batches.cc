@@ -1,0 +1,192 @@
+// RowBatch and the background parser (see row_batches.h).
+#include "row_batches.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "truffld/line_reader.h"
+
+namespace truffld::exporter {
+
+namespace {
+
+constexpr size_t kBatchRows = 1 << 16;
+constexpr size_t kQueued = 3;
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+// Batches handed from the parser thread to the consumer.
+struct Queue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<RowBatch>> batches;
+  bool done = false, stop = false;
+  Status status;  // the reader's, set with done
+};
+
+void Produce(const std::string& path, TreeRows* rows, Queue* q) {
+  StringIds ids;
+  auto hand_over = [q](std::unique_ptr<RowBatch> b, bool done, Status st) {
+    std::unique_lock<std::mutex> lock(q->mu);
+    q->cv.wait(lock, [q] { return q->batches.size() < kQueued || q->stop; });
+    if (b) q->batches.push_back(std::move(b));
+    if (done) {
+      q->done = true;
+      q->status = std::move(st);
+    }
+    q->cv.notify_all();
+    return !q->stop;
+  };
+  auto reader = LineReader::Open(path);
+  if (!reader.ok()) {
+    hand_over(nullptr, true, reader.status());
+    return;
+  }
+  auto batch = std::make_unique<RowBatch>(&ids);
+  std::string_view line;
+  while ((*reader)->Next(&line)) {
+    (void)rows->AddLine(line, path, (*reader)->line_number(), batch.get());  // a RowBatch never fails
+    if (batch->rows() >= kBatchRows) {
+      if (!hand_over(std::move(batch), false, Status::Ok())) return;
+      batch = std::make_unique<RowBatch>(&ids);
+    }
+  }
+  for (const LineWarning& w : (*reader)->warnings()) rows->AddProblem(w.message);
+  hand_over(std::move(batch), true, (*reader)->status());
+}
+
+}  // namespace
+
+int64_t StringIds::Id(std::string_view text, bool* fresh) {
+  *fresh = false;
+  if (text.empty()) return 0;
+  auto it = ids_.find(text);
+  if (it != ids_.end()) return it->second;
+  *fresh = true;
+  return ids_.emplace(std::string(text), static_cast<int64_t>(ids_.size()) + 1).first->second;
+}
+
+int64_t RowBatch::Intern(std::string_view s) {
+  bool fresh = false;
+  const int64_t id = ids_->Id(s, &fresh);
+  if (fresh) strings_.emplace_back(id, Keep(s));
+  return id;
+}
+
+std::string_view RowBatch::Keep(std::string_view s) {
+  if (s.empty()) return {};
+  if (chunks_.empty() || chunk_used_ + s.size() > chunk_size_) {
+    chunk_size_ = std::max(kChunkBytes, s.size());
+    chunks_.push_back(std::make_unique<char[]>(chunk_size_));
+    chunk_used_ = 0;
+  }
+  char* p = chunks_.back().get() + chunk_used_;
+  std::memcpy(p, s.data(), s.size());
+  chunk_used_ += s.size();
+  return {p, s.size()};
+}
+
+Status RowBatch::Step(const StepRow& r) {
+  StepRow c = r;
+  c.host = Keep(r.host);
+  c.name = Keep(r.name);
+  c.phase = Keep(r.phase);
+  c.source = Keep(r.source);
+  steps_.push_back(c);
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Request(int64_t step_id, std::string_view request_id, int64_t position) {
+  requests_.push_back(RequestRow{step_id, position, Keep(request_id)});
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Op(const OpRow& r) {
+  OpRow c = r;
+  c.view = Keep(r.view);
+  c.layer = Keep(r.layer);
+  c.family_id = Intern(r.family);
+  c.name_id = Intern(r.name);
+  c.family = c.name = {};
+  c.domain = Keep(r.domain);
+  ops_.push_back(c);
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Call(const CallRow& r) {
+  CallRow c = r;
+  c.layer = Keep(r.layer);
+  c.name_id = Intern(r.name);
+  c.family_id = Intern(r.family);
+  c.name = c.family = {};
+  calls_.push_back(c);
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Device(const DeviceRow& r) {
+  DeviceRow c = r;
+  c.layer = Keep(r.layer);
+  c.name_id = Intern(r.name);
+  c.family_id = r.layer == "kernel" ? Intern(r.family) : 0;  // only kernels keep a family
+  c.name = c.family = {};
+  c.copy_kind = Keep(r.copy_kind);
+  devices_.push_back(c);
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Collective(const CollectiveRow& r) {
+  collectives_.push_back(r);
+  ++rows_;
+  return Status::Ok();
+}
+
+Status RowBatch::Replay(RowSink* sink) const {
+  for (const auto& [id, text] : strings_) TRUFFLD_RETURN_IF_ERROR(sink->String(id, text));
+  for (const StepRow& r : steps_) TRUFFLD_RETURN_IF_ERROR(sink->Step(r));
+  for (const RequestRow& r : requests_) TRUFFLD_RETURN_IF_ERROR(sink->Request(r.step_id, r.id, r.position));
+  for (const OpRow& r : ops_) TRUFFLD_RETURN_IF_ERROR(sink->Op(r));
+  for (const CallRow& r : calls_) TRUFFLD_RETURN_IF_ERROR(sink->Call(r));
+  for (const DeviceRow& r : devices_) TRUFFLD_RETURN_IF_ERROR(sink->Device(r));
+  for (const CollectiveRow& r : collectives_) TRUFFLD_RETURN_IF_ERROR(sink->Collective(r));
+  return Status::Ok();
+}
+
+Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
+                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed) {
+  Queue q;
+  std::thread parser(Produce, path, rows, &q);
+  Status result;
+  for (;;) {
+    std::unique_ptr<RowBatch> b;
+    {
+      std::unique_lock<std::mutex> lock(q.mu);
+      q.cv.wait(lock, [&q] { return !q.batches.empty() || q.done; });
+      if (q.batches.empty()) {
+        result = q.status;
+        *reader_failed = !result.ok();
+        break;
+      }
+      b = std::move(q.batches.front());
+      q.batches.pop_front();
+      q.cv.notify_all();
+    }
+    if (Status st = consume(*b); !st.ok()) {
+      std::lock_guard<std::mutex> lock(q.mu);
+      q.stop = true;
+      q.cv.notify_all();
+      result = st;
+      break;
+    }
+  }
+  parser.join();
+  return result;
+}
+
+}  // namespace truffld::exporter

@@ -1,0 +1,32 @@
+// TreeNode: the members of one trees.jsonl node that the export reads, found in one pass over
+// the node's members (a member lookup scans the object; a kernel node has about twenty).
+// Integers are read as int64 (a double is truncated, an unsigned past INT64_MAX saturates);
+// absent or non-numeric members are std::nullopt, absent strings "".
+// Thread-safety: pure functions over views into the caller's parsed document.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace truffld::exporter {
+
+std::optional<int64_t> JsonInt(simdjson::dom::element e);
+// A payload value as text: strings as they are, integers in decimal; nullopt otherwise.
+std::optional<std::string> JsonText(simdjson::dom::element e);
+
+struct TreeNode {
+  std::string_view name, layer, family, domain, copy_kind;
+  std::optional<int64_t> start, end, thread_id, correlation_id, cbid, return_code, stream, device, bytes,
+      graph_id, graph_node_id;
+  std::optional<int64_t> grid[3], block[3];
+  simdjson::dom::element children, payload;
+  bool has_children = false, has_payload = false;
+};
+
+TreeNode ScanTreeNode(simdjson::dom::object o);
+
+}  // namespace truffld::exporter
