@@ -297,7 +297,7 @@ class Diagnose(CliCase):
         out = os.path.join(self.dir, "out")
         p = self.expect([DIAG, cut, "-o", out, "--llm", "off", "-q"], 0,
                         "warning: diagnosis.trace.json not written", "cut short")
-        self.assertEqual(["diagnosis.jsonl", "report.html", "stats.json"], outputs(out))
+        self.assertEqual(["diagnosis.jsonl", "report.html", "requests.jsonl", "stats.json"], outputs(out))
         with open(os.path.join(out, "stats.json")) as f:
             self.assertIn("cut short", json.load(f)["trace"]["error"])
         self.assertNotIn(b"Wrote", p.stdout)
@@ -376,12 +376,12 @@ class Diagnose(CliCase):
     def test_outputs_this_run_does_not_write_are_removed(self):
         out = os.path.join(self.dir, "out")
         self.diag(out, "-q", "--labels", os.path.join(self.root, "dump", "labels.jsonl"))
-        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "metrics.json", "report.html", "stats.json"],
-                         outputs(out))
+        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "metrics.json", "report.html", "requests.jsonl",
+                          "stats.json"], outputs(out))
         self.diag(out, "-q", "--no-html")
-        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "stats.json"], outputs(out))
+        self.assertEqual(["diagnosis.jsonl", "diagnosis.trace.json", "requests.jsonl", "stats.json"], outputs(out))
         self.diag(out, "-q", "--no-html", "--no-trace")
-        self.assertEqual(["diagnosis.jsonl", "stats.json"], outputs(out))
+        self.assertEqual(["diagnosis.jsonl", "requests.jsonl", "stats.json"], outputs(out))
 
     def test_full_disk_exits_3_and_keeps_the_earlier_outputs(self):
         out = os.path.join(self.dir, "out")
