@@ -21,6 +21,7 @@
 #include "report/stats_table.h"
 #include "report/step_features.h"
 #include "run/pipeline.h"
+#include "compare/compare.h"
 #include "hang_cli.h"
 #include "help_text.h"
 #include "options.h"
@@ -332,6 +333,32 @@ int Run(Args& a) {
   return truffld::kExitOk;
 }
 
+// --compare BASELINE: both runs read, compared at equal workload, compare.json written.
+int RunCompare(const Args& a) {
+  using truffld::kExitInput, truffld::kExitOutput;
+  truffld::Progress progress(a.quiet);
+  nlohmann::json stats;
+  auto target = Load(a.input, "input", &stats, a.quiet, a, &progress);
+  if (!target.ok()) return Fail(kExitInput, target.status().ToString());
+  auto base = Load(a.compare, "baseline", &stats, a.quiet, a, &progress);
+  if (!base.ok()) return Fail(kExitInput, base.status().ToString());
+  td::CompareOptions o;
+  o.min_change = a.compare_min_change;
+  const td::CompareResult r = td::CompareRuns(*target, *base, o);
+  std::error_code ec;
+  std::filesystem::create_directories(a.outdir, ec);
+  if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
+  auto lock = truffld::OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);
+  if (!lock.ok()) return Fail(kExitOutput, lock.status().message());
+  truffld::OutputSet out;
+  truffld::Status st = out.Add((std::filesystem::path(a.outdir) / "compare.json").string(),
+                               td::CompareJson(r, a.input, a.compare, o).dump(2) + "\n");
+  if (st.ok()) st = out.Commit();
+  if (!st.ok()) return Fail(kExitOutput, st.message());
+  if (!a.quiet) std::fputs(truffld::EscapeLinesForTerminal(td::FormatCompare(r)).c_str(), stdout);
+  return truffld::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -347,5 +374,6 @@ int main(int argc, char** argv) {
   if (!a.reference.empty() && app.count("--mode") == 0) a.mode = "reference";
   if (std::string err = td::CheckFlagsApplyToMode(app, a); !err.empty()) return Fail(truffld::kExitUsage, err);
   if (a.hang_only) return td::RunHangOnly(a);
+  if (!a.compare.empty()) return RunCompare(a);
   return Run(a);
 }

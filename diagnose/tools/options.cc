@@ -81,6 +81,14 @@ void AddOutputOptions(CLI::App& app, Args* a) {
                  "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
   app.add_option("--trace", a->trace, "truffld-merge's trace.json to annotate (default: trace.json beside the trees)");
   app.add_flag("--no-trace", a->no_trace, "skip diagnosis.trace.json (an earlier run's in OUTDIR is removed)");
+  app.add_option("--compare", a->compare,
+                 "compare the input with BASELINE (trees or a merge directory of an earlier run): per operator family, "
+                 "view and phase, the cost change at equal workload with a 95% interval, the step time's change and "
+                 "the families behind it, kernels that appeared or disappeared; writes OUTDIR/compare.json and prints "
+                 "the table (no diagnosis)");
+  app.add_option("--compare-min-change", a->compare_min_change,
+                 "with --compare: smallest change called significant (0.05 = 5%; the interval must also exclude no change)")
+      ->check(CLI::Range(0.0, 10.0));
   app.add_flag("--hang", a->hang_only,
                "only localise a hang: read truffld-merge's summary.json (the input directory's, or the one beside "
                "the trees), name the rank the others waited for and where it was, write OUTDIR/hang.json and print "

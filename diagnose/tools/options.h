@@ -22,6 +22,8 @@ struct Args {
   std::string replica;        // replica label on its lines
   std::string trace;  // merge's trace.json to annotate ("" = beside the trees)
   bool quiet = false, no_html = false, graph_vertical_ops = true, no_trace = false, wait_lock = false;
+  std::string compare;             // --compare BASELINE: compare the input with this run
+  double compare_min_change = 0.05;
   bool hang_only = false;         // --hang: localise a hang from summary.json, nothing else
   bool outside_operators = true;  // judge the time no operator range covers (TreeReader::set_outside_time)
   size_t report_cards = 500;

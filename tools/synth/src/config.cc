@@ -120,6 +120,20 @@ Status ParseSlowHost(std::string_view spec, SynthConfig* cfg) {
   return Status::Ok();
 }
 
+Status ParseSlowFamily(std::string_view spec, SynthConfig* cfg) {
+  const std::string bad = "--slow-family must be FAMILY:FACTOR (e.g. aten::mm:1.2, factor in [1, 10]), got '" +
+                          std::string(spec) + "'";
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return InvalidArgument(bad);
+  const std::string f(spec.substr(colon + 1));
+  char* end = nullptr;
+  const double factor = f.empty() ? NAN : std::strtod(f.c_str(), &end);
+  if (f.empty() || end != f.c_str() + f.size() || !(factor >= 1.0 && factor <= 10.0)) return InvalidArgument(bad);
+  cfg->slow_family = std::string(spec.substr(0, colon));
+  cfg->slow_family_factor = factor;
+  return Status::Ok();
+}
+
 Result<std::vector<double>> ParseIntensities(std::string_view spec) {
   std::vector<double> out;
   if (spec == "all") {

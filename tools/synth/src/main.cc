@@ -198,6 +198,10 @@ int main(int argc, char** argv) {
   app.add_option("--slow-host", slow_host,
                  "H:FACTOR: every kernel on host H (from 0) takes FACTOR times longer in every step (a slower node; "
                  "unlabelled, recorded in synth_summary.json; only other replicas show it)");
+  std::string slow_family;
+  app.add_option("--slow-family", slow_family,
+                 "FAMILY:FACTOR: the kernels of every FAMILY op (innermost backend family, e.g. aten::mm:1.2) take "
+                 "FACTOR times longer on every host and step (a regression against another run; unlabelled)");
   std::string windows = "all";
   bool two_tier = false;
   app.add_option("--device-windows", windows,
@@ -235,6 +239,16 @@ int main(int argc, char** argv) {
   if (Status st = ParseDeviceWindows(windows, &cfg); !st.ok()) {
     std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
     return kExitUsage;
+  }
+  if (!slow_family.empty()) {
+    if (Status st = ParseSlowFamily(slow_family, &cfg); !st.ok()) {
+      std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
+      return kExitUsage;
+    }
+    if (Catalogue().Id(cfg.slow_family) < 0) {
+      std::fprintf(stderr, "truffld-synth: --slow-family: no operator family '%s' in the model\n", cfg.slow_family.c_str());
+      return kExitUsage;
+    }
   }
   if (!slow_host.empty()) {
     if (Status st = ParseSlowHost(slow_host, &cfg); !st.ok()) {

@@ -321,12 +321,15 @@ void Simulator::RunStep(std::vector<Group>& stages, const PlannedStep& ps, const
 
 void Simulator::ScaleDevice(std::vector<Op>* ops, int host) const {
   const double slow = host == cfg_.slow_host ? cfg_.slow_host_factor : 1.0;
-  if (cfg_.device_scale == 1.0 && slow == 1.0) return;
+  const int16_t slow_family = cfg_.slow_family.empty() ? int16_t(-1) : cat_.Id(cfg_.slow_family);
+  if (cfg_.device_scale == 1.0 && slow == 1.0 && slow_family < 0) return;
   for (Op& op : *ops) {
+    const double fam = slow_family >= 0 && op.nbackend > 0 && op.comm < 0 && op.family() == slow_family
+                           ? cfg_.slow_family_factor : 1.0;
     for (int k = 0; k < op.nwork; ++k) {
       Work& w = op.work[k];
       // A slow host's GPUs compute slower; its NCCL transfers run at the link's speed.
-      const double f = w.kind == WorkKind::kKernel ? cfg_.device_scale * slow
+      const double f = w.kind == WorkKind::kKernel ? cfg_.device_scale * slow * fam
                        : w.kind == WorkKind::kNccl ? cfg_.device_scale : 1.0;
       if (f != 1.0) w.nominal_ns = static_cast<int64_t>(static_cast<double>(w.nominal_ns) * f);
     }

@@ -106,6 +106,11 @@ struct SynthConfig {
   // replica every peer shares the slowness; only other replicas show it (truffld-fleet).
   int slow_host = -1;
   double slow_host_factor = 1.0;
+  // A slower operator (--slow-family FAMILY:FACTOR): the kernels of every op whose label family
+  // (innermost backend family, e.g. aten::mm) is `slow_family` take `slow_family_factor` times
+  // their nominal time on every host and step (a regression between two runs). Unlabelled.
+  std::string slow_family;
+  double slow_family_factor = 1.0;
   // Capture tiers, as the injector's TRUFFLD_DEVICE_WINDOWS: "all" (everything recorded), "off"
   // or "steps:N[:M]" (device activity only in windows of M consecutive steps in every N, counted
   // per rank from its first step; DEVICE_WINDOW edges around them). window_every/window_steps
@@ -133,6 +138,9 @@ struct SynthConfig {
 // Parses --device-windows ("all", "off", "steps:N[:M]") into cfg's device_windows, window_every
 // and window_steps.
 Status ParseDeviceWindows(std::string_view spec, SynthConfig* cfg);
+
+// Parses --slow-family "FAMILY:FACTOR" (factor in [1, 10]) into cfg's slow_family fields.
+Status ParseSlowFamily(std::string_view spec, SynthConfig* cfg);
 
 // Parses --slow-host "H:FACTOR" (host index from 0, factor in [1, 10]) into cfg's slow_host and
 // slow_host_factor.
