@@ -22,6 +22,7 @@
 #include "report/step_features.h"
 #include "run/pipeline.h"
 #include "compare/compare.h"
+#include "report/compare_html.h"
 #include "hang_cli.h"
 #include "help_text.h"
 #include "options.h"
@@ -353,6 +354,8 @@ int RunCompare(const Args& a) {
   truffld::OutputSet out;
   truffld::Status st = out.Add((std::filesystem::path(a.outdir) / "compare.json").string(),
                                td::CompareJson(r, a.input, a.compare, o).dump(2) + "\n");
+  if (st.ok() && !a.no_html)
+    st = out.Add((std::filesystem::path(a.outdir) / "compare.html").string(), td::RenderCompareHtml(r, a.input, a.compare, o));
   if (st.ok()) st = out.Commit();
   if (!st.ok()) return Fail(kExitOutput, st.message());
   if (!a.quiet) std::fputs(truffld::EscapeLinesForTerminal(td::FormatCompare(r)).c_str(), stdout);

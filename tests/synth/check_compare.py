@@ -71,6 +71,8 @@ def main():
     assert not others, f'families other than aten::mm and its callers: {others}'
     assert 'aten::mm (device, vertical, decode) 1.20x' in j['sentence'], j['sentence']
     assert "of the step time's change" in j['sentence'], j['sentence']
+    html = (work / 'cmp' / 'compare.html').read_text()
+    assert 'aten::mm (device, vertical, decode) 1.20x' in html and "class='sig'" in html and '<script' not in html
     print('ok: aten::mm 1.2x found:', j['sentence'])
     kineto = pathlib.Path(a.data) / 'kineto'
     r0, r1 = kineto / 'hta_sampled_rank-0.json.gz', kineto / 'hta_sampled_rank-1.json.gz'
