@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <cstdint>
 #include <random>
 #include <set>
 #include <tuple>
+
+#include "peer/robust_stats.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -54,15 +56,6 @@ Collected Collect(const InstanceTable& t) {
   return out;
 }
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + m, v.end());
-  double hi = v[m];
-  if (v.size() % 2) return hi;
-  return (hi + *std::max_element(v.begin(), v.begin() + m)) / 2;
-}
-
 // Workload distance: relative difference of tokens plus that of context.
 double Distance(const Point& p, const Point& q) {
   return std::fabs(std::log(p.w / q.w)) + std::fabs(std::log((p.x + 1) / (q.x + 1)));
@@ -90,7 +83,7 @@ double Expected(const Point& q, const std::vector<Point>& base, size_t skip, boo
   *far = k == 0;
   std::vector<double> c;
   for (size_t i = 0; i < k; ++i) c.push_back(d[i].second);
-  return MedianOf(c);
+  return Median(c);
 }
 
 struct Shift {
@@ -123,7 +116,7 @@ double MannWhitneyP(const std::vector<double>& a, const std::vector<double>& b) 
   return std::erfc(std::max(0.0, z) / std::sqrt(2.0));
 }
 
-// The target's shift against the baseline's line, with a bootstrap interval.
+// The target's shift against the baseline at equal workload, with a bootstrap interval.
 Shift Measure(const std::vector<Point>& tgt, const std::vector<Point>& base, const CompareOptions& o, uint64_t salt) {
   Shift s;
   std::vector<Point> b(base);
@@ -139,7 +132,7 @@ Shift Measure(const std::vector<Point>& tgt, const std::vector<Point>& base, con
     const double e = Expected(b[i], b, i, &far);
     if (!far) rb.push_back(lr(b[i].c, e));
   }
-  const double bias = std::exp(MedianOf(rb));
+  const double bias = std::exp(Median(rb));
   for (const Point& q : tgt) {
     const double e = Expected(q, b, SIZE_MAX, &far);
     if (far) { ++s.outside; continue; }
@@ -152,14 +145,14 @@ Shift Measure(const std::vector<Point>& tgt, const std::vector<Point>& base, con
     return s;
   }
   s.delta /= double(s.n);
-  s.ratio = std::exp(MedianOf(rt) - MedianOf(rb));
+  s.ratio = std::exp(Median(rt) - Median(rb));
   s.p = MannWhitneyP(rt, rb);
   std::mt19937_64 rng(o.seed ^ salt);
   std::vector<double> diffs, xt(rt.size()), xb(rb.size());
   for (int i = 0; i < o.bootstrap; ++i) {
     for (double& x : xt) x = rt[rng() % rt.size()];
     for (double& x : xb) x = rb[rng() % rb.size()];
-    diffs.push_back(MedianOf(xt) - MedianOf(xb));
+    diffs.push_back(Median(xt) - Median(xb));
   }
   std::sort(diffs.begin(), diffs.end());
   s.lo = std::exp(diffs[size_t(0.025 * double(diffs.size() - 1))]);

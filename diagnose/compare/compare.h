@@ -3,17 +3,20 @@
 // significant; the change of step time and the families that explain it; kernels that
 // appeared or disappeared.
 //
-// Workload is the step's scheduled tokens (else its batch, else 1). For each (view, phase,
-// family) the baseline's per-step cost (device time when the family runs kernels, else host
-// span) is fitted against workload by a Theil-Sen line; every step of either run is then a
-// log-ratio of its cost to that line. The change is the difference of the two runs' median
-// log-ratios (so the baseline's own scatter about its line is accounted for), its 95% interval
-// from a deterministic bootstrap. Target steps whose workload lies outside the baseline's range
+// Workload is the step's scheduled tokens (else its batch, else 1), its requests and its
+// context. For each (view, phase, family) a step's cost (device time when the family runs
+// kernels in the baseline, else its own host time without the time blocked on the device queue)
+// is compared with the median cost of the 5 most similar baseline steps of equal workload (tokens
+// and requests within 2%, context within 25%); every step of either run is then a log-ratio of
+// its cost to that expectation (a baseline step leaves itself out). The change is the difference
+// of the two runs' median log-ratios (so the baseline's own scatter is accounted for), its 95%
+// interval from a deterministic bootstrap. Target steps with no baseline step of equal workload
 // are left out (no extrapolation) and counted. A change is significant when its interval
-// excludes no change and it is at least `min_change` (default 5%): an operator does not act on a
-// 1% shift; and its Mann-Whitney p-value passes Benjamini-Hochberg at 5% over every comparison
-// made (hundreds of families are compared at once); and a family's change must be worth at least
-// min_step_share (0.5%) of its steps' mean time, so no one chases 300 ns. A family with fewer than kMinSteps steps in either run is insufficient evidence.
+// excludes no change; it is at least `min_change` (default 5%: an operator does not act on a 1%
+// shift); its Mann-Whitney p-value passes Benjamini-Hochberg at 5% over every comparison made
+// (hundreds of families are compared at once); and, for a family, it is worth at least
+// min_step_share (0.5%) of its steps' mean time. A family or step time with fewer than
+// kMinCompareSteps steps of equal workload in either run is insufficient evidence.
 // Pure logic over InstanceTables; thread-safety: reentrant.
 #pragma once
 

@@ -35,6 +35,20 @@ Result<HangRun> AnalyseHang(const std::string& input) {
   return run;
 }
 
+Result<OutputLock> ClaimOutdir(const Args& a) {
+  std::error_code ec;
+  std::filesystem::create_directories(a.outdir, ec);
+  if (ec) return IoError(a.outdir + ": cannot create output directory: " + ec.message());
+  return OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);
+}
+
+Status CommitAlone(const Args& a, const std::vector<std::pair<std::string, std::string>>& files) {
+  OutputSet out;
+  for (const auto& [name, bytes] : files)
+    TRUFFLD_RETURN_IF_ERROR(out.Add((std::filesystem::path(a.outdir) / name).string(), bytes));
+  return out.Commit();
+}
+
 int RunHangOnly(const Args& a) {
   auto run = AnalyseHang(a.input);
   auto fail = [](int code, const std::string& m) {
@@ -42,15 +56,9 @@ int RunHangOnly(const Args& a) {
     return code;
   };
   if (!run.ok()) return fail(kExitInput, run.status().message());
-  std::error_code ec;
-  std::filesystem::create_directories(a.outdir, ec);
-  if (ec) return fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
-  auto lock = OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);
+  auto lock = ClaimOutdir(a);
   if (!lock.ok()) return fail(kExitOutput, lock.status().message());
-  OutputSet out;
-  Status st = out.Add((std::filesystem::path(a.outdir) / "hang.json").string(),
-                      HangJson(run->ends, run->report).dump(2) + "\n");
-  if (st.ok()) st = out.Commit();
+  const Status st = CommitAlone(a, {{"hang.json", HangJson(run->ends, run->report).dump(2) + "\n"}});
   if (!st.ok()) return fail(kExitOutput, st.message());
   if (!a.quiet) {
     std::printf("%s: %s\n", HangStatusName(run->report.status), EscapeForTerminal(run->report.sentence).c_str());

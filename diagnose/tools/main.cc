@@ -255,7 +255,6 @@ int Configure(Args& a, td::StageTwoConfig* cfg) {
 }
 
 int Run(Args& a) {
-  namespace fs = std::filesystem;
   using truffld::kExitInput, truffld::kExitOutput, truffld::kExitUsage;
   auto t0 = std::chrono::steady_clock::now();
   td::StageTwoConfig cfg;
@@ -283,10 +282,7 @@ int Run(Args& a) {
     labels = std::move(l).value();
     for (const auto& p : labels->problems) std::fprintf(stderr, "labels: %s\n", truffld::EscapeForTerminal(p).c_str());
   }
-  std::error_code ec;
-  fs::create_directories(a.outdir, ec);
-  if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
-  auto lock = truffld::OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);  // held until exit
+  auto lock = td::ClaimOutdir(a);  // held until exit
   if (!lock.ok()) return Fail(kExitOutput, lock.status().message());
 
   td::StageTwo stage2(cfg);
@@ -346,18 +342,11 @@ int RunCompare(const Args& a) {
   td::CompareOptions o;
   o.min_change = a.compare_min_change;
   const td::CompareResult r = td::CompareRuns(*target, *base, o);
-  std::error_code ec;
-  std::filesystem::create_directories(a.outdir, ec);
-  if (ec) return Fail(kExitOutput, a.outdir + ": cannot create output directory: " + ec.message());
-  auto lock = truffld::OutputLock::Acquire(a.outdir, "truffld-diagnose", a.wait_lock);
+  auto lock = td::ClaimOutdir(a);
   if (!lock.ok()) return Fail(kExitOutput, lock.status().message());
-  truffld::OutputSet out;
-  truffld::Status st = out.Add((std::filesystem::path(a.outdir) / "compare.json").string(),
-                               td::CompareJson(r, a.input, a.compare, o).dump(2) + "\n");
-  if (st.ok() && !a.no_html)
-    st = out.Add((std::filesystem::path(a.outdir) / "compare.html").string(), td::RenderCompareHtml(r, a.input, a.compare, o));
-  if (st.ok()) st = out.Commit();
-  if (!st.ok()) return Fail(kExitOutput, st.message());
+  std::vector<std::pair<std::string, std::string>> files = {{"compare.json", td::CompareJson(r, a.input, a.compare, o).dump(2) + "\n"}};
+  if (!a.no_html) files.push_back({"compare.html", td::RenderCompareHtml(r, a.input, a.compare, o)});
+  if (const truffld::Status st = td::CommitAlone(a, files); !st.ok()) return Fail(kExitOutput, st.message());
   if (!a.quiet) std::fputs(truffld::EscapeLinesForTerminal(td::FormatCompare(r)).c_str(), stdout);
   return truffld::kExitOk;
 }

@@ -101,16 +101,9 @@ void AddCollectives(const TraceFile& f, const ClockMap& clock, const std::vector
   }
 }
 
-void AddPendingLaunches(const TraceFile& f, const ClockMap& clock, const DeviceLinks& links, FileEndState* out) {
-  TimeNs last_device_start = 0;
-  bool any_device = false;
-  for (const Event& e : f.events) {
-    if (e.kind != EventKind::kKernel && e.kind != EventKind::kMemcpy && e.kind != EventKind::kMemset) continue;
-    last_device_start = any_device ? std::max(last_device_start, e.start) : e.start;
-    out->last_device_end = std::max(out->last_device_end, clock.Map(e.end));
-    any_device = true;
-  }
-  if (!any_device) return;
+// `last_device_start`: the latest device op start on the file's clock.
+void AddPendingLaunches(const TraceFile& f, const ClockMap& clock, const DeviceLinks& links, TimeNs last_device_start,
+                        FileEndState* out) {
   std::unordered_set<int64_t> done;
   for (const auto& [call, op] : links.links) done.insert(f.Correlation(f.events[op]));
   for (const Event& e : f.events) {
@@ -147,7 +140,20 @@ FileEndState EndStateOf(const TraceFile& file, const ClockMap& clock, const std:
   out.truncated_last_line = file.stats.Get(Problem::kTruncatedLastLine) > 0;
   const bool raw_dump = file.meta.has_meta && file.meta.format == "truffld";
   out.clean_exit = !out.truncated_last_line && (out.stats_record || !raw_dump);
-  for (const Event& e : file.events) out.last_event = std::max(out.last_event, clock.Map(std::max(e.start, e.end)));
+  // One pass on the file's clock (ClockMap::Map is increasing, so the latest maps to the latest):
+  // the last event, and the last device op's start and end.
+  TimeNs last_event = 0, last_device_start = 0, last_device_end = 0;
+  bool any_event = false, any_device = false;
+  for (const Event& e : file.events) {
+    last_event = any_event ? std::max({last_event, e.start, e.end}) : std::max(e.start, e.end);
+    any_event = true;
+    if (e.kind != EventKind::kKernel && e.kind != EventKind::kMemcpy && e.kind != EventKind::kMemset) continue;
+    last_device_start = any_device ? std::max(last_device_start, e.start) : e.start;
+    last_device_end = any_device ? std::max(last_device_end, e.end) : e.end;
+    any_device = true;
+  }
+  if (any_event) out.last_event = clock.Map(last_event);
+  if (any_device) out.last_device_end = clock.Map(last_device_end);
   out.last_alive = out.last_event;
   for (const auto& [realtime, monotonic] : file.meta.clock_sync)
     out.last_alive = std::max(out.last_alive, clock.Map(file.meta.clock == ClockId::kRealtime ? realtime : monotonic));
@@ -174,7 +180,7 @@ FileEndState EndStateOf(const TraceFile& file, const ClockMap& clock, const std:
     out.last_step_open = open[last_step];
   }
   AddCollectives(file, clock, ranges, nesting, open, &out);
-  AddPendingLaunches(file, clock, links, &out);
+  if (any_device) AddPendingLaunches(file, clock, links, last_device_start, &out);
   return out;
 }
 

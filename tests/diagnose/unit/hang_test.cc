@@ -110,6 +110,12 @@ TEST(Hang, ParseEndStatesReadsSummaryFilesAndRejectsOldOnes) {
   ASSERT_FALSE(old.ok());
   EXPECT_NE(old.status().message().find("merge the dumps again"), std::string::npos);
   EXPECT_FALSE(ParseEndStates("[1,", "s.json").ok());
+  std::string wrong = ok;
+  wrong.replace(wrong.find("\"entered\":3"), 11, "\"entered\":\"3\"");
+  auto typed = ParseEndStates(wrong, "summary.json");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_NE(typed.status().message().find("summary.json: files[0]"), std::string::npos) << typed.status().message();
+  EXPECT_NE(typed.status().message().find("entered"), std::string::npos);
 }
 
 }  // namespace
