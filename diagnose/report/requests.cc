@@ -25,16 +25,27 @@ int StepOf(const std::vector<const StepDiagnosis*>& steps, int64_t s, int64_t e)
   return best;
 }
 
+// A request's prefill is the leading run of its steps: a prefill step, or a mixed step that is
+// its first (a mixed step decodes the requests it carries from earlier steps and starts new
+// ones). After the run, decode and mixed steps decode it; a prefill step then (a recompute after
+// preemption) counts as a prefill chunk but does not move the end of its prefill.
 void FillTimes(const std::vector<const StepDiagnosis*>& steps, RequestSummary* r) {
-  for (const StepDiagnosis* d : steps) {
-    const StepEvidence& e = d->evidence;
+  bool leading = true;
+  int decode_after = 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const StepEvidence& e = steps[k]->evidence;
     r->steps.push_back(e.step_index);
     r->in_steps_ns += e.end_ns - e.start_ns;
-    if (e.phase == "prefill" || e.phase == "mixed") {
+    const bool chunk = e.phase == "prefill" || (e.phase == "mixed" && k == 0);
+    if (chunk) {
       ++r->prefill_steps;
-      r->prefill_end_ns = e.end_ns;
-    } else if (e.phase == "decode") {
+      if (leading) r->prefill_end_ns = e.end_ns;
+      continue;
+    }
+    leading = false;
+    if (e.phase == "decode" || e.phase == "mixed") {
       ++r->decode_steps;
+      decode_after += r->prefill_end_ns && e.start_ns >= *r->prefill_end_ns;
     } else {
       ++r->other_steps;
     }
@@ -43,9 +54,6 @@ void FillTimes(const std::vector<const StepDiagnosis*>& steps, RequestSummary* r
   r->last_end_ns = steps.back()->evidence.end_ns;
   r->between_steps_ns = std::max<int64_t>(0, r->last_end_ns - r->first_start_ns - r->in_steps_ns);
   if (r->prefill_end_ns) r->ttft_ns = *r->prefill_end_ns - r->first_start_ns;
-  int decode_after = 0;
-  for (const StepDiagnosis* d : steps)
-    decode_after += d->evidence.phase == "decode" && r->prefill_end_ns && d->evidence.start_ns >= *r->prefill_end_ns;
   if (r->prefill_end_ns && decode_after > 0) r->tpot_ns = double(r->last_end_ns - *r->prefill_end_ns) / decode_after;
 }
 

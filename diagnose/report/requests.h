@@ -3,8 +3,10 @@
 // touched it with what they cost (requests.jsonl, report.html's "Requests" section).
 //
 // The steps are those of the lowest rank that served the request (its tensor-parallel peers run
-// the same steps in lockstep); prefill and mixed steps are its prefill chunks, decode steps its
-// output tokens. Times run from the start of its first step: the trace shows when a request was
+// the same steps in lockstep). Its prefill is the leading run of its steps that are prefill
+// steps, or a mixed step that is its first; later decode and mixed steps decode it. A prompt
+// chunked over several mixed steps is counted as one chunk (the trace does not say which
+// requests of a mixed step are prefilling), so its TTFT ends at its first chunk. Times run from the start of its first step: the trace shows when a request was
 // scheduled, not when it arrived, so queueing before its first step is not included. An
 // abnormal unit (any rank, either view) touches a request when it names the request; its impact
 // (the step time saved without the anomaly) counts once per step of the request, the largest
@@ -38,7 +40,7 @@ struct RequestSummary {
   std::vector<int64_t> steps;        // the lead rank's step indices, in time order
   int prefill_steps = 0, decode_steps = 0, other_steps = 0;
   int64_t first_start_ns = 0, last_end_ns = 0;
-  std::optional<int64_t> prefill_end_ns;  // end of its last prefill (or mixed) step
+  std::optional<int64_t> prefill_end_ns;  // end of the leading run of prefill chunks
   std::optional<int64_t> ttft_ns;         // prefill_end_ns - first_start_ns
   std::optional<double> tpot_ns;          // time per output token after the prefill
   int64_t in_steps_ns = 0;                // its steps' summed durations

@@ -9,6 +9,7 @@
 
 #include "truffld/synth/config.h"
 #include "truffld/synth/record_writer.h"
+#include "truffld/synth/request_ledger.h"
 #include "truffld/synth/rng.h"
 #include "truffld/synth/simulator.h"
 #include "truffld/synth/workload.h"
@@ -105,6 +106,55 @@ TEST(Scheduler, RespectsBudgetsAndMixesPhases) {
   EXPECT_GT(buckets.size(), 2u) << "decode batch sizes should vary";
 }
 
+// The request ledger: with chunked prefill a long prompt's chunks run in consecutive steps from
+// its first, decode steps follow them, and no step both prefills and decodes one request.
+TEST(RequestLedger, ChunksThenDecodesInOrder) {
+  Scheduler s(5, 0, /*online=*/true, 0.8, /*max_num_seqs=*/32, /*max_prefill_tokens=*/256, 2.0, /*chunked=*/true);
+  RequestLedger ledger;
+  for (int i = 0; i < 300; ++i) {
+    PlannedStep p = s.Next();
+    ASSERT_EQ(p.prefilling.size(), p.request_ids.size());
+    ledger.OnStep(0, i, p);
+  }
+  MemorySink out;
+  ASSERT_TRUE(ledger.Write(&out).ok());
+  int lines = 0, multi_chunk = 0, decoded = 0;
+  size_t at = 0;
+  const std::string& d = out.data();
+  while (at < d.size()) {
+    const size_t nl = d.find('\n', at);
+    ASSERT_NE(nl, std::string::npos);
+    const std::string line = d.substr(at, nl - at);
+    at = nl + 1;
+    ++lines;
+    auto list = [&](const std::string& key) {
+      std::vector<int64_t> v;
+      size_t k = line.find("\"" + key + "\":[");
+      EXPECT_NE(k, std::string::npos) << line;
+      k = line.find('[', k) + 1;
+      while (line[k] != ']') {
+        size_t used = 0;
+        v.push_back(std::stoll(line.substr(k), &used));
+        k += used + (line[k + used] == ',' ? 1 : 0);
+      }
+      return v;
+    };
+    const std::vector<int64_t> pre = list("prefill_steps"), dec = list("decode_steps");
+    for (size_t i = 1; i < pre.size(); ++i) EXPECT_EQ(pre[i], pre[i - 1] + 1) << line;
+    if (!pre.empty() && !dec.empty()) {
+      EXPECT_GT(dec.front(), pre.back()) << line;
+    }
+    if (pre.empty()) {
+      EXPECT_TRUE(dec.empty()) << line;
+    }
+    multi_chunk += pre.size() > 1;
+    decoded += !dec.empty();
+  }
+  EXPECT_EQ(static_cast<size_t>(lines), ledger.size());
+  EXPECT_GT(multi_chunk, 5) << "prompts longer than the 256-token budget should span several steps";
+  EXPECT_GT(decoded, 20);
+}
+
 // Runs the simulator into memory sinks.
 std::map<std::string, std::string> RunInMemory(SynthConfig cfg, Simulator** keep = nullptr) {
   auto files = std::make_shared<std::map<std::string, MemorySink*>>();
@@ -142,7 +192,7 @@ TEST(Simulator, SameSeedIsByteIdenticalOtherSeedIsNot) {
   auto a = RunInMemory(Small(11));
   auto b = RunInMemory(Small(11));
   auto c = RunInMemory(Small(12));
-  ASSERT_EQ(a.size(), 4u);  // two dumps, ledger, labels
+  ASSERT_EQ(a.size(), 5u);  // two dumps, ledger, labels, requests
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
 }

@@ -27,6 +27,8 @@ Output (in --out DIR):
                       that rank's file clock), intensity, whether it is strong enough to label
   labels.jsonl        one line per (rank, step_index, view): abnormal, faulty operator families,
                       fault ids (the format truffld-diagnose --labels reads)
+  requests.jsonl      one line per request: replica, arrival_step, prompt and output tokens, the
+                      steps that ran a chunk of its prompt (prefill_steps) and that decoded it
   synth_summary.json  what was generated: ranks, steps, records, abnormal share, speed
 
 Topology: each host runs one tensor-parallel group (TP = ranks/hosts). With --pp 1 (default) every

@@ -32,7 +32,11 @@ Status Simulator::Run() {
   auto labels = sinks_("labels.jsonl");
   if (!labels.ok()) return labels.status();
   TRUFFLD_RETURN_IF_ERROR(faults_->WriteLabels(labels->get()));
-  return (*labels)->Close();
+  TRUFFLD_RETURN_IF_ERROR((*labels)->Close());
+  auto requests = sinks_("requests.jsonl");
+  if (!requests.ok()) return requests.status();
+  TRUFFLD_RETURN_IF_ERROR(requests_.Write(requests->get()));
+  return (*requests)->Close();
 }
 
 void Simulator::PushRanges(Rank& rk, const Op& op, int64_t* t) {
@@ -390,6 +394,7 @@ Status Simulator::RunReplica(int replica) {
     for (const Group& g : stages) records += g.Records();
     if (cfg_.steps > 0 ? step >= cfg_.steps : (step >= 2 && records >= budget)) break;
     PlannedStep ps = sched.Next();
+    requests_.OnStep(replica, step, ps);
     for (const auto& id : ps.request_ids) requests.insert(id);
     StepTags tags;
     if (cfg_.phase_tags) tags.phase = ps.phase;

@@ -67,11 +67,21 @@ void Scheduler::Arrive(int64_t n) {
     const double p = rng_.Bernoulli(0.7) ? 120 * rng_.LogNormalFactor(0.6) : 900 * rng_.LogNormalFactor(0.5);
     r.prompt_len = std::clamp<int64_t>(std::llround(p * prompt_scale_), 8, chunked_ ? 32768 : max_prefill_tokens_);
     r.output_len = std::clamp<int64_t>(std::llround(48 * rng_.LogNormalFactor(0.8)), 2, 512);
+    r.arrival_step = step_;
+    arrived_.push_back(Arrival{r.id, step_, r.prompt_len, r.output_len});
     waiting_.push_back(std::move(r));
   }
 }
 
 PlannedStep Scheduler::Next() {
+  PlannedStep step = Plan();
+  step.arrived.swap(arrived_);
+  arrived_.clear();
+  ++step_;
+  return step;
+}
+
+PlannedStep Scheduler::Plan() {
   if (online_) {
     Arrive(rng_.Poisson(arrivals_per_step_));
   } else if (waiting_.empty() && static_cast<int>(running_.size()) < max_num_seqs_ / 4) {
@@ -104,6 +114,7 @@ PlannedStep Scheduler::Next() {
     step.real_seqs = step.shape.seqs;
     for (auto& r : admitted) {
       step.request_ids.push_back(r.id);
+      step.prefilling.push_back(1);
       r.generated = 1;
       if (r.generated < r.output_len) running_.push_back(std::move(r));
     }
@@ -113,6 +124,7 @@ PlannedStep Scheduler::Next() {
   int64_t ctx = 0;
   for (auto& r : running_) {
     step.request_ids.push_back(r.id);
+    step.prefilling.push_back(0);
     ctx += r.prompt_len + r.generated;
     ++r.generated;
   }
@@ -142,6 +154,7 @@ PlannedStep Scheduler::NextChunked() {
   int64_t budget = max_prefill_tokens_, ctx = 0, sq = 0, decode = 0, chunk_tokens = 0;
   for (auto& r : running_) {
     step.request_ids.push_back(r.id);
+    step.prefilling.push_back(0);
     ctx += r.prompt_len + r.generated;
     sq += r.prompt_len + r.generated;  // one query token reading its whole context
     ++r.generated;
@@ -154,6 +167,7 @@ PlannedStep Scheduler::NextChunked() {
     Request& r = waiting_.front();
     const int64_t chunk = std::min(budget, r.prompt_len - r.prefilled);
     step.request_ids.push_back(r.id);
+    step.prefilling.push_back(1);
     sq += chunk * (r.prefilled + chunk);
     r.prefilled += chunk;
     ctx += r.prefilled;

@@ -30,6 +30,7 @@
 #include "truffld/synth/byte_sink.h"
 #include "truffld/synth/config.h"
 #include "truffld/synth/faults.h"
+#include "truffld/synth/request_ledger.h"
 #include "truffld/synth/model.h"
 
 namespace truffld::synth {
@@ -108,6 +109,7 @@ class Simulator {
   Catalogue cat_;
   ModelDims dims_;
   std::unique_ptr<FaultBook> faults_;
+  RequestLedger requests_;
   RunReport report_;
 };
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <deque>
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ struct Request {
   int64_t output_len = 0;
   int64_t generated = 0;
   int64_t prefilled = 0;  // prompt tokens already processed (chunked prefill)
+  int64_t arrival_step = 0;  // index of the step planned when the request arrived
+};
+
+// A request as it arrived, for the generator's request ledger (requests.jsonl).
+struct Arrival {
+  std::string id;
+  int64_t step = 0;  // index of the first step planned after it arrived
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
 };
 
 struct PlannedStep {
@@ -36,6 +46,8 @@ struct PlannedStep {
   int64_t tokens = 0;               // tokens scheduled (unpadded)
   int64_t context = 0;              // summed context length of the batch after the step
   std::vector<std::string> request_ids;
+  std::vector<uint8_t> prefilling;  // parallel to request_ids: 1 when the step runs a prompt chunk of it
+  std::vector<Arrival> arrived;     // requests that arrived since the previous step was planned
 };
 
 // What the step name says about the step, as truffld's hooks write it.
@@ -61,6 +73,7 @@ class Scheduler {
   PlannedStep Next();
 
  private:
+  PlannedStep Plan();
   void Arrive(int64_t n);
   PlannedStep NextChunked();
   Rng rng_;
@@ -72,6 +85,8 @@ class Scheduler {
   double prompt_scale_;
   bool chunked_;
   int64_t next_id_ = 0;
+  int64_t step_ = 0;                // index of the next step Next() plans
+  std::vector<Arrival> arrived_;    // arrivals not yet handed out by Next()
   std::deque<Request> waiting_;
   std::vector<Request> running_;
 };
