@@ -8,7 +8,7 @@
 #   --no-fuzz      skip the bounded libFuzzer runs
 #   --no-merge-asan  skip the merge suite rebuilt with AddressSanitizer + UBSan (in build-fuzz)
 #   --no-inject-tsan skip the injector's tests rebuilt with ThreadSanitizer (build-tsan)
-#   --fuzz-seconds N   seconds per fuzz target (default 60, or $TRUFFLD_FUZZ_SECONDS)
+#   --fuzz-seconds N   seconds per fuzz target (default 30, or $TRUFFLD_FUZZ_SECONDS)
 # Environment: TRUFFLD_BUILD_DIR (default build), TRUFFLD_SHARED_DATA (real traces; default
 # ../shared/data beside the checkout; tests that need them skip when absent), JOBS (default nproc).
 set -euo pipefail
@@ -20,7 +20,7 @@ asan=0
 fuzz=1
 merge_asan=1
 inject_tsan=1
-fuzz_seconds=${TRUFFLD_FUZZ_SECONDS:-60}
+fuzz_seconds=${TRUFFLD_FUZZ_SECONDS:-30}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --label) label_include=$2; shift 2 ;;
@@ -48,6 +48,8 @@ if [[ $asan -eq 1 ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 [[ -n "${TRUFFLD_SHARED_DATA:-}" ]] && extra+=(-DTRUFFLD_SHARED_DATA="$TRUFFLD_SHARED_DATA")
+# The Google Benchmark executables serve only bench-labelled tests: built when those run.
+if [[ "$label_include" == *bench* ]]; then extra+=(-DTRUFFLD_BUILD_BENCHMARKS=ON); else extra+=(-DTRUFFLD_BUILD_BENCHMARKS=OFF); fi
 # Line tables, not full debug info: a failure's backtrace keeps its lines, and a clean build (CI)
 # takes a third less time. Every build this script makes uses it (run-fuzz.sh too).
 export TRUFFLD_DEBUG_FLAGS="-O2 -g1 -DNDEBUG"

@@ -211,6 +211,7 @@ std::string RenderHtmlReport(const std::vector<StepDiagnosis>& d, const ReportCo
   h += RenderHistogramDefs(run, used) + cards;
   h += RenderIndex(d, plan);
   if (ctx.requests) h += RenderRequests(*ctx.requests);
+  if (ctx.run_stats) h += RenderRunStats(*ctx.run_stats);
   if (!ctx.notes.empty()) {
     h += "<h2>Notes</h2><ul>";
     for (const auto& n : ctx.notes) h += "<li>" + HtmlEscape(n) + "</li>";

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "report/requests.h"
+#include "truffld/run_stats.h"
 #include "stage2/fusion.h"
 #include "read/instances.h"
 
@@ -88,6 +89,7 @@ struct ReportContext {
   // that stopped without a clean exit; empty when every process exited normally.
   std::string hang_sentence;
   const std::vector<RequestSummary>* requests = nullptr;  // the "Requests" section (null: none)
+  const RunStats* run_stats = nullptr;  // the merge's run_stats.json, "Run statistics" (null: none)
   std::vector<std::string> hang_lines;
   size_t max_cards = 500;   // abnormal units shown as cards (the rest are in the index)
   const ReportRunData* run = nullptr;  // peer mode extras; null: derived from the diagnoses

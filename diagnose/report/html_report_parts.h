@@ -72,6 +72,9 @@ std::string RenderIndex(const std::vector<StepDiagnosis>& d, const CardPlan& pla
 // "Requests": TTFT and TPOT percentiles, the requests abnormal steps cost most, the slowest to
 // their first token ("" when no step named a request).
 std::string RenderRequests(const std::vector<RequestSummary>& r);
+// "Run statistics": kernel time, GPU idle inside steps, launch latency, compute/communication
+// overlap ("" when the run has no kernel and no step with device detail).
+std::string RenderRunStats(const RunStats& s);
 
 // The report's only script (static text: no data, no names) and its CSP hash source.
 const std::string& Script();

@@ -11,18 +11,13 @@
 #include "truffld/output_lock.h"
 #include "truffld/terminal_text.h"
 
-namespace truffld::diagnose {
+#include "merge_files.h"
 
-std::string SummaryPathFor(const std::string& input) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path in(input);
-  return ((fs::is_directory(in, ec) ? in : in.parent_path()) / "summary.json").string();
-}
+namespace truffld::diagnose {
 
 Result<HangRun> AnalyseHang(const std::string& input) {
   HangRun run;
-  run.summary_path = SummaryPathFor(input);
+  run.summary_path = MergeFilePath(input, "summary.json");
   std::ifstream f(run.summary_path, std::ios::binary);
   if (!f) return NotFound(run.summary_path + ": cannot read truffld-merge's summary.json (hang localisation needs it)");
   std::ostringstream text;

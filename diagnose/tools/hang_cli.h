@@ -22,9 +22,6 @@ struct HangRun {
   HangReport report;
 };
 
-// summary.json for `input`: inside it when it is a directory, else beside the trees file.
-std::string SummaryPathFor(const std::string& input);
-
 // Reads the summary and localises. NotFound-style error (message says so) when it is absent.
 Result<HangRun> AnalyseHang(const std::string& input);
 

@@ -24,6 +24,7 @@
 #include "compare/compare.h"
 #include "report/compare_html.h"
 #include "hang_cli.h"
+#include "merge_files.h"
 #include "help_text.h"
 #include "options.h"
 #include "trace_output.h"
@@ -315,6 +316,8 @@ int Run(Args& a) {
   const std::optional<nlohmann::json> hang_json = AddHang(hang, &ctx);
   const std::vector<td::RequestSummary> requests = td::SummariseRequests(result->diagnoses);
   ctx.requests = &requests;
+  const std::optional<truffld::RunStats> run_stats = td::ReadMergeRunStats(a.input, &ctx.notes);
+  if (run_stats) ctx.run_stats = &*run_stats;
   std::vector<std::string> warnings;
   bool input_side = false;
   truffld::Status written = [&] {

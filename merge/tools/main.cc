@@ -17,6 +17,7 @@
 #include "truffld/merge/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
+#include "truffld/merge/run_stats.h"
 #include "truffld/merge/writers.h"
 #include "truffld/output_lock.h"
 #include "truffld/terminal_text.h"
@@ -37,6 +38,8 @@ no event at all are exit 1. Directories are searched recursively. Writes into OU
                 requests that see the identical tree share one line ("request_group"),
                 --per-request-trees writes one line per request instead
   trace.json    Chrome/Perfetto trace: a process per rank, threads and GPU streams as tracks
+  run_stats.json  kernel time per name, GPU idle share per step, launch latency, compute/
+                communication overlap per rank           [schemas/stats-summary.schema.json]
   summary.json  what was read, linked, dropped and why               [schemas/summary.schema.json]
 Bad records are counted and reported with file:line; the rest is merged (--strict: fail).
 truffld's own outputs (an earlier merge's trace.json, trees.jsonl, ...) and repeated inputs (the
@@ -155,7 +158,7 @@ void AddFlags(CLI::App& app, Args& a) {
   app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
 }
 
-// Writes trees.jsonl, trace.json (unless --no-trace-json) and summary.json under temporary names
+// Writes trees.jsonl, trace.json (unless --no-trace-json), run_stats.json and summary.json under temporary names
 // and, when all are complete, renames them into place; with --no-trace-json an earlier run's
 // trace.json is removed. Any failure leaves OUTDIR as it was.
 Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress& progress,
@@ -175,8 +178,12 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
   Result<AtomicFile> trees = WriteFile(out / "trees.jsonl", mode, [&](JsonOut* o) {
     run.trees_written = WriteTreesJsonl(r, o, run.tree_layout);
   });
+  // The run's summaries, computed while trace.json is still being written.
+  Result<AtomicFile> stats = WriteFile(out / "run_stats.json", mode,
+                                       [&](JsonOut* o) { o->Raw(RunStatsJson(ComputeRunStats(r))); });
   if (trace_writer.joinable()) trace_writer.join();
   if (!trees.ok()) return trees.status();
+  if (!stats.ok()) return stats.status();
   if (!a.no_trace) {
     if (!trace) write_trace();
     if (!trace->ok()) return trace->status();
@@ -186,6 +193,7 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
   Result<AtomicFile> summary = WriteFile(out / "summary.json", mode, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
   if (!summary.ok()) return summary.status();
   TRUFFLD_RETURN_IF_ERROR(trees->Commit());
+  TRUFFLD_RETURN_IF_ERROR(stats->Commit());
   if (trace) TRUFFLD_RETURN_IF_ERROR((*trace)->Commit());
   else TRUFFLD_RETURN_IF_ERROR(RemoveStaleOutput((out / "trace.json").string()));
   return summary->Commit();
