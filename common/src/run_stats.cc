@@ -38,7 +38,7 @@ void SummariseRankIdle(RunStats* out) {
 }
 
 std::string RunStatsJson(const RunStats& s) {
-  using Json = nlohmann::json;
+  using Json = nlohmann::ordered_json;  // "schema" first: truffld-merge recognises the file by it
   auto rank = [](const std::optional<int64_t>& r) { return r ? Json(*r) : Json(nullptr); };
   Json j = {{"schema", kStatsSummarySchema}, {"kernels", s.kernels}, {"kernel_total_ns", s.kernel_total_ns}};
   Json& ks = j["kernel_summary"] = Json::array();

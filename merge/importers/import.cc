@@ -172,6 +172,7 @@ std::string TruffldOutputKind(std::string_view prefix) {
   static constexpr std::pair<const char*, const char*> kMarkers[] = {
       {"\"truffld.trees/", "trees.jsonl"},
       {"\"truffld.summary/", "summary.json"},
+      {"\"truffld.stats-summary/", "run_stats.json"},
       {"\"truffld.diagnosis/", "diagnosis.jsonl"},
       {"\"generator\":\"truffld-merge\"", "trace.json"}};
   const std::string_view head = prefix.substr(0, 512);  // the markers open their files

@@ -226,7 +226,7 @@ class Merge(CliCase):
 
     def test_planted_symlinks_are_replaced_not_followed(self):
         out = os.path.join(self.dir, "out")
-        names = ["trees.jsonl", "trace.json", "summary.json"]
+        names = ["trees.jsonl", "trace.json", "summary.json", "run_stats.json"]
         target = self.plant_links(out, names)
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", out, "-q"], 0)
         self.assert_safe_outputs(out, names, target)
@@ -237,7 +237,7 @@ class Merge(CliCase):
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", out, "-q"], 0)
         self.assertTrue(os.path.exists(os.path.join(out, "trace.json")))
         self.expect([MERGE, os.path.join(self.root, "dump"), "-o", out, "-q", "--no-trace-json"], 0)
-        self.assertEqual(["summary.json", "trees.jsonl"], outputs(out))
+        self.assertEqual(["run_stats.json", "summary.json", "trees.jsonl"], outputs(out))
 
     def test_full_disk_exits_3_and_keeps_the_earlier_outputs(self):
         out = os.path.join(self.dir, "out")
@@ -265,7 +265,9 @@ class Merge(CliCase):
             want = json.load(f)
         self.assertEqual(want["total"]["steps"], got["total"]["steps"])
         self.assertEqual(want["total"]["kernels_read"], got["total"]["kernels_read"])
-        self.assertEqual({"not_a_trace": 3, "truffld_output": 3, "duplicate": 2, "not_a_regular_file": 0},
+        # not traces: the generator's ledger, labels, request ledger and summary; truffld's own:
+        # the earlier merge's trees.jsonl, trace.json, summary.json and run_stats.json
+        self.assertEqual({"not_a_trace": 4, "truffld_output": 4, "duplicate": 2, "not_a_regular_file": 0},
                          got["skipped_by_kind"])
 
     def test_control_bytes_in_names_reach_stderr_escaped(self):
