@@ -83,7 +83,7 @@ int Stats(const Args& a, const std::string& path) {
   auto stats = ComputeRunStats(db->get());
   if (!stats.ok()) return Fail(kExitInput, stats.status().message());
   if (!a.stats_json.empty()) {
-    if (Status st = WriteFileAtomically(a.stats_json, FormatStatsJson(*stats)); !st.ok()) {
+    if (Status st = WriteFileAtomically(a.stats_json, RunStatsJson(*stats)); !st.ok()) {
       return Fail(kExitOutput, st.message());
     }
   }

@@ -68,23 +68,6 @@ Status ForRows(SqliteDb* db, const char* sql, F row) {
   return st;
 }
 
-void SummariseIdle(RunStats* out) {
-  for (const StepIdle& s : out->step_idle) {
-    if (out->rank_idle.empty() || out->rank_idle.back().rank != s.rank) {
-      out->rank_idle.push_back(RankIdle{s.rank, 0, 0, 0, 0, 1.0, 0.0});
-    }
-    RankIdle& r = out->rank_idle.back();
-    ++r.steps;
-    r.duration_ns += s.duration_ns;
-    r.busy_ns += s.busy_ns;
-    r.min_step_idle = std::min(r.min_step_idle, s.idle_share);
-    r.max_step_idle = std::max(r.max_step_idle, s.idle_share);
-  }
-  for (RankIdle& r : out->rank_idle) {
-    r.idle_share = r.duration_ns > 0 ? 1.0 - static_cast<double>(r.busy_ns) / r.duration_ns : 0.0;
-  }
-}
-
 }  // namespace
 
 Result<RunStats> ComputeRunStats(SqliteDb* db) {
@@ -100,7 +83,7 @@ Result<RunStats> ComputeRunStats(SqliteDb* db) {
     st.idle_share = 1.0 - static_cast<double>(st.busy_ns) / st.duration_ns;
     out.step_idle.push_back(st);
   }));
-  SummariseIdle(&out);
+  SummariseRankIdle(&out);
   TRUFFLD_RETURN_IF_ERROR(ForRows(db, kLaunchLatencySql, [&](const SqliteStmt& s) {
     out.launch_latency.push_back(
         LaunchLatency{s.Text(0), s.Int(1), s.Int(2), s.Int(3), s.Int(4), s.Int(5), s.Int(6), s.Int(7)});

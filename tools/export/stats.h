@@ -1,5 +1,6 @@
-// RunStats: the summaries users know from `nsys stats` and HTA, computed by SQL from a
-// truffld-export database (schema_sql.h):
+// RunStats (truffld/run_stats.h): the summaries users know from `nsys stats` and HTA, computed
+// by SQL from a truffld-export database (schema_sql.h); truffld-merge computes the same from its
+// trees (run_stats.json), and tests check that the two agree:
 //   - kernel time summary: per kernel name, count, total/avg/min/max duration and share of all
 //     kernel time (nsys stats' cuda_gpu_kern_sum);
 //   - GPU idle share per step: 1 - (union of the step's kernels, copies and memsets, clipped to
@@ -20,45 +21,9 @@
 #include <vector>
 
 #include "sqlite_db.h"
+#include "truffld/run_stats.h"
 
 namespace truffld::exporter {
-
-struct KernelSummary {
-  std::string name;
-  int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
-  double avg_ns = 0, share = 0;  // share: of all kernel time, 0..1
-};
-struct StepIdle {
-  std::optional<int64_t> rank;
-  int64_t step_index = 0, duration_ns = 0, busy_ns = 0;
-  double idle_share = 0;
-};
-struct RankIdle {
-  std::optional<int64_t> rank;
-  int64_t steps = 0, duration_ns = 0, busy_ns = 0;
-  double idle_share = 0;  // over the rank's summed step time
-  double min_step_idle = 0, max_step_idle = 0;
-};
-struct LaunchLatency {
-  std::string api;
-  int64_t count = 0;
-  int64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;  // kernel start - call start
-  int64_t p50_after_end_ns = 0;                                        // kernel start - call end
-};
-struct RankOverlap {
-  std::optional<int64_t> rank;
-  int64_t compute_ns = 0, comm_ns = 0, overlap_ns = 0;
-  double overlap_share = 0;  // overlap / comm (0 without communication)
-};
-
-struct RunStats {
-  int64_t kernels = 0, kernel_total_ns = 0;
-  std::vector<KernelSummary> kernel_summary;  // largest total first
-  std::vector<StepIdle> step_idle;            // by rank, step
-  std::vector<RankIdle> rank_idle;
-  std::vector<LaunchLatency> launch_latency;  // most kernels first
-  std::vector<RankOverlap> overlap;
-};
 
 Result<RunStats> ComputeRunStats(SqliteDb* db);
 

@@ -1,10 +1,8 @@
-// FormatStatsText / FormatStatsJson (see stats_format.h).
+// FormatStatsText (see stats_format.h).
 #include "stats_format.h"
 
 #include <algorithm>
 #include <cstdio>
-
-#include <nlohmann/json.hpp>
 
 #include "peer/format_ns.h"
 #include "truffld/terminal_text.h"
@@ -108,40 +106,6 @@ std::string FormatTable(const std::vector<std::string>& header, const std::vecto
 std::string FormatStatsText(const RunStats& s, const TextOptions& o) {
   return KernelTable(s, o.top_kernels) + "\n" + IdleTables(s, o.top_idle) + "\n" + LatencyTable(s) + "\n" +
          OverlapTable(s);
-}
-
-std::string FormatStatsJson(const RunStats& s) {
-  using nlohmann::json;
-  auto rank = [](const std::optional<int64_t>& r) { return r ? json(*r) : json(nullptr); };
-  json j = {{"schema", kStatsSummarySchema}, {"kernels", s.kernels}, {"kernel_total_ns", s.kernel_total_ns}};
-  json& ks = j["kernel_summary"] = json::array();
-  for (const KernelSummary& k : s.kernel_summary) {
-    ks.push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns}, {"avg_ns", k.avg_ns},
-                  {"min_ns", k.min_ns}, {"max_ns", k.max_ns}, {"share", k.share}});
-  }
-  json& si = j["step_idle"] = json::array();
-  for (const StepIdle& st : s.step_idle) {
-    si.push_back({{"rank", rank(st.rank)}, {"step_index", st.step_index}, {"duration_ns", st.duration_ns},
-                  {"busy_ns", st.busy_ns}, {"idle_share", st.idle_share}});
-  }
-  json& ri = j["rank_idle"] = json::array();
-  for (const RankIdle& r : s.rank_idle) {
-    ri.push_back({{"rank", rank(r.rank)}, {"steps", r.steps}, {"duration_ns", r.duration_ns}, {"busy_ns", r.busy_ns},
-                  {"idle_share", r.idle_share}, {"min_step_idle_share", r.min_step_idle},
-                  {"max_step_idle_share", r.max_step_idle}});
-  }
-  json& ll = j["launch_latency"] = json::array();
-  for (const LaunchLatency& l : s.launch_latency) {
-    ll.push_back({{"api", l.api}, {"count", l.count}, {"min_ns", l.min_ns}, {"p50_ns", l.p50_ns},
-                  {"p90_ns", l.p90_ns}, {"p99_ns", l.p99_ns}, {"max_ns", l.max_ns},
-                  {"p50_after_end_ns", l.p50_after_end_ns}});
-  }
-  json& ov = j["overlap"] = json::array();
-  for (const RankOverlap& r : s.overlap) {
-    ov.push_back({{"rank", rank(r.rank)}, {"compute_ns", r.compute_ns}, {"comm_ns", r.comm_ns},
-                  {"overlap_ns", r.overlap_ns}, {"overlap_share", r.overlap_share}});
-  }
-  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace truffld::exporter
