@@ -30,6 +30,7 @@
 #include "truffld/synth/byte_sink.h"
 #include "truffld/synth/config.h"
 #include "truffld/synth/faults.h"
+#include "truffld/synth/slow_host_ledger.h"
 #include "truffld/synth/request_ledger.h"
 #include "truffld/synth/model.h"
 
@@ -109,6 +110,7 @@ class Simulator {
   Catalogue cat_;
   ModelDims dims_;
   std::unique_ptr<FaultBook> faults_;
+  std::vector<SlowHostSpan> slow_spans_;  // --slow-host: its ranks' windows, for ledger.jsonl
   RequestLedger requests_;
   RunReport report_;
 };
