@@ -45,6 +45,8 @@ def parse_args(argv):
     g.add_argument("--in-process", action="store_true", help="run the shards here, one after the other, without Dask")
     p.add_argument("--local-workers", type=int, default=2, help="without a scheduler: LocalCluster worker processes (default 2)")
     p.add_argument("--replica-map", help="JSON {replica: [ranks]} (default: one replica per META host)")
+    p.add_argument("--pool-map", help="JSON {replica: pool label}: replicas compared only within their pool "
+                   "(default: GPU model, served model and parallel flags from each dump's META)")
     p.add_argument("--dumps-local", action="store_true",
                    help="the workers find the dumps (node-local disks) and each shard runs only on workers that see them")
     p.add_argument("--merge", help="truffld-merge binary (default: the build tree's, else PATH)")
@@ -80,7 +82,8 @@ def plan_here(a):
     """Shards from the dumps this machine reads; no placement."""
     dumps = [(p, plan.read_meta(p)) for p in plan.find_dumps(a.inputs)]
     rmap = plan.load_replica_map(a.replica_map) if a.replica_map else None
-    return plan.plan_shards(dumps, rmap), None
+    pmap = plan.load_pool_map(a.pool_map) if a.pool_map else None
+    return plan.plan_shards(dumps, rmap, pmap), None
 
 
 def plan_on_workers(a, client):
@@ -91,7 +94,7 @@ def plan_on_workers(a, client):
     if not dumps:
         raise plan.PlanError("no worker sees any dump (truffld-*.jsonl[.gz|.zst]) among: %s" % " ".join(a.inputs))
     rmap = plan.load_replica_map(a.replica_map) if a.replica_map else None
-    shards = plan.plan_shards(dumps, rmap)
+    shards = plan.plan_shards(dumps, rmap, plan.load_pool_map(a.pool_map) if a.pool_map else None)
     return shards, {s["replica"]: placement.workers_for(s, seen) for s in shards}
 
 
@@ -124,10 +127,11 @@ def run_shards(a, client, shards, where, merge, diagnose, dargs):
 
 
 def parse_features(res):
+    """The shard's feature lines, each given the replica's pool (what the reduce compares within)."""
     rows = []
     for n, line in enumerate(res["features"].splitlines(), 1):
         try:
-            rows.append(json.loads(line))
+            rows.append({**json.loads(line), "pool": res.get("pool", "")})
         except ValueError as e:
             raise plan.PlanError("replica-%s/%s:%d: not JSON: %s" % (res["replica"], shard.FEATURES, n, e)) from e
     return rows
@@ -167,7 +171,7 @@ def report(a, results, t0):
                 r["status"], r["reason"] = "failed", str(e)
     result = reduce.reduce_fleet(rows, reduce.Options(min_ratio=a.min_ratio, windows=a.windows))
     lines = [json.dumps({"schema": "truffld.fleet/1", "kind": "shard_failed", "replica": r["replica"],
-                         "hosts": r["hosts"], "ranks": r["ranks"], "evidence": "replica %s: %s" % (r["replica"], r["reason"]),
+                         "hosts": r["hosts"], "ranks": r["ranks"], "pool": r.get("pool", ""), "evidence": "replica %s: %s" % (r["replica"], r["reason"]),
                          "reason": r["reason"]}) for r in results if r["status"] == "failed"]
     lines += [json.dumps(f) for f in result["findings"]]
     per_rank_step = travelled / len(rows) if rows else 0.0

@@ -84,7 +84,8 @@ def run_shard(shard, out_root, merge, diagnose, diagnose_args=()):
     t0 = time.monotonic()
     rep = shard["replica"]
     d = shard_dir(out_root, rep)
-    res = {"replica": rep, "hosts": shard["hosts"], "ranks": shard["ranks"], "status": "failed",
+    res = {"replica": rep, "hosts": shard["hosts"], "ranks": shard["ranks"], "pool": shard.get("pool", ""),
+           "status": "failed",
            "reason": "", "features": "", "seconds": 0.0, "dir": d}
     try:
         key = input_checksum(shard["files"], [merge, diagnose], diagnose_args)
