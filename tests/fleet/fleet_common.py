@@ -100,17 +100,16 @@ def ledger_slow_hosts(synth_dir):
 
 def check_against_ledger(findings, slow_hosts, peers):
     """The slow_replica findings name exactly the ledger's slow hosts (hosts and ranks), each
-    with its largest ratio near the injected factor (within 0.15 below: a step also holds work
-    the slow GPUs do not slow), against `peers` other replicas."""
+    with a cost slower by about the injected factor (at most 0.15 below: a step also holds work
+    the slow GPUs do not slow) against `peers` other replicas."""
     got = {(tuple(f["hosts"]), tuple(f["ranks"])) for f in findings if f["kind"] == "slow_replica"}
     want = {((h,), tuple(r)) for h, (r, _) in slow_hosts.items()}
     check(want and got == want, "findings %s are the ledger's slow hosts %s" % (sorted(got), sorted(want)))
     for f in findings:
         factor = slow_hosts[f["hosts"][0]][1]
-        top = max(f["metrics"], key=lambda m: m["ratio"])
-        check(factor - 0.15 <= top["ratio"] <= factor + 0.1 and top["peer_replicas"] == peers,
-              "%s: %s %.2fx, near the ledger's factor %.2f, against %d peers" % (
-                  f["hosts"], top["metric"], top["ratio"], factor, top["peer_replicas"]))
+        near = [m for m in f["metrics"] if factor - 0.15 <= m["ratio"] <= factor + 0.1 and m["peer_replicas"] == peers]
+        check(near, "%s: a cost near the ledger's factor %.2f against %d peers: %s" % (
+            f["hosts"], factor, peers, [(m["metric"], m["ratio"], m["peer_replicas"]) for m in near[:2]]))
 
 
 def same_as_direct(merge, diagnose, dumps, out, rep, work, threads="1"):

@@ -5,7 +5,11 @@ scheduler; neither starts a LocalCluster of `--local-workers` processes; `--in-p
 shards one after the other here, without Dask. Each shard is one task (shard.run_shard); the
 modules it needs are pickled by value, so workers need only python3-distributed and the tool
 binaries at the same paths. With `--dumps-local` the workers find the dumps themselves and a
-shard runs only on workers that see all its dumps (placement.py: they never cross the network). Not thread-safe.
+shard runs only on workers that see all its dumps (placement.py: they never cross the network).
+With `--window-steps N` each replica is sharded further by time window (window 0 first: its
+merge summary says how many follow; parse_features drops each window's overlap step). Every
+feature row gets its replica's pool (plan.pool_of or --pool-map), the reduce's unit of peers.
+Not thread-safe.
 """
 import argparse
 import json

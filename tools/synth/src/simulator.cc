@@ -457,13 +457,7 @@ Status Simulator::RunReplica(int replica) {
     done = done1;
   }
   for (Group& g : stages) faults_->Finish(g.rank_ids, g.pop_ts);
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const Group& g = stages[s];
-    if (g.host != cfg_.slow_host || cfg_.slow_host_factor <= 1.0 || first_push[s].empty()) continue;
-    for (size_t i = 0; i < g.ranks.size(); ++i) {
-      slow_spans_.push_back({g.ranks[i].rank, g.ranks[i].host, first_push[s][i], g.pop_ts[i], g.ranks[i].steps});
-    }
-  }
+  for (size_t s = 0; s < stages.size(); ++s) NoteSlowHost(stages[s], first_push[s]);
   for (Group& g : stages) {
     for (Rank& rk : g.ranks) {
       rk.FinishDetail(cfg_);
