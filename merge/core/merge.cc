@@ -94,8 +94,9 @@ void SummariseFile(const TraceFile& f, MergeCounters counters, FileSummary* fs) 
   fs->ingest_counts = f.stats.counts;
 }
 
-// Two trees per step (vertical, horizontal), numbered per rank in time order.
-void NumberSteps(std::vector<StepRef> steps, MergeResult* res) {
+// Two trees per step (vertical, horizontal), numbered per rank in time order; only the steps
+// of the step window (MergeOptions) make trees.
+void NumberSteps(std::vector<StepRef> steps, const MergeOptions& options, MergeResult* res) {
   std::stable_sort(steps.begin(), steps.end(), [](const StepRef& a, const StepRef& b) {
     return std::tie(a.key, a.start, a.file, a.line) < std::tie(b.key, b.start, b.file, b.line);
   });
@@ -105,6 +106,10 @@ void NumberSteps(std::vector<StepRef> steps, MergeResult* res) {
     const StepRef& s = steps[i];
     ordinal = (i > 0 && steps[i - 1].key == s.key) ? ordinal + 1 : 0;
     const FileMeta& m = res->files[s.file].meta;
+    RankSummary& rs = ranks[s.key];
+    rs.rank = m.rank;
+    ++rs.steps_in_dumps;
+    if (!InStepWindow(ordinal, options)) continue;
     for (View view : {View::kVertical, View::kHorizontal}) {
       Tree t;
       t.root = view == View::kVertical ? s.vertical : s.horizontal;
@@ -120,8 +125,6 @@ void NumberSteps(std::vector<StepRef> steps, MergeResult* res) {
     }
     const uint64_t n_trees = 2 * res->request_sets[s.set].size();
     res->summary.files[s.file].counters.trees += n_trees;
-    RankSummary& rs = ranks[s.key];
-    rs.rank = m.rank;
     ++rs.steps;
     rs.implicit_steps += s.implicit;
     rs.trees += n_trees;
@@ -199,7 +202,7 @@ Result<MergeResult> Merge(std::vector<TraceFile> files, const MergeOptions& opti
     SummariseFile(res.files[i], std::move(built[i].counters), &res.summary.files[i]);
     res.summary.files[i].end_state = std::move(built[i].end_state);
   }
-  NumberSteps(std::move(steps), &res);
+  NumberSteps(std::move(steps), options, &res);
   for (const FileSummary& fs : res.summary.files) res.summary.total.Add(fs.counters);
   if (options.strict) TRUFFLD_RETURN_IF_ERROR(StrictCheck(res.summary));
   return res;

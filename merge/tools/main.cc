@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -117,7 +118,7 @@ void PrintSkipped(const std::vector<SkippedInput>& skipped, size_t from) {
 
 struct Args {
   std::vector<std::string> inputs;
-  std::string outdir, rules_path, request_regex;
+  std::string outdir, rules_path, request_regex, step_window;
   bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
   bool keep_cache = false, no_direct = false, wait_lock = false;
   int threads = 2;
@@ -155,6 +156,11 @@ void AddFlags(CLI::App& app, Args& a) {
   app.add_flag("--wait-lock", a.wait_lock,
                "When another run is writing OUTDIR (it holds OUTDIR/.truffld.lock), wait for it "
                "instead of exiting 3 at once");
+  app.add_option("--step-window", a.step_window,
+                 "K:N: keep each rank's steps K*N to K*N+N-1 (rank-local step index from 0, time order) plus "
+                 "step K*N-1 before them, one step of overlap so the first one's gap is known; step indices "
+                 "stay the whole dumps' (summary.json ranks[].steps_in_dumps counts them all). A long run "
+                 "sharded by time window (truffld-fleet --window-steps)");
   app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
 }
 
@@ -199,9 +205,26 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
   return summary->Commit();
 }
 
+// --step-window K:N into `opt`; false when it is not two integers K >= 0 and N >= 1.
+bool ParseStepWindow(const std::string& v, MergeOptions* opt) {
+  const size_t colon = v.find(':');
+  if (colon == std::string::npos) return false;
+  uint32_t k = 0, n = 0;
+  const char* end = v.data() + v.size();
+  auto rk = std::from_chars(v.data(), v.data() + colon, k);
+  auto rn = std::from_chars(v.data() + colon + 1, end, n);
+  if (rk.ec != std::errc() || rk.ptr != v.data() + colon || rn.ec != std::errc() || rn.ptr != end || n == 0) return false;
+  opt->window_index = k;
+  opt->window_steps = n;
+  return true;
+}
+
 int Run(const Args& a) {
   auto t0 = std::chrono::steady_clock::now();
   MergeOptions opt;
+  if (!a.step_window.empty() && !ParseStepWindow(a.step_window, &opt))
+    return Fail(kExitUsage, "--step-window must be K:N (window index K >= 0, N >= 1 steps per window), got '" +
+                                a.step_window + "'");
   opt.strict = a.strict;
   opt.threads = a.threads;
   opt.implicit_steps = !a.no_implicit;

@@ -105,7 +105,8 @@ void WriteSummaryJson(const MergeResult& r, const RunInfo& run, JsonOut* out) {
   j["total"] = Counters(r.summary.total);
   ordered_json ranks = ordered_json::array();
   for (const RankSummary& rs : r.summary.ranks)
-    ranks.push_back({{"rank", OptInt(rs.rank)}, {"steps", rs.steps}, {"implicit_steps", rs.implicit_steps}, {"trees", rs.trees}});
+    ranks.push_back({{"rank", OptInt(rs.rank)}, {"steps", rs.steps}, {"implicit_steps", rs.implicit_steps}, {"trees", rs.trees},
+                     {"steps_in_dumps", rs.steps_in_dumps}});
   j["ranks"] = ranks;
   ordered_json files = ordered_json::array();
   for (const FileSummary& f : r.summary.files) {

@@ -66,7 +66,8 @@ def healthy_fleet(bin_, work, seed):
 def fleet_with_faults(bin_, work, slow_host):
     """8 replicas TP2: host `slow_host` slower in every step (run A), and the one other replica
     whose dumps carry the costliest labelled kernel fault (run B, same seed). Returns the dump
-    directory, that replica's id and the (rank, step) of its labelled vertical steps."""
+    directory, that replica's id, the (rank, step) of its labelled vertical steps and run A's
+    ledger slow hosts (ledger_slow_hosts)."""
     a, b, dumps = (os.path.join(work, n) for n in ("a", "b", "dumps"))
     synth(bin_, a, "--faults", "none", "--seed", "11", "--slow-host", "%d:1.25" % slow_host)
     synth(bin_, b, "--faults", "cuda_kernel", "--intensities", "4", "--abnormal-fraction", "0.03", "--seed", "11")
@@ -84,7 +85,31 @@ def fleet_with_faults(bin_, work, slow_host):
         name = os.path.basename(f)
         src = os.path.join(b, name) if name.startswith("truffld-node%d-" % host) else f
         shutil.copy(src, os.path.join(dumps, name))
-    return dumps, str(host), {(r, k) for r, k in labelled if r // 2 == host}
+    return dumps, str(host), {(r, k) for r, k in labelled if r // 2 == host}, ledger_slow_hosts(a)
+
+
+def ledger_slow_hosts(synth_dir):
+    """{host: (sorted ranks, slowdown factor)} of the slow_host entries of synth_dir/ledger.jsonl."""
+    out = {}
+    for e in read_jsonl(os.path.join(synth_dir, "ledger.jsonl")):
+        if e["class"] == "slow_host":
+            ranks, factor = out.get(e["host"], ([], e["intensity"]))
+            out[e["host"]] = (sorted(ranks + [e["rank"]]), factor)
+    return out
+
+
+def check_against_ledger(findings, slow_hosts, peers):
+    """The slow_replica findings name exactly the ledger's slow hosts (hosts and ranks), each
+    with a cost slower by about the injected factor (at most 0.15 below: a step also holds work
+    the slow GPUs do not slow) against `peers` other replicas."""
+    got = {(tuple(f["hosts"]), tuple(f["ranks"])) for f in findings if f["kind"] == "slow_replica"}
+    want = {((h,), tuple(r)) for h, (r, _) in slow_hosts.items()}
+    check(want and got == want, "findings %s are the ledger's slow hosts %s" % (sorted(got), sorted(want)))
+    for f in findings:
+        factor = slow_hosts[f["hosts"][0]][1]
+        near = [m for m in f["metrics"] if factor - 0.15 <= m["ratio"] <= factor + 0.1 and m["peer_replicas"] == peers]
+        check(near, "%s: a cost near the ledger's factor %.2f against %d peers: %s" % (
+            f["hosts"], factor, peers, [(m["metric"], m["ratio"], m["peer_replicas"]) for m in near[:2]]))
 
 
 def same_as_direct(merge, diagnose, dumps, out, rep, work, threads="1"):

@@ -85,7 +85,9 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     t0 = time.monotonic()
-    dumps, faulty_rep, labelled = fc.fleet_with_faults(a.synth, a.work, slow_host=5)
+    dumps, faulty_rep, labelled, slow_hosts = fc.fleet_with_faults(a.synth, a.work, slow_host=5)
+    fc.check(list(slow_hosts) == ["node5"] and slow_hosts["node5"][0] == [10, 11],
+             "the generator's ledger records the slow host: %s" % slow_hosts)
     print("data: %.1f s; fault in replica %s at steps %s" % (time.monotonic() - t0, faulty_rep, sorted(labelled)))
     sched_file, procs = start_cluster(a.work)
     out = os.path.join(a.work, "fleet")
@@ -111,6 +113,7 @@ def main():
     fc.validate(findings, "fleet.schema.json")
     fc.check([(f["kind"], f["replica"], f["hosts"]) for f in findings] == [("slow_replica", "5", ["node5"])],
              "exactly one finding, replica 5 on node5: %s" % findings)
+    fc.check_against_ledger(findings, slow_hosts, 7)
     ev = findings[0]["evidence"]
     fc.check(ev.startswith("replica 5 (host node5): ") and "other replicas serving similar batches" in ev, ev)
     mm = [m for m in findings[0]["metrics"] if m["metric"] == "aten::mm"]

@@ -112,6 +112,28 @@ class ReduceTest(unittest.TestCase):
     def test_too_few_replicas_judges_nothing(self):
         self.assertEqual(reduce.reduce_fleet(fleet(replicas=2, slow={1: 2.0}))["findings"], [])
 
+    def test_gpu_pools_keep_types_apart(self):
+        # Replicas 5-7 run on a GPU type 1.3x slower: compared only with their own type, they raise
+        # nothing; one slow node within the faster type is still found, against its 4 pool peers.
+        slower_type = {5: 1.3, 6: 1.3, 7: 1.3}
+
+        def mixed(seed, slow, pools=True):
+            rows = fleet(seed=seed, slow={**slower_type, **slow})
+            for r in rows:
+                r["pool"] = ("B | m" if int(r["replica"]) >= 5 else "A | m") if pools else ""
+            return rows
+        for seed in range(1, 6):
+            with self.subTest(seed=seed):
+                self.assertEqual(reduce.reduce_fleet(mixed(seed, {}))["findings"], [])
+                out = reduce.reduce_fleet(mixed(seed, {1: 1.2}))
+                self.assertEqual([(f["kind"], f["replica"], f["pool"]) for f in out["findings"]],
+                                 [("slow_replica", "1", "A | m")])
+                mm = [m for m in out["findings"][0]["metrics"] if m["metric"] == "aten::mm"][0]
+                self.assertEqual(mm["peer_replicas"], 4)
+        # What the pools prevent: judged as one pool, the slower type's replicas are "slow".
+        self.assertEqual([f["replica"] for f in reduce.reduce_fleet(mixed(1, {}, pools=False))["findings"]],
+                         ["5", "6", "7"])
+
     def test_empty(self):
         self.assertEqual(reduce.reduce_fleet([])["findings"], [])
 
@@ -143,6 +165,23 @@ class PlanTest(unittest.TestCase):
                 json.dump({"a": [0], "b": [0]}, f)
             with self.assertRaisesRegex(plan.PlanError, "rank 0 is in replicas"):
                 plan.load_replica_map(p)
+
+    def test_pool_of_meta_and_pool_map(self):
+        meta = {"type": "META", "host": "node0", "rank": 0, "devices": [{"id": 0, "name": "NVIDIA A100"}],
+                "cmdline": ["vllm", "serve", "Qwen/Qwen3-8B", "--tensor-parallel-size", "2", "--dtype=bf16", "--port", "1"]}
+        self.assertEqual(plan.pool_of(meta), "NVIDIA A100 | Qwen/Qwen3-8B | --dtype=bf16 | --tensor-parallel-size=2")
+        self.assertEqual(plan.pool_of({"type": "META"}), "unknown GPU | unknown model")
+        d = [("/d/r0", meta), ("/d/r1", {**meta, "host": "node1", "rank": 1, "devices": [{"id": 0, "name": "H100"}]})]
+        self.assertEqual([s["pool"].split(" | ")[0] for s in plan.plan_shards(d)], ["NVIDIA A100", "H100"])
+        with tempfile.TemporaryDirectory() as t:
+            p = os.path.join(t, "pools.json")
+            with open(p, "w") as f:
+                json.dump({"1": "a100-8b"}, f)
+            self.assertEqual(plan.plan_shards(d, None, plan.load_pool_map(p))[1]["pool"], "a100-8b")
+            with open(p, "w") as f:
+                json.dump({"1": 3}, f)
+            with self.assertRaisesRegex(plan.PlanError, "pools.json: the pool map must be"):
+                plan.load_pool_map(p)
 
     def test_read_meta_errors_name_the_file(self):
         with tempfile.TemporaryDirectory() as t:

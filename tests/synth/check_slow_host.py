@@ -1,6 +1,7 @@
 """truffld-synth --slow-host H:FACTOR: every kernel on host H takes FACTOR times longer in every
-step, the other hosts' dumps stay byte-identical, synth_summary.json
-records it, and bad values are usage errors.
+step, the other hosts' dumps stay byte-identical, synth_summary.json and ledger.jsonl (one
+slow_host entry per rank of the host, spanning its steps, labelling nothing) record it, and bad
+values are usage errors.
 Usage: check_slow_host.py --synth BIN --work DIR"""
 import argparse
 import filecmp
@@ -47,6 +48,14 @@ def main():
     with open(os.path.join(a.work, "slow", "synth_summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
     check(summary["slow_host"] == {"host": "node1", "index": 1, "factor": 1.5}, "synth_summary.json: %s" % summary["slow_host"])
+    with open(os.path.join(a.work, "slow", "ledger.jsonl"), encoding="utf-8") as f:
+        ledger = [json.loads(line) for line in f]
+    check([(e["class"], e["host"], e["rank"], e["intensity"], e["sufficient"], e["first_step"], e["last_step"])
+           for e in ledger] == [("slow_host", "node1", r, 1.5, False, 0, 5) for r in (2, 3)],
+          "ledger.jsonl: one slow_host entry per rank of node1: %s" % ledger)
+    check(all(0 < e["start"] < e["end"] for e in ledger), "each spans its rank's run")
+    with open(os.path.join(a.work, "plain", "ledger.jsonl"), encoding="utf-8") as f:
+        check(f.read() == "", "no slow host, no ledger entry")
     for bad in ("2:1.5", "1", "1:0.5", "x:2", "1:abc"):
         r = subprocess.run(base + ["--out", os.path.join(a.work, "bad"), "--slow-host", bad],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)

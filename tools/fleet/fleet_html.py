@@ -39,13 +39,23 @@ def render(result, shards, bytes_per_rank_step):
     """`result`: reduce_fleet's dict; `shards`: the per-shard result dicts (status, reason, hosts)."""
     info = result.get("replicas", {})
     ok = {s["replica"] for s in shards if s["status"] != "failed"}
+    windows = {}  # replica -> its done window shards' K (--window-steps)
+    for s in shards:
+        if s.get("window") and s["status"] != "failed":
+            windows.setdefault(s["replica"], []).append(s["window"][0])
 
     def links(rep, unit):
         name = html.escape("replica %s" % unit)
-        return '<a href="replica-%s/report.html">%s</a>' % (html.escape(rep, quote=True), name) if rep in ok else name
+        href = html.escape(rep, quote=True)
+        if rep not in ok:
+            return name
+        if rep not in windows:
+            return '<a href="replica-%s/report.html">%s</a>' % (href, name)
+        return name + " " + " ".join('<a href="replica-%s/window-%d/report.html">w%d</a>' % (href, k, k)
+                                     for k in sorted(windows[rep]))
 
     parts = ["<!doctype html><html><head><meta charset=utf-8><title>truffld fleet</title><style>%s</style></head><body>"
-             % STYLE, "<h1>truffld fleet: %d replicas</h1>" % len(shards),
+             % STYLE, "<h1>truffld fleet: %d replicas</h1>" % len({s["replica"] for s in shards}),
              "<p><small>%d shards done, %d failed; %.0f bytes of features per rank-step travelled.</small></p>" % (
                  len(ok), len(shards) - len(ok), bytes_per_rank_step)]
     parts.append("<h2>Findings</h2>")

@@ -4,8 +4,11 @@ A replica (one tensor-parallel x pipeline-parallel group) is the shard unit: its
 merged and diagnosed together, and nothing crosses replicas until the fleet reduce. By default
 every host is a replica (data parallelism across hosts, TP within a host: META "host" says
 which dumps belong together); a --replica-map file says otherwise (pipeline stages spread over
-hosts). Only each dump's first line (META) is read here: the traces are parsed by the C++
-tools. Pure logic except read_meta/load_replica_map (thin file adapters). Not thread-safe.
+hosts). Each replica also gets its pool: replicas of the same model, configuration and GPU
+type, the only ones the fleet reduce compares with each other (pool_of: the GPU from META
+"devices", the model and parallel layout from META "cmdline"; a --pool-map file overrides it).
+Only each dump's first line (META) is read here: the traces are parsed by the C++ tools. Pure
+logic except read_meta/load_replica_map/load_pool_map (thin file adapters). Not thread-safe.
 """
 import gzip
 import json
@@ -81,17 +84,54 @@ def load_replica_map(path):
     return by_rank
 
 
+# Command-line flags of the serving engine that make replicas comparable only with their own kind.
+POOL_FLAGS = ("--model", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--dtype",
+              "--quantization", "--kv-cache-dtype", "--max-num-seqs", "--max-num-batched-tokens")
+
+
+def pool_of(meta):
+    """The pool key of one dump: "GPU | model | flags" from META devices[].name and cmdline
+    (vllm's flags above, as "--flag=value" or "--flag value"; `vllm serve MODEL`'s positional)."""
+    gpus = sorted({str(d.get("name", "")) for d in meta.get("devices") or [] if isinstance(d, dict)} - {""})
+    cmd = [str(c) for c in meta.get("cmdline") or []]
+    model, flags = "", []
+    for i, c in enumerate(cmd):
+        name, _, val = c.partition("=")
+        if name in POOL_FLAGS:
+            val = val or (cmd[i + 1] if i + 1 < len(cmd) else "")
+            if name == "--model":
+                model = val
+            else:
+                flags.append("%s=%s" % (name, val))
+        elif c == "serve" and i + 1 < len(cmd) and not cmd[i + 1].startswith("-") and not model:
+            model = cmd[i + 1]
+    return " | ".join([", ".join(gpus) or "unknown GPU", model or "unknown model"] + sorted(flags))
+
+
+def load_pool_map(path):
+    """--pool-map: JSON object {replica id: pool label} (replicas it lacks keep their META pool)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise PlanError("%s: cannot read the pool map: %s" % (path, e)) from e
+    if not isinstance(data, dict) or not all(isinstance(v, str) and v for v in data.values()):
+        raise PlanError("%s: the pool map must be an object {replica: non-empty pool label}" % path)
+    return {str(k): v for k, v in data.items()}
+
+
 def natural_key(s):
     """'node10' after 'node9'."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
-def plan_shards(dumps, rank_to_replica=None):
+def plan_shards(dumps, rank_to_replica=None, pool_map=None):
     """Groups dumps into replicas.
 
     `dumps`: [(path, meta)]. Without a map, hosts in natural order become replicas "0", "1", ...;
     with one, the map's ids are used and a dump whose rank it lacks is a PlanError.
-    Returns [{"replica", "hosts", "ranks", "files"}] ordered by replica.
+    `pool_map`: {replica: pool label} overriding pool_of. Returns [{"replica", "hosts", "ranks",
+    "files", "pool"}] ordered by replica (a replica whose dumps name several pools: all, joined by " + ").
     """
     groups = {}
     if rank_to_replica is None:
@@ -105,7 +145,8 @@ def plan_shards(dumps, rank_to_replica=None):
             raise PlanError("%s: rank %r is in no replica of the replica map" % (path, rank))
         else:
             rep = rank_to_replica[rank]
-        g = groups.setdefault(rep, {"replica": rep, "hosts": set(), "ranks": set(), "files": []})
+        g = groups.setdefault(rep, {"replica": rep, "hosts": set(), "ranks": set(), "files": [], "pools": set()})
+        g["pools"].add(pool_of(meta))
         g["hosts"].add(str(meta.get("host", "")))
         if isinstance(rank, int):
             g["ranks"].add(rank)
@@ -114,5 +155,6 @@ def plan_shards(dumps, rank_to_replica=None):
     for rep in sorted(groups, key=natural_key):
         g = groups[rep]
         shards.append({"replica": rep, "hosts": sorted(g["hosts"], key=natural_key),
-                       "ranks": sorted(g["ranks"]), "files": sorted(g["files"])})
+                       "ranks": sorted(g["ranks"]), "files": sorted(g["files"]),
+                       "pool": (pool_map or {}).get(rep) or " + ".join(sorted(g["pools"]))})
     return shards

@@ -6,12 +6,15 @@ The compared unit is a replica, or, for a replica over several hosts (pipeline s
 its hosts against the same stage of other replicas (by device time only: a stage's step time
 includes waiting for the others). Per unit and step (its TP ranks averaged), each compared cost -- the step time and each
 operator family's device time -- is divided by its tokens (per-token cost) and compared with the
-median per-token cost of the nearest steps of the same phase in *other* replicas (tokens and
-context within a small log distance): a ratio per step. A replica is slow in a cost when the
-median of its log ratios lies above the fleet's centre (the median over replicas) by more than
-both `z` robust spreads (1.4826 MAD over replicas: the calibration pooled over replicas of the
-same model) and log(min_ratio), and at least `min_share` of its steps are slower than their
-peers (by at least half of min_ratio). The same test per time window finds replicas slow for a while. A healthy fleet's replicas
+median per-token cost of the nearest steps of the same phase in *other* replicas of its pool
+(tokens and context within a small log distance): a ratio per step. A pool (the rows' "pool":
+same model, configuration and GPU type) is the only set of peers: a GPU type legitimately slower
+than another is never compared with it. A replica is slow in a cost when the median of its log
+ratios lies above its pool's centre (the median over the pool's replicas) by more than both `z`
+robust spreads (1.4826 MAD over the pool's replicas: the false-alarm calibration pooled over
+replicas of the same model, configuration and GPU type) and log(min_ratio), and at least
+`min_share` of its steps are slower than their peers (by at least half of min_ratio); a pool of
+fewer than 3 judged replicas is not judged. The same test per time window finds replicas slow for a while. A healthy fleet's replicas
 differ by noise alone, far below min_ratio, so it raises nothing.
 Pure logic: dicts in, findings and heat-map data out. Not thread-safe (plain data).
 """
@@ -86,7 +89,7 @@ def aggregate(rows):
         for name, v in fam.items():
             if len(v) == len(rs):
                 costs[name] = statistics.fmean(v)
-        steps.append({"replica": rep, "unit": unit, "slot": slot, "step_index": idx,
+        steps.append({"replica": rep, "unit": unit, "slot": slot, "pool": str(first.get("pool") or ""), "step_index": idx,
                       "phase": first.get("phase", "unknown"), "tokens": tokens,
                       "context": max(0, first.get("context") or 0), "start_ns": min(r["start_ns"] for r in rs),
                       "hosts": [host], "ranks": sorted(r["rank"] for r in rs if r.get("rank") is not None),
@@ -96,14 +99,14 @@ def aggregate(rows):
 
 def _ratios_for(steps, metric, o):
     """{step position: (ratio, peer replicas)} for `metric` against other replicas' similar steps
-    (same phase, same slot)."""
+    (same pool, phase and slot)."""
     by_phase = {}
     for i, s in enumerate(steps):
         v = s["costs"].get(metric)
         if v is None or v <= 0:
             continue
         lt, lc = math.log(s["tokens"]), math.log1p(s["context"])
-        by_phase.setdefault((s["phase"], s["slot"]), []).append((lt, lc, v / s["tokens"], s["replica"], i))
+        by_phase.setdefault((s["pool"], s["phase"], s["slot"]), []).append((lt, lc, v / s["tokens"], s["replica"], i))
     out = {}
     for pts in by_phase.values():
         pts.sort()
@@ -163,6 +166,17 @@ def _judge(per_replica, o):
     return slow, (centre, threshold)
 
 
+def _judge_pools(per_unit, pool_of, o):
+    """_judge within each pool: {unit: summary} -> {unit: stats} of the slow ones."""
+    pools = {}
+    for u, v in per_unit.items():
+        pools.setdefault(pool_of[u], {})[u] = v
+    slow = {}
+    for members in pools.values():
+        slow.update(_judge(members, o)[0])
+    return slow
+
+
 def _summaries(entries, margin):
     """[(ratio, peer replicas)] -> (median log ratio, n, n slower (log ratio above `margin`), peer
     replicas in all)."""
@@ -200,7 +214,7 @@ def _finding(kind, info, flagged, window=None):
     if window:
         evidence += " (from %.3f s to %.3f s of the fleet's time)" % (window["from_s"], window["to_s"])
     f = {"schema": "truffld.fleet/1", "kind": kind, "replica": info["replica"], "hosts": info["hosts"],
-         "ranks": info["ranks"],
+         "ranks": info["ranks"], "pool": info["pool"],
          "evidence": evidence,
          "metrics": [dict(metric=m, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()})
                      for m, st in flagged]}
@@ -212,8 +226,8 @@ def _finding(kind, info, flagged, window=None):
 def _unit_info(steps):
     info = {}
     for s in steps:
-        i = info.setdefault(s["unit"], {"replica": s["replica"], "hosts": set(), "ranks": set(), "steps": 0,
-                                        "abnormal_steps": 0})
+        i = info.setdefault(s["unit"], {"replica": s["replica"], "pool": s["pool"], "hosts": set(), "ranks": set(),
+                                        "steps": 0, "abnormal_steps": 0})
         i["hosts"].update(s["hosts"])
         i["ranks"].update(s["ranks"])
         i["steps"] += 1
@@ -231,7 +245,7 @@ def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
                     entries.setdefault(steps[i]["unit"], []).append(rp)
             summ = {r: _summaries(v, 0.5 * math.log(o.min_ratio)) for r, v in entries.items()}
             wo = Options(**{**o.__dict__, "min_steps": o.min_window_steps})
-            slow, _ = _judge(summ, wo)
+            slow = _judge_pools(summ, {u: info[u]["pool"] for u in summ}, wo)
             for r, st in slow.items():
                 if m not in persistent.get(r, {}):
                     per.setdefault(r, {}).setdefault(w, []).append((m, st))
@@ -285,7 +299,8 @@ def reduce_fleet(rows, o=None):
         entries = {}
         for i, rp in ratios[m].items():
             entries.setdefault(steps[i]["unit"], []).append(rp)
-        slow, _ = _judge({r: _summaries(v, 0.5 * math.log(o.min_ratio)) for r, v in entries.items()}, o)
+        slow = _judge_pools({r: _summaries(v, 0.5 * math.log(o.min_ratio)) for r, v in entries.items()},
+                            {u: info[u]["pool"] for u in entries}, o)
         for r, st in slow.items():
             persistent.setdefault(r, {})[m] = st
     findings = [_finding("slow_replica", info[u], list(persistent[u].items())) for u in sorted(persistent, key=_natural)]

@@ -210,6 +210,38 @@ TEST(Merge, StepIndexIsPerRankAcrossFilesOnTheAlignedAxis) {
   ASSERT_EQ(r->summary.ranks.size(), 2u);
 }
 
+TEST(Merge, StepWindowKeepsItsStepsAndTheOneBefore) {
+  EXPECT_TRUE(InStepWindow(7, MergeOptions{}));  // no window: every step
+  MergeOptions o;
+  o.window_index = 2;
+  o.window_steps = 3;  // steps 6..8, and 5 before them
+  std::vector<uint32_t> in;
+  for (uint32_t i = 0; i < 12; ++i)
+    if (InStepWindow(i, o)) in.push_back(i);
+  EXPECT_EQ(in, (std::vector<uint32_t>{5, 6, 7, 8}));
+  o.window_index = 0;  // the first window has no step before it
+  in.clear();
+  for (uint32_t i = 0; i < 12; ++i)
+    if (InStepWindow(i, o)) in.push_back(i);
+  EXPECT_EQ(in, (std::vector<uint32_t>{0, 1, 2}));
+
+  std::string lines = Meta(0, "realtime", 0, 0, 11);
+  for (int k = 0; k < 6; ++k) lines += Step(("step_execute_model[request_ids:r" + std::to_string(k) + "]").c_str(), 100 * k, 100 * k + 50, 11);
+  std::vector<TraceFile> files;
+  files.push_back(FileFromLines(lines, "a.jsonl"));
+  o.window_index = 1;
+  o.window_steps = 2;  // steps 2, 3 and 1 before them
+  auto r = Merge(std::move(files), o);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint32_t> kept;
+  for (const Tree& t : r->trees)
+    if (t.view == View::kVertical) kept.push_back(t.step_index);
+  EXPECT_EQ(kept, (std::vector<uint32_t>{1, 2, 3}));  // the whole run's indices
+  ASSERT_EQ(r->summary.ranks.size(), 1u);
+  EXPECT_EQ(r->summary.ranks[0].steps, 3u);
+  EXPECT_EQ(r->summary.ranks[0].steps_in_dumps, 6u);
+}
+
 TEST(Merge, OneProcessWithoutARankIsRankZero) {
   std::vector<TraceFile> files;
   files.push_back(FileFromLines(Meta(-1, "realtime", 0, 0, 12) + Step("execute_model", 5, 6, 12), "c.jsonl"));

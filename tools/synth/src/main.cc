@@ -199,7 +199,9 @@ int main(int argc, char** argv) {
   std::string slow_host;
   app.add_option("--slow-host", slow_host,
                  "H:FACTOR: every kernel on host H (from 0) takes FACTOR times longer in every step (a slower node; "
-                 "unlabelled, recorded in synth_summary.json; only other replicas show it)");
+                 "labels no step; recorded in ledger.jsonl (class slow_host) and synth_summary.json; only other "
+                 "replicas show it)");
+  app.add_option("--device-name", cfg.device_name, "GPU model named in every META's devices")->capture_default_str();
   std::string slow_family;
   app.add_option("--slow-family", slow_family,
                  "FAMILY:FACTOR: the kernels of every FAMILY op (innermost backend family, e.g. aten::mm:1.2) take "

@@ -63,7 +63,7 @@ struct Simulator::Rank {
                      "\"--tensor-parallel-size\",\"" + std::to_string(cfg.tp()) + "\"" +
                      (cfg.pp > 1 ? ",\"--pipeline-parallel-size\",\"" + std::to_string(cfg.pp) + "\"" : "") + "]";
     m.device = local;
-    m.device_name = "NVIDIA H100 80GB HBM3";
+    m.device_name = cfg.device_name;
     static const char* kHex = "0123456789abcdef";
     m.device_uuid = "GPU-";
     for (int i = 0; i < 32; ++i) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "truffld/synth/record_writer.h"
+#include "truffld/synth/slow_host_ledger.h"
 #include "sim_rank.h"
 #include "truffld/synth/workload.h"
 
@@ -28,6 +29,10 @@ Status Simulator::Run() {
   auto ledger = sinks_("ledger.jsonl");
   if (!ledger.ok()) return ledger.status();
   TRUFFLD_RETURN_IF_ERROR(faults_->WriteLedger(ledger->get()));
+  if (!slow_spans_.empty()) {
+    TRUFFLD_RETURN_IF_ERROR((*ledger)->Write(
+        SlowHostLedgerLines(slow_spans_, faults_->ledger().size(), cfg_.slow_host_factor)));
+  }
   TRUFFLD_RETURN_IF_ERROR((*ledger)->Close());
   auto labels = sinks_("labels.jsonl");
   if (!labels.ok()) return labels.status();
@@ -389,6 +394,7 @@ Status Simulator::RunReplica(int replica) {
     }
   };
   std::vector<size_t> captured;
+  std::vector<std::vector<int64_t>> first_push(stages.size());  // --slow-host's ledger window
   for (int64_t step = 0; step < 50000000; ++step) {
     uint64_t records = 0;
     for (const Group& g : stages) records += g.Records();
@@ -420,6 +426,9 @@ Status Simulator::RunReplica(int replica) {
     }
     captured.clear();
     RunStep(stages, ps, step_name, ops, &done, &captured);
+    for (size_t s = 0; s < stages.size(); ++s) {
+      if (first_push[s].empty()) first_push[s] = stages[s].gs.push_ts;
+    }
     if (faults_->hits() == hits0) continue;
     // A labelling fault touched the step: re-run it from the same state with the same draws and
     // every fault off; the difference in each rank's pop is what the faults cost the step.
@@ -448,6 +457,7 @@ Status Simulator::RunReplica(int replica) {
     done = done1;
   }
   for (Group& g : stages) faults_->Finish(g.rank_ids, g.pop_ts);
+  for (size_t s = 0; s < stages.size(); ++s) NoteSlowHost(stages[s], first_push[s]);
   for (Group& g : stages) {
     for (Rank& rk : g.ranks) {
       rk.FinishDetail(cfg_);

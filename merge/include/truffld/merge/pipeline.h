@@ -32,7 +32,19 @@ struct MergeOptions {
   bool strict = false;              // any counted problem in the merge itself becomes an error
   int threads = 2;                  // files are built in parallel, one per thread
   bool implicit_steps = true;       // a file (process) with no step range gets one spanning it
+  // --step-window K:N (a time window of a long run, for sharding): keep each rank's steps
+  // K*N .. K*N+N-1 (rank-local step index, time order) and step K*N-1 before them (one step of
+  // overlap: the first kept step's gap to its predecessor stays known). Step indices stay those
+  // of the whole dumps. window_steps 0: every step.
+  uint32_t window_index = 0, window_steps = 0;
 };
+
+// Whether step `index` (rank-local) is in the step window of `o` (see MergeOptions).
+inline bool InStepWindow(uint32_t index, const MergeOptions& o) {
+  if (o.window_steps == 0) return true;
+  const uint64_t first = uint64_t(o.window_index) * o.window_steps;
+  return uint64_t(index) + 1 >= first && uint64_t(index) < first + o.window_steps;
+}
 
 constexpr uint32_t kNoNode = UINT32_MAX;
 constexpr uint32_t kNoEvent = UINT32_MAX;
@@ -145,7 +157,8 @@ struct FileSummary {
 
 struct RankSummary {
   std::optional<int64_t> rank;
-  uint64_t steps = 0, implicit_steps = 0, trees = 0;
+  uint64_t steps = 0, implicit_steps = 0, trees = 0;  // kept (inside --step-window)
+  uint64_t steps_in_dumps = 0;                          // every step, the window's or not
 };
 
 struct MergeSummary {

@@ -106,6 +106,8 @@ struct SynthConfig {
   // replica every peer shares the slowness; only other replicas show it (truffld-fleet).
   int slow_host = -1;
   double slow_host_factor = 1.0;
+  // The GPU model every META names (--device-name): a fleet of two GPU types is two runs.
+  std::string device_name = "NVIDIA H100 80GB HBM3";
   // A slower operator (--slow-family FAMILY:FACTOR): the kernels of every op whose label family
   // (innermost backend family, e.g. aten::mm) is `slow_family` take `slow_family_factor` times
   // their nominal time on every host and step (a regression between two runs). Unlabelled.

@@ -30,6 +30,7 @@
 #include "truffld/synth/byte_sink.h"
 #include "truffld/synth/config.h"
 #include "truffld/synth/faults.h"
+#include "truffld/synth/slow_host_ledger.h"
 #include "truffld/synth/request_ledger.h"
 #include "truffld/synth/model.h"
 
@@ -89,6 +90,9 @@ class Simulator {
   // --device-scale on kernels and NCCL transfers, and --slow-host on the kernels of that host.
   void ScaleDevice(std::vector<Op>* ops, int host) const;
   void EndGroupStep(Group& g);  // final synchronize, range pop, fault windows
+  // --slow-host: after the run, the window of each rank of `g` (if on the slow host) for
+  // ledger.jsonl; first_push: its ranks' first step push (slow_host.cc).
+  void NoteSlowHost(const Group& g, const std::vector<int64_t>& first_push);
   // Pipeline point-to-point: host side of a send/recv, and the pairing of `snd`'s pending sends
   // with `rcv`'s pending receives (pipeline.cc).
   void LaunchP2P(Group& g, const Op& op);
@@ -109,6 +113,7 @@ class Simulator {
   Catalogue cat_;
   ModelDims dims_;
   std::unique_ptr<FaultBook> faults_;
+  std::vector<SlowHostSpan> slow_spans_;  // --slow-host: its ranks' windows, for ledger.jsonl
   RequestLedger requests_;
   RunReport report_;
 };
