@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bulk_insert.h"
 #include "db_sink.h"
 #include "diagnosis_rows.h"
 #include "row_batches.h"
@@ -166,6 +167,48 @@ TEST(DiagnosisRows, VerdictAndFaultyOperators) {
   EXPECT_FALSE(ParseVerdictLine("{\"rank\":").ok());
 }
 
+// Full multi-row statements and the remainder Flush() writes: every row once, texts copied,
+// an empty text NULL or '' as asked; a row with too few values is refused.
+TEST(BulkInsert, FullStatementsAndRemainder) {
+  const std::string path = ::testing::TempDir() + "export_bulk_" + std::to_string(getpid()) + ".sqlite";
+  std::filesystem::remove(path);
+  {
+    auto db = SqliteDb::Open(path, SqliteDb::Mode::kCreate);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT, c INTEGER)").ok());
+    auto b = BulkInsert::Create(db->get(), "t", 4);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    const int n = 2 * BulkInsert::kRows + 3;
+    for (int i = 1; i <= n; ++i) {
+      std::string text = "row" + std::to_string(i);  // gone before the statement runs
+      b->Int(i);
+      b->Text(i % 2 ? std::string_view(text) : std::string_view());
+      b->TextKeepEmpty("");
+      b->Int(i % 3 ? std::optional<int64_t>(i * 10) : std::nullopt);
+      ASSERT_TRUE(b->EndRow().ok());
+    }
+    ASSERT_TRUE(b->Flush().ok());
+    auto q = (*db)->Prepare("SELECT COUNT(*), SUM(a IS NULL), SUM(b = ''), SUM(c IS NULL), SUM(c),"
+                            " MAX(a = 'row' || id) FROM t");
+    ASSERT_TRUE(q.ok());
+    Status st;
+    ASSERT_TRUE(q->Next(&st));
+    EXPECT_EQ(q->Int(0), n);
+    EXPECT_EQ(q->Int(1), n / 2);
+    EXPECT_EQ(q->Int(2), n);
+    EXPECT_EQ(q->Int(3), n / 3);
+    int64_t sum = 0;
+    for (int i = 1; i <= n; ++i) sum += i % 3 ? i * 10 : 0;
+    EXPECT_EQ(q->Int(4), sum);
+    EXPECT_EQ(q->Int(5), 1);
+    b->Int(n + 1);
+    Status short_row = b->EndRow();
+    EXPECT_FALSE(short_row.ok());
+    EXPECT_NE(short_row.message().find("t: a row of 1 values for 4 columns"), std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(FormatTable, ColumnsAlign) {
   const std::string t = FormatTable({"n", "name"}, {{"1", "short"}, {"100", "a longer one"}}, {true, false});
   EXPECT_EQ(t, "  n  name\n  1  short\n100  a longer one\n");
@@ -185,6 +228,7 @@ TEST(RunStats, HandCountsOnASmallTrace) {
     TreeRows rows;
     long long n = 0;
     for (const std::string& l : SmallTrace()) ASSERT_TRUE(rows.AddLine(l, "t.jsonl", ++n, sink->get()).ok());
+    ASSERT_TRUE((*sink)->Flush().ok());
     ASSERT_TRUE((*db)->Exec(kCreateIndexes).ok());
     auto s = ComputeRunStats(db->get());
     ASSERT_TRUE(s.ok()) << s.status().message();

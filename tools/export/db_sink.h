@@ -1,5 +1,6 @@
-// DbSink: the RowSink that inserts TreeRows' rows into the export database through prepared
-// statements (one per table, reused for every row) inside the caller's transaction. Names and
+// DbSink: the RowSink that inserts TreeRows' rows into the export database through multi-row
+// INSERT statements (BulkInsert: one per table, reused) inside the caller's transaction; rows
+// reach the database in groups, so call Flush() before reading the tables or committing. Names and
 // families are interned: each distinct text is one `strings` row and the *_rows tables hold its
 // id (a kernel name is often hundreds of bytes, repeated on every launch).
 // Thread-safety: one DbSink per thread, with its database.
@@ -9,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "bulk_insert.h"
 #include "sqlite_db.h"
 #include "tree_rows.h"
 
@@ -26,6 +28,8 @@ class DbSink : public RowSink {
   Status Device(const DeviceRow& r) override;
   Status Collective(const CollectiveRow& r) override;
   Status String(int64_t id, std::string_view text) override;
+  // Writes every row still waiting in a multi-row statement.
+  Status Flush();
 
  private:
   DbSink() = default;
@@ -33,11 +37,11 @@ class DbSink : public RowSink {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  // Binds `id` when the row came interned (> 0), else the id of `text` (inserting it into
+  // Adds `id` when the row came interned (> 0), else the id of `text` (inserting it into
   // `strings` when new); NULL for neither.
-  Status BindString(SqliteStmt* s, int i, std::string_view text, int64_t id);
+  Status AddString(BulkInsert* s, std::string_view text, int64_t id);
   std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> ids_;
-  SqliteStmt string_, step_, request_, op_, call_, kernel_, copy_, sync_, collective_;
+  BulkInsert string_, step_, request_, op_, call_, kernel_, copy_, sync_, collective_;
 };
 
 // Binds a string_view as TEXT, an empty one as NULL.

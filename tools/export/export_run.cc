@@ -32,6 +32,7 @@ Status ReadTrees(const std::string& path, SqliteDb* db, ExportResult* out, bool*
   TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
   TRUFFLD_RETURN_IF_ERROR(
       ParseTreesInBackground(path, &rows, [&](const RowBatch& b) { return b.Replay(sink->get()); }, input_failed));
+  TRUFFLD_RETURN_IF_ERROR((*sink)->Flush());
   TRUFFLD_RETURN_IF_ERROR(db->Exec("COMMIT"));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
@@ -189,8 +190,8 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     SqliteDb* d = db->get();
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
-    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateStepIndexes));
     TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, &r, input_failed));
+    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateStepIndexes));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));

@@ -1,8 +1,9 @@
 // ExportRun: a truffld-merge output directory (and optionally a truffld-diagnose one) -> one
 // SQLite database (schema_sql.h). The file-system adapter of truffld-export: it resolves the
 // inputs, reads trees.jsonl[.gz|.zst] line by line into TreeRows, inserts the rows in one
-// transaction through prepared statements, builds the indexes, adds diagnosis.jsonl's verdicts
-// and faulty operators, and records what was read (and every problem, file:line) in `run`.
+// transaction through multi-row INSERTs (BulkInsert), builds the indexes, adds
+// diagnosis.jsonl's verdicts and faulty operators, and records what was read (and every
+// problem, file:line) in `run`.
 // The database is built under a temporary name in the destination directory (AtomicFile:
 // created O_EXCL|O_NOFOLLOW, opened by SQLite with SQLITE_OPEN_NOFOLLOW) and renamed over the
 // final name when complete, so a planted symlink is replaced, never followed, and a failed run

@@ -33,7 +33,7 @@ CREATE TABLE requests (         -- request id x step: the step's request set Q(s
 );
 CREATE TABLE strings (          -- every name and family once; the *_rows tables refer to them
   string_id INTEGER PRIMARY KEY,
-  text      TEXT NOT NULL UNIQUE
+  text      TEXT NOT NULL         -- unique: index strings_text, built after the load
 );
 CREATE TABLE op_rows (          -- operator instances: frontend, backend, comm and other ranges (view ops)
   op_id        INTEGER PRIMARY KEY,
@@ -214,6 +214,7 @@ CREATE INDEX copy_rows_step ON copy_rows(step_id);
 )sql";
 
 const char* const kCreateIndexes = R"sql(
+CREATE UNIQUE INDEX strings_text ON strings(text);
 CREATE INDEX steps_rank_step ON steps(rank, step_index);
 CREATE INDEX requests_request ON requests(request_id);
 CREATE INDEX op_rows_family ON op_rows(family_id);

@@ -12,11 +12,11 @@ inline constexpr const char* kSqliteSchemaVersion = "truffld.sqlite/1";
 
 // CREATE TABLE / VIEW statements, run before the rows are inserted.
 extern const char* const kCreateTables;
-// Indexes on step_id, created with the tables: rows arrive step by step, so their keys are
-// appended in order and maintaining them costs less than sorting afterwards.
+// Indexes on step_id, then the other CREATE INDEX statements (strings' unique text among them),
+// both run after the rows are inserted: one sorted build per index costs less than keeping the
+// index during millions of inserts, even for step_id whose keys arrive in order (10 M events:
+// about 2.3 s CPU to build the step_id indexes afterwards, 4.5 s more for the inserts with them).
 extern const char* const kCreateStepIndexes;
-// The other CREATE INDEX statements, run after the rows are inserted (their keys arrive in no
-// order: sorting once is cheaper than maintaining them).
 extern const char* const kCreateIndexes;
 
 }  // namespace truffld::exporter
