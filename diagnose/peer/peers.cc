@@ -218,8 +218,20 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   std::vector<detail::RowKeys> keys;
   if (t.detail.size() != t.size() || t.size() == 0) return rows;
   const std::vector<UnitWorkload> w = ComputeWorkloads(t);
+  // Family rows first into their own vectors, so the rows (instance rows, then family rows) are
+  // allocated once at their final size.
+  std::vector<TestRow> family_rows;
+  std::vector<detail::RowKeys> family_keys;
+  detail::MakeFamilyRows(t, groups, comm, &family_rows, &family_keys);
+  size_t instance_rows = 0;
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    for (int m = 0; m < kMetricCount; ++m) instance_rows += MetricValue(t, comm, i, static_cast<Metric>(m)) >= 0;
+  }
+  rows.reserve(instance_rows + family_rows.size());
+  keys.reserve(instance_rows + family_rows.size());
   detail::MakeInstanceRows(t, groups, comm, &rows, &keys);
-  detail::MakeFamilyRows(t, groups, comm, &rows, &keys);
+  rows.insert(rows.end(), family_rows.begin(), family_rows.end());
+  keys.insert(keys.end(), family_keys.begin(), family_keys.end());
   detail::FillLayer(rows, keys, o);
   detail::FillTp(rows, keys);
   detail::FillTimeExact(rows, keys, w, o, t);
