@@ -186,14 +186,17 @@ void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::
     if (!rows[r].Has(PeerSource::kTime)) g.todo.push_back({r, rows[r].unit, keys[r].x});
   }
   const size_t want = static_cast<size_t>(std::max(o.min_fit_neighbours, o.time_neighbours));
-  std::vector<const FitPoint*> near;
-  std::vector<double> slopes, resid;
-  for (Group& g : groups) {
-    if (g.todo.empty()) continue;
-    for (FitPoint& p : g.pts) p.y = std::log(p.y + o.floor_ns);
-    std::sort(g.pts.begin(), g.pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x < b.x; });
-    for (const Todo& d : g.todo) FitRow(g.pts, d.unit, d.x, w, want, o, &near, &slopes, &resid, &rows[d.row]);
-  }
+  ForChunks(groups.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<const FitPoint*> near;
+    std::vector<double> slopes, resid;
+    for (size_t i = first; i < last; ++i) {
+      Group& g = groups[i];
+      if (g.todo.empty()) continue;
+      for (FitPoint& p : g.pts) p.y = std::log(p.y + o.floor_ns);
+      std::sort(g.pts.begin(), g.pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x < b.x; });
+      for (const Todo& d : g.todo) FitRow(g.pts, d.unit, d.x, w, want, o, &near, &slopes, &resid, &rows[d.row]);
+    }
+  });
 }
 
 }  // namespace truffld::diagnose::detail

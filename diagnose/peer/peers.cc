@@ -77,14 +77,28 @@ std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& 
   return order;
 }
 
+namespace {
+
+// Boundaries of the runs of equal keys in `order`: run i is [b[i], b[i + 1]).
+std::vector<size_t> RunStarts(const std::vector<std::pair<uint64_t, uint32_t>>& order) {
+  std::vector<size_t> b;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || order[i].first != order[i - 1].first) b.push_back(i);
+  }
+  b.push_back(order.size());
+  return b;
+}
+
+}  // namespace
+
 void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
   const auto order = SortedBy(keys, &RowKeys::layer, rows, true);
-  std::vector<double> sorted;
-  for (size_t b = 0; b < order.size();) {
-    size_t e = b;
-    while (e < order.size() && order[e].first == order[b].first) ++e;
-    const size_t n = e - b;
-    if (static_cast<int>(n) >= o.min_layer_peers + 1) {
+  const std::vector<size_t> runs = RunStarts(order);
+  ForChunks(runs.size() - 1, o.threads, [&](size_t first, size_t last) {
+    std::vector<double> sorted;
+    for (size_t g = first; g < last; ++g) {
+      const size_t b = runs[g], e = runs[g + 1], n = e - b;
+      if (static_cast<int>(n) < o.min_layer_peers + 1) continue;
       sorted.clear();
       for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
       std::sort(sorted.begin(), sorted.end());
@@ -100,30 +114,30 @@ void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, con
         row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
       }
     }
-    b = e;
-  }
+  });
 }
 
-void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys) {
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int threads) {
   const auto order = SortedBy(keys, &RowKeys::tp, rows, false);
-  std::vector<double> vals;
+  const std::vector<size_t> runs = RunStarts(order);
   const int s = static_cast<int>(PeerSource::kTp);
-  for (size_t b = 0; b < order.size();) {
-    size_t e = b;
-    while (e < order.size() && order[e].first == order[b].first) ++e;
-    for (size_t i = b; e - b >= 2 && i < e; ++i) {
-      TestRow& row = rows[order[i].second];
-      vals.clear();
-      for (size_t j = b; j < e; ++j) {
-        const TestRow& q = rows[order[j].second];
-        if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+  ForChunks(runs.size() - 1, threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    for (size_t g = first; g < last; ++g) {
+      const size_t b = runs[g], e = runs[g + 1];
+      for (size_t i = b; e - b >= 2 && i < e; ++i) {
+        TestRow& row = rows[order[i].second];
+        vals.clear();
+        for (size_t j = b; j < e; ++j) {
+          const TestRow& q = rows[order[j].second];
+          if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+        }
+        if (vals.empty()) continue;
+        row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
+        row.expected[s] = static_cast<float>(MedianOf(vals));
       }
-      if (vals.empty()) continue;
-      row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
-      row.expected[s] = static_cast<float>(MedianOf(vals));
     }
-    b = e;
-  }
+  });
 }
 
 std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
@@ -164,50 +178,66 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
   return near;
 }
 
+namespace {
+
+// One unit's similar-steps expectations of the same shape: its neighbours walked nearest first,
+// their sorted keys merged with the unit's own (`list`, sorted by time key).
+void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<uint32_t>& near,
+                         const std::vector<std::vector<std::pair<uint64_t, double>>>& reps,
+                         const std::vector<RowKeys>& keys, const PeerOptions& o,
+                         std::vector<std::vector<float>>* found_buf, std::vector<double>* vals,
+                         std::vector<TestRow>& rows) {
+  const int s = static_cast<int>(PeerSource::kTime);
+  const size_t want = static_cast<size_t>(o.time_neighbours);
+  std::vector<std::vector<float>>& found = *found_buf;
+  found.assign(list.size(), {});
+  for (uint32_t v : near) {
+    const auto& rv = reps[v];
+    size_t k = 0;
+    for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
+      const uint64_t key = keys[list[i]].time;
+      while (k < rv.size() && rv[k].first < key) ++k;
+      if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+    }
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
+    vals->assign(found[i].begin(), found[i].end());
+    TestRow& row = rows[list[i]];
+    row.peers[s] = static_cast<uint16_t>(vals->size());
+    row.expected[s] = static_cast<float>(MedianOf(*vals));
+    row.time_exact = true;
+  }
+}
+
+}  // namespace
+
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                    const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t) {
   // Per unit: its rows sorted by time key, and (time key, median observed) per distinct key.
   std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
   for (uint32_t r = 0; r < rows.size(); ++r) by_unit[rows[r].unit].push_back(r);
   std::vector<std::vector<std::pair<uint64_t, double>>> reps(t.steps.size());
-  std::vector<double> vals;
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    auto& list = by_unit[u];
-    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
-    for (size_t i = 0; i < list.size();) {
-      size_t j = i;
-      vals.clear();
-      while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
-      reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
-      i = j;
-    }
-  }
-  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
-  const int s = static_cast<int>(PeerSource::kTime);
-  const size_t want = static_cast<size_t>(o.time_neighbours);
-  std::vector<std::vector<float>> found;
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    const auto& list = by_unit[u];
-    found.assign(list.size(), {});
-    // Walk the neighbours nearest first, merging their sorted keys with this unit's.
-    for (uint32_t v : near[u]) {
-      const auto& rv = reps[v];
-      size_t k = 0;
-      for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
-        const uint64_t key = keys[list[i]].time;
-        while (k < rv.size() && rv[k].first < key) ++k;
-        if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+  ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    for (size_t u = first; u < last; ++u) {
+      auto& list = by_unit[u];
+      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
+      for (size_t i = 0; i < list.size();) {
+        size_t j = i;
+        vals.clear();
+        while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
+        reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
+        i = j;
       }
     }
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
-      vals.assign(found[i].begin(), found[i].end());
-      TestRow& row = rows[list[i]];
-      row.peers[s] = static_cast<uint16_t>(vals.size());
-      row.expected[s] = static_cast<float>(MedianOf(vals));
-      row.time_exact = true;
-    }
-  }
+  });
+  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
+  ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    std::vector<std::vector<float>> found;
+    for (size_t u = first; u < last; ++u) ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &vals, rows);
+  });
 }
 
 }  // namespace detail
@@ -233,7 +263,7 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   rows.insert(rows.end(), family_rows.begin(), family_rows.end());
   keys.insert(keys.end(), family_keys.begin(), family_keys.end());
   detail::FillLayer(rows, keys, o);
-  detail::FillTp(rows, keys);
+  detail::FillTp(rows, keys, o.threads);
   detail::FillTimeExact(rows, keys, w, o, t);
   detail::FillTimeFit(t, rows, keys, w, o);
   return rows;
