@@ -191,13 +191,18 @@ void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<ui
   const size_t want = static_cast<size_t>(o.time_neighbours);
   std::vector<std::vector<float>>& found = *found_buf;
   found.assign(list.size(), {});
-  for (uint32_t v : near) {
-    const auto& rv = reps[v];
+  // Rows still short of `want` neighbours: once none is, the farther neighbours add nothing.
+  size_t open = want > 0 ? list.size() : 0;
+  for (size_t n = 0; n < near.size() && open > 0; ++n) {
+    const auto& rv = reps[near[n]];
     size_t k = 0;
     for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
       const uint64_t key = keys[list[i]].time;
       while (k < rv.size() && rv[k].first < key) ++k;
-      if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+      if (k < rv.size() && rv[k].first == key && found[i].size() < want) {
+        found[i].push_back(static_cast<float>(rv[k].second));
+        open -= found[i].size() == want;
+      }
     }
   }
   for (size_t i = 0; i < list.size(); ++i) {
