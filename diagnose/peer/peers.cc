@@ -65,12 +65,11 @@ double MedianOf(std::vector<double>& v) {
 
 // Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
 std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& keys, uint64_t RowKeys::*field,
-                                                   const std::vector<TestRow>& rows, bool layer) {
+                                                   const std::vector<TestRow>& rows) {
   std::vector<std::pair<uint64_t, uint32_t>> order;
   order.reserve(rows.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (layer && rows[r].instance == kFamilyRow) continue;
-    if (!layer && (rows[r].shared_tp || rows[r].group_cost)) continue;
+    if (rows[r].shared_tp || rows[r].group_cost) continue;  // no TP peers for these
     order.emplace_back(keys[r].*field, r);
   }
   std::sort(order.begin(), order.end());
@@ -91,34 +90,57 @@ std::vector<size_t> RunStarts(const std::vector<std::pair<uint64_t, uint32_t>>& 
 
 }  // namespace
 
+namespace {
+
+// Layer-peer expectations of one group, order[b, e): each row's median of the others.
+void LayerMedians(const std::vector<std::pair<uint64_t, uint32_t>>& order, size_t b, size_t e,
+                  std::vector<double>* sorted_buf, std::vector<TestRow>& rows) {
+  std::vector<double>& sorted = *sorted_buf;
+  const size_t n = e - b;
+  sorted.clear();
+  for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = b; i < e; ++i) {
+    TestRow& row = rows[order[i].second];
+    // Median of the others: one copy of this value removed from the sorted list.
+    const size_t pos = static_cast<size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
+    auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
+    const size_t m = n - 1;
+    const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
+    row.expected[static_cast<int>(PeerSource::kLayer)] = static_cast<float>(med);
+    row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
+  }
+}
+
+}  // namespace
+
 void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
-  const auto order = SortedBy(keys, &RowKeys::layer, rows, true);
-  const std::vector<size_t> runs = RunStarts(order);
-  ForChunks(runs.size() - 1, o.threads, [&](size_t first, size_t last) {
+  // The layer key holds the unit, and instance rows come unit by unit ahead of the family rows
+  // (BuildTests): each unit's groups are found by sorting that unit's rows alone.
+  std::vector<size_t> units;  // starts of the units' runs of instance rows, then their end
+  size_t end = 0;
+  for (; end < rows.size() && rows[end].instance != kFamilyRow; ++end) {
+    if (end == 0 || rows[end].unit != rows[end - 1].unit) units.push_back(end);
+  }
+  units.push_back(end);
+  ForChunks(units.size() - 1, o.threads, [&](size_t first, size_t last) {
+    std::vector<std::pair<uint64_t, uint32_t>> order;
     std::vector<double> sorted;
-    for (size_t g = first; g < last; ++g) {
-      const size_t b = runs[g], e = runs[g + 1], n = e - b;
-      if (static_cast<int>(n) < o.min_layer_peers + 1) continue;
-      sorted.clear();
-      for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = b; i < e; ++i) {
-        TestRow& row = rows[order[i].second];
-        // Median of the others: one copy of this value removed from the sorted list.
-        const size_t pos = static_cast<size_t>(
-            std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
-        auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
-        const size_t m = n - 1;
-        const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
-        row.expected[static_cast<int>(PeerSource::kLayer)] = static_cast<float>(med);
-        row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
+    for (size_t u = first; u < last; ++u) {
+      order.clear();
+      for (size_t r = units[u]; r < units[u + 1]; ++r) order.emplace_back(keys[r].layer, static_cast<uint32_t>(r));
+      std::sort(order.begin(), order.end());
+      for (size_t b = 0, e = 0; b < order.size(); b = e) {
+        while (e < order.size() && order[e].first == order[b].first) ++e;
+        if (static_cast<int>(e - b) >= o.min_layer_peers + 1) LayerMedians(order, b, e, &sorted, rows);
       }
     }
   });
 }
 
 void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int threads) {
-  const auto order = SortedBy(keys, &RowKeys::tp, rows, false);
+  const auto order = SortedBy(keys, &RowKeys::tp, rows);
   const std::vector<size_t> runs = RunStarts(order);
   const int s = static_cast<int>(PeerSource::kTp);
   ForChunks(runs.size() - 1, threads, [&](size_t first, size_t last) {
