@@ -170,22 +170,33 @@ void FitRow(const std::vector<FitPoint>& pts, uint32_t unit, double x0, const st
 void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                  const std::vector<UnitWorkload>& w, const PeerOptions& o) {
   (void)t;
-  // Points and the rows still without a time expectation, per fit key; each group is sorted
-  // once and its rows fitted together (a row writes only its own expectation: any group order).
-  struct Group { std::vector<FitPoint> pts; std::vector<uint32_t> rows; };
-  std::unordered_map<uint64_t, Group> by;
+  // Points and the rows still without a time expectation, per fit key, each gathered in row
+  // order in one sequential pass (a row to fit carries its unit and x, so the fits read no row
+  // or key again); each group is sorted once and its rows fitted together (a row writes only its
+  // own expectation: any group order). Groups without a row to fit take no logarithms.
+  struct Todo { uint32_t row, unit; double x; };
+  struct Group { std::vector<FitPoint> pts; std::vector<Todo> todo; };  // pts' y: observed ns until fitted
+  std::unordered_map<uint64_t, uint32_t> index;
+  std::vector<Group> groups;
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    Group& g = by[keys[r].fit];
-    g.pts.push_back({keys[r].x, std::log(rows[r].observed + o.floor_ns), rows[r].unit});
-    if (!rows[r].Has(PeerSource::kTime)) g.rows.push_back(r);
+    const auto [it, fresh] = index.try_emplace(keys[r].fit, static_cast<uint32_t>(groups.size()));
+    if (fresh) groups.emplace_back();
+    Group& g = groups[it->second];
+    g.pts.push_back({keys[r].x, rows[r].observed, rows[r].unit});
+    if (!rows[r].Has(PeerSource::kTime)) g.todo.push_back({r, rows[r].unit, keys[r].x});
   }
   const size_t want = static_cast<size_t>(std::max(o.min_fit_neighbours, o.time_neighbours));
-  std::vector<const FitPoint*> near;
-  std::vector<double> slopes, resid;
-  for (auto& [k, g] : by) {
-    std::sort(g.pts.begin(), g.pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x < b.x; });
-    for (uint32_t r : g.rows) FitRow(g.pts, rows[r].unit, keys[r].x, w, want, o, &near, &slopes, &resid, &rows[r]);
-  }
+  ForChunks(groups.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<const FitPoint*> near;
+    std::vector<double> slopes, resid;
+    for (size_t i = first; i < last; ++i) {
+      Group& g = groups[i];
+      if (g.todo.empty()) continue;
+      for (FitPoint& p : g.pts) p.y = std::log(p.y + o.floor_ns);
+      std::sort(g.pts.begin(), g.pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x < b.x; });
+      for (const Todo& d : g.todo) FitRow(g.pts, d.unit, d.x, w, want, o, &near, &slopes, &resid, &rows[d.row]);
+    }
+  });
 }
 
 }  // namespace truffld::diagnose::detail

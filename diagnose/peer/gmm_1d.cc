@@ -37,9 +37,14 @@ double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<dou
       e[j] = c[j] - 0.5 * d * d * inv[j];
       mx = std::max(mx, e[j]);
     }
+    // exp(0) and log(1) are exactly 1 and 0: the largest term (every term when k = 1) and a
+    // point that only one component explains cost no call into libm.
     double s = 0;
-    for (size_t j = 0; j < k; ++j) s += (e[j] = std::exp(e[j] - mx));
-    lp_sum += mx + std::log(s);
+    for (size_t j = 0; j < k; ++j) {
+      const double d = e[j] - mx;
+      s += (e[j] = d == 0.0 ? 1.0 : std::exp(d));
+    }
+    lp_sum += mx + (s == 1.0 ? 0.0 : std::log(s));
     const double inv_s = 1 / s;
     for (size_t j = 0; j < k; ++j) {
       const double r = e[j] * inv_s;

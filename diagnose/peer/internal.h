@@ -2,10 +2,12 @@
 // test row and the row builders. Not installed. Thread-safety: plain functions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "read/hash_mix.h"
+#include "truffld/parallel_for.h"
 #include "peer/peers.h"
 
 namespace truffld::diagnose::detail {
@@ -21,6 +23,16 @@ struct RowKeys {
   double x = 0;        // log1p size for the fit: launched blocks or bytes (device), step size (host)
 };
 
+// Calls fn(begin, end) over consecutive chunks of [0, n) on up to `threads` threads
+// (ParallelFor), so that a caller keeps scratch buffers per chunk; one call on [0, n) when
+// threads <= 1. For loops whose iterations write disjoint rows: any chunking gives one result.
+template <class Fn>
+void ForChunks(size_t n, int threads, Fn&& fn) {
+  if (threads <= 1 || n < 2) return fn(size_t{0}, n);
+  const size_t chunks = std::min<size_t>(n, static_cast<size_t>(threads) * 16);
+  ParallelFor(chunks, threads, [&](size_t c) { fn(n * c / chunks, n * (c + 1) / chunks); });
+}
+
 // Median of v (reorders v); NaN when empty.
 double MedianOf(std::vector<double>& v);
 
@@ -32,7 +44,7 @@ void MakeFamilyRows(const InstanceTable& t, const UnitGroups& g, const std::vect
                     std::vector<TestRow>* rows, std::vector<RowKeys>* keys);
 
 void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o);
-void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys);
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int threads);
 // Similar steps of the same shape: the median over the nearest units (NearestUnits) that hold
 // the row's time key.
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,

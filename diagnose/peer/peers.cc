@@ -65,65 +65,101 @@ double MedianOf(std::vector<double>& v) {
 
 // Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
 std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& keys, uint64_t RowKeys::*field,
-                                                   const std::vector<TestRow>& rows, bool layer) {
+                                                   const std::vector<TestRow>& rows) {
   std::vector<std::pair<uint64_t, uint32_t>> order;
   order.reserve(rows.size());
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (layer && rows[r].instance == kFamilyRow) continue;
-    if (!layer && (rows[r].shared_tp || rows[r].group_cost)) continue;
+    if (rows[r].shared_tp || rows[r].group_cost) continue;  // no TP peers for these
     order.emplace_back(keys[r].*field, r);
   }
   std::sort(order.begin(), order.end());
   return order;
 }
 
-void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
-  const auto order = SortedBy(keys, &RowKeys::layer, rows, true);
-  std::vector<double> sorted;
-  for (size_t b = 0; b < order.size();) {
-    size_t e = b;
-    while (e < order.size() && order[e].first == order[b].first) ++e;
-    const size_t n = e - b;
-    if (static_cast<int>(n) >= o.min_layer_peers + 1) {
-      sorted.clear();
-      for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = b; i < e; ++i) {
-        TestRow& row = rows[order[i].second];
-        // Median of the others: one copy of this value removed from the sorted list.
-        const size_t pos = static_cast<size_t>(
-            std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
-        auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
-        const size_t m = n - 1;
-        const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
-        row.expected[static_cast<int>(PeerSource::kLayer)] = static_cast<float>(med);
-        row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
-      }
-    }
-    b = e;
+namespace {
+
+// Boundaries of the runs of equal keys in `order`: run i is [b[i], b[i + 1]).
+std::vector<size_t> RunStarts(const std::vector<std::pair<uint64_t, uint32_t>>& order) {
+  std::vector<size_t> b;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || order[i].first != order[i - 1].first) b.push_back(i);
+  }
+  b.push_back(order.size());
+  return b;
+}
+
+}  // namespace
+
+namespace {
+
+// Layer-peer expectations of one group, order[b, e): each row's median of the others.
+void LayerMedians(const std::vector<std::pair<uint64_t, uint32_t>>& order, size_t b, size_t e,
+                  std::vector<double>* sorted_buf, std::vector<TestRow>& rows) {
+  std::vector<double>& sorted = *sorted_buf;
+  const size_t n = e - b;
+  sorted.clear();
+  for (size_t i = b; i < e; ++i) sorted.push_back(rows[order[i].second].observed);
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = b; i < e; ++i) {
+    TestRow& row = rows[order[i].second];
+    // Median of the others: one copy of this value removed from the sorted list.
+    const size_t pos = static_cast<size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), static_cast<double>(row.observed)) - sorted.begin());
+    auto at = [&](size_t j) { return sorted[j < pos ? j : j + 1]; };
+    const size_t m = n - 1;
+    const double med = m % 2 ? at(m / 2) : 0.5 * (at(m / 2 - 1) + at(m / 2));
+    row.expected[static_cast<int>(PeerSource::kLayer)] = static_cast<float>(med);
+    row.peers[static_cast<int>(PeerSource::kLayer)] = static_cast<uint16_t>(std::min<size_t>(m, 65535));
   }
 }
 
-void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys) {
-  const auto order = SortedBy(keys, &RowKeys::tp, rows, false);
-  std::vector<double> vals;
-  const int s = static_cast<int>(PeerSource::kTp);
-  for (size_t b = 0; b < order.size();) {
-    size_t e = b;
-    while (e < order.size() && order[e].first == order[b].first) ++e;
-    for (size_t i = b; e - b >= 2 && i < e; ++i) {
-      TestRow& row = rows[order[i].second];
-      vals.clear();
-      for (size_t j = b; j < e; ++j) {
-        const TestRow& q = rows[order[j].second];
-        if (j != i && q.unit != row.unit) vals.push_back(q.observed);
-      }
-      if (vals.empty()) continue;
-      row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
-      row.expected[s] = static_cast<float>(MedianOf(vals));
-    }
-    b = e;
+}  // namespace
+
+void FillLayer(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, const PeerOptions& o) {
+  // The layer key holds the unit, and instance rows come unit by unit ahead of the family rows
+  // (BuildTests): each unit's groups are found by sorting that unit's rows alone.
+  std::vector<size_t> units;  // starts of the units' runs of instance rows, then their end
+  size_t end = 0;
+  for (; end < rows.size() && rows[end].instance != kFamilyRow; ++end) {
+    if (end == 0 || rows[end].unit != rows[end - 1].unit) units.push_back(end);
   }
+  units.push_back(end);
+  ForChunks(units.size() - 1, o.threads, [&](size_t first, size_t last) {
+    std::vector<std::pair<uint64_t, uint32_t>> order;
+    std::vector<double> sorted;
+    for (size_t u = first; u < last; ++u) {
+      order.clear();
+      for (size_t r = units[u]; r < units[u + 1]; ++r) order.emplace_back(keys[r].layer, static_cast<uint32_t>(r));
+      std::sort(order.begin(), order.end());
+      for (size_t b = 0, e = 0; b < order.size(); b = e) {
+        while (e < order.size() && order[e].first == order[b].first) ++e;
+        if (static_cast<int>(e - b) >= o.min_layer_peers + 1) LayerMedians(order, b, e, &sorted, rows);
+      }
+    }
+  });
+}
+
+void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int threads) {
+  const auto order = SortedBy(keys, &RowKeys::tp, rows);
+  const std::vector<size_t> runs = RunStarts(order);
+  const int s = static_cast<int>(PeerSource::kTp);
+  ForChunks(runs.size() - 1, threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    for (size_t g = first; g < last; ++g) {
+      const size_t b = runs[g], e = runs[g + 1];
+      for (size_t i = b; e - b >= 2 && i < e; ++i) {
+        TestRow& row = rows[order[i].second];
+        vals.clear();
+        for (size_t j = b; j < e; ++j) {
+          const TestRow& q = rows[order[j].second];
+          if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+        }
+        if (vals.empty()) continue;
+        row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
+        row.expected[s] = static_cast<float>(MedianOf(vals));
+      }
+    }
+  });
 }
 
 std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
@@ -164,50 +200,71 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
   return near;
 }
 
+namespace {
+
+// One unit's similar-steps expectations of the same shape: its neighbours walked nearest first,
+// their sorted keys merged with the unit's own (`list`, sorted by time key).
+void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<uint32_t>& near,
+                         const std::vector<std::vector<std::pair<uint64_t, double>>>& reps,
+                         const std::vector<RowKeys>& keys, const PeerOptions& o,
+                         std::vector<std::vector<float>>* found_buf, std::vector<double>* vals,
+                         std::vector<TestRow>& rows) {
+  const int s = static_cast<int>(PeerSource::kTime);
+  const size_t want = static_cast<size_t>(o.time_neighbours);
+  std::vector<std::vector<float>>& found = *found_buf;
+  found.assign(list.size(), {});
+  // Rows still short of `want` neighbours: once none is, the farther neighbours add nothing.
+  size_t open = want > 0 ? list.size() : 0;
+  for (size_t n = 0; n < near.size() && open > 0; ++n) {
+    const auto& rv = reps[near[n]];
+    size_t k = 0;
+    for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
+      const uint64_t key = keys[list[i]].time;
+      while (k < rv.size() && rv[k].first < key) ++k;
+      if (k < rv.size() && rv[k].first == key && found[i].size() < want) {
+        found[i].push_back(static_cast<float>(rv[k].second));
+        open -= found[i].size() == want;
+      }
+    }
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
+    vals->assign(found[i].begin(), found[i].end());
+    TestRow& row = rows[list[i]];
+    row.peers[s] = static_cast<uint16_t>(vals->size());
+    row.expected[s] = static_cast<float>(MedianOf(*vals));
+    row.time_exact = true;
+  }
+}
+
+}  // namespace
+
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                    const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t) {
   // Per unit: its rows sorted by time key, and (time key, median observed) per distinct key.
   std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
   for (uint32_t r = 0; r < rows.size(); ++r) by_unit[rows[r].unit].push_back(r);
   std::vector<std::vector<std::pair<uint64_t, double>>> reps(t.steps.size());
-  std::vector<double> vals;
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    auto& list = by_unit[u];
-    std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
-    for (size_t i = 0; i < list.size();) {
-      size_t j = i;
-      vals.clear();
-      while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
-      reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
-      i = j;
-    }
-  }
-  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
-  const int s = static_cast<int>(PeerSource::kTime);
-  const size_t want = static_cast<size_t>(o.time_neighbours);
-  std::vector<std::vector<float>> found;
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    const auto& list = by_unit[u];
-    found.assign(list.size(), {});
-    // Walk the neighbours nearest first, merging their sorted keys with this unit's.
-    for (uint32_t v : near[u]) {
-      const auto& rv = reps[v];
-      size_t k = 0;
-      for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
-        const uint64_t key = keys[list[i]].time;
-        while (k < rv.size() && rv[k].first < key) ++k;
-        if (k < rv.size() && rv[k].first == key && found[i].size() < want) found[i].push_back(static_cast<float>(rv[k].second));
+  ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    for (size_t u = first; u < last; ++u) {
+      auto& list = by_unit[u];
+      std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) { return keys[a].time < keys[b].time; });
+      for (size_t i = 0; i < list.size();) {
+        size_t j = i;
+        vals.clear();
+        while (j < list.size() && keys[list[j]].time == keys[list[i]].time) vals.push_back(rows[list[j++]].observed);
+        reps[u].emplace_back(keys[list[i]].time, MedianOf(vals));
+        i = j;
       }
     }
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
-      vals.assign(found[i].begin(), found[i].end());
-      TestRow& row = rows[list[i]];
-      row.peers[s] = static_cast<uint16_t>(vals.size());
-      row.expected[s] = static_cast<float>(MedianOf(vals));
-      row.time_exact = true;
-    }
-  }
+  });
+  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
+  ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
+    std::vector<double> vals;
+    std::vector<std::vector<float>> found;
+    for (size_t u = first; u < last; ++u) ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &vals, rows);
+  });
 }
 
 }  // namespace detail
@@ -218,10 +275,22 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   std::vector<detail::RowKeys> keys;
   if (t.detail.size() != t.size() || t.size() == 0) return rows;
   const std::vector<UnitWorkload> w = ComputeWorkloads(t);
+  // Family rows first into their own vectors, so the rows (instance rows, then family rows) are
+  // allocated once at their final size.
+  std::vector<TestRow> family_rows;
+  std::vector<detail::RowKeys> family_keys;
+  detail::MakeFamilyRows(t, groups, comm, &family_rows, &family_keys);
+  size_t instance_rows = 0;
+  for (uint32_t i = 0; i < t.size(); ++i) {
+    for (int m = 0; m < kMetricCount; ++m) instance_rows += MetricValue(t, comm, i, static_cast<Metric>(m)) >= 0;
+  }
+  rows.reserve(instance_rows + family_rows.size());
+  keys.reserve(instance_rows + family_rows.size());
   detail::MakeInstanceRows(t, groups, comm, &rows, &keys);
-  detail::MakeFamilyRows(t, groups, comm, &rows, &keys);
+  rows.insert(rows.end(), family_rows.begin(), family_rows.end());
+  keys.insert(keys.end(), family_keys.begin(), family_keys.end());
   detail::FillLayer(rows, keys, o);
-  detail::FillTp(rows, keys);
+  detail::FillTp(rows, keys, o.threads);
   detail::FillTimeExact(rows, keys, w, o, t);
   detail::FillTimeFit(t, rows, keys, w, o);
   return rows;

@@ -4,10 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <unordered_map>
 #include <tuple>
 
 #include "truffld/parallel_for.h"
+#include "read/hash_mix.h"
 #include "peer/robust_stats.h"
 #include "peer/decision.h"
 
@@ -25,11 +26,47 @@ struct GroupKey {
   bool family_row;
   bool fitted;   // similar steps: a log-log fit rather than steps of the same shape
   bool graph;    // the unit replays CUDA graphs
-  bool operator<(const GroupKey& o) const {
-    return std::tie(horizontal, family, position, metric, source, family_row, fitted, graph) <
-           std::tie(o.horizontal, o.family, o.position, o.metric, o.source, o.family_row, o.fitted, o.graph);
+  auto Tie() const { return std::tie(horizontal, family, position, metric, source, family_row, fitted, graph); }
+  bool operator<(const GroupKey& o) const { return Tie() < o.Tie(); }
+  bool operator==(const GroupKey& o) const { return Tie() == o.Tie(); }
+};
+
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& k) const {
+    using detail::Mix;
+    const uint64_t flags = (k.horizontal ? 1u : 0u) | (k.family_row ? 2u : 0u) | (k.fitted ? 4u : 0u) |
+                           (k.graph ? 8u : 0u) | static_cast<uint64_t>(k.metric) << 8 |
+                           static_cast<uint64_t>(k.source) << 16;
+    return static_cast<size_t>(Mix(Mix(Mix(flags, k.family), k.position), 0x5C));
   }
 };
+
+// Row indices per residual population, each list in row order, the populations in key order
+// (the order of the models in stats.json). Hashed, then only the distinct keys sorted.
+std::vector<std::pair<GroupKey, std::vector<uint32_t>>> GroupResiduals(const InstanceTable& t,
+                                                                       const std::vector<TestRow>& rows) {
+  std::unordered_map<GroupKey, uint32_t, GroupKeyHash> index;
+  std::vector<std::pair<GroupKey, std::vector<uint32_t>>> groups;
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].warmup) continue;  // first-use costs would widen the null of every later step
+    const StepInfo& st = t.steps[rows[r].unit];
+    for (int s = 0; s < kPeerSourceCount; ++s) {
+      if (!rows[r].Has(static_cast<PeerSource>(s))) continue;
+      // Layer peers are modelled per slot (position in a layer, and which layer): in a
+      // heterogeneous model (training graphs, mixtures of experts) one slot may always differ
+      // from its "siblings", which is structure, not an anomaly: a residual every step repeats.
+      const uint64_t position = s == static_cast<int>(PeerSource::kLayer) ? rows[r].slot : 0;
+      GroupKey k{st.view == View::kHorizontal, rows[r].family, position, static_cast<int>(rows[r].metric), s,
+                 rows[r].instance == kFamilyRow,
+                 s == static_cast<int>(PeerSource::kTime) && !rows[r].time_exact, st.regime == Regime::kGraph};
+      const auto [it, fresh] = index.try_emplace(k, static_cast<uint32_t>(groups.size()));
+      if (fresh) groups.emplace_back(k, std::vector<uint32_t>());
+      groups[it->second].second.push_back(r);
+    }
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return groups;
+}
 
 // The components that describe normal behaviour for a one-sided (slowness) test: the heaviest;
 // every component centred near it (its mean within max(half its own sigma, 0.05) of the
@@ -231,22 +268,7 @@ Combined Combine(const TestRow& row) {
 double CombineSources(const TestRow& row) { return Combine(row).p; }
 
 ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, const ScoringOptions& o) {
-  std::map<GroupKey, std::vector<uint32_t>> groups;
-  for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].warmup) continue;  // first-use costs would widen the null of every later step
-    for (int s = 0; s < kPeerSourceCount; ++s) {
-      if (!rows[r].Has(static_cast<PeerSource>(s))) continue;
-      const StepInfo& st = t.steps[rows[r].unit];
-      // Layer peers are modelled per slot (position in a layer, and which layer): in a
-      // heterogeneous model (training graphs, mixtures of experts) one slot may always differ
-      // from its "siblings", which is structure, not an anomaly: a residual every step repeats.
-      const uint64_t position = s == static_cast<int>(PeerSource::kLayer) ? rows[r].slot : 0;
-      GroupKey k{st.view == View::kHorizontal, rows[r].family, position, static_cast<int>(rows[r].metric), s,
-                 rows[r].instance == kFamilyRow,
-                 s == static_cast<int>(PeerSource::kTime) && !rows[r].time_exact, st.regime == Regime::kGraph};
-      groups[k].push_back(r);
-    }
-  }
+  const std::vector<std::pair<GroupKey, std::vector<uint32_t>>> groups = GroupResiduals(t, rows);
   std::vector<std::pair<const GroupKey*, const std::vector<uint32_t>*>> items;
   for (auto& [k, v] : groups) items.emplace_back(&k, &v);
   std::vector<ResidualModel> models(items.size());

@@ -27,6 +27,7 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   o.peers.floor_ns = std::max(o.peers.floor_ns, 5.0 * static_cast<double>(r.timer_resolution_ns));
   r.groups = GroupUnits(t);
   r.comm = MatchCollectives(t, r.groups);
+  o.peers.threads = o.threads;
   r.rows = BuildTests(t, r.groups, r.comm, o.peers);
   MarkWarmupRows(t, r.rows);
   ScoringOptions so = o.scoring;

@@ -84,6 +84,7 @@ struct PeerOptions {
   // Excluding more costs healthy steps their closest peers in context length (false alarms).
   int time_exclusion = 1;
   double floor_ns = 500;        // added to observed and expected before taking log ratios
+  int threads = 1;              // workers for the expectations (each group or unit is written by one)
 };
 
 }  // namespace truffld::diagnose
