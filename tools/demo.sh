@@ -65,6 +65,7 @@ echo "  raw dumps        $out/dump/ (ground truth: ledger.jsonl, labels.jsonl)"
 echo "  call-chain trees $out/merged/trees.jsonl"
 echo "  Perfetto trace   $out/merged/trace.json"
 echo "  merge summary    $out/merged/summary.json"
+echo "  run statistics   $out/merged/run_stats.json (kernel time, GPU idle, launch latency, overlap; also in report.html)"
 echo "  diagnosis        $out/diag/diagnosis.jsonl, metrics: $out/diag/metrics.json"
 [[ -f "$out/diag/report.html" ]] && echo "  HTML report      $out/diag/report.html"
 [[ -f "$out/diag/diagnosis.trace.json" ]] &&
