@@ -1,5 +1,6 @@
 """Shared helpers of the fleet tests: synthetic fleets, checks, schema validation, and the
 direct (no Dask) run of truffld-merge + truffld-diagnose a shard must equal."""
+import argparse
 import filecmp
 import glob
 import json
@@ -16,6 +17,20 @@ import shard  # noqa: E402
 
 STEPS = 16
 BASE = ["--ranks", "16", "--hosts", "8", "--layers", "4", "--steps", str(STEPS), "-q"]
+
+
+def args(extra=()):
+    """The tests' command line (--synth, --merge, --diagnose, --work BIN/DIR, plus `extra`
+    (flag, default) pairs), with --work emptied and created."""
+    ap = argparse.ArgumentParser()
+    for k in ("synth", "merge", "diagnose", "work"):
+        ap.add_argument("--" + k, required=True)
+    for flag, default in extra:
+        ap.add_argument(flag, default=default)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    return a
 
 
 def check(ok, what):

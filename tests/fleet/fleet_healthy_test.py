@@ -5,11 +5,9 @@ peer mode. Then one shard's dumps are corrupted: it is reported
 as shard_failed with its reason while the other shards complete (exit status 1).
 Usage: fleet_healthy_test.py --synth BIN --merge BIN --diagnose BIN --work DIR [--seeds 2,3]
 """
-import argparse
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -27,13 +25,7 @@ def run_fleet(a, dumps, out):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("synth", "merge", "diagnose", "work"):
-        ap.add_argument("--" + k, required=True)
-    ap.add_argument("--seeds", default="2,3,4")
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = fc.args([("--seeds", "2,3,4")])
     t0 = time.monotonic()
     for seed in (int(s) for s in a.seeds.split(",")):
         dumps = fc.healthy_fleet(a.synth, a.work, seed)

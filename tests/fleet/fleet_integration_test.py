@@ -11,11 +11,9 @@ schemas; --dumps-local (the surviving worker finds the dumps and runs every shar
 same findings; a rerun skips every shard (outputs keyed by input checksum).
 Usage: fleet_integration_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
-import argparse
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -78,12 +76,7 @@ def kill_worker_mid_run(worker):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("synth", "merge", "diagnose", "work"):
-        ap.add_argument("--" + k, required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = fc.args()
     t0 = time.monotonic()
     dumps, faulty_rep, labelled, slow_hosts = fc.fleet_with_faults(a.synth, a.work, slow_host=5)
     fc.check(list(slow_hosts) == ["node5"] and slow_hosts["node5"][0] == [10, 11],

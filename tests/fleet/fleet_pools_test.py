@@ -8,7 +8,6 @@ is lost (the two types' spread hides the slow node, or the slower type is flagge
 what the pools prevent.
 Usage: fleet_pools_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
-import argparse
 import glob
 import json
 import os
@@ -46,12 +45,7 @@ def run_fleet(a, dumps, out, *extra):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("synth", "merge", "diagnose", "work"):
-        ap.add_argument("--" + k, required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = fc.args()
     t0 = time.monotonic()
     dumps, slow_hosts = mixed_fleet(a.synth, a.work)
     fc.check(list(slow_hosts) == ["node1"], "the ledger records the slow host node1: %s" % slow_hosts)

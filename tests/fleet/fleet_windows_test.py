@@ -11,11 +11,9 @@ the generator's ledger records; a local Dask cluster gives the same findings (wi
 submitted as window 0 reports the step count), and a rerun skips every window shard.
 Usage: fleet_windows_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
-import argparse
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -75,12 +73,7 @@ def check_merge_window(a, dumps, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("synth", "merge", "diagnose", "work"):
-        ap.add_argument("--" + k, required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = fc.args()
     t0 = time.monotonic()
     dumps = os.path.join(a.work, "dumps")
     subprocess.run([a.synth, "--out", dumps, "--ranks", "8", "--hosts", "4", "--layers", "4", "--steps", "20", "-q",
