@@ -64,13 +64,18 @@ def read_meta(path):
     return meta
 
 
-def load_replica_map(path):
-    """--replica-map: JSON object {replica id: [rank, ...]} -> {rank: replica id}."""
+def _load_json(path, what):
+    """The JSON document in `path`; PlanError naming the file and `what` when unreadable."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return json.load(f)
     except (OSError, ValueError) as e:
-        raise PlanError("%s: cannot read the replica map: %s" % (path, e)) from e
+        raise PlanError("%s: cannot read the %s: %s" % (path, what, e)) from e
+
+
+def load_replica_map(path):
+    """--replica-map: JSON object {replica id: [rank, ...]} -> {rank: replica id}."""
+    data = _load_json(path, "replica map")
     if not isinstance(data, dict):
         raise PlanError("%s: the replica map must be an object {replica: [ranks]}" % path)
     by_rank = {}
@@ -110,11 +115,7 @@ def pool_of(meta):
 
 def load_pool_map(path):
     """--pool-map: JSON object {replica id: pool label} (replicas it lacks keep their META pool)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise PlanError("%s: cannot read the pool map: %s" % (path, e)) from e
+    data = _load_json(path, "pool map")
     if not isinstance(data, dict) or not all(isinstance(v, str) and v for v in data.values()):
         raise PlanError("%s: the pool map must be an object {replica: non-empty pool label}" % path)
     return {str(k): v for k, v in data.items()}

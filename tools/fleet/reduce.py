@@ -19,9 +19,10 @@ differ by noise alone, far below min_ratio, so it raises nothing.
 Pure logic: dicts in, findings and heat-map data out. Not thread-safe (plain data).
 """
 import bisect
-import re
 import math
 import statistics
+
+from plan import natural_key
 
 STEP_TIME = "(step time)"
 
@@ -37,10 +38,6 @@ class Options:
         self.max_distance = max_distance    # |d log tokens| + 0.5 |d log context|
         self.windows = windows              # time windows of the heat map and window test
         self.min_window_steps = min_window_steps
-
-
-def _natural(s):
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
 def _units(rows):
@@ -72,7 +69,7 @@ def aggregate(rows):
         key = (str(r.get("replica")), r.get("host", ""), r["step_index"])
         groups.setdefault(key, []).append(r)
     steps = []
-    for (rep, host, idx), rs in sorted(groups.items(), key=lambda kv: (_natural(kv[0][0]), kv[0][1], kv[0][2])):
+    for (rep, host, idx), rs in sorted(groups.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0][1], kv[0][2])):
         first = rs[0]
         tokens = first.get("tokens")
         if tokens is None or tokens <= 0:
@@ -251,7 +248,7 @@ def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
                     per.setdefault(r, {}).setdefault(w, []).append((m, st))
     out = []
     t0, width = span
-    for r in sorted(per, key=_natural):
+    for r in sorted(per, key=natural_key):
         ws = sorted(per[r])
         runs = [[ws[0]]]
         for w in ws[1:]:
@@ -271,7 +268,7 @@ def _window_findings(steps, metrics, ratios, window, persistent, info, span, o):
 def heat_map(steps, ratios, window, span, o):
     """Units (replicas, or replica/host) x windows: the median step-time ratio to similar steps of
     other replicas; "replica_of" gives each row's replica."""
-    reps = sorted({s["unit"] for s in steps}, key=_natural)
+    reps = sorted({s["unit"] for s in steps}, key=natural_key)
     replica_of = {s["unit"]: s["replica"] for s in steps}
     cells = {r: [[] for _ in range(o.windows)] for r in reps}
     abnormal = {r: [0] * o.windows for r in reps}
@@ -303,6 +300,6 @@ def reduce_fleet(rows, o=None):
                             {u: info[u]["pool"] for u in entries}, o)
         for r, st in slow.items():
             persistent.setdefault(r, {})[m] = st
-    findings = [_finding("slow_replica", info[u], list(persistent[u].items())) for u in sorted(persistent, key=_natural)]
+    findings = [_finding("slow_replica", info[u], list(persistent[u].items())) for u in sorted(persistent, key=natural_key)]
     findings += _window_findings(steps, metrics, ratios, window, persistent, info, span, o)
     return {"findings": findings, "heat": heat_map(steps, ratios, window, span, o), "replicas": info}
