@@ -14,24 +14,15 @@
 namespace truffld::merge {
 namespace {
 
-std::string EsRec(const std::string& body) { return "{" + body + ",\"process_id\":7,\"thread_id\":7}\n"; }
-std::string EsPush(const std::string& name, long long t, const std::string& extra = "") {
-  return EsRec("\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(t) + extra);
-}
-std::string EsPop(long long t, const std::string& extra = "") {
-  return EsRec("\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(t) + extra);
-}
-std::string EsLaunch(long long s, long long corr) {
-  return EsRec("\"type\":\"RUNTIME\",\"cbid\":211,\"name\":\"cudaLaunchKernel_v7000\",\"start\":" + std::to_string(s) +
-             ",\"end\":" + std::to_string(s + 5) + ",\"correlation_id\":" + std::to_string(corr));
-}
-std::string EsKernel(long long s, long long e, long long corr) {
-  return "{\"type\":\"KERNEL\",\"name\":\"k\",\"gpu_start\":" + std::to_string(s) + ",\"gpu_end\":" + std::to_string(e) +
-         ",\"correlation_id\":" + std::to_string(corr) + ",\"device\":0,\"stream\":7}\n";
-}
+using testing::RawLaunch;
+using testing::RawPop;
+using testing::RawPush;
+using testing::RawRec;
+
+std::string EsKernel(long long s, long long e, long long corr) { return testing::RawKernel("k", s, e, corr); }
 std::string EsNccl(long long s, long long e, const std::string& comm) {
   const std::string payload = comm.empty() ? "" : ",\"payload\":{\"comm\":\"" + comm + "\",\"bytes\":64,\"world_size\":2}";
-  return EsPush("ncclAllReduce", s, ",\"domain\":\"NCCL\"" + payload) + EsPop(e, ",\"domain\":\"NCCL\"");
+  return RawPush("ncclAllReduce", s, ",\"domain\":\"NCCL\"" + payload) + RawPop(e, ",\"domain\":\"NCCL\"");
 }
 const std::string kEsMeta =
     "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":7,\"rank\":1,"
@@ -67,8 +58,8 @@ FileEndState EsEndOf(const std::string& dump) {
 // Two steps; the second stops inside aten::mm after its second collective, with one launch
 // whose kernel never arrived; a CLOCK record a minute later is the last sign of life.
 std::string EsStoppedDump() {
-  std::string d = kEsMeta + EsPush("step_execute_model[phase:decode]", 100) + EsLaunch(110, 1) + EsKernel(120, 130, 1) + EsNccl(140, 150, "c0") + EsPop(200);
-  d += EsPush("step_execute_model[phase:prefill]", 300) + EsNccl(310, 320, "c0") + EsPush("aten::mm, op_id = 9", 330) + EsLaunch(340, 2);
+  std::string d = kEsMeta + RawPush("step_execute_model[phase:decode]", 100) + RawLaunch(110, 1) + EsKernel(120, 130, 1) + EsNccl(140, 150, "c0") + RawPop(200);
+  d += RawPush("step_execute_model[phase:prefill]", 300) + EsNccl(310, 320, "c0") + RawPush("aten::mm, op_id = 9", 330) + RawLaunch(340, 2);
   d += "{\"type\":\"CLOCK\",\"clock_sync\":{\"realtime_ns\":60000000000,\"monotonic_ns\":60000000005}}\n";
   return d + "{\"type\":\"NVTX_POP\",\"timest";  // cut mid-line
 }
@@ -102,7 +93,7 @@ TEST(EndState, AStoppedDumpNamesItsOpenStackCollectivesAndPendingLaunch) {
 }
 
 TEST(EndState, ACleanDumpIsACleanExitWithNothingOpen) {
-  const std::string d = kEsMeta + EsPush("step_execute_model[phase:decode]", 100) + EsLaunch(110, 1) + EsKernel(120, 130, 1) + EsNccl(140, 150, "") + EsPop(200) + kEsStats;
+  const std::string d = kEsMeta + RawPush("step_execute_model[phase:decode]", 100) + RawLaunch(110, 1) + EsKernel(120, 130, 1) + EsNccl(140, 150, "") + RawPop(200) + kEsStats;
   const FileEndState e = EsEndOf(d);
   EXPECT_TRUE(e.clean_exit);
   EXPECT_TRUE(e.stats_record);
@@ -115,9 +106,9 @@ TEST(EndState, ACleanDumpIsACleanExitWithNothingOpen) {
 
 TEST(EndState, AWrapperRangeWithACommunicatorInsideCountsOnce) {
   // c10d::allreduce_ (comm layer, no payload) around ncclAllReduce (payload): one collective.
-  std::string d = kEsMeta + EsPush("step_execute_model[phase:decode]", 100);
-  for (int i = 0; i < 3; ++i) d += EsPush("c10d::allreduce_", 110 + 50 * i) + EsNccl(115 + 50 * i, 120 + 50 * i, "c9") + EsPop(130 + 50 * i);
-  d += EsPop(300) + kEsStats;
+  std::string d = kEsMeta + RawPush("step_execute_model[phase:decode]", 100);
+  for (int i = 0; i < 3; ++i) d += RawPush("c10d::allreduce_", 110 + 50 * i) + EsNccl(115 + 50 * i, 120 + 50 * i, "c9") + RawPop(130 + 50 * i);
+  d += RawPop(300) + kEsStats;
   const FileEndState e = EsEndOf(d);
   ASSERT_EQ(e.collectives.size(), 1u);
   EXPECT_EQ(e.collectives[0].communicator, "c9");

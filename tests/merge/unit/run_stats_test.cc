@@ -13,21 +13,10 @@
 namespace truffld::merge {
 namespace {
 
-std::string RsRec(const std::string& body) { return "{" + body + ",\"process_id\":7,\"thread_id\":7}\n"; }
-std::string RsPush(const std::string& name, long long t, const std::string& extra = "") {
-  return RsRec("\"type\":\"NVTX_PUSH\",\"name\":\"" + name + "\",\"timestamp\":" + std::to_string(t) + extra);
-}
-std::string RsPop(long long t, const std::string& extra = "") {
-  return RsRec("\"type\":\"NVTX_POP\",\"timestamp\":" + std::to_string(t) + extra);
-}
-std::string RsLaunch(long long s, long long corr) {
-  return RsRec("\"type\":\"RUNTIME\",\"cbid\":211,\"name\":\"cudaLaunchKernel_v7000\",\"start\":" + std::to_string(s) +
-               ",\"end\":" + std::to_string(s + 5) + ",\"correlation_id\":" + std::to_string(corr));
-}
-std::string RsKernel(const std::string& name, long long s, long long e, long long corr) {
-  return "{\"type\":\"KERNEL\",\"name\":\"" + name + "\",\"gpu_start\":" + std::to_string(s) + ",\"gpu_end\":" +
-         std::to_string(e) + ",\"correlation_id\":" + std::to_string(corr) + ",\"device\":0,\"stream\":7}\n";
-}
+using testing::RawKernel;
+using testing::RawLaunch;
+using testing::RawPop;
+using testing::RawPush;
 
 // One step [0, 1000] on rank 1: aten::mm launches two gemm kernels [200, 400] and [350, 520];
 // an NCCL range launches a kernel not named nccl* [450, 800] (communication by its range).
@@ -35,11 +24,11 @@ RunStats HandStats() {
   std::string d =
       "{\"type\":\"META\",\"schema\":\"truffld.events/1\",\"host\":\"h\",\"process_id\":7,\"rank\":1,"
       "\"clock\":\"realtime\"}\n";
-  d += RsPush("step_execute_model[phase:decode]", 0) + RsPush("aten::mm, op_id = 1", 100) + RsLaunch(110, 1) +
-       RsLaunch(150, 2) + RsPop(410);
-  d += RsPush("ncclAllReduce", 420, ",\"domain\":\"NCCL\"") + RsLaunch(425, 3) + RsPop(440, ",\"domain\":\"NCCL\"");
-  d += RsPop(1000);
-  d += RsKernel("gemm", 200, 400, 1) + RsKernel("gemm", 350, 520, 2) + RsKernel("ring_reduce", 450, 800, 3);
+  d += RawPush("step_execute_model[phase:decode]", 0) + RawPush("aten::mm, op_id = 1", 100) + RawLaunch(110, 1) +
+       RawLaunch(150, 2) + RawPop(410);
+  d += RawPush("ncclAllReduce", 420, ",\"domain\":\"NCCL\"") + RawLaunch(425, 3) + RawPop(440, ",\"domain\":\"NCCL\"");
+  d += RawPop(1000);
+  d += RawKernel("gemm", 200, 400, 1) + RawKernel("gemm", 350, 520, 2) + RawKernel("ring_reduce", 450, 800, 3);
   std::vector<TraceFile> files;
   files.push_back(testing::FileFromLines(d, "r1.jsonl"));
   auto r = Merge(std::move(files), MergeOptions{});
