@@ -10,14 +10,16 @@
 
 namespace truffld {
 
-int64_t NearestRank(const std::vector<int64_t>& sorted, double p) {
+size_t NearestRankIndex(size_t n, double p) {
   // The smallest 1-based rank k with k >= p * n, compared in double as the SQL does.
-  const double target = p * static_cast<double>(sorted.size());
+  const double target = p * static_cast<double>(n);
   size_t k = static_cast<size_t>(std::max(1.0, std::ceil(target)));
   while (k > 1 && static_cast<double>(k - 1) >= target) --k;
-  while (k < sorted.size() && static_cast<double>(k) < target) ++k;
-  return sorted[std::min(k, sorted.size()) - 1];
+  while (k < n && static_cast<double>(k) < target) ++k;
+  return std::min(k, n) - 1;
 }
+
+int64_t NearestRank(const std::vector<int64_t>& sorted, double p) { return sorted[NearestRankIndex(sorted.size(), p)]; }
 
 void SummariseRankIdle(RunStats* out) {
   out->rank_idle.clear();

@@ -3,8 +3,7 @@
 #include "truffld/merge/run_stats.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
+#include <array>
 #include <string_view>
 #include <unordered_map>
 
@@ -17,12 +16,62 @@ struct Interval {
 };
 
 struct KernelAcc {
+  std::string_view name;
+  bool nccl = false;  // named nccl*: communication wherever it runs
   int64_t count = 0, total = 0, lo = INT64_MAX, hi = INT64_MIN;
 };
 
 struct LatencyAcc {
+  std::string_view name;  // the launching API
   std::vector<int64_t> from_start, from_end;
 };
+
+// Accumulators (each with a `name`) by name: a name is looked up by its text once per file and string id, then by a
+// flat per-file table (most kernels repeat a few names millions of times).
+template <typename Acc>
+class ByName {
+ public:
+  explicit ByName(const MergeResult& r) : r_(r), slots_(r.files.size()) {}
+  Acc& Get(uint32_t file, StrId id) {
+    std::vector<uint32_t>& slots = slots_[file];
+    if (slots.empty()) slots.assign(r_.files[file].strings.size(), kNone32);
+    uint32_t& slot = slots[id];
+    if (slot == kNone32) {
+      const std::string_view name = r_.Str(file, id);
+      auto [it, fresh] = index_.try_emplace(name, static_cast<uint32_t>(accs_.size()));
+      if (fresh) {
+        accs_.emplace_back();
+        accs_.back().name = name;
+      }
+      slot = it->second;
+    }
+    return accs_[slot];
+  }
+  std::vector<Acc>& all() { return accs_; }
+
+ private:
+  static constexpr uint32_t kNone32 = UINT32_MAX;
+  const MergeResult& r_;
+  std::vector<std::vector<uint32_t>> slots_;  // per file: string id -> index in accs_
+  std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<Acc> accs_;
+};
+
+// Nearest-rank p50, p90 and p99 of `v` (non-empty), selected in place without a full sort.
+std::array<int64_t, 3> Percentiles(std::vector<int64_t>* v) {
+  std::array<int64_t, 3> out{};
+  const double ps[3] = {0.5, 0.9, 0.99};
+  auto from = v->begin();
+  for (int i = 0; i < 3; ++i) {
+    const auto at = v->begin() + static_cast<std::ptrdiff_t>(NearestRankIndex(v->size(), ps[i]));
+    if (at >= from) {
+      std::nth_element(from, at, v->end());
+      from = at + 1;
+    }
+    out[i] = *at;
+  }
+  return out;
+}
 
 // Length of the union of `iv` clipped to [lo, hi] (sorts `iv`).
 int64_t UnionClipped(std::vector<Interval>* iv, TimeNs lo, TimeNs hi) {
@@ -148,15 +197,14 @@ class Walker {
   void Device(const Node& n, const Frame& f) {
     step_device_.push_back({n.start, n.end, false});
     if (n.layer != Layer::kKernel) return;
-    const std::string_view name = r_.Name(n);
     const int64_t d = n.end - n.start;
-    KernelAcc& k = kernels_[name];
+    KernelAcc& k = kernels_.Get(n.file, r_.NameId(n));
+    if (k.count == 0) k.nccl = k.name.starts_with("nccl");
     ++k.count, k.total += d, k.lo = std::min(k.lo, d), k.hi = std::max(k.hi, d);
-    const bool comm = f.comm || name.starts_with("nccl");
-    if (n.end > n.start) rank_kernels_.push_back({n.start, n.end, comm});
+    if (n.end > n.start) rank_kernels_.push_back({n.start, n.end, f.comm || k.nccl});
     if (f.call != kNoNode) {
       const Node& call = r_.nodes[f.call];
-      LatencyAcc& l = latency_[r_.Name(call)];
+      LatencyAcc& l = latency_.Get(call.file, r_.NameId(call));
       l.from_start.push_back(n.start - call.start);
       l.from_end.push_back(n.start - call.end);
     }
@@ -169,10 +217,10 @@ class Walker {
   }
 
   void Finish(RunStats* out) {
-    for (const auto& [name, k] : kernels_) {
+    for (const KernelAcc& k : kernels_.all()) {
       out->kernels += k.count;
       out->kernel_total_ns += k.total;
-      out->kernel_summary.push_back(KernelSummary{std::string(name), k.count, k.total, k.lo, k.hi,
+      out->kernel_summary.push_back(KernelSummary{std::string(k.name), k.count, k.total, k.lo, k.hi,
                                                   static_cast<double>(k.total) / static_cast<double>(k.count), 0.0});
     }
     for (KernelSummary& k : out->kernel_summary) {
@@ -181,13 +229,12 @@ class Walker {
     std::sort(out->kernel_summary.begin(), out->kernel_summary.end(), [](const KernelSummary& a, const KernelSummary& b) {
       return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
     });
-    for (auto& [api, l] : latency_) {
-      std::sort(l.from_start.begin(), l.from_start.end());
-      std::sort(l.from_end.begin(), l.from_end.end());
-      const std::vector<int64_t>& v = l.from_start;
-      out->launch_latency.push_back(LaunchLatency{std::string(api), static_cast<int64_t>(v.size()), v.front(),
-                                                  NearestRank(v, 0.5), NearestRank(v, 0.9), NearestRank(v, 0.99),
-                                                  v.back(), NearestRank(l.from_end, 0.5)});
+    for (LatencyAcc& l : latency_.all()) {
+      const auto [lo, hi] = std::minmax_element(l.from_start.begin(), l.from_start.end());
+      const int64_t min = *lo, max = *hi;
+      const std::array<int64_t, 3> p = Percentiles(&l.from_start);
+      out->launch_latency.push_back(LaunchLatency{std::string(l.name), static_cast<int64_t>(l.from_start.size()), min,
+                                                  p[0], p[1], p[2], max, Percentiles(&l.from_end)[0]});
     }
     std::sort(out->launch_latency.begin(), out->launch_latency.end(), [](const LaunchLatency& a, const LaunchLatency& b) {
       return a.count != b.count ? a.count > b.count : a.api < b.api;
@@ -199,8 +246,8 @@ class Walker {
   std::optional<int64_t> rank_;
   std::vector<Frame> stack_;
   std::vector<Interval> step_device_, rank_kernels_;
-  std::unordered_map<std::string_view, KernelAcc> kernels_;
-  std::map<std::string_view, LatencyAcc> latency_;
+  ByName<KernelAcc> kernels_{r_};
+  ByName<LatencyAcc> latency_{r_};
 };
 
 }  // namespace

@@ -66,8 +66,10 @@ struct RunStats {
 };
 
 // Nearest-rank percentile of ascending `sorted` (non-empty): the smallest value whose 1-based
-// rank is at least p * n.
+// rank is at least p * n (compared in double, as the export's SQL does).
 int64_t NearestRank(const std::vector<int64_t>& sorted, double p);
+// The 0-based index NearestRank reads among n > 0 sorted values.
+size_t NearestRankIndex(size_t n, double p);
 
 // Fills rank_idle from step_idle (which must be grouped by rank).
 void SummariseRankIdle(RunStats* stats);
