@@ -47,7 +47,7 @@ for step in range(%(steps)d):
     with truffld_hooks.step_range(["r%%d" %% step]):
         y = model(x)
         if step == %(slow)d:
-            time.sleep(0.3)
+            time.sleep(0.5)
         s = y.sum()
 from torch.nn.modules import module as m
 print(json.dumps({"restored": F.linear is torch._C._nn.linear,  # torch's own builtin again

@@ -146,12 +146,13 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
 }
 
 // A collective far slower than the recent ones of its name (the step around it is not slower)
-// opens a window at the next step, trigger slow_collective. F = 8: the planted collective is 14x
-// the others, and a late wake-up must add 14 ms to a 2 ms collective to look slow.
+// opens a window at the next step, trigger slow_collective. F = 6: the planted collective (55 ms)
+// stays over 6x the others' median even when a loaded machine stretches their 2 ms sleeps to
+// 9 ms, and a late wake-up must add 10 ms to a 2 ms collective to look slow.
 TEST(DetailWindow, APlantedSlowCollectiveOpensAWindowAtTheNextStep) {
   TempDir dir;
   Exit e = RunProgram({AppPath("truffld_detail_app"), "slowcomm"},
-                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=8",
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=6",
                                 "TRUFFLD_WINDOW_STEPS=2"}));
   ASSERT_EQ(e.code, 0) << e.err;
   auto dumps = ReadDumps(dir.path());
