@@ -222,14 +222,13 @@ TEST(RunStats, HandCountsOnASmallTrace) {
     auto db = SqliteDb::Open(path, SqliteDb::Mode::kCreate);
     ASSERT_TRUE(db.ok()) << db.status().message();
     ASSERT_TRUE((*db)->Exec(kCreateTables).ok());
-    ASSERT_TRUE((*db)->Exec(kCreateStepIndexes).ok());
     auto sink = DbSink::Create(db->get());
     ASSERT_TRUE(sink.ok()) << sink.status().message();
     TreeRows rows;
     long long n = 0;
     for (const std::string& l : SmallTrace()) ASSERT_TRUE(rows.AddLine(l, "t.jsonl", ++n, sink->get()).ok());
     ASSERT_TRUE((*sink)->Flush().ok());
-    ASSERT_TRUE((*db)->Exec(kCreateIndexes).ok());
+    ASSERT_TRUE((*db)->Exec(TreeIndexSql()).ok());
     auto s = ComputeRunStats(db->get());
     ASSERT_TRUE(s.ok()) << s.status().message();
     EXPECT_EQ(s->kernels, 3);

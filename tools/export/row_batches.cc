@@ -159,12 +159,12 @@ Status RowBatch::Replay(RowSink* sink) const {
 }
 
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed) {
+                              const std::function<Status(std::shared_ptr<const RowBatch>)>& consume, bool* reader_failed) {
   Queue q;
   std::thread parser(Produce, path, rows, &q);
   Status result;
   for (;;) {
-    std::unique_ptr<RowBatch> b;
+    std::shared_ptr<const RowBatch> b;
     {
       std::unique_lock<std::mutex> lock(q.mu);
       q.cv.wait(lock, [&q] { return !q.batches.empty() || q.done; });
@@ -177,7 +177,7 @@ Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
       q.batches.pop_front();
       q.cv.notify_all();
     }
-    if (Status st = consume(*b); !st.ok()) {
+    if (Status st = consume(std::move(b)); !st.ok()) {
       std::lock_guard<std::mutex> lock(q.mu);
       q.stop = true;
       q.cv.notify_all();

@@ -10,8 +10,9 @@
 // the texts first seen in it, replayed before its rows (RowSink::String). The parser thread fills
 // batches of about kBatchRows rows and hands them over through a queue of at most kQueued
 // batches, so memory stays bounded whatever the file's size.
-// Thread-safety: a RowBatch belongs to one thread at a time (filled by the parser, then replayed
-// by the caller); ParseTreesInBackground's callback runs on the calling thread only.
+// Thread-safety: a RowBatch is filled by the parser thread only; once handed over it is
+// read-only, and several threads may replay it at once (each table group's TableWriter).
+// ParseTreesInBackground's callback runs on the calling thread only.
 #pragma once
 
 #include <functional>
@@ -72,10 +73,10 @@ class RowBatch : public RowSink {
 };
 
 // Reads `path` line by line into `rows` on a background thread and calls `consume` on the
-// calling thread with each full batch, in file order. Returns the reader's status (naming the
+// calling thread with each full batch, in file order (shared: the consumer may hand it on). Returns the reader's status (naming the
 // file; *reader_failed is then set), or the first error `consume` returned (the parser is then
 // stopped).
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed);
+                              const std::function<Status(std::shared_ptr<const RowBatch>)>& consume, bool* reader_failed);
 
 }  // namespace truffld::exporter
