@@ -25,10 +25,10 @@ constexpr const char* kPragmas =
     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
 
-Status ReadTrees(const std::string& path, SqliteDb* db, const std::string& output, ExportResult* out,
+Status ReadTrees(const std::string& path, SqliteDb* db, const ExportOptions& o, ExportResult* out,
                  bool* input_failed) {
   TreeRows rows;
-  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, output, kPragmas, &rows, input_failed));
+  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kPragmas, &rows, input_failed));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
     std::string why = path + ": no truffld.trees/1 line could be read";
@@ -185,7 +185,7 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     SqliteDb* d = db->get();
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
-    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o.output, &r, input_failed));
+    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateDiagnosisIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));

@@ -23,6 +23,7 @@ struct ExportOptions {
   std::string merge_dir;     // truffld-merge -o directory, or a trees.jsonl file
   std::string diagnose_dir;  // truffld-diagnose -o directory, or diagnosis.jsonl; "" for none
   std::string output;        // the .sqlite file to write
+  int threads = 0;           // threads in all, the parser's included (0: one per core; WritersFor)
 };
 
 struct ExportResult {

@@ -2,7 +2,9 @@
 // parallel_load.h).
 #include "parallel_load.h"
 
+#include <algorithm>
 #include <memory>
+#include <thread>
 
 #include "row_batches.h"
 #include "schema_sql.h"
@@ -11,12 +13,25 @@
 
 namespace truffld::exporter {
 
-// kernel_rows holds about 40 % of the bytes; the other two groups are about 30 % each.
-const std::vector<std::vector<std::string>> kTableGroups = {
-    {"kernel_rows"},
-    {"op_rows", "collectives", "steps", "requests"},
-    {"call_rows", "strings", "copy_rows", "sync_rows"},
-};
+std::vector<std::vector<std::string>> TableGroups(int writers) {
+  if (writers <= 1) {
+    std::vector<std::string> all;
+    for (const TableIndexes& t : kTreeTables) all.push_back(t.table);
+    return {all};
+  }
+  if (writers == 2) {
+    return {{"kernel_rows", "call_rows", "strings", "copy_rows", "sync_rows"},
+            {"op_rows", "collectives", "steps", "requests"}};
+  }
+  return {{"kernel_rows"},
+          {"op_rows", "collectives", "steps", "requests"},
+          {"call_rows", "strings", "copy_rows", "sync_rows"}};
+}
+
+int WritersFor(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(threads - 1, 1, 3);
+}
 
 namespace {
 
@@ -54,10 +69,11 @@ Status CopyPart(SqliteDb* out, const std::string& path, const std::vector<std::s
 }  // namespace
 
 Status LoadTreesInParallel(const std::string& trees_path, SqliteDb* out, const std::string& output_path,
-                           const char* pragmas, TreeRows* rows, bool* input_failed) {
+                           int writer_count, const char* pragmas, TreeRows* rows, bool* input_failed) {
+  const std::vector<std::vector<std::string>> groups = TableGroups(writer_count);
   std::vector<Part> parts;
   std::vector<std::unique_ptr<TableWriter>> writers;
-  for (size_t g = 0; g < kTableGroups.size(); ++g) {
+  for (size_t g = 0; g < groups.size(); ++g) {
     SqliteDb* db = out;
     if (g > 0) {
       auto part = CreatePart(output_path, pragmas);
@@ -65,7 +81,7 @@ Status LoadTreesInParallel(const std::string& trees_path, SqliteDb* out, const s
       parts.push_back(std::move(part).value());
       db = parts.back().db.get();
     }
-    auto w = TableWriter::Start(db, kTableGroups[g]);
+    auto w = TableWriter::Start(db, groups[g]);
     if (!w.ok()) return w.status();
     writers.push_back(std::move(w).value());
   }
@@ -85,11 +101,11 @@ Status LoadTreesInParallel(const std::string& trees_path, SqliteDb* out, const s
   }
   if (*input_failed || written.ok()) TRUFFLD_RETURN_IF_ERROR(parsed);
   TRUFFLD_RETURN_IF_ERROR(written);
-  for (size_t g = 1; g < kTableGroups.size(); ++g) {
+  for (size_t g = 1; g < groups.size(); ++g) {
     Part& p = parts[g - 1];
     p.db.reset();  // closed: its exclusive lock released before the output attaches it
-    TRUFFLD_RETURN_IF_ERROR(out->Exec(IndexSqlOf(kTableGroups[g])));
-    TRUFFLD_RETURN_IF_ERROR(CopyPart(out, p.file.temp_path(), kTableGroups[g]));
+    TRUFFLD_RETURN_IF_ERROR(out->Exec(IndexSqlOf(groups[g])));
+    TRUFFLD_RETURN_IF_ERROR(CopyPart(out, p.file.temp_path(), groups[g]));
   }
   return Status::Ok();
 }

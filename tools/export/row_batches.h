@@ -19,25 +19,22 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tree_rows.h"
+#include "truffld/string_pool.h"
 
 namespace truffld::exporter {
 
-// Ids of names and families, 1, 2, ... in order of first sight. Used by one thread.
+// Ids of names and families, 1, 2, ... in order of first sight (a StringPool: flat table, no
+// allocation per name). Used by one thread.
 class StringIds {
  public:
   // The id of `text` (0 for ""); *fresh says whether it was new.
   int64_t Id(std::string_view text, bool* fresh);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> ids_;
+  StringPool pool_;
 };
 
 class RowBatch : public RowSink {
@@ -49,6 +46,9 @@ class RowBatch : public RowSink {
   Status Call(const CallRow& r) override;
   Status Device(const DeviceRow& r) override;
   Status Collective(const CollectiveRow& r) override;
+  // Reserves room for as many rows of each table as `other` holds (the previous batch: the
+  // vectors then grow without copying their rows).
+  void ReserveLike(const RowBatch& other);
   // Sends every row to `sink`, table by table.
   Status Replay(RowSink* sink) const;
   size_t rows() const { return rows_; }
