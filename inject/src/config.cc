@@ -74,8 +74,15 @@ std::optional<int64_t> FirstInt(const EnvLookup& env, std::initializer_list<cons
   return std::nullopt;
 }
 
-// TRUFFLD_WINDOW_SLOW (0, or a factor in [1, 1000]), TRUFFLD_WINDOW_STEPS (1..1000000) and
-// TRUFFLD_WINDOW_CONTROL (default: truffld.detail in the output directory).
+std::string FormatFactor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+
+// TRUFFLD_WINDOW_SLOW (0, or a factor in [1, 1000]), TRUFFLD_WINDOW_BUDGET (a share in (0, 1]),
+// TRUFFLD_WINDOW_STEPS (1..1000000) and TRUFFLD_WINDOW_CONTROL (default: truffld.detail in the
+// output directory).
 void ParseRequestedWindows(const EnvLookup& env, Config* c, std::vector<std::string>* w) {
   if (const char* f = env("TRUFFLD_WINDOW_SLOW"); f && *f) {
     char* end = nullptr;
@@ -85,6 +92,16 @@ void ParseRequestedWindows(const EnvLookup& env, Config* c, std::vector<std::str
       w->push_back(std::string("TRUFFLD_WINDOW_SLOW='") + f + "' is not 0 or a factor in [1, 1000]; using 3");
     else
       c->device_windows.slow_factor = v;
+  }
+  if (const char* b = env("TRUFFLD_WINDOW_BUDGET"); b && *b) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(b, &end);
+    if (errno || *end != '\0' || !(v > 0 && v <= 1))
+      w->push_back(std::string("TRUFFLD_WINDOW_BUDGET='") + b + "' is not a share in (0, 1]; using " +
+                   FormatFactor(c->device_windows.trigger_budget));
+    else
+      c->device_windows.trigger_budget = v;
   }
   int64_t steps = static_cast<int64_t>(c->device_windows.request_steps);
   IntVar(env, "TRUFFLD_WINDOW_STEPS", 1, 1000000, &steps, w);
@@ -161,14 +178,6 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   return c;
 }
 
-namespace {
-std::string FormatFactor(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", f);
-  return buf;
-}
-}  // namespace
-
 std::vector<std::pair<std::string, std::string>> Config::Describe() const {
   char mode[8];
   std::snprintf(mode, sizeof mode, "0%o", file_mode);
@@ -190,6 +199,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"device_windows", DescribeWindowPlan(device_windows)},
           {"window_slow", FormatFactor(device_windows.slow_factor)},
           {"window_steps", std::to_string(device_windows.request_steps)},
+          {"window_budget", FormatFactor(device_windows.trigger_budget)},
           {"window_control", window_control},
           {"step_prefixes", step_prefixes}};
 }

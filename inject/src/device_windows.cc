@@ -1,6 +1,8 @@
 // DeviceWindows: see device_windows.h.
 #include "device_windows.h"
 
+#include <algorithm>
+
 #include <charconv>
 
 namespace truffld::inject {
@@ -62,6 +64,7 @@ bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why) 
   }
   p.slow_factor = plan->slow_factor;
   p.request_steps = plan->request_steps;
+  p.trigger_budget = plan->trigger_budget;
   *plan = p;
   return true;
 }
@@ -121,6 +124,15 @@ bool DeviceWindows::Switch(bool open, Trigger why, Edge* edge) {
 
 bool DeviceWindows::Request(Trigger why) {
   if (!plan_.sampled() || pending_) return false;
+  const bool budgeted = why == Trigger::kSlowStep || why == Trigger::kSlowCollective;
+  if (budgeted && plan_.trigger_budget < 1) {
+    const double cost = static_cast<double>(plan_.request_steps);
+    if (credit_ + 1e-9 < cost) {  // (the tolerance absorbs the budget's rounding over many steps)
+      ++triggers_refused_;
+      return false;
+    }
+    credit_ = std::max(0.0, credit_ - cost);
+  }
   pending_ = true;
   pending_why_ = why;
   return true;
@@ -137,6 +149,7 @@ bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
     why = Trigger::kTime;
   }
   ++steps_begun_;
+  credit_ = std::min(static_cast<double>(plan_.request_steps), credit_ + plan_.trigger_budget);
   if (pending_) {  // a requested window covers this step and the next ones
     pending_ = false;
     requested_left_ = plan_.request_steps;
@@ -186,6 +199,8 @@ void DeviceWindows::Reset(int64_t start_ns) {
   open_ = false;
   pending_ = false;
   requested_left_ = 0;
+  credit_ = static_cast<double>(plan_.request_steps);
+  triggers_refused_ = 0;
   slow_.Reset();
   slow_comm_.Reset();
 }

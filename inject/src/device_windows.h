@@ -7,7 +7,8 @@
 // when asked (`requested`), or never (`off`). In every sampled mode (steps, time, requested) a
 // window can also be requested for the next K steps (WindowPlan::request_steps): by a step far
 // slower than the recent steps of its phase (window_triggers.h) or by the operator (the
-// control file, through Request). This class decides the window edges; the tracer switches
+// control file, through Request); the triggers spend a budget of steps (trigger_budget), the
+// operator's requests do not. This class decides the window edges; the tracer switches
 // CUPTI's activity kinds on and off at them and writes a DEVICE_WINDOW record at each edge.
 // Edges fall only where no step is in progress in the process: a step starts and finishes in
 // one state, so every step is either wholly inside a window or has no device detail. Steps are
@@ -33,6 +34,12 @@ struct WindowPlan {
   // Requested windows (every sampled mode), set from their own variables, not from the text:
   double slow_factor = 3;      // TRUFFLD_WINDOW_SLOW: a step > F x its phase's median (0: off)
   uint64_t request_steps = 4;  // TRUFFLD_WINDOW_STEPS: steps a requested window lasts
+  // TRUFFLD_WINDOW_BUDGET: the share of steps that windows opened by the slow-step and
+  // slow-collective triggers may cover over the run (1: no limit). A token bucket: every step
+  // adds the budget, a triggered window takes request_steps, and the bucket holds one window,
+  // so the first trigger is always honoured. On a loaded host, descheduled steps look slow;
+  // the budget bounds what such false triggers cost (see DeviceWindows::Request).
+  double trigger_budget = 0.0025;
   bool sampled() const { return mode == Mode::kSteps || mode == Mode::kTime || mode == Mode::kRequested; }
 };
 
@@ -65,7 +72,8 @@ class DeviceWindows {
   };
 
   DeviceWindows(WindowPlan plan, int64_t start_ns)
-      : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor), slow_comm_(plan.slow_factor) {}
+      : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor), slow_comm_(plan.slow_factor),
+        credit_(static_cast<double>(plan.request_steps)) {}
 
   // A step begins / ends somewhere in the process. Return true with `*edge` filled when an
   // edge happens now (before the step's first event / after its last one). A step's end with
@@ -83,7 +91,8 @@ class DeviceWindows {
   void CollectiveEnd(uint32_t cls, int64_t duration_ns);
   // Asks for a window over the next plan().request_steps steps, opened at the next step's
   // begin (a window open then is held open that long). Returns false when ignored: not a
-  // sampled mode, or a request is already waiting.
+  // sampled mode, a request is already waiting, or (slow-step and slow-collective triggers
+  // only) the trigger budget has no window left (counted in triggers_refused()).
   bool Request(Trigger why);
   // Periodic check (time mode, between steps). Same contract.
   bool Tick(int64_t now_ns, Edge* edge);
@@ -97,6 +106,7 @@ class DeviceWindows {
   bool open() const { return open_; }
   bool request_pending() const { return pending_; }
   uint64_t windows_opened() const { return windows_; }
+  uint64_t triggers_refused() const { return triggers_refused_; }
   int open_steps() const { return open_steps_; }
   const WindowPlan& plan() const { return plan_; }
   // Fork child: no step in progress, no window open, counting starts again.
@@ -118,6 +128,8 @@ class DeviceWindows {
   uint64_t requested_left_ = 0;            // steps a requested window still holds open
   SlowSteps slow_;
   SlowSteps slow_comm_;
+  double credit_ = 0;                      // trigger budget left, in steps (Reset fills it)
+  uint64_t triggers_refused_ = 0;          // slow-step/collective requests the budget refused
 };
 
 }  // namespace truffld::inject

@@ -102,6 +102,7 @@ struct StatsInfo {
   uint64_t ranges_dropped_push_pop = 0;    // NVTX push/pop ranges dropped whole
   uint64_t ranges_dropped_start_end = 0;   // NVTX start/end ranges dropped whole
   uint64_t unbalanced_closes = 0;          // pops/ends lost although their open was written
+  uint64_t window_triggers_refused = 0;    // slow-step/collective windows the budget refused
   uint64_t rings = 0;
   uint64_t ring_bytes = 0;
   uint64_t activity_buffers = 0;

@@ -127,6 +127,10 @@ void Tracer::WriteStats(std::string& out) {
   s.cupti_dropped = cupti_dropped_.load();
   s.payloads_too_large = payloads_too_large_.load();
   s.names_truncated = names_truncated_.load();
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    s.window_triggers_refused = windows_.triggers_refused();
+  }
   s.rings = registry_.size();
   s.ring_bytes = registry_.bytes_reserved();
   s.activity_buffers = pool_.allocated();

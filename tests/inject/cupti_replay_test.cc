@@ -339,7 +339,7 @@ TEST(CuptiReplay, ASlowStepOpensAWindowWithTheDeviceActivityOfTheNextSteps) {
   // their device activity, and so have the launches between them; nothing else has. The
   // factor 20 keeps a loaded machine's stalls of tens of ms from triggering too.
   TempDir dir;
-  WindowRun w = PlayWindows("requested", 14, 3, dir, 9, {"TRUFFLD_WINDOW_SLOW=20", "TRUFFLD_WINDOW_STEPS=3"});
+  WindowRun w = PlayWindows("requested", 14, 3, dir, 9, {"TRUFFLD_WINDOW_SLOW=20", "TRUFFLD_WINDOW_STEPS=3", "TRUFFLD_WINDOW_BUDGET=1"});
   ASSERT_EQ(w.exit.code, 0) << w.exit.err;
   EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
   ASSERT_EQ(w.steps.size(), 14u);

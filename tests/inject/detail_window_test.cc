@@ -111,9 +111,10 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
   TempDir dir;
   // F = 10 rather than 3 keeps a loaded test machine's late wake-ups (a 5 ms step lasting over
   // 15 ms, common under ThreadSanitizer) from opening windows of their own; the planted step
-  // is 30x the others.
+  // is 30x the others. Budget 1 (no limit): a late wake-up's window must not spend the budget
+  // the planted step needs.
   Exit e = RunProgram({AppPath("truffld_detail_app"), "slowstep"},
-                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=10",
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=10", "TRUFFLD_WINDOW_BUDGET=1",
                                 "TRUFFLD_WINDOW_STEPS=3"}));
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_EQ(e.err, "");
@@ -124,6 +125,7 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
   EXPECT_EQ(config["device_windows"], "requested");
   EXPECT_EQ(config["window_slow"], "10");
   EXPECT_EQ(config["window_steps"], "3");
+  EXPECT_EQ(config["window_budget"], "1");
   const std::vector<AppStep> app = ParseSteps(e.out);
   const Trace t = ReadTrace(dumps[0]);
   ASSERT_EQ(app.size(), 19u);
@@ -152,7 +154,7 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
 TEST(DetailWindow, APlantedSlowCollectiveOpensAWindowAtTheNextStep) {
   TempDir dir;
   Exit e = RunProgram({AppPath("truffld_detail_app"), "slowcomm"},
-                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=6",
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=6", "TRUFFLD_WINDOW_BUDGET=1",
                                 "TRUFFLD_WINDOW_STEPS=2"}));
   ASSERT_EQ(e.code, 0) << e.err;
   auto dumps = ReadDumps(dir.path());

@@ -16,10 +16,12 @@ namespace {
 constexpr int64_t kMs = 1000000;
 using Trigger = DeviceWindows::Trigger;
 
-WindowPlan Plan(const std::string& text, double slow = 3, uint64_t steps = 4) {
+// budget 1: no trigger budget (the budget has its own test).
+WindowPlan Plan(const std::string& text, double slow = 3, uint64_t steps = 4, double budget = 1) {
   WindowPlan p;
   p.slow_factor = slow;
   p.request_steps = steps;
+  p.trigger_budget = budget;
   std::string why;
   EXPECT_TRUE(ParseWindowPlan(text, &p, &why)) << text << ": " << why;
   return p;
@@ -166,6 +168,33 @@ TEST(RequestedWindows, NoRetriggerWhileOpen) {
   EXPECT_EQ(DriveSteps(s, Durations(13, 10, {{11, 80}})), "+0@b0:step -0@e0:step +1@b11:step -1@e11:step ");
 }
 
+// The trigger budget: a fault that keeps coming back (every fifth step from step 10 on is slow)
+// with a budget of 5% of steps and windows of 2 steps: the first trigger is honoured at once
+// (the bucket holds one window), the next one only once 40 more steps (2 / 0.05) have refilled
+// it; the triggers in between are refused and counted. The operator's requests never spend it.
+TEST(RequestedWindows, TheTriggerBudgetBoundsTriggeredWindows) {
+  DeviceWindows w(Plan("requested", 3, 2, 0.05), 0);
+  std::map<size_t, int64_t> slow;
+  for (size_t i = 10; i < 60; i += 5) slow[i] = 80;
+  EXPECT_EQ(DriveSteps(w, Durations(60, 10, slow)),
+            "+0@b11:slow_step -0@e12:slow_step +1@b51:slow_step -1@e52:slow_step ");
+  // Steps 15-45 and 55 triggered and were refused; step 50's came 40 steps after the first.
+  EXPECT_EQ(w.triggers_refused(), 8u);
+  EXPECT_EQ(w.windows_opened(), 2u);
+  DeviceWindows r(Plan("requested", 0, 2, 0.05), 0);
+  EXPECT_EQ(DriveSteps(r, Durations(10, 10), {"step_execute_model"},
+                       [&](size_t i) {
+                         if (i == 2 || i == 5) {
+                           EXPECT_TRUE(r.Request(Trigger::kRequest));
+                         }
+                       }),
+            "+0@b2:request -0@e3:request +1@b5:request -1@e6:request ");
+  EXPECT_EQ(r.triggers_refused(), 0u);
+  // Reset (a fork child) fills the bucket again and clears the count.
+  w.Reset(0);
+  EXPECT_EQ(w.triggers_refused(), 0u);
+}
+
 TEST(RequestedWindows, OnDemandRequestsOpenAtTheNextStep) {
   DeviceWindows w(Plan("requested", 0, 3), 0);
   EXPECT_EQ(DriveSteps(w, Durations(12, 10), {"step"}, [&](size_t i) {
@@ -233,12 +262,15 @@ TEST(RequestedWindows, SettingsFromTheEnvironment) {
   EXPECT_EQ(c.device_windows.mode, WindowPlan::Mode::kRequested);
   EXPECT_EQ(c.device_windows.slow_factor, 3);
   EXPECT_EQ(c.device_windows.request_steps, 4u);
+  EXPECT_EQ(c.device_windows.trigger_budget, 0.0025);
   EXPECT_EQ(c.window_control, "/data/t/truffld.detail");
   env["TRUFFLD_WINDOW_SLOW"] = "2.5";
   env["TRUFFLD_WINDOW_STEPS"] = "8";
   env["TRUFFLD_WINDOW_CONTROL"] = "/run/detail";
+  env["TRUFFLD_WINDOW_BUDGET"] = "0.01";
   c = ParseConfig(lookup, &w);
   EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.device_windows.trigger_budget, 0.01);
   EXPECT_EQ(c.device_windows.slow_factor, 2.5);
   EXPECT_EQ(c.device_windows.request_steps, 8u);
   EXPECT_EQ(c.window_control, "/run/detail");
@@ -247,13 +279,17 @@ TEST(RequestedWindows, SettingsFromTheEnvironment) {
   EXPECT_EQ(d["device_windows"], "requested");
   EXPECT_EQ(d["window_slow"], "2.5");
   EXPECT_EQ(d["window_steps"], "8");
+  EXPECT_EQ(d["window_budget"], "0.01");
   EXPECT_EQ(d["window_control"], "/run/detail");
   env["TRUFFLD_WINDOW_SLOW"] = "0.5";
   env["TRUFFLD_WINDOW_STEPS"] = "0";
+  env["TRUFFLD_WINDOW_BUDGET"] = "0";
   c = ParseConfig(lookup, &w);
-  ASSERT_EQ(w.size(), 2u);
+  ASSERT_EQ(w.size(), 3u);
   EXPECT_NE(w[0].find("TRUFFLD_WINDOW_SLOW"), std::string::npos);
-  EXPECT_NE(w[1].find("TRUFFLD_WINDOW_STEPS"), std::string::npos);
+  EXPECT_NE(w[1].find("TRUFFLD_WINDOW_BUDGET='0' is not a share in (0, 1]; using 0.0025"), std::string::npos) << w[1];
+  EXPECT_NE(w[2].find("TRUFFLD_WINDOW_STEPS"), std::string::npos);
+  EXPECT_EQ(c.device_windows.trigger_budget, 0.0025);
   EXPECT_EQ(c.device_windows.slow_factor, 3);
   EXPECT_EQ(c.device_windows.request_steps, 4u);
   env["TRUFFLD_WINDOW_SLOW"] = "0";
