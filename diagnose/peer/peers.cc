@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "peer/internal.h"
+#include "peer/robust_stats.h"
 
 namespace truffld::diagnose {
 
@@ -56,11 +57,7 @@ namespace detail {
 
 double MedianOf(std::vector<double>& v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2) return hi;
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  return MedianInPlace(v.data(), v.size());
 }
 
 // Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
