@@ -200,16 +200,18 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
 namespace {
 
 // One unit's similar-steps expectations of the same shape: its neighbours walked nearest first,
-// their sorted keys merged with the unit's own (`list`, sorted by time key).
+// their sorted keys merged with the unit's own (`list`, sorted by time key). Row i's values go
+// to found[i * want, i * want + count[i]).
 void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<uint32_t>& near,
                          const std::vector<std::vector<std::pair<uint64_t, double>>>& reps,
-                         const std::vector<RowKeys>& keys, const PeerOptions& o,
-                         std::vector<std::vector<float>>* found_buf, std::vector<double>* vals,
-                         std::vector<TestRow>& rows) {
+                         const std::vector<RowKeys>& keys, const PeerOptions& o, std::vector<float>* found_buf,
+                         std::vector<uint32_t>* count_buf, std::vector<double>* vals, std::vector<TestRow>& rows) {
   const int s = static_cast<int>(PeerSource::kTime);
-  const size_t want = static_cast<size_t>(o.time_neighbours);
-  std::vector<std::vector<float>>& found = *found_buf;
-  found.assign(list.size(), {});
+  const size_t want = static_cast<size_t>(std::max(o.time_neighbours, 0));
+  std::vector<float>& found = *found_buf;
+  std::vector<uint32_t>& count = *count_buf;
+  found.resize(list.size() * want);
+  count.assign(list.size(), 0);
   // Rows still short of `want` neighbours: once none is, the farther neighbours add nothing.
   size_t open = want > 0 ? list.size() : 0;
   for (size_t n = 0; n < near.size() && open > 0; ++n) {
@@ -218,15 +220,16 @@ void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<ui
     for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
       const uint64_t key = keys[list[i]].time;
       while (k < rv.size() && rv[k].first < key) ++k;
-      if (k < rv.size() && rv[k].first == key && found[i].size() < want) {
-        found[i].push_back(static_cast<float>(rv[k].second));
-        open -= found[i].size() == want;
+      if (k < rv.size() && rv[k].first == key && count[i] < want) {
+        found[i * want + count[i]++] = static_cast<float>(rv[k].second);
+        open -= count[i] == want;
       }
     }
   }
   for (size_t i = 0; i < list.size(); ++i) {
-    if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
-    vals->assign(found[i].begin(), found[i].end());
+    if (static_cast<int>(count[i]) < o.min_time_neighbours) continue;
+    vals->assign(found.begin() + static_cast<std::ptrdiff_t>(i * want),
+                 found.begin() + static_cast<std::ptrdiff_t>(i * want + count[i]));
     TestRow& row = rows[list[i]];
     row.peers[s] = static_cast<uint16_t>(vals->size());
     row.expected[s] = static_cast<float>(MedianOf(*vals));
@@ -259,8 +262,11 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
   const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
   ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
     std::vector<double> vals;
-    std::vector<std::vector<float>> found;
-    for (size_t u = first; u < last; ++u) ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &vals, rows);
+    std::vector<float> found;
+    std::vector<uint32_t> count;
+    for (size_t u = first; u < last; ++u) {
+      ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &count, &vals, rows);
+    }
   });
 }
 
