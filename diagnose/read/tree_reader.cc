@@ -226,12 +226,9 @@ void TreeReader::ParseLine(std::string_view line, const std::string& where) {
   if (std::string bad = OutOfRangeField(o); !bad.empty()) return problem(bad);
   simdjson::dom::object root;
   if (o["root"].get_object().get(root) != simdjson::SUCCESS) return problem("missing root node");
-  StepKey key;
   int64_t rank = -1;
-  bool has_rank = o["rank"].get_int64().get(rank) == simdjson::SUCCESS;
-  key.rank = has_rank ? rank : -1;
-  key.step_index = step_index;
-  key.horizontal = view == View::kHorizontal;
+  const bool has_rank = o["rank"].get_int64().get(rank) == simdjson::SUCCESS;
+  const StepKey key{has_rank ? rank : -1, step_index, view == View::kHorizontal};
   StepBucket& b = impl_->buckets[key];
   if (b.info.trees == 0) {
     b.instances.reserve(impl_->instance_hint[key.horizontal]);  // the size of the last such step
