@@ -142,14 +142,17 @@ void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int th
   const int s = static_cast<int>(PeerSource::kTp);
   ForChunks(runs.size() - 1, threads, [&](size_t first, size_t last) {
     std::vector<double> vals;
+    std::vector<std::pair<uint32_t, float>> group;  // (unit, observed) of the group's rows, read once
     for (size_t g = first; g < last; ++g) {
       const size_t b = runs[g], e = runs[g + 1];
-      for (size_t i = b; e - b >= 2 && i < e; ++i) {
-        TestRow& row = rows[order[i].second];
+      if (e - b < 2) continue;
+      group.clear();
+      for (size_t j = b; j < e; ++j) group.emplace_back(rows[order[j].second].unit, rows[order[j].second].observed);
+      for (size_t i = 0; i < group.size(); ++i) {
+        TestRow& row = rows[order[b + i].second];
         vals.clear();
-        for (size_t j = b; j < e; ++j) {
-          const TestRow& q = rows[order[j].second];
-          if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+        for (size_t j = 0; j < group.size(); ++j) {
+          if (j != i && group[j].first != group[i].first) vals.push_back(group[j].second);
         }
         if (vals.empty()) continue;
         row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
