@@ -112,7 +112,8 @@ constexpr size_t kPlainNvtxBuf = JsonEscapedBound(kPlainNvtxName) + 160;
 // in the default domain without category, colour, payload or truncated name (what
 // nvtxRangePushA/nvtxRangePop/nvtxMarkA produce). The bytes are those of the general path below,
 // which the tests check; false (nothing appended) for any other record.
-bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, std::string& out) {
+bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, LineTail& tail,
+                     std::string& out) {
   if (r.domain || r.flags || r.payload_kind != PayloadKind::kNone) return false;
   char buf[kPlainNvtxBuf];
   char* p = buf;
@@ -134,20 +135,33 @@ bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, std::s
       return false;
   }
   p = PutNs(p, r.t0);
-  p = Put(p, ",\"process_id\":");
-  p = PutInt(p, pid);
-  p = Put(p, ",\"thread_id\":");
-  p = PutInt(p, r.tid);
-  p = Put(p, "}\n");
+  const std::string_view end = tail.For(pid, r.tid);
+  std::memcpy(p, end.data(), end.size());
+  p += end.size();
   out.append(buf, static_cast<size_t>(p - buf));
   return true;
 }
 
 }  // namespace
 
+std::string_view LineTail::For(int64_t pid, uint32_t tid) {
+  if (len_ == 0 || pid != pid_ || tid != tid_) {
+    char* p = Put(text_, ",\"process_id\":");
+    p = PutInt(p, pid);
+    p = Put(p, ",\"thread_id\":");
+    p = PutInt(p, tid);
+    p = Put(p, "}\n");
+    len_ = static_cast<size_t>(p - text_);
+    pid_ = pid;
+    tid_ = tid;
+  }
+  return {text_, len_};
+}
+
 void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
-                  std::string& out) {
-  if (FormatPlainNvtx(r, data, pid, out)) return;
+                  std::string& out, LineTail* tail) {
+  LineTail own;
+  if (FormatPlainNvtx(r, data, pid, tail ? *tail : own, out)) return;
   JsonLine j(out);
   j.Str("type", RecordKindName(r.kind));
   switch (r.kind) {

@@ -32,9 +32,25 @@ class RecordContext {
                                     std::string_view bytes) const = 0;
 };
 
-// Appends one JSON line for a ring record. `data` holds the record's copied bytes.
+// The end of a plain NVTX line, `,"process_id":P,"thread_id":T}\n`, formatted once and kept
+// while the process and thread ids stay the same: a drain walks one thread's ring at a time, so
+// consecutive records share it and the writer copies it instead of printing two integers a
+// record. Thread-safety: none; one per formatting thread (the writer).
+class LineTail {
+ public:
+  std::string_view For(int64_t pid, uint32_t tid);
+
+ private:
+  int64_t pid_ = 0;
+  uint32_t tid_ = 0;
+  size_t len_ = 0;  // 0: nothing kept yet
+  char text_[64];
+};
+
+// Appends one JSON line for a ring record. `data` holds the record's copied bytes. `tail`, when
+// given, keeps the line end of plain NVTX records between calls (the bytes are the same).
 void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
-                  std::string& out);
+                  std::string& out, LineTail* tail = nullptr);
 
 // Appends one JSON line for a device activity.
 void FormatGpuActivity(const GpuActivity& a, std::string& out);

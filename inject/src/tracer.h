@@ -271,6 +271,7 @@ class Tracer {
   TickClock tick_clock_;                    // writer thread only (anchored in Start)
   // The writer's text buffers; members (not locals) so that a fork child still owns them.
   std::string writer_out_, writer_scratch_;
+  LineTail line_tail_;  // writer thread only: the end of plain NVTX lines (format.h)
 };
 
 }  // namespace truffld::inject

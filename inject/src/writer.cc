@@ -59,7 +59,7 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
           std::memcpy(static_cast<void*>(&c), &r, offsetof(Record, inline_bytes));
           c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
           c.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
-          FormatRecord(c, data, pid_, nvtx_, out);
+          FormatRecord(c, data, pid_, nvtx_, out, &line_tail_);
           ++written_[static_cast<int>(r.kind)];
           spill();
         },

@@ -16,6 +16,9 @@ Settings, each in a fresh process, interleaved round by round (the order rotates
   two-tier (stand-in)  the hooks with tests/hooks/fake_nvtx_tool.c as the NVTX tool answering
                 truffld_detail_window on the same steps:500:2 plan and recording nothing: the
                 hooks' side of two-tier alone
+  two-tier (no slow trigger)  two-tier with TRUFFLD_WINDOW_SLOW=0: the planned windows only, so
+                that the slow-step trigger's share (on a loaded machine a descheduled step
+                passes 3x the median and opens a window) shows apart
   stand-in PLAN the stand-in again with each other plan of --plans (default steps:50:2 and
                 steps:250:2)
   all           ``truffld-env --capture all`` (every layer always on, injector records all)
@@ -151,6 +154,8 @@ def settings(build, shim, tool, out_dir, extra_plans):
             continue
         env.update(BENCH_TRACED="1", OMP_NUM_THREADS="1")
         found[name] = env
+        if name == "two-tier":
+            found["two-tier (no slow trigger)"] = dict(env, TRUFFLD_WINDOW_SLOW="0")
         if name == "two-tier" and tool:
             plan = env["TRUFFLD_DEVICE_WINDOWS"]
             for label, each in [("two-tier (stand-in)", plan)] + [
@@ -218,12 +223,21 @@ def main():
     parser.add_argument("--plans", default="steps:50:2,steps:250:2",
                         help="window plans also run with the stand-in (comma-separated)")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--only", help="run only these settings (comma-separated names; "
+                        "untraced is always run)")
     args = parser.parse_args()
     build = os.path.abspath(args.build) if args.build else ""
     with tempfile.TemporaryDirectory(prefix="truffld-bench-") as out_dir:
         found, skipped = settings(build, os.environ.get("TRUFFLD_PYNVTX_LIB", ""),
                                   os.environ.get("TRUFFLD_TEST_NVTX_TOOL", ""), out_dir,
                                   [p for p in args.plans.split(",") if p])
+        if args.only:
+            wanted = {"untraced"} | {n.strip() for n in args.only.split(",")}
+            missing = wanted - set(found)
+            if missing:
+                sys.exit("--only: no setting named %s (known: %s)"
+                         % (", ".join(sorted(missing)), ", ".join(found)))
+            found = {k: v for k, v in found.items() if k in wanted}
         names = list(found)
         runs = {name: [] for name in names}
         for r in range(args.rounds):

@@ -18,8 +18,13 @@ A traced run whose STATS counts drops is reported (the pair cost is then not com
 
 With --compare PATH a second injector (B) runs in the same rounds, the three settings taking
 turns in an order that rotates each round; the report adds B's cost and the paired B - A.
+--dump-dir puts the dumps in a folder of that file system (default: the system's temporary
+folder); --compare-dump-dir puts B's there instead (B is A's injector when --compare is not
+given), so that one injector on two file systems (tmpfs /dev/shm against a disk) is an A/B pair
+and the kernel's share of the cost, which depends on the file system, shows apart.
 
 Usage: inject_pair_cost_bench.py --app PATH --injector PATH [--compare PATH]
+                                 [--dump-dir DIR] [--compare-dump-dir DIR]
                                  [--pairs 1000000] [--rounds 10]
                                  [--burst 10000] [--sleep-us 20000] [--cpu 0] [--json FILE]
                                  [--max-ns NS]
@@ -53,9 +58,10 @@ def read_stats(out_dir):
             sum(stats["records_dropped"][k] for k in kinds))
 
 
-def run_once(app, injector, args, traced):
-    """CPU seconds (user + system) of one run, and its (written, dropped) when traced."""
-    out_dir = tempfile.mkdtemp(prefix="truffld-pair-")
+def run_once(app, injector, args, traced, dump_dir=None):
+    """CPU seconds (user + system) of one run, and its (written, dropped) when traced; the dump
+    goes to a new folder in dump_dir (None: the system's temporary folder)."""
+    out_dir = tempfile.mkdtemp(prefix="truffld-pair-", dir=dump_dir)
     try:
         env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir)
         env.pop("NVTX_INJECTION64_PATH", None)
@@ -93,11 +99,16 @@ def main():
     ap.add_argument("--burst", type=int, default=10000, help="pairs a burst")
     ap.add_argument("--sleep-us", type=int, default=20000, help="sleep after each burst")
     ap.add_argument("--cpu", type=int, default=0)
+    ap.add_argument("--dump-dir", help="folder for the dumps (its file system is measured too)")
+    ap.add_argument("--compare-dump-dir", help="B's dumps go here (B = A's injector unless --compare)")
     ap.add_argument("--json", help="write the per-round figures here")
     ap.add_argument("--max-ns", type=float, help="fail when the median added ns/pair exceeds this")
     args = ap.parse_args()
 
+    if args.compare_dump_dir and not args.compare:
+        args.compare = args.injector
     settings = [None, args.injector] + ([args.compare] if args.compare else [])
+    dump_dirs = [args.dump_dir, args.dump_dir, args.compare_dump_dir or args.dump_dir]
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
     ns = {i: [] for i in range(len(settings))}
     dropped = 0
@@ -105,7 +116,8 @@ def main():
         order = [(rnd + k) % len(settings) for k in range(len(settings))]  # rotates each round
         line = []
         for i in order:
-            seconds, stats = run_once(args.app, settings[i], args, settings[i] is not None)
+            seconds, stats = run_once(args.app, settings[i], args, settings[i] is not None,
+                                      dump_dirs[i])
             ns[i].append(1e9 * seconds / args.pairs)
             if stats:
                 dropped += stats[1]

@@ -11,6 +11,8 @@
 #include "bulk_insert.h"
 #include "db_sink.h"
 #include "diagnosis_rows.h"
+#include "node_set.h"
+#include "parallel_load.h"
 #include "row_batches.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
@@ -209,6 +211,45 @@ TEST(BulkInsert, FullStatementsAndRemainder) {
   std::filesystem::remove(path);
 }
 
+// Every tree table is written by exactly one writer, whatever the writer count.
+TEST(TableGroups, EachTableOnce) {
+  for (int writers : {0, 1, 2, 3, 8}) {
+    std::map<std::string, int> seen;
+    for (const auto& group : TableGroups(writers)) {
+      for (const std::string& t : group) ++seen[t];
+    }
+    EXPECT_EQ(seen.size(), size_t{kTreeTableCount}) << writers;
+    for (const TableIndexes& t : kTreeTables) EXPECT_EQ(seen[t.table], 1) << writers << " " << t.table;
+  }
+  EXPECT_EQ(TableGroups(1).size(), 1u);
+  EXPECT_EQ(TableGroups(3).size(), 3u);
+  EXPECT_EQ(TableGroups(3)[0], std::vector<std::string>{"kernel_rows"});
+  EXPECT_EQ(WritersFor(1), 1);
+  EXPECT_EQ(WritersFor(2), 1);
+  EXPECT_EQ(WritersFor(3), 2);
+  EXPECT_EQ(WritersFor(64), 3);
+  EXPECT_GE(WritersFor(0), 1);
+}
+
+// NodeSet keeps the first id of a key through growth, and Clear forgets every key.
+TEST(NodeSet, FindsGrowsAndClears) {
+  NodeSet set;
+  bool fresh = false;
+  for (int64_t i = 1; i <= 1000; ++i) {
+    EXPECT_EQ(set.FindOrInsert(NodeKey{1, i, i + 5, 7, -1, 42}, i, &fresh), i);
+    EXPECT_TRUE(fresh);
+  }
+  for (int64_t i = 1; i <= 1000; ++i) {
+    EXPECT_EQ(set.FindOrInsert(NodeKey{1, i, i + 5, 7, -1, 42}, 5000 + i, &fresh), i);
+    EXPECT_FALSE(fresh);
+  }
+  EXPECT_EQ(set.FindOrInsert(NodeKey{2, 1, 6, 7, -1, 42}, 9000, &fresh), 9000);  // another kind
+  EXPECT_TRUE(fresh);
+  set.Clear();
+  EXPECT_EQ(set.FindOrInsert(NodeKey{1, 1, 6, 7, -1, 42}, 3, &fresh), 3);
+  EXPECT_TRUE(fresh);
+}
+
 TEST(FormatTable, ColumnsAlign) {
   const std::string t = FormatTable({"n", "name"}, {{"1", "short"}, {"100", "a longer one"}}, {true, false});
   EXPECT_EQ(t, "  n  name\n  1  short\n100  a longer one\n");
@@ -222,14 +263,13 @@ TEST(RunStats, HandCountsOnASmallTrace) {
     auto db = SqliteDb::Open(path, SqliteDb::Mode::kCreate);
     ASSERT_TRUE(db.ok()) << db.status().message();
     ASSERT_TRUE((*db)->Exec(kCreateTables).ok());
-    ASSERT_TRUE((*db)->Exec(kCreateStepIndexes).ok());
     auto sink = DbSink::Create(db->get());
     ASSERT_TRUE(sink.ok()) << sink.status().message();
     TreeRows rows;
     long long n = 0;
     for (const std::string& l : SmallTrace()) ASSERT_TRUE(rows.AddLine(l, "t.jsonl", ++n, sink->get()).ok());
     ASSERT_TRUE((*sink)->Flush().ok());
-    ASSERT_TRUE((*db)->Exec(kCreateIndexes).ok());
+    ASSERT_TRUE((*db)->Exec(TreeIndexSql()).ok());
     auto s = ComputeRunStats(db->get());
     ASSERT_TRUE(s.ok()) << s.status().message();
     EXPECT_EQ(s->kernels, 3);

@@ -123,6 +123,31 @@ TEST(Format, PlainNvtxFastPathWritesTheGeneralPathsBytes) {
                  "\"thread_id\":7}\n");
 }
 
+// The writer keeps one LineTail across records: a kept line end must follow every change of
+// thread id and process id (a fork child), and write the bytes a fresh one writes.
+TEST(Format, KeptLineTailFollowsThreadAndProcessChanges) {
+  NvtxRegistry reg;
+  LineTail kept;
+  const struct { int64_t pid; uint32_t tid; } ids[] = {
+      {42, 7}, {42, 7}, {42, 4294967295u}, {42, 7}, {1234567, 7}, {1234567, 0}, {42, 7}};
+  for (RecordKind kind : {RecordKind::kNvtxPush, RecordKind::kNvtxPop, RecordKind::kNvtxMark}) {
+    for (const auto& id : ids) {
+      Record r{};
+      r.kind = kind;
+      r.t0 = 123456789012345;
+      r.tid = id.tid;
+      r.name_len = kind == RecordKind::kNvtxPop ? 0 : 4;
+      std::string with, without;
+      FormatRecord(r, "step", id.pid, reg, with, &kept);
+      FormatRecord(r, "step", id.pid, reg, without);
+      ASSERT_EQ(with, without) << id.pid << " " << id.tid;
+      const json j = Line(with);
+      EXPECT_EQ(j["process_id"].get<int64_t>(), id.pid);
+      EXPECT_EQ(j["thread_id"].get<uint64_t>(), id.tid);
+    }
+  }
+}
+
 TEST(Format, UnnamedCategoryIsANumberAndRegisteredNameIsUsed) {
   NvtxRegistry reg;
   NvtxString* s = reg.RegisterString("registered");

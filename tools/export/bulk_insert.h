@@ -38,6 +38,8 @@ class BulkInsert {
   Status EndRow();
   // Writes the rows still waiting.
   Status Flush();
+  // False for a default-constructed BulkInsert (a table this sink does not write).
+  bool active() const { return columns_ > 0; }
 
  private:
   struct Value {

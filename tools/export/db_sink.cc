@@ -1,6 +1,8 @@
 // DbSink: TreeRows' rows -> multi-row INSERTs (see db_sink.h).
 #include "db_sink.h"
 
+#include <algorithm>
+
 namespace truffld::exporter {
 
 void BindText(SqliteStmt* s, int i, std::string_view v) {
@@ -8,7 +10,7 @@ void BindText(SqliteStmt* s, int i, std::string_view v) {
   else s->Bind(i, v);
 }
 
-Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
+Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db, const std::vector<std::string>& tables) {
   std::unique_ptr<DbSink> k(new DbSink());
   struct Item {
     BulkInsert* insert;
@@ -21,6 +23,7 @@ Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
       {&k->copy_, "copy_rows", 15},    {&k->sync_, "sync_rows", 11},     {&k->collective_, "collectives", 13},
   };
   for (const Item& it : items) {
+    if (!tables.empty() && std::find(tables.begin(), tables.end(), it.table) == tables.end()) continue;
     auto s = BulkInsert::Create(db, it.table, it.columns);
     if (!s.ok()) return s.status();
     *it.insert = std::move(s).value();
@@ -30,12 +33,13 @@ Result<std::unique_ptr<DbSink>> DbSink::Create(SqliteDb* db) {
 
 Status DbSink::Flush() {
   for (BulkInsert* b : {&string_, &step_, &request_, &op_, &call_, &kernel_, &copy_, &sync_, &collective_}) {
-    TRUFFLD_RETURN_IF_ERROR(b->Flush());
+    if (b->active()) TRUFFLD_RETURN_IF_ERROR(b->Flush());
   }
   return Status::Ok();
 }
 
 Status DbSink::String(int64_t id, std::string_view text) {
+  if (!string_.active()) return Status::Ok();
   string_.Int(id);
   string_.TextKeepEmpty(text);
   return string_.EndRow();
@@ -50,6 +54,7 @@ Status DbSink::AddString(BulkInsert* s, std::string_view text, int64_t id) {
     s->Null();
     return Status::Ok();
   }
+  if (!string_.active()) return Internal("strings: a name that came without its id to a sink without strings");
   auto it = ids_.find(text);
   if (it == ids_.end()) {
     it = ids_.emplace(std::string(text), static_cast<int64_t>(ids_.size()) + 1).first;
@@ -61,6 +66,7 @@ Status DbSink::AddString(BulkInsert* s, std::string_view text, int64_t id) {
 
 Status DbSink::Step(const StepRow& r) {
   BulkInsert& s = step_;
+  if (!s.active()) return Status::Ok();
   s.Int(r.step_id);
   s.Int(r.rank);
   s.Text(r.host);
@@ -80,6 +86,7 @@ Status DbSink::Step(const StepRow& r) {
 }
 
 Status DbSink::Request(int64_t step_id, std::string_view request_id, int64_t position) {
+  if (!request_.active()) return Status::Ok();
   request_.Int(step_id);
   request_.TextKeepEmpty(request_id);
   request_.Int(position);
@@ -88,6 +95,7 @@ Status DbSink::Request(int64_t step_id, std::string_view request_id, int64_t pos
 
 Status DbSink::Op(const OpRow& r) {
   BulkInsert& s = op_;
+  if (!s.active()) return Status::Ok();
   s.Int(r.op_id);
   s.Int(r.step_id);
   s.Text(r.view);
@@ -106,6 +114,7 @@ Status DbSink::Op(const OpRow& r) {
 
 Status DbSink::Call(const CallRow& r) {
   BulkInsert& s = call_;
+  if (!s.active()) return Status::Ok();
   s.Int(r.call_id);
   s.Int(r.step_id);
   s.Int(r.op_id);
@@ -126,6 +135,7 @@ Status DbSink::Call(const CallRow& r) {
 Status DbSink::Device(const DeviceRow& r) {
   const bool kernel = r.layer == "kernel", sync = r.layer == "sync";
   BulkInsert& s = kernel ? kernel_ : sync ? sync_ : copy_;
+  if (!s.active()) return Status::Ok();
   s.Int(r.id);
   s.Int(r.step_id);
   s.Int(r.op_id);
@@ -157,6 +167,7 @@ Status DbSink::Device(const DeviceRow& r) {
 
 Status DbSink::Collective(const CollectiveRow& r) {
   BulkInsert& s = collective_;
+  if (!s.active()) return Status::Ok();
   s.Int(r.op_id);
   s.Int(r.step_id);
   s.Int(r.rank);

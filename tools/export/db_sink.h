@@ -2,13 +2,16 @@
 // INSERT statements (BulkInsert: one per table, reused) inside the caller's transaction; rows
 // reach the database in groups, so call Flush() before reading the tables or committing. Names and
 // families are interned: each distinct text is one `strings` row and the *_rows tables hold its
-// id (a kernel name is often hundreds of bytes, repeated on every launch).
+// id (a kernel name is often hundreds of bytes, repeated on every launch). A sink may write only
+// some tables (TableWriter: one group of tables per thread and file); rows of the others are
+// dropped, and then every name must come interned (RowBatch), since `strings` may be elsewhere.
 // Thread-safety: one DbSink per thread, with its database.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "bulk_insert.h"
 #include "sqlite_db.h"
@@ -18,8 +21,9 @@ namespace truffld::exporter {
 
 class DbSink : public RowSink {
  public:
-  // Prepares the INSERTs; the tables must exist (kCreateTables).
-  static Result<std::unique_ptr<DbSink>> Create(SqliteDb* db);
+  // Prepares the INSERTs into `tables` (names of kTreeTables; empty: all of them); the tables
+  // must exist (kCreateTables).
+  static Result<std::unique_ptr<DbSink>> Create(SqliteDb* db, const std::vector<std::string>& tables = {});
 
   Status Step(const StepRow& r) override;
   Status Request(int64_t step_id, std::string_view request_id, int64_t position) override;

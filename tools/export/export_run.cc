@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "db_sink.h"
+#include "parallel_load.h"
 #include "diagnosis_rows.h"
-#include "row_batches.h"
 #include "read/tree_reader.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
@@ -25,15 +25,10 @@ constexpr const char* kPragmas =
     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
 
-Status ReadTrees(const std::string& path, SqliteDb* db, ExportResult* out, bool* input_failed) {
-  auto sink = DbSink::Create(db);
-  if (!sink.ok()) return sink.status();
+Status ReadTrees(const std::string& path, SqliteDb* db, const ExportOptions& o, ExportResult* out,
+                 bool* input_failed) {
   TreeRows rows;
-  TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
-  TRUFFLD_RETURN_IF_ERROR(
-      ParseTreesInBackground(path, &rows, [&](const RowBatch& b) { return b.Replay(sink->get()); }, input_failed));
-  TRUFFLD_RETURN_IF_ERROR((*sink)->Flush());
-  TRUFFLD_RETURN_IF_ERROR(db->Exec("COMMIT"));
+  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kPragmas, &rows, input_failed));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
     std::string why = path + ": no truffld.trees/1 line could be read";
@@ -190,9 +185,8 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     SqliteDb* d = db->get();
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
-    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, &r, input_failed));
-    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateStepIndexes));
-    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateIndexes));
+    TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o, &r, input_failed));
+    TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateDiagnosisIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));
   }

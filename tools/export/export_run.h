@@ -1,7 +1,7 @@
 // ExportRun: a truffld-merge output directory (and optionally a truffld-diagnose one) -> one
 // SQLite database (schema_sql.h). The file-system adapter of truffld-export: it resolves the
-// inputs, reads trees.jsonl[.gz|.zst] line by line into TreeRows, inserts the rows in one
-// transaction through multi-row INSERTs (BulkInsert), builds the indexes, adds
+// inputs, reads trees.jsonl[.gz|.zst] line by line into TreeRows, inserts the rows and builds
+// the indexes one thread per group of tables (LoadTreesInParallel), adds
 // diagnosis.jsonl's verdicts and faulty operators, and records what was read (and every
 // problem, file:line) in `run`.
 // The database is built under a temporary name in the destination directory (AtomicFile:
@@ -23,6 +23,7 @@ struct ExportOptions {
   std::string merge_dir;     // truffld-merge -o directory, or a trees.jsonl file
   std::string diagnose_dir;  // truffld-diagnose -o directory, or diagnosis.jsonl; "" for none
   std::string output;        // the .sqlite file to write
+  int threads = 0;           // threads in all, the parser's included (0: one per core; WritersFor)
 };
 
 struct ExportResult {

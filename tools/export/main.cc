@@ -44,6 +44,7 @@ struct Args {
   std::string merge_dir, diagnose_dir, output, db, stats_json;
   bool stats = false, quiet = false;
   size_t top = 20;
+  int threads = 0;
 };
 
 int Fail(int code, const std::string& message) {
@@ -99,7 +100,7 @@ int Run(const Args& a) {
   }
   if (a.merge_dir.empty() || a.output.empty()) return Fail(kExitUsage, "MERGE_DIR and -o DB are required (or --db DB)");
   bool input_failed = false;
-  auto r = ExportRun(ExportOptions{a.merge_dir, a.diagnose_dir, a.output}, &input_failed);
+  auto r = ExportRun(ExportOptions{a.merge_dir, a.diagnose_dir, a.output, a.threads}, &input_failed);
   if (!r.ok()) return Fail(input_failed ? kExitInput : kExitOutput, r.status().message());
   if (!a.quiet) Report(*r, a.output);
   if (a.stats || !a.stats_json.empty()) return Stats(a, a.output);
@@ -120,6 +121,10 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", a.stats, "Print the summaries (kernel time, GPU idle, launch latency, overlap)");
   app.add_option("--stats-json", a.stats_json, "Also write the summaries as JSON (stats-summary.json)");
   app.add_option("--top", a.top, "Kernel summary rows printed (0: all)")->capture_default_str();
+  app.add_option("--threads", a.threads,
+                 "Threads in all (0: one per core): one parses trees.jsonl, up to 3 write groups of tables")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("-q,--quiet", a.quiet, "No export report on stderr (problems still go to the run table)");
   if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
   return Run(a);

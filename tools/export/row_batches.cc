@@ -49,8 +49,10 @@ void Produce(const std::string& path, TreeRows* rows, Queue* q) {
   while ((*reader)->Next(&line)) {
     (void)rows->AddLine(line, path, (*reader)->line_number(), batch.get());  // a RowBatch never fails
     if (batch->rows() >= kBatchRows) {
+      auto next = std::make_unique<RowBatch>(&ids);
+      next->ReserveLike(*batch);
       if (!hand_over(std::move(batch), false, Status::Ok())) return;
-      batch = std::make_unique<RowBatch>(&ids);
+      batch = std::move(next);
     }
   }
   for (const LineWarning& w : (*reader)->warnings()) rows->AddProblem(w.message);
@@ -62,10 +64,19 @@ void Produce(const std::string& path, TreeRows* rows, Queue* q) {
 int64_t StringIds::Id(std::string_view text, bool* fresh) {
   *fresh = false;
   if (text.empty()) return 0;
-  auto it = ids_.find(text);
-  if (it != ids_.end()) return it->second;
-  *fresh = true;
-  return ids_.emplace(std::string(text), static_cast<int64_t>(ids_.size()) + 1).first->second;
+  const size_t before = pool_.size();
+  const StrId id = pool_.Intern(text);
+  *fresh = pool_.size() != before;
+  return id;
+}
+
+void RowBatch::ReserveLike(const RowBatch& other) {
+  steps_.reserve(other.steps_.size());
+  requests_.reserve(other.requests_.size());
+  ops_.reserve(other.ops_.size());
+  calls_.reserve(other.calls_.size());
+  devices_.reserve(other.devices_.size());
+  collectives_.reserve(other.collectives_.size());
 }
 
 int64_t RowBatch::Intern(std::string_view s) {
@@ -159,12 +170,12 @@ Status RowBatch::Replay(RowSink* sink) const {
 }
 
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed) {
+                              const std::function<Status(std::shared_ptr<const RowBatch>)>& consume, bool* reader_failed) {
   Queue q;
   std::thread parser(Produce, path, rows, &q);
   Status result;
   for (;;) {
-    std::unique_ptr<RowBatch> b;
+    std::shared_ptr<const RowBatch> b;
     {
       std::unique_lock<std::mutex> lock(q.mu);
       q.cv.wait(lock, [&q] { return !q.batches.empty() || q.done; });
@@ -177,7 +188,7 @@ Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
       q.batches.pop_front();
       q.cv.notify_all();
     }
-    if (Status st = consume(*b); !st.ok()) {
+    if (Status st = consume(std::move(b)); !st.ok()) {
       std::lock_guard<std::mutex> lock(q.mu);
       q.stop = true;
       q.cv.notify_all();

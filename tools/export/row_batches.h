@@ -10,33 +10,31 @@
 // the texts first seen in it, replayed before its rows (RowSink::String). The parser thread fills
 // batches of about kBatchRows rows and hands them over through a queue of at most kQueued
 // batches, so memory stays bounded whatever the file's size.
-// Thread-safety: a RowBatch belongs to one thread at a time (filled by the parser, then replayed
-// by the caller); ParseTreesInBackground's callback runs on the calling thread only.
+// Thread-safety: a RowBatch is filled by the parser thread only; once handed over it is
+// read-only, and several threads may replay it at once (each table group's TableWriter).
+// ParseTreesInBackground's callback runs on the calling thread only.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tree_rows.h"
+#include "truffld/string_pool.h"
 
 namespace truffld::exporter {
 
-// Ids of names and families, 1, 2, ... in order of first sight. Used by one thread.
+// Ids of names and families, 1, 2, ... in order of first sight (a StringPool: flat table, no
+// allocation per name). Used by one thread.
 class StringIds {
  public:
   // The id of `text` (0 for ""); *fresh says whether it was new.
   int64_t Id(std::string_view text, bool* fresh);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> ids_;
+  StringPool pool_;
 };
 
 class RowBatch : public RowSink {
@@ -48,6 +46,9 @@ class RowBatch : public RowSink {
   Status Call(const CallRow& r) override;
   Status Device(const DeviceRow& r) override;
   Status Collective(const CollectiveRow& r) override;
+  // Reserves room for as many rows of each table as `other` holds (the previous batch: the
+  // vectors then grow without copying their rows).
+  void ReserveLike(const RowBatch& other);
   // Sends every row to `sink`, table by table.
   Status Replay(RowSink* sink) const;
   size_t rows() const { return rows_; }
@@ -72,10 +73,10 @@ class RowBatch : public RowSink {
 };
 
 // Reads `path` line by line into `rows` on a background thread and calls `consume` on the
-// calling thread with each full batch, in file order. Returns the reader's status (naming the
+// calling thread with each full batch, in file order (shared: the consumer may hand it on). Returns the reader's status (naming the
 // file; *reader_failed is then set), or the first error `consume` returned (the parser is then
 // stopped).
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
-                              const std::function<Status(const RowBatch&)>& consume, bool* reader_failed);
+                              const std::function<Status(std::shared_ptr<const RowBatch>)>& consume, bool* reader_failed);
 
 }  // namespace truffld::exporter

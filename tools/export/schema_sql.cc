@@ -205,24 +205,31 @@ CREATE VIEW collective_groups AS  -- the n-th collective of a step on every rank
    GROUP BY step_index, seq;
 )sql";
 
-const char* const kCreateStepIndexes = R"sql(
-CREATE INDEX requests_step ON requests(step_id);
-CREATE INDEX op_rows_step ON op_rows(step_id);
-CREATE INDEX call_rows_step ON call_rows(step_id);
-CREATE INDEX kernel_rows_step ON kernel_rows(step_id);
-CREATE INDEX copy_rows_step ON copy_rows(step_id);
-)sql";
+const TableIndexes kTreeTables[kTreeTableCount] = {
+    {"strings", "CREATE UNIQUE INDEX strings_text ON strings(text);"},
+    {"steps", "CREATE INDEX steps_rank_step ON steps(rank, step_index);"},
+    {"requests", "CREATE INDEX requests_step ON requests(step_id);"
+                 "CREATE INDEX requests_request ON requests(request_id);"},
+    {"op_rows", "CREATE INDEX op_rows_step ON op_rows(step_id);"
+                "CREATE INDEX op_rows_family ON op_rows(family_id);"},
+    {"call_rows", "CREATE INDEX call_rows_step ON call_rows(step_id);"},
+    {"kernel_rows", "CREATE INDEX kernel_rows_step ON kernel_rows(step_id);"
+                    "CREATE INDEX kernel_rows_name ON kernel_rows(name_id);"},
+    {"copy_rows", "CREATE INDEX copy_rows_step ON copy_rows(step_id);"},
+    {"sync_rows", ""},
+    {"collectives", "CREATE INDEX collectives_comm ON collectives(comm, rank, start_ns);"},
+};
 
-const char* const kCreateIndexes = R"sql(
-CREATE UNIQUE INDEX strings_text ON strings(text);
-CREATE INDEX steps_rank_step ON steps(rank, step_index);
-CREATE INDEX requests_request ON requests(request_id);
-CREATE INDEX op_rows_family ON op_rows(family_id);
-CREATE INDEX kernel_rows_name ON kernel_rows(name_id);
-CREATE INDEX collectives_comm ON collectives(comm, rank, start_ns);
+const char* const kCreateDiagnosisIndexes = R"sql(
 CREATE INDEX verdicts_unit ON verdicts(rank, step_index, view);
 CREATE INDEX faulty_ops_verdict ON faulty_ops(verdict_id);
 CREATE INDEX faulty_ops_family ON faulty_ops(family);
 )sql";
+
+std::string TreeIndexSql() {
+  std::string sql;
+  for (const TableIndexes& t : kTreeTables) sql += t.sql;
+  return sql;
+}
 
 }  // namespace truffld::exporter

@@ -6,17 +6,28 @@
 // Thread-safety: constants only.
 #pragma once
 
+#include <string>
+
 namespace truffld::exporter {
 
 inline constexpr const char* kSqliteSchemaVersion = "truffld.sqlite/1";
 
 // CREATE TABLE / VIEW statements, run before the rows are inserted.
 extern const char* const kCreateTables;
-// Indexes on step_id, then the other CREATE INDEX statements (strings' unique text among them),
-// both run after the rows are inserted: one sorted build per index costs less than keeping the
-// index during millions of inserts, even for step_id whose keys arrive in order (10 M events:
-// about 2.3 s CPU to build the step_id indexes afterwards, 4.5 s more for the inserts with them).
-extern const char* const kCreateStepIndexes;
-extern const char* const kCreateIndexes;
+// The tables the trees fill, each with its CREATE INDEX statements ("" for none), run after the
+// table's rows are inserted: one sorted build per index costs less than keeping the index during
+// millions of inserts, even for step_id whose keys arrive in order (10 M events: about 2.3 s CPU
+// to build the step_id indexes afterwards, 4.5 s more for the inserts with them). strings' unique
+// index on text is among them.
+struct TableIndexes {
+  const char* table;
+  const char* sql;
+};
+inline constexpr int kTreeTableCount = 9;
+extern const TableIndexes kTreeTables[kTreeTableCount];
+// Every index of kTreeTables, as one script.
+std::string TreeIndexSql();
+// The indexes of the diagnosis tables (verdicts, faulty_ops), run after they are filled.
+extern const char* const kCreateDiagnosisIndexes;
 
 }  // namespace truffld::exporter

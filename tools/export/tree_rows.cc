@@ -9,10 +9,11 @@
 #include <functional>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_set>
 
+#include "node_set.h"
 #include "tree_node.h"
+#include "truffld/string_pool.h"
 
 namespace truffld::exporter {
 
@@ -32,30 +33,9 @@ Kind KindOf(std::string_view layer) {
   return Kind::kOther;
 }
 
-// What identifies a node within its step: layer kind, times, thread (host) or stream (device),
-// correlation id and a hash of the name.
-struct NodeKey {
-  Kind kind;
-  int64_t start, end, lane, corr;
-  uint64_t name;
-  bool operator==(const NodeKey& o) const {
-    return kind == o.kind && start == o.start && end == o.end && lane == o.lane && corr == o.corr && name == o.name;
-  }
-};
-struct NodeKeyHash {
-  size_t operator()(const NodeKey& k) const {
-    uint64_t h = static_cast<uint64_t>(k.kind) * 0x9E3779B97F4A7C15ull;
-    for (uint64_t v : {static_cast<uint64_t>(k.start), static_cast<uint64_t>(k.end), static_cast<uint64_t>(k.lane),
-                       static_cast<uint64_t>(k.corr), k.name}) {
-      h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    }
-    return h;
-  }
-};
-
 struct OpenStep {
   int64_t step_id;
-  std::unordered_map<NodeKey, int64_t, NodeKeyHash> seen;
+  NodeSet seen;
 };
 
 // Where a node sits: its innermost operator and call, operator depth, and whether a comm range
@@ -85,6 +65,7 @@ struct TreeRows::Impl {
   std::vector<OpenStep> open;  // most recent last
   std::unordered_set<int64_t> closed;
   int64_t next_id[5] = {1, 1, 1, 1, 1};  // per Kind up to kSync
+  const uint64_t hash_seed = ProcessHashSeed();
   OpenStep* step = nullptr;
   std::string_view view;
   OptInt rank;
@@ -166,9 +147,12 @@ OpenStep* TreeRows::Impl::Reopen(int64_t step_id) {
     if (s.step_id == step_id) return &s;
   }
   if (closed.erase(step_id)) ++counts.reopened_steps;
-  if (open.size() == kOpenSteps) {
+  if (open.size() == kOpenSteps) {  // the oldest step's table is cleared and reused
     closed.insert(open.front().step_id);
-    open.erase(open.begin());
+    std::rotate(open.begin(), open.begin() + 1, open.end());
+    open.back().step_id = step_id;
+    open.back().seen.Clear();
+    return &open.back();
   }
   open.push_back(OpenStep{step_id, {}});
   return &open.back();
@@ -258,15 +242,16 @@ Result<Context> TreeRows::Impl::Visit(const TreeNode& n, const Context& ctx, Row
     return ctx;
   }
   const bool host = kind == Kind::kOp || kind == Kind::kCall;
-  const NodeKey key{kind, *n.start, *n.end, (host ? n.thread_id : n.stream).value_or(-1),
-                    n.correlation_id.value_or(-1), std::hash<std::string_view>{}(n.name)};
+  const NodeKey key{static_cast<uint8_t>(kind), *n.start, *n.end, (host ? n.thread_id : n.stream).value_or(-1),
+                    n.correlation_id.value_or(-1), HashBytes(n.name, hash_seed)};
   int64_t& next = next_id[static_cast<int>(kind)];
-  auto [it, fresh] = step->seen.emplace(key, next);
+  bool fresh = false;
+  const int64_t id = step->seen.FindOrInsert(key, next, &fresh);
   if (!fresh) ++counts.duplicate_nodes;
   Context inner = ctx;
   if (kind == Kind::kOp) {
     if (fresh) TRUFFLD_RETURN_IF_ERROR(EmitOp(n, ctx, next++, sink));
-    inner.op_id = it->second;
+    inner.op_id = id;
     inner.call_id.reset();
     inner.depth = ctx.depth + 1;
     inner.in_comm = ctx.in_comm || n.layer == "comm";
@@ -289,7 +274,7 @@ Result<Context> TreeRows::Impl::Visit(const TreeNode& n, const Context& ctx, Row
       ++counts.calls;
       TRUFFLD_RETURN_IF_ERROR(sink->Call(r));
     }
-    inner.call_id = it->second;
+    inner.call_id = id;
   } else if (fresh) {
     TRUFFLD_RETURN_IF_ERROR(EmitDevice(n, kind, ctx, next++, sink));
   }
