@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <unordered_map>
 
 #include "peer/blame.h"
@@ -132,6 +131,7 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
   }
   std::unordered_map<uint64_t, TwoSmallest> family;  // (family, metric) -> p-values of the unit
   std::vector<std::pair<int64_t, uint32_t>> device;  // (device start, row) of the unit
+  std::vector<double> window;                        // p-values of the rows in a device window
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     family.clear();
     device.clear();
@@ -150,11 +150,17 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
     std::sort(device.begin(), device.end());
     const int64_t w = std::max<int64_t>(o.cluster_min_ns, static_cast<int64_t>(
         o.cluster_window * static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns)));
-    // Sliding window over device starts; the window's p-values kept ordered.
-    std::multiset<double> window;
+    // Sliding window over device starts; the window's p-values kept sorted (a vector: no node
+    // allocated per row, and a window holds tens of rows).
+    window.clear();
     for (size_t i = 0, lo = 0, hi = 0; i < device.size(); ++i) {
-      while (device[lo].first < device[i].first - w) window.erase(window.find(rows[device[lo++].second].p_value));
-      while (hi < device.size() && device[hi].first <= device[i].first + w) window.insert(rows[device[hi++].second].p_value);
+      while (device[lo].first < device[i].first - w) {
+        window.erase(std::lower_bound(window.begin(), window.end(), rows[device[lo++].second].p_value));
+      }
+      while (hi < device.size() && device[hi].first <= device[i].first + w) {
+        const double p = rows[device[hi++].second].p_value;
+        window.insert(std::upper_bound(window.begin(), window.end(), p), p);
+      }
       const uint32_t r = device[i].second;
       if (support[r] == rows[r].p_value) continue;  // stands on its own (or no witness can help)
       // The second-smallest p-value among the others = the third smallest, or second when this

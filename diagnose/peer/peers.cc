@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "peer/internal.h"
+#include "peer/robust_stats.h"
 
 namespace truffld::diagnose {
 
@@ -56,11 +57,7 @@ namespace detail {
 
 double MedianOf(std::vector<double>& v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2) return hi;
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  return MedianInPlace(v.data(), v.size());
 }
 
 // Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
@@ -145,14 +142,17 @@ void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int th
   const int s = static_cast<int>(PeerSource::kTp);
   ForChunks(runs.size() - 1, threads, [&](size_t first, size_t last) {
     std::vector<double> vals;
+    std::vector<std::pair<uint32_t, float>> group;  // (unit, observed) of the group's rows, read once
     for (size_t g = first; g < last; ++g) {
       const size_t b = runs[g], e = runs[g + 1];
-      for (size_t i = b; e - b >= 2 && i < e; ++i) {
-        TestRow& row = rows[order[i].second];
+      if (e - b < 2) continue;
+      group.clear();
+      for (size_t j = b; j < e; ++j) group.emplace_back(rows[order[j].second].unit, rows[order[j].second].observed);
+      for (size_t i = 0; i < group.size(); ++i) {
+        TestRow& row = rows[order[b + i].second];
         vals.clear();
-        for (size_t j = b; j < e; ++j) {
-          const TestRow& q = rows[order[j].second];
-          if (j != i && q.unit != row.unit) vals.push_back(q.observed);
+        for (size_t j = 0; j < group.size(); ++j) {
+          if (j != i && group[j].first != group[i].first) vals.push_back(group[j].second);
         }
         if (vals.empty()) continue;
         row.peers[s] = static_cast<uint16_t>(std::min<size_t>(vals.size(), 65535));
@@ -203,16 +203,18 @@ std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const st
 namespace {
 
 // One unit's similar-steps expectations of the same shape: its neighbours walked nearest first,
-// their sorted keys merged with the unit's own (`list`, sorted by time key).
+// their sorted keys merged with the unit's own (`list`, sorted by time key). Row i's values go
+// to found[i * want, i * want + count[i]).
 void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<uint32_t>& near,
                          const std::vector<std::vector<std::pair<uint64_t, double>>>& reps,
-                         const std::vector<RowKeys>& keys, const PeerOptions& o,
-                         std::vector<std::vector<float>>* found_buf, std::vector<double>* vals,
-                         std::vector<TestRow>& rows) {
+                         const std::vector<RowKeys>& keys, const PeerOptions& o, std::vector<float>* found_buf,
+                         std::vector<uint32_t>* count_buf, std::vector<double>* vals, std::vector<TestRow>& rows) {
   const int s = static_cast<int>(PeerSource::kTime);
-  const size_t want = static_cast<size_t>(o.time_neighbours);
-  std::vector<std::vector<float>>& found = *found_buf;
-  found.assign(list.size(), {});
+  const size_t want = static_cast<size_t>(std::max(o.time_neighbours, 0));
+  std::vector<float>& found = *found_buf;
+  std::vector<uint32_t>& count = *count_buf;
+  found.resize(list.size() * want);
+  count.assign(list.size(), 0);
   // Rows still short of `want` neighbours: once none is, the farther neighbours add nothing.
   size_t open = want > 0 ? list.size() : 0;
   for (size_t n = 0; n < near.size() && open > 0; ++n) {
@@ -221,15 +223,16 @@ void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<ui
     for (size_t i = 0; i < list.size() && k < rv.size(); ++i) {
       const uint64_t key = keys[list[i]].time;
       while (k < rv.size() && rv[k].first < key) ++k;
-      if (k < rv.size() && rv[k].first == key && found[i].size() < want) {
-        found[i].push_back(static_cast<float>(rv[k].second));
-        open -= found[i].size() == want;
+      if (k < rv.size() && rv[k].first == key && count[i] < want) {
+        found[i * want + count[i]++] = static_cast<float>(rv[k].second);
+        open -= count[i] == want;
       }
     }
   }
   for (size_t i = 0; i < list.size(); ++i) {
-    if (static_cast<int>(found[i].size()) < o.min_time_neighbours) continue;
-    vals->assign(found[i].begin(), found[i].end());
+    if (static_cast<int>(count[i]) < o.min_time_neighbours) continue;
+    vals->assign(found.begin() + static_cast<std::ptrdiff_t>(i * want),
+                 found.begin() + static_cast<std::ptrdiff_t>(i * want + count[i]));
     TestRow& row = rows[list[i]];
     row.peers[s] = static_cast<uint16_t>(vals->size());
     row.expected[s] = static_cast<float>(MedianOf(*vals));
@@ -262,8 +265,11 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
   const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
   ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
     std::vector<double> vals;
-    std::vector<std::vector<float>> found;
-    for (size_t u = first; u < last; ++u) ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &vals, rows);
+    std::vector<float> found;
+    std::vector<uint32_t> count;
+    for (size_t u = first; u < last; ++u) {
+      ExactFromNeighbours(by_unit[u], near[u], reps, keys, o, &found, &count, &vals, rows);
+    }
   });
 }
 

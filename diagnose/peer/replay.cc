@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <functional>
-#include <map>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -160,6 +159,22 @@ void AddPreviousTail(const InstanceTable& t, const std::vector<uint32_t>& units,
   g->items.push_back(it);
 }
 
+// Per instance of `units` (in order, numbered from 0): the number of the first one with the same
+// (start, end, family), itself when none comes before it.
+std::vector<uint32_t> FirstOfEqual(const InstanceTable& t, const std::vector<uint32_t>& units) {
+  std::vector<std::pair<std::tuple<int64_t, int64_t, uint32_t>, uint32_t>> keys;
+  for (uint32_t u : units) {
+    const StepInfo& s = t.steps[u];
+    for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i)
+      keys.push_back({std::make_tuple(t.start_ns[i], t.end_ns[i], t.family[i]), static_cast<uint32_t>(keys.size())});
+  }
+  std::vector<uint32_t> first(keys.size());
+  std::sort(keys.begin(), keys.end());  // equal keys by number: the first of each run comes first
+  for (size_t k = 0; k < keys.size(); ++k)
+    first[keys[k].second] = k > 0 && keys[k].first == keys[k - 1].first ? first[keys[k - 1].second] : keys[k].second;
+  return first;
+}
+
 }  // namespace
 
 int64_t ObservedCompletion(const StepGraph& g) {
@@ -257,18 +272,19 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
   g.start = st.start_ns;
   g.host_end = st.end_ns;
   const std::vector<uint32_t> units = StepUnits(t, unit);
-  std::map<std::tuple<int64_t, int64_t, uint32_t>, uint32_t> seen;  // (start, end, family) -> item
+  const std::vector<uint32_t> first_of = FirstOfEqual(t, units);
+  std::vector<uint32_t> item_at(first_of.size());  // per instance of `units`, in order: its item
   std::vector<int64_t> host_starts;   // of the operators with a host range
   std::vector<uint32_t> graph_nodes;  // items rebuilt from CUDA-graph replays
+  uint32_t seq = 0;
   for (uint32_t u : units) {
     const StepInfo& s = t.steps[u];
     g.start = std::min(g.start, s.start_ns);
     g.host_end = std::max(g.host_end, s.end_ns);
-    for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
-      if (item_of) (*item_of)[i] = UINT32_MAX;
-      const auto key = std::make_tuple(t.start_ns[i], t.end_ns[i], t.family[i]);
-      if (auto dup = seen.find(key); dup != seen.end()) {
-        if (item_of) (*item_of)[i] = dup->second;
+    for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i, ++seq) {
+      if (first_of[seq] != seq) {  // the same operator seen in the other view
+        item_at[seq] = item_at[first_of[seq]];
+        if (item_of) (*item_of)[i] = item_at[seq];
         continue;
       }
       const InstanceDetail& d = t.detail[i];
@@ -295,8 +311,8 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
         graph_nodes.push_back(static_cast<uint32_t>(g.items.size()));
       else
         host_starts.push_back(it.host_start);
-      if (item_of) (*item_of)[i] = static_cast<uint32_t>(g.items.size());
-      seen.emplace(key, static_cast<uint32_t>(g.items.size()));
+      item_at[seq] = static_cast<uint32_t>(g.items.size());
+      if (item_of) (*item_of)[i] = item_at[seq];
       g.items.push_back(it);
     }
   }

@@ -41,30 +41,50 @@ struct GroupKeyHash {
   }
 };
 
-// Row indices per residual population, each list in row order, the populations in key order
-// (the order of the models in stats.json). Hashed, then only the distinct keys sorted.
-std::vector<std::pair<GroupKey, std::vector<uint32_t>>> GroupResiduals(const InstanceTable& t,
-                                                                       const std::vector<TestRow>& rows) {
+// One residual population: its rows in row order with their residuals, and for the
+// similar-steps source the tensor-parallel peers' own residual against similar steps (NaN for a
+// row without TP peers). Gathered in one pass over the rows, so that fitting and scoring a
+// population reads no row again.
+struct ResidualGroup {
+  GroupKey key;
+  std::vector<uint32_t> rows;
+  std::vector<double> r, group_r;
+};
+
+// The residual populations in key order (the order of the models in stats.json). Hashed, then
+// only the distinct keys sorted.
+std::vector<ResidualGroup> GroupResiduals(const InstanceTable& t, const std::vector<TestRow>& rows, double floor_ns) {
   std::unordered_map<GroupKey, uint32_t, GroupKeyHash> index;
-  std::vector<std::pair<GroupKey, std::vector<uint32_t>>> groups;
+  std::vector<ResidualGroup> groups;
   for (uint32_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].warmup) continue;  // first-use costs would widen the null of every later step
-    const StepInfo& st = t.steps[rows[r].unit];
+    const TestRow& row = rows[r];
+    if (row.warmup) continue;  // first-use costs would widen the null of every later step
+    const StepInfo& st = t.steps[row.unit];
     for (int s = 0; s < kPeerSourceCount; ++s) {
-      if (!rows[r].Has(static_cast<PeerSource>(s))) continue;
+      if (!row.Has(static_cast<PeerSource>(s))) continue;
       // Layer peers are modelled per slot (position in a layer, and which layer): in a
       // heterogeneous model (training graphs, mixtures of experts) one slot may always differ
       // from its "siblings", which is structure, not an anomaly: a residual every step repeats.
-      const uint64_t position = s == static_cast<int>(PeerSource::kLayer) ? rows[r].slot : 0;
-      GroupKey k{st.view == View::kHorizontal, rows[r].family, position, static_cast<int>(rows[r].metric), s,
-                 rows[r].instance == kFamilyRow,
-                 s == static_cast<int>(PeerSource::kTime) && !rows[r].time_exact, st.regime == Regime::kGraph};
+      const uint64_t position = s == static_cast<int>(PeerSource::kLayer) ? row.slot : 0;
+      GroupKey k{st.view == View::kHorizontal, row.family, position, static_cast<int>(row.metric), s,
+                 row.instance == kFamilyRow,
+                 s == static_cast<int>(PeerSource::kTime) && !row.time_exact, st.regime == Regime::kGraph};
       const auto [it, fresh] = index.try_emplace(k, static_cast<uint32_t>(groups.size()));
-      if (fresh) groups.emplace_back(k, std::vector<uint32_t>());
-      groups[it->second].second.push_back(r);
+      if (fresh) groups.push_back({k, {}, {}, {}});
+      ResidualGroup& g = groups[it->second];
+      g.rows.push_back(r);
+      g.r.push_back(Residual(row, static_cast<PeerSource>(s), floor_ns));
+      if (s != static_cast<int>(PeerSource::kTime)) continue;
+      double group_r = std::numeric_limits<double>::quiet_NaN();
+      if (row.Has(PeerSource::kTp)) {
+        const double e_tp = row.expected[static_cast<int>(PeerSource::kTp)];
+        const double e_tm = row.expected[static_cast<int>(PeerSource::kTime)];
+        group_r = std::log((e_tp + floor_ns) / (std::max(0.0, e_tm) + floor_ns));
+      }
+      g.group_r.push_back(group_r);
     }
   }
-  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return groups;
 }
 
@@ -268,15 +288,20 @@ Combined Combine(const TestRow& row) {
 double CombineSources(const TestRow& row) { return Combine(row).p; }
 
 ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, const ScoringOptions& o) {
-  const std::vector<std::pair<GroupKey, std::vector<uint32_t>>> groups = GroupResiduals(t, rows);
-  std::vector<std::pair<const GroupKey*, const std::vector<uint32_t>*>> items;
-  for (auto& [k, v] : groups) items.emplace_back(&k, &v);
-  std::vector<ResidualModel> models(items.size());
-  ParallelFor(items.size(), o.threads, [&](size_t idx) {
-    const GroupKey& k = *items[idx].first;
-    const std::vector<uint32_t>& list = *items[idx].second;
-    std::vector<double> r(list.size());
-    for (size_t i = 0; i < list.size(); ++i) r[i] = Residual(rows[list[i]], static_cast<PeerSource>(k.source), o.floor_ns);
+  const std::vector<ResidualGroup> groups = GroupResiduals(t, rows, o.floor_ns);
+  std::vector<ResidualModel> models(groups.size());
+  // Row p-values per source, and p_group, in dense columns while the populations are scored
+  // (each row is written by one population per source), then copied into the rows in order.
+  std::vector<double> p_of[kPeerSourceCount], p_group(rows.size());
+  for (int s = 0; s < kPeerSourceCount; ++s) p_of[s].resize(rows.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    for (int s = 0; s < kPeerSourceCount; ++s) p_of[s][r] = rows[r].p[static_cast<size_t>(s)];
+    p_group[r] = rows[r].p_group;
+  }
+  ParallelFor(groups.size(), o.threads, [&](size_t idx) {
+    const GroupKey& k = groups[idx].key;
+    const std::vector<uint32_t>& list = groups[idx].rows;
+    const std::vector<double>& r = groups[idx].r;
     ScoringOptions go = o;
     if (k.fitted) go.min_scale = std::max(o.min_scale, o.fitted_min_scale);
     // Per-slot layer residuals (one value per step and slot) get the robust Gaussian: there are
@@ -291,14 +316,11 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
       p = std::max(p, UpperTailP((x - f.guard_mu) / f.guard_sigma));
       return std::clamp(p, kSmallestRowP, 1.0);
     };
+    std::vector<double>& p_source = p_of[k.source];
     for (size_t i = 0; i < list.size(); ++i) {
-      TestRow& row = rows[list[i]];
-      row.p[static_cast<size_t>(k.source)] = tail(r[i]);
-      if (k.source == static_cast<int>(PeerSource::kTime) && row.Has(PeerSource::kTp)) {
-        const double e_tp = row.expected[static_cast<int>(PeerSource::kTp)];
-        const double e_tm = row.expected[static_cast<int>(PeerSource::kTime)];
-        row.p_group = tail(std::log((e_tp + o.floor_ns) / (std::max(0.0, e_tm) + o.floor_ns)));
-      }
+      p_source[list[i]] = tail(r[i]);
+      if (k.source == static_cast<int>(PeerSource::kTime) && !std::isnan(groups[idx].group_r[i]))
+        p_group[list[i]] = tail(groups[idx].group_r[i]);
     }
     f.info.view = k.horizontal ? "horizontal" : "vertical";
     f.info.family = t.strings.Get(k.family);
@@ -309,6 +331,10 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     f.info.regime = k.graph ? "graph" : "eager";
     models[idx] = std::move(f.info);
   });
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    for (int s = 0; s < kPeerSourceCount; ++s) rows[r].p[static_cast<size_t>(s)] = p_of[s][r];
+    rows[r].p_group = p_group[r];
+  }
   ScoringResult out;
   for (auto& m : models) {
     (m.method == "gmm" ? out.fits : out.fallbacks) += 1;

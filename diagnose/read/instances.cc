@@ -68,6 +68,16 @@ uint32_t InstanceTable::Add(uint32_t family_id, uint32_t layer_id, uint32_t pare
   return idx;
 }
 
+void InstanceTable::Reserve(size_t n) {
+  for (auto* v : {&step, &family, &layer, &parent}) v->reserve(n);
+  start_ns.reserve(n);
+  end_ns.reserve(n);
+  features.reserve(n);
+  kernels.reserve(n);
+  api_calls.reserve(n);
+  detail.reserve(n);
+}
+
 StepKey KeyOf(const StepInfo& s) {
   return StepKey{s.rank.value_or(-1), s.step_index, s.view == View::kHorizontal};
 }

@@ -180,6 +180,8 @@ struct InstanceTable {
   std::vector<InstanceDetail> detail;
 
   size_t size() const { return family.size(); }
+  // Room for `n` instances in every per-instance column (Add, detail, kernels, api_calls).
+  void Reserve(size_t n);
   // Appends one instance to the last step; returns its index.
   uint32_t Add(uint32_t family_id, uint32_t layer_id, uint32_t parent_id, int64_t start,
                int64_t end, const FeatureVector& f);

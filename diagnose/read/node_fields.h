@@ -46,4 +46,31 @@ inline NodeFields ScanNode(simdjson::dom::object o) {
   return f;
 }
 
+// The members of a graph launch's device child that EmitGraphInstances reads, in one pass over
+// them (the first of duplicate members counts, as with a lookup).
+struct GraphChild {
+  std::string_view layer, family, name;
+  simdjson::dom::element graph_id, start, end, bytes, captured_in, grid, block;
+  bool seen_layer = false, seen_family = false, seen_name = false, has_graph_id = false, has_start = false,
+       has_end = false, has_bytes = false, has_captured_in = false, has_grid = false, has_block = false;
+};
+
+inline GraphChild ScanGraphChild(simdjson::dom::object o) {
+  GraphChild c;
+  for (simdjson::dom::key_value_pair kv : o) {
+    const std::string_view k = kv.key;
+    if (k == "layer") TakeString(kv.value, &c.seen_layer, &c.layer);
+    else if (k == "family") TakeString(kv.value, &c.seen_family, &c.family);
+    else if (k == "name") TakeString(kv.value, &c.seen_name, &c.name);
+    else if (k == "graph_id") TakeElement(kv.value, &c.has_graph_id, &c.graph_id);
+    else if (k == "start") TakeElement(kv.value, &c.has_start, &c.start);
+    else if (k == "end") TakeElement(kv.value, &c.has_end, &c.end);
+    else if (k == "bytes") TakeElement(kv.value, &c.has_bytes, &c.bytes);
+    else if (k == "captured_in") TakeElement(kv.value, &c.has_captured_in, &c.captured_in);
+    else if (k == "grid") TakeElement(kv.value, &c.has_grid, &c.grid);
+    else if (k == "block") TakeElement(kv.value, &c.has_block, &c.block);
+  }
+  return c;
+}
+
 }  // namespace truffld::diagnose::detail

@@ -55,6 +55,7 @@ struct TreeReader::Impl {
   ReadStats* stats = nullptr;
   detail::StepBucket* bucket = nullptr;
   StepKey key;  // the step `bucket` belongs to
+  size_t instance_hint[2] = {0, 0};  // instances of the last vertical, horizontal step read
   bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
   bool outside_time = true;         // see TreeReader::set_outside_time
 

@@ -66,14 +66,12 @@ bool IsOperatorLayer(std::string_view l) {
 bool IsCallLayer(std::string_view l) { return l == "runtime_call" || l == "driver_call"; }
 bool IsDeviceLayer(std::string_view l) { return l == "kernel" || l == "memcpy" || l == "memset"; }
 
-
-
-// Grid blocks of a kernel node (product of "grid"), 0 when absent; `shape` gets grid and block.
-double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
+// Grid blocks of a kernel node (product of its "grid", null when absent), 0 without; `shape` gets both.
+double GridBlocksOf(const simdjson::dom::element* grid, const simdjson::dom::element* block, uint64_t* shape) {
   double blocks = 0;
-  for (const char* key : {"grid", "block"}) {
+  for (const simdjson::dom::element* e : {grid, block}) {
     simdjson::dom::array a;
-    if (o[key].get_array().get(a) != simdjson::SUCCESS) continue;
+    if (!e || e->get_array().get(a) != simdjson::SUCCESS) continue;
     double prod = 1;
     for (auto v : a) {
       int64_t x = 0;
@@ -81,9 +79,14 @@ double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
       prod *= static_cast<double>(std::max<int64_t>(x, 0));
       *shape = detail::MixHash(*shape, static_cast<uint64_t>(x));
     }
-    if (key[0] == 'g') blocks = prod;
+    if (e == grid) blocks = prod;
   }
   return blocks;
+}
+
+double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
+  simdjson::dom::element g, b;
+  return GridBlocksOf(o["grid"].get(g) ? nullptr : &g, o["block"].get(b) ? nullptr : &b, shape);
 }
 
 // One collective's payload is clamped to 2^48 bytes (256 TiB, far past any real one), so its
@@ -115,21 +118,22 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
   for (simdjson::dom::element c : children) {
     simdjson::dom::object co, cap;
     if (c.get_object().get(co) != simdjson::SUCCESS) continue;
-    std::string_view layer = GetStr(co, "layer");
+    const detail::GraphChild f = detail::ScanGraphChild(co);
+    std::string_view layer = f.layer;
     if (!IsDeviceLayer(layer)) continue;
-    if (const int64_t id = GetInt(co, "graph_id", -1);
+    if (const int64_t id = f.has_graph_id ? detail::IntOf(f.graph_id, -1) : -1;
         id >= 0 && std::find(bucket->graph_ids.begin(), bucket->graph_ids.end(), id) == bucket->graph_ids.end())
       bucket->graph_ids.push_back(id);
-    if (co["captured_in"].get_object().get(cap) != simdjson::SUCCESS) continue;
+    if (!f.has_captured_in || f.captured_in.get_object().get(cap) != simdjson::SUCCESS) continue;
     GraphNode n;
-    n.start = detail::GetTime(co, "start", 0);
-    n.end = detail::GetTime(co, "end", n.start);
-    n.bytes = std::max<int64_t>(0, GetInt(co, "bytes", 0));
+    n.start = detail::TimeOf(f.has_start ? &f.start : nullptr, 0);
+    n.end = detail::TimeOf(f.has_end ? &f.end : nullptr, n.start);
+    n.bytes = std::max<int64_t>(0, f.has_bytes ? detail::IntOf(f.bytes, 0) : 0);
     n.is_kernel = layer == "kernel";
-    std::string_view kf = GetStr(co, "family");
-    n.kernel_family = strings.Intern(kf.empty() ? GetStr(co, "name") : kf);
-    n.shape = MixHash(HashText(kf.empty() ? GetStr(co, "name") : kf), static_cast<uint64_t>(n.bytes));
-    n.blocks = n.is_kernel ? GridBlocks(co, &n.shape) : 0;
+    std::string_view kf = f.family;
+    n.kernel_family = strings.Intern(kf.empty() ? f.name : kf);
+    n.shape = MixHash(HashText(kf.empty() ? f.name : kf), static_cast<uint64_t>(n.bytes));
+    n.blocks = n.is_kernel ? GridBlocksOf(f.has_grid ? &f.grid : nullptr, f.has_block ? &f.block : nullptr, &n.shape) : 0;
     n.cap_name = GetStr(cap, "name");
     n.cap_layer = GetStr(cap, "layer");
     n.cap_family = GetStr(cap, "family");

@@ -72,7 +72,8 @@ std::string Insert(std::string_view line, std::string_view insert, bool inside_a
 // One merge event line (without its trailing ','), annotated where it matches; nullopt when it
 // is copied as it is (most lines: no copy made).
 std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
-  const auto s = ParseSliceLine(line);
+  size_t rest = 0;
+  const auto s = ParseSliceHead(line, &rest);
   if (!s) return std::nullopt;
   if (s->cat == "step") {
     auto [b, e] = l->steps.equal_range(s->ts_ns);
@@ -87,8 +88,9 @@ std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverla
     }
     return std::nullopt;
   }
-  if (s->has_flow) return std::nullopt;
+  // A slice that already has a flow is left alone (searched for only at a target's time).
   auto [b, e] = l->targets.equal_range(s->ts_ns);
+  if (b == e || SliceHasFlow(line, rest)) return std::nullopt;
   for (auto it = b; it != e; ++it) {
     const OperatorTarget& t = o.targets[it->second];
     if (l->flow_of[it->second] || t.end_ns - t.start_ns != s->dur_ns || s->name != l->family_json[it->second] ||
@@ -220,6 +222,15 @@ std::string NsToMicrosText(int64_t ns) {
 }
 
 std::optional<SliceLine> ParseSliceLine(std::string_view s) {
+  size_t rest = 0;
+  auto out = ParseSliceHead(s, &rest);
+  if (out) out->has_flow = SliceHasFlow(s, rest);
+  return out;
+}
+
+bool SliceHasFlow(std::string_view s, size_t rest) { return s.find("\"bind_id\":", rest) != std::string_view::npos; }
+
+std::optional<SliceLine> ParseSliceHead(std::string_view s, size_t* rest) {
   constexpr std::string_view kStart = "{\"ph\":\"X\",\"name\":\"";
   if (s.size() < kStart.size() + 2 || s.compare(0, kStart.size(), kStart) != 0 || s.back() != '}') return std::nullopt;
   SliceLine out;
@@ -243,7 +254,7 @@ std::optional<SliceLine> ParseSliceLine(std::string_view s) {
       !MicrosField(s, &p, ",\"ts\":", &out.ts_ns) || !MicrosField(s, &p, ",\"dur\":", &out.dur_ns))
     return std::nullopt;
   out.has_args = s.compare(p, 9, ",\"args\":{") == 0 && s.size() >= 2 && s[s.size() - 2] == '}';
-  out.has_flow = s.find("\"bind_id\":", p) != std::string_view::npos;
+  *rest = p;
   return out;
 }
 

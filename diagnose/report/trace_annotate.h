@@ -50,6 +50,11 @@ struct SliceLine {
 // `{"ph":"X","name":N,"cat":C,"pid":P,"tid":T,"ts":TS,"dur":D...}`; nullopt for anything else
 // (metadata, another writer's layout). Pure.
 std::optional<SliceLine> ParseSliceLine(std::string_view line);
+// ParseSliceLine without has_flow (left false), which takes a search through the rest of the
+// line; `*rest` gets where the line continues after "dur". Pure.
+std::optional<SliceLine> ParseSliceHead(std::string_view line, size_t* rest);
+// Whether the line carries a "bind_id" at or after `rest`. Pure.
+bool SliceHasFlow(std::string_view line, size_t rest);
 
 // "12.345" (microseconds, at most three decimals, optional '-') -> 12345 ns; nullopt when not
 // such a number. Pure.

@@ -139,6 +139,27 @@ TEST(TraceAnnotate, ReadsTheMergeSliceLayoutOnly) {
   EXPECT_FALSE(ParseSliceLine(R"({"ph":"X","name":"x","cat":"c","pid":0,"tid":1,"ts":1)"));
 }
 
+TEST(ParseSliceLine, HeadAndFlowSearchAgreeWithTheWholeParse) {
+  for (const char* line :
+       {R"({"ph":"X","name":"k","cat":"kernel","pid":0,"tid":1,"ts":2.000,"dur":1.000,"bind_id":4,"flow_in":true})",
+        R"({"ph":"X","name":"a","cat":"backend_op","pid":3,"tid":9,"ts":1.500,"dur":0.250,"args":{"op_id":1}})"}) {
+    size_t rest = 0;
+    const auto head = ParseSliceHead(line, &rest);
+    const auto whole = ParseSliceLine(line);
+    ASSERT_TRUE(head && whole);
+    EXPECT_FALSE(head->has_flow);
+    EXPECT_EQ(SliceHasFlow(line, rest), whole->has_flow);
+    EXPECT_EQ(head->ts_ns, whole->ts_ns);
+    EXPECT_EQ(head->dur_ns, whole->dur_ns);
+    EXPECT_EQ(head->has_args, whole->has_args);
+  }
+  // A name that spells "bind_id" is not a flow: the search starts after "dur".
+  size_t rest = 0;
+  const std::string_view named = R"({"ph":"X","name":"\"bind_id\":","cat":"c","pid":0,"tid":1,"ts":1.000,"dur":1.000})";
+  ASSERT_TRUE(ParseSliceHead(named, &rest));
+  EXPECT_FALSE(SliceHasFlow(named, rest));
+}
+
 TEST(TraceAnnotate, HeadGivesTheOriginAndRefusesOtherFiles) {
   const std::string head =
       R"({"displayTimeUnit":"ns","otherData":{"generator":"truffld-merge","clock":"realtime","time_origin_ns":"1763700000000000000"},"traceEvents":[)";
