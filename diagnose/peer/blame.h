@@ -40,6 +40,9 @@ struct BlamedFamily {
   // Step time saved without its excess (what-if replay, impact.h); NaN when not replayed.
   double impact_ns = std::numeric_limits<double>::quiet_NaN();
   double absorbed_ns = 0;              // excess - impact: what the step never paid
+  // (device idle) only: the host family whose late launches it waited for (impact.h), whose
+  // cost it is; kNoString when it is a cost of its own.
+  uint32_t effect_of = kNoString;
 };
 
 struct BlameOptions {

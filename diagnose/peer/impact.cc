@@ -40,6 +40,25 @@ std::vector<ReplayCut> CutsOf(const std::vector<const TestRow*>& unit_rows, cons
   return cuts;
 }
 
+// Names the host family each device-idle family waited for (impact.h) and lists effects last.
+void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) {
+  const BlamedFamily* cause = nullptr;
+  for (const BlamedFamily& b : *blamed) {
+    if (b.metric != Metric::kHost || t.strings.Get(b.family) == kDeviceIdleFamily) continue;
+    if (!(b.impact_ns > 0)) continue;
+    if (!cause || b.impact_ns > cause->impact_ns) cause = &b;
+  }
+  if (!cause) return;
+  const uint32_t family = cause->family;
+  bool any = false;
+  for (BlamedFamily& b : *blamed) {
+    if (t.strings.Get(b.family) != kDeviceIdleFamily || !(b.impact_ns < 0.5 * b.excess_ns)) continue;
+    b.effect_of = family;
+    any = true;
+  }
+  if (any) std::stable_partition(blamed->begin(), blamed->end(), [](const BlamedFamily& b) { return b.effect_of == kNoString; });
+}
+
 }  // namespace
 
 void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
@@ -60,8 +79,10 @@ void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const
       b.impact_ns = ReplayImpactNs(g, cuts);
       b.absorbed_ns = std::max(0.0, b.excess_ns - b.impact_ns);
       all.insert(all.end(), cuts.begin(), cuts.end());
-      excess += b.excess_ns;
     }
+    LinkIdleToCause(t, &blamed);
+    for (const BlamedFamily& b : blamed)
+      if (b.effect_of == kNoString) excess += b.excess_ns;  // an effect's time is its cause's
     UnitVerdict& v = d->units[u];
     v.impact_ns = ReplayImpactNs(g, all);
     v.absorbed_ns = std::max(0.0, excess - v.impact_ns);

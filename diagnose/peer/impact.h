@@ -6,6 +6,11 @@
 // instance row shows any; the replay removes it from the blamed metric (host or device time).
 // impact_ns is the step time saved; absorbed_ns = excess - impact is what the step never paid
 // (host time hidden by a busy device queue, a collective that waited for a late peer anyway).
+// Device idle ((device idle), outside_time.h) is blamed once: when cutting its excess saves less
+// than half of it (the work after it could not start before its launch) and a host family of
+// the unit saves time, the idle is that family's effect (BlamedFamily::effect_of, the family
+// that saves most) and is listed after every cause. The unit's impact is one replay of all its
+// cuts together, so time both explain is counted once.
 // Without operator detail (hand-built tables) nothing is replayed and impact stays NaN: the
 // impact floor then falls back to the excess.
 // Pure; thread-safety: reentrant.

@@ -20,6 +20,9 @@
 //     participant shares, can still be cut). The peers left the previous collective together
 //     with this rank, so their entry moves as far as that collective's end moved (tensor-
 //     parallel ranks run in lockstep between collectives).
+//   * the device's idle stretch ((device idle)) is an item only when cut: what remains of it
+//     holds the device, and the work after it follows as queued work does (never before its
+//     launch plus the shortest launch latency);
 //   * the time since the previous step (outside_time.h) is host time before the step, which
 //     every peer paid as well (one scheduler drives them all): cutting it moves the peers' entry
 //     into the step's first collective by as much; the
@@ -56,6 +59,11 @@ struct ReplayItem {
                                          // together: its replayed end moves their later entries)
   bool group_cost = false;               // its host time was paid by every TP peer too (the time
                                          // between steps): cutting it moves their entries as well
+  // The device's longest idle stretch of the step ((device idle), kDetailIdle), [device_start,
+  // device_end): absent from the replay unless cut (its cost, host or device, shortens it). Cut,
+  // it holds the device as an unseen dependency would for what remains, so the work after it
+  // moves earlier as far as its launches allow: idle that waited for a late launch saves nothing.
+  bool idle = false;
 };
 
 struct StepGraph {
