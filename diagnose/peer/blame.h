@@ -54,6 +54,16 @@ struct BlameOptions {
 std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const std::vector<TestRow>& rows,
                                                   const DecisionResult& d, const BlameOptions& o);
 
+// Per unit whose blame holds (device idle): the unit's other host costs above their peers that
+// pass Bonferroni within the unit at the run's level (row p-value x the unit's tests <= alpha)
+// without passing the run-wide cut, blamed the same way (BlameUnits); empty elsewhere. The
+// idle's significance already flagged the unit; these are what its late launches may have
+// waited for (impact.h keeps the one the replay says explains the idle). Its metric alone,
+// since the idle is host-caused or not a host cost at all.
+std::vector<std::vector<BlamedFamily>> IdleCauseCandidates(const InstanceTable& t, const std::vector<TestRow>& rows,
+                                                           const DecisionResult& d,
+                                                           const std::vector<std::vector<BlamedFamily>>& blame);
+
 // The expectation a row's excess is measured against: the scored effective expectation (the
 // largest among the sources behind its p-value), else tensor-parallel peers, else similar
 // steps, else layers; NaN when the row has none.

@@ -40,6 +40,34 @@ std::vector<ReplayCut> CutsOf(const std::vector<const TestRow*>& unit_rows, cons
   return cuts;
 }
 
+// When the unit blames a device idle that its cut does not save and no blamed host family saves
+// time, adds the candidate cause whose cut saves most, if it explains half of the idle (impact.h).
+void AdoptIdleCause(const StepGraph& g, const std::vector<const TestRow*>& unit_rows, const std::vector<uint32_t>& item_of,
+                    const InstanceTable& t, const std::vector<BlamedFamily>& candidates, std::vector<BlamedFamily>* blamed,
+                    std::vector<ReplayCut>* all) {
+  double unexplained = 0;
+  for (const BlamedFamily& b : *blamed) {
+    const bool idle = t.strings.Get(b.family) == kDeviceIdleFamily;
+    if (b.metric == Metric::kHost && !idle && b.impact_ns > 0) return;
+    if (idle && b.impact_ns < 0.5 * b.excess_ns) unexplained = std::max(unexplained, b.excess_ns);
+  }
+  if (unexplained <= 0) return;
+  const BlamedFamily* best = nullptr;
+  std::vector<ReplayCut> best_cuts;
+  double best_impact = 0;
+  for (const BlamedFamily& c : candidates) {
+    std::vector<ReplayCut> cuts = CutsOf(unit_rows, c, item_of);
+    const double impact = ReplayImpactNs(g, cuts);
+    if (impact > best_impact) best = &c, best_impact = impact, best_cuts = std::move(cuts);
+  }
+  if (!best || best_impact < 0.5 * unexplained) return;
+  BlamedFamily cause = *best;
+  cause.impact_ns = best_impact;
+  cause.absorbed_ns = std::max(0.0, cause.excess_ns - best_impact);
+  blamed->push_back(cause);
+  all->insert(all->end(), best_cuts.begin(), best_cuts.end());
+}
+
 // Names the host family each device-idle family waited for (impact.h) and lists effects last.
 void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) {
   const BlamedFamily* cause = nullptr;
@@ -62,7 +90,8 @@ void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) 
 }  // namespace
 
 void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
-                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame) {
+                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame,
+                 const std::vector<std::vector<BlamedFamily>>& idle_causes) {
   if (t.detail.size() != t.size()) return;
   std::vector<std::vector<const TestRow*>> by_unit(t.steps.size());
   for (const TestRow& r : rows)
@@ -80,6 +109,8 @@ void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const
       b.absorbed_ns = std::max(0.0, b.excess_ns - b.impact_ns);
       all.insert(all.end(), cuts.begin(), cuts.end());
     }
+    if (u < idle_causes.size() && !idle_causes[u].empty())
+      AdoptIdleCause(g, by_unit[u], item_of, t, idle_causes[u], &blamed, &all);
     LinkIdleToCause(t, &blamed);
     for (const BlamedFamily& b : blamed)
       if (b.effect_of == kNoString) excess += b.excess_ns;  // an effect's time is its cause's

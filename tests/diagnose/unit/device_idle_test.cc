@@ -229,5 +229,66 @@ TEST(DeviceIdleBlame, IdleExplainedByAHostGapIsItsEffect) {
   EXPECT_NEAR(d.units[0].absorbed_ns, 0, 1);      // of the cause's excess only
 }
 
+// When only the idle passed the run-wide cut, the host cost that made it (significant within
+// its unit: IdleCauseCandidates) is adopted as its cause when its cut saves the idle's time;
+// a candidate that saves nothing is not.
+TEST(DeviceIdleBlame, TheCauseIsAdoptedWhenOnlyTheIdleWasSignificant) {
+  InstanceTable t;
+  t.steps.push_back(IdleStepAt(0, 1200000));
+  const uint32_t op = t.strings.Intern("aten::mm"), other = t.strings.Intern("other");
+  const uint32_t gap = t.strings.Intern(kHostOutsideFamily), idle = t.strings.Intern(kDeviceIdleFamily);
+  const uint32_t add_fam = t.strings.Intern("aten::add"), backend = t.strings.Intern("backend_op");
+  auto add = [&](uint32_t fam, uint32_t layer, int64_t a, int64_t b, InstanceDetail d) {
+    FeatureVector f{};
+    f[kLaunchLatencyNs] = (d.flags & kDetailHasDevice) ? 5000 : 0;
+    t.Add(fam, layer, kNoString, a, b, f);
+    t.detail.push_back(d);
+  };
+  InstanceDetail k1, g1, k2, i1, late;
+  k1.flags = k2.flags = kDetailHasDevice;
+  k1.device_start = 95000, k1.device_end = 100000;
+  k2.device_start = 1115000, k2.device_end = 1190000;
+  g1.flags = kDetailOutside, g1.host_ns = 1000000;
+  i1.flags = kDetailOutside | kDetailIdle, i1.host_ns = 1025000;
+  late.host_ns = 5000;  // after the last launch: cutting it saves nothing the idle cost
+  add(op, backend, 0, 100000, k1);
+  add(gap, other, 100000, 1100000, g1);
+  add(op, backend, 1100000, 1190000, k2);
+  add(add_fam, backend, 1190000, 1200000, late);
+  add(idle, other, 100000, 1115000, i1);
+  auto row = [&](uint32_t i, uint32_t fam, double observed, double expected) {
+    TestRow r;
+    r.instance = i;
+    r.family = fam;
+    r.observed = static_cast<float>(observed);
+    r.effective_expected = static_cast<float>(expected);
+    return r;
+  };
+  const std::vector<TestRow> rows = {row(1, gap, 1000e3, 10e3), row(3, add_fam, 5e3, 1e3), row(4, idle, 1025e3, 25e3)};
+  DecisionResult d;
+  d.units.resize(1);
+  d.units[0].verdict = Verdict::kAbnormal;
+  std::vector<std::vector<BlamedFamily>> blame(1), causes(1);
+  BlamedFamily bi, bg, ba;
+  bi.family = idle, bi.excess_ns = 1000e3;
+  bg.family = gap, bg.excess_ns = 990e3;
+  ba.family = add_fam, ba.excess_ns = 4e3;
+  blame[0] = {bi};
+  causes[0] = {ba, bg};
+  ReplayBlame(t, rows, {}, &d, &blame, causes);
+  ASSERT_EQ(blame[0].size(), 2u);
+  EXPECT_EQ(blame[0][0].family, gap);
+  EXPECT_NEAR(blame[0][0].impact_ns, 990e3, 1);
+  EXPECT_EQ(blame[0][1].effect_of, gap);
+  EXPECT_NEAR(d.units[0].impact_ns, 990e3, 1);
+  // Only a candidate that saves nothing: the idle stays alone, its unit's impact near nothing.
+  blame[0] = {bi};
+  causes[0] = {ba};
+  ReplayBlame(t, rows, {}, &d, &blame, causes);
+  ASSERT_EQ(blame[0].size(), 1u);
+  EXPECT_EQ(blame[0][0].effect_of, kNoString);
+  EXPECT_LT(d.units[0].impact_ns, 10e3);
+}
+
 }  // namespace
 }  // namespace truffld::diagnose
