@@ -47,6 +47,7 @@ class DeviceQueue {
     std::stable_sort(order_.begin(), order_.end(),
                      [&](uint32_t a, uint32_t b) { return g.items[a].device_start < g.items[b].device_start; });
     replayed_end_.assign(g.items.size(), 0.0);
+    replayed_start_.assign(g.items.size(), 0.0);
     int64_t lat = std::numeric_limits<int64_t>::max();
     for (uint32_t i : order_)
       if (!g.items[i].idle) lat = std::min(lat, g.items[i].device_start - g.items[i].launch);
@@ -69,6 +70,7 @@ class DeviceQueue {
     return {done_obs_, done_rep_};
   }
   double ReplayedEnd() const { return front_rep_; }
+  double ReplayedStart(uint32_t i) const { return replayed_start_[i]; }
   bool Empty() const { return order_.empty(); }
 
  private:
@@ -85,6 +87,8 @@ class DeviceQueue {
     if (it.idle) {  // what remains of the idle stretch, where the queue's front leaves it
       start = started_ ? queue : double(it.device_start);
       const double end = start + std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
+      replayed_start_[i] = start;
+      replayed_end_[i] = end;
       front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
       front_rep_ = started_ ? std::max(front_rep_, end) : end;
       started_ = true;
@@ -98,14 +102,19 @@ class DeviceQueue {
     } else {  // it sat in a queue: it moves with what held it, never before its launch
       start = std::max(launch + double(min_latency_), queue);
     }
-    const double duration = std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
-    double end = start + duration;
-    // The peers' entry moves as far as the last collective moved them (they left it together).
-    if (it.peer_entry != kNoPeerBound)
-      end = std::max(end, double(it.peer_entry) - peer_shift_ +
-                              std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
+    double end = start + std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
+    // A collective a peer entered last ends no earlier than that entry plus the transfer. The
+    // peers' entry moves as far as the last collective moved them (they left it together), or
+    // as far as their own replay without the same anomaly moved it. This rank keeps its own
+    // observed wait (start + duration): a peer's move saves at most what this rank's own work
+    // moved, which stays conservative where the replay cannot tell what held the peer.
+    if (it.peer_entry != kNoPeerBound) {
+      const double entry = double(it.peer_entry) - std::max(peer_shift_, it.peer_entry_shift);
+      end = std::max(end, entry + std::max(0.0, double(it.device_end - it.peer_entry) - cut_[i]));
+    }
     if (it.collective) peer_shift_ = std::max(0.0, double(it.device_end) - end);
     replayed_end_[i] = end;
+    replayed_start_[i] = start;
     running_.emplace(it.device_end, i);
     front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
     front_rep_ = started_ ? std::max(front_rep_, end) : end;
@@ -115,7 +124,7 @@ class DeviceQueue {
   const StepGraph& g_;
   const std::vector<double>& cut_;
   std::vector<uint32_t> order_;
-  std::vector<double> replayed_end_;
+  std::vector<double> replayed_end_, replayed_start_;
   size_t next_ = 0;
   // Replayed work by observed end, earliest first, until CompletedBy passes its end.
   std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>, std::greater<>> running_;
@@ -171,7 +180,11 @@ int64_t ObservedCompletion(const StepGraph& g) {
   return end;
 }
 
-int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
+namespace {
+
+// The replay itself: the completion, and per item its replayed device start (into `starts` when
+// not null).
+double Replay(const StepGraph& g, const std::vector<ReplayCut>& cuts, std::vector<double>* starts) {
   std::vector<double> host_cut(g.items.size(), 0.0), device_cut(g.items.size(), 0.0);
   for (const ReplayCut& c : cuts) {
     if (c.item >= g.items.size()) continue;
@@ -212,25 +225,50 @@ int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cut
   device.RunUntil(std::numeric_limits<int64_t>::max(), host);
   double end = double(g.host_end) - host.Last();
   if (!device.Empty()) end = std::max(end, device.ReplayedEnd());
-  return static_cast<int64_t>(std::llround(end));
+  if (starts) {
+    starts->assign(g.items.size(), 0.0);
+    for (uint32_t i = 0; i < g.items.size(); ++i)
+      if (g.items[i].has_device) (*starts)[i] = device.ReplayedStart(i);
+  }
+  return end;
+}
+
+}  // namespace
+
+int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
+  return static_cast<int64_t>(std::llround(Replay(g, cuts, nullptr)));
+}
+
+std::vector<double> ReplayedDeviceShifts(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
+  std::vector<double> starts;
+  Replay(g, cuts, &starts);
+  for (uint32_t i = 0; i < g.items.size(); ++i)
+    starts[i] = g.items[i].has_device && !g.items[i].idle ? std::max(0.0, double(g.items[i].device_start) - starts[i]) : 0.0;
+  return starts;
 }
 
 double ReplayImpactNs(const StepGraph& g, const std::vector<ReplayCut>& cuts) {
   return std::max<double>(0.0, double(ObservedCompletion(g) - ReplayedCompletion(g, cuts)));
 }
 
+std::vector<uint32_t> StepUnits(const InstanceTable& t, uint32_t unit) {
+  std::vector<uint32_t> units;
+  if (unit >= t.steps.size()) return units;
+  const StepInfo& st = t.steps[unit];
+  for (uint32_t u = unit > 0 ? unit - 1 : 0; u < t.steps.size() && u <= unit + 1; ++u)
+    if (t.steps[u].rank == st.rank && t.steps[u].step_index == st.step_index) units.push_back(u);
+  return units;
+}
+
 StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vector<CommTiming>& comm,
                          std::vector<uint32_t>* item_of) {
   StepGraph g;
-  if (item_of) item_of->assign(t.size(), UINT32_MAX);
+  if (item_of && item_of->size() != t.size()) item_of->assign(t.size(), UINT32_MAX);
   if (unit >= t.steps.size() || t.detail.size() != t.size()) return g;
   const StepInfo& st = t.steps[unit];
   g.start = st.start_ns;
   g.host_end = st.end_ns;
-  // The step's units of both views sit next to each other (steps sorted by rank, step, view).
-  std::vector<uint32_t> units;
-  for (uint32_t u = unit > 0 ? unit - 1 : 0; u < t.steps.size() && u <= unit + 1; ++u)
-    if (t.steps[u].rank == st.rank && t.steps[u].step_index == st.step_index) units.push_back(u);
+  const std::vector<uint32_t> units = StepUnits(t, unit);
   std::map<std::tuple<int64_t, int64_t, uint32_t>, uint32_t> seen;  // (start, end, family) -> item
   std::vector<int64_t> host_starts;   // of the operators with a host range
   std::vector<uint32_t> graph_nodes;  // items rebuilt from CUDA-graph replays
@@ -239,6 +277,7 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
     g.start = std::min(g.start, s.start_ns);
     g.host_end = std::max(g.host_end, s.end_ns);
     for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
+      if (item_of) (*item_of)[i] = UINT32_MAX;
       const auto key = std::make_tuple(t.start_ns[i], t.end_ns[i], t.family[i]);
       if (auto dup = seen.find(key); dup != seen.end()) {
         if (item_of) (*item_of)[i] = dup->second;

@@ -20,6 +20,11 @@
 //     participant shares, can still be cut). The peers left the previous collective together
 //     with this rank, so their entry moves as far as that collective's end moved (tensor-
 //     parallel ranks run in lockstep between collectives).
+//     When the late peer had the same anomaly in the same step (one fault seen on several
+//     ranks: a node's contention, every rank's slow input copy), the what-if removes it from
+//     the peer too: the peer's entry moves by what its own replay with the same cuts gives
+//     (ReplayItem::peer_entry_shift, set by impact.h). This rank keeps its observed wait in
+//     the collective, so the saving is at most what its own work moved (conservative).
 //   * the device's idle stretch ((device idle)) is an item only when cut: what remains of it
 //     holds the device, and the work after it follows as queued work does (never before its
 //     launch plus the shortest launch latency);
@@ -55,6 +60,9 @@ struct ReplayItem {
   // A collective another rank entered last: when that rank entered. Its end is then no earlier
   // than that entry plus its transfer (device_end - peer_entry, less any device cut).
   int64_t peer_entry = kNoPeerBound;
+  // How much earlier (ns, >= 0) that peer would have entered without the same anomaly, by its
+  // own replay; the larger of this and the lockstep shift of the last collective moves the entry.
+  double peer_entry_shift = 0;
   bool collective = false;               // a collective matched with other ranks' (they leave it
                                          // together: its replayed end moves their later entries)
   bool group_cost = false;               // its host time was paid by every TP peer too (the time
@@ -83,10 +91,19 @@ int64_t ObservedCompletion(const StepGraph& g);
 int64_t ReplayedCompletion(const StepGraph& g, const std::vector<ReplayCut>& cuts);
 // ObservedCompletion - ReplayedCompletion, >= 0.
 double ReplayImpactNs(const StepGraph& g, const std::vector<ReplayCut>& cuts);
+// Per item, how much earlier (ns, >= 0) its device work starts in the replay with `cuts`; 0 for
+// items without device work.
+std::vector<double> ReplayedDeviceShifts(const StepGraph& g, const std::vector<ReplayCut>& cuts);
+
+// The units of `unit`'s (rank, step): itself and its other view's unit (steps are sorted by
+// rank, step, view), in table order.
+std::vector<uint32_t> StepUnits(const InstanceTable& t, uint32_t unit);
 
 // The replay graph of a unit's (rank, step): the operators with detail of both views of that
-// rank and step (a comm operator seen in both once). `item_of` (may be null) receives, per
-// instance of the table, its item index in the graph or UINT32_MAX. Needs t.detail (else
+// rank and step (a comm operator seen in both once). `item_of` (may be null) is sized to the
+// table (UINT32_MAX) when it is not already, and receives, for each instance of those units,
+// its item index in the graph or UINT32_MAX; entries of other instances are left as they were,
+// so one buffer serves many graphs without a pass over the table each. Needs t.detail (else
 // returns an empty graph); `comm` (MatchCollectives) sets each collective's peer bound, and may
 // be empty.
 StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vector<CommTiming>& comm,

@@ -47,7 +47,7 @@ for step in range(%(steps)d):
     with truffld_hooks.step_range(["r%%d" %% step]):
         y = model(x)
         if step == %(slow)d:
-            time.sleep(0.1)
+            time.sleep(0.5)
         s = y.sum()
 from torch.nn.modules import module as m
 print(json.dumps({"restored": F.linear is torch._C._nn.linear,  # torch's own builtin again
@@ -90,7 +90,7 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         env = hookstest.hooks_env(NVTX_INJECTION64_PATH=injector, CUDA_INJECTION64_PATH=None,
                                   TRUFFLD_OUTPUT_DIR=out, TRUFFLD_DEVICE_WINDOWS="requested",
-                                  TRUFFLD_WINDOW_SLOW="4", TRUFFLD_WINDOW_STEPS=str(WINDOW_STEPS),
+                                  TRUFFLD_WINDOW_SLOW="100", TRUFFLD_WINDOW_STEPS=str(WINDOW_STEPS),
                                   TRUFFLD_HOOKS_WINDOWS="1", TRUFFLD_FLUSH_MS="10", TRUFFLD_COMPRESS="none")
         proc = subprocess.run([hookstest.PYTHON, "-c", WORKLOAD], env=env, capture_output=True, text=True,
                               timeout=300)

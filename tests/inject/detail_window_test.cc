@@ -109,10 +109,11 @@ std::vector<std::string> Env(const TempDir& dir, std::vector<std::string> more) 
 
 TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
   TempDir dir;
-  // F = 4 rather than 3 keeps a loaded test machine's late wake-ups (a 5 ms step lasting over
-  // 20 ms) from opening windows of their own.
+  // F = 10 rather than 3 keeps a loaded test machine's late wake-ups (a 5 ms step lasting over
+  // 15 ms, common under ThreadSanitizer) from opening windows of their own; the planted step
+  // is 30x the others.
   Exit e = RunProgram({AppPath("truffld_detail_app"), "slowstep"},
-                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=4",
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=10",
                                 "TRUFFLD_WINDOW_STEPS=3"}));
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_EQ(e.err, "");
@@ -121,7 +122,7 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
   EXPECT_EQ(ValidateAgainstSchema(dumps), "");
   const auto& config = dumps[0].records.front()["config"];
   EXPECT_EQ(config["device_windows"], "requested");
-  EXPECT_EQ(config["window_slow"], "4");
+  EXPECT_EQ(config["window_slow"], "10");
   EXPECT_EQ(config["window_steps"], "3");
   const std::vector<AppStep> app = ParseSteps(e.out);
   const Trace t = ReadTrace(dumps[0]);
@@ -145,11 +146,13 @@ TEST(DetailWindow, APlantedSlowStepOpensAWindowAtTheNextStep) {
 }
 
 // A collective far slower than the recent ones of its name (the step around it is not slower)
-// opens a window at the next step, trigger slow_collective.
+// opens a window at the next step, trigger slow_collective. F = 6: the planted collective (55 ms)
+// stays over 6x the others' median even when a loaded machine stretches their 2 ms sleeps to
+// 9 ms, and a late wake-up must add 10 ms to a 2 ms collective to look slow.
 TEST(DetailWindow, APlantedSlowCollectiveOpensAWindowAtTheNextStep) {
   TempDir dir;
   Exit e = RunProgram({AppPath("truffld_detail_app"), "slowcomm"},
-                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=4",
+                      Env(dir, {"TRUFFLD_DEVICE_WINDOWS=requested", "TRUFFLD_WINDOW_SLOW=6",
                                 "TRUFFLD_WINDOW_STEPS=2"}));
   ASSERT_EQ(e.code, 0) << e.err;
   auto dumps = ReadDumps(dir.path());

@@ -95,6 +95,34 @@ TEST(Replay, CollectiveWaitingOnALateRank) {
   EXPECT_DOUBLE_EQ(ReplayImpactNs(late, {{0, 700e3, 0}}), 700e3);
 }
 
+// One anomaly seen on both ranks of a TP pair (a slow input copy on each): cut on this rank
+// alone, the late peer still enters the all-reduce late and nothing is saved; with the peer's
+// own replay of the same cut (peer_entry_shift) the peer enters earlier too, and the step
+// saves what this rank's own work moved (it keeps its observed wait: conservative).
+TEST(Replay, AnAnomalyBothRanksShareIsRemovedFromBoth) {
+  // This rank: copy [10, 25] (10 us too long), all-reduce launched at 12, entered at 25, the
+  // peer entered at 30, end 40; the host then waits for it.
+  ReplayItem ar = Op(10, 12, 12, 25, 40);
+  ar.collective = true;
+  ar.peer_entry = 30000;
+  StepGraph g = Step(41, {Op(0, 10, 9, 10, 25), ar, Op(12, 41, -1, 0, 0, /*wait=*/28)});
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{0, 0, 10e3}}), 0);
+  // The peer: copy [10, 30] (15 us too long), then its all-reduce entered at 30.
+  ReplayItem peer_ar = Op(10, 12, 12, 30, 40);
+  peer_ar.collective = true;
+  const StepGraph peer = Step(41, {Op(0, 10, 9, 10, 30), peer_ar, Op(12, 41, -1, 0, 0, /*wait=*/28)});
+  const std::vector<double> shift = ReplayedDeviceShifts(peer, {{0, 0, 15e3}});
+  ASSERT_EQ(shift.size(), 3u);
+  EXPECT_DOUBLE_EQ(shift[0], 0);      // the copy itself starts where it did
+  EXPECT_DOUBLE_EQ(shift[1], 15e3);   // the peer enters the all-reduce 15 us earlier
+  EXPECT_DOUBLE_EQ(shift[2], 0);      // no device work
+  g.items[1].peer_entry_shift = shift[1];
+  // The peer now enters at 15; this rank's all-reduce starts at 15 and keeps its 15 us: 30.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{0, 0, 10e3}}), 10e3);
+  // Without this rank's own cut nothing of its own moved: nothing is saved.
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {}), 0);
+}
+
 // A gap between steps judged as the host time at the start of the step: the device idled through
 // it, so removing it saves it whole; when the previous step's work still filled the device
 // queue (host ahead), it saves only what the queue did not cover.

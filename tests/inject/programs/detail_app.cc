@@ -12,9 +12,9 @@
 //                "poller reads=N monotonic=1" (the generation it saw never went back)
 //   ondemand N   5 decode steps of 3 ms, prints "ready", then decode steps of 3 ms until the
 //                generation grows (at most 3000 steps), then N more
-//   slowcomm     16 decode steps of 20 ms, each with one collective range (NVTX domain
-//                "truffld.comm", as the hooks write it) of 1 ms; in step 12 the collective
-//                takes 15 ms and the rest of the step 5 ms less: only the collective is slow
+//   slowcomm     16 decode steps of 60 ms, each with one collective range (NVTX domain
+//                "truffld.comm", as the hooks write it) of 2 ms; in step 12 the collective
+//                takes 55 ms and the rest of the step 53 ms less: only the collective is slow
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -33,7 +33,7 @@ int g_step = 0;
 
 int Detail(unsigned long long* gen) { return g_detail ? g_detail(gen) : -1; }
 
-// A decode step of 20 ms holding one all-reduce range of `comm_ms` in the comm domain.
+// A decode step of 60 ms holding one all-reduce range of `comm_ms` in the comm domain.
 void CommStep(nvtxDomainHandle_t comm, int comm_ms) {
   const std::string name = "step_execute_model[request_ids:r" + std::to_string(g_step) + "][phase:decode]";
   nvtxRangePushA(name.c_str());
@@ -46,7 +46,7 @@ void CommStep(nvtxDomainHandle_t comm, int comm_ms) {
   nvtxDomainRangePushEx(comm, &a);
   std::this_thread::sleep_for(std::chrono::milliseconds(comm_ms));
   nvtxDomainRangePop(comm);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20 - comm_ms));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60 - comm_ms));
   nvtxRangePop();
   unsigned long long gen = 0;
   const int out = Detail(&gen);
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     std::printf("poller reads=%ld monotonic=%d\n", reads, monotonic ? 1 : 0);
   } else if (mode == "slowcomm") {
     nvtxDomainHandle_t comm = nvtxDomainCreateA("truffld.comm");
-    for (int i = 0; i < 16; ++i) CommStep(comm, i == 12 ? 15 : 1);
+    for (int i = 0; i < 16; ++i) CommStep(comm, i == 12 ? 55 : 2);
   } else if (mode == "ondemand") {
     const int after = argc > 2 ? std::atoi(argv[2]) : 4;
     unsigned long long gen = 0;
