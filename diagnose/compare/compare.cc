@@ -36,6 +36,9 @@ Collected Collect(const InstanceTable& t) {
   Collected out;
   std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> sums;  // (unit, family) -> (device, host)
   for (size_t i = 0; i < t.step.size(); ++i) {
+    // The device idle time moves whenever device work or the host's pace does (a slower kernel
+    // shortens it): a consequence, never a family that changed (read/outside_time.h).
+    if (i < t.detail.size() && (t.detail[i].flags & kDetailIdle)) continue;
     auto& s = sums[{t.step[i], t.family[i]}];
     s.first += t.features[i][kKernelTimeNs];
     // Host cost: own host time without the time blocked on the device queue (a copy waiting for

@@ -185,6 +185,9 @@ struct GroupKey {
 std::map<GroupKey, std::vector<uint32_t>> GroupByFamily(const InstanceTable& t, const StageOneOptions& o) {
   std::map<GroupKey, std::vector<uint32_t>> g;
   for (uint32_t i = 0; i < t.size(); ++i) {
+    // The device idle time is no operator's feature vector: only the peer detector judges it,
+    // whose replay tells whether it was a cost of its own (read/outside_time.h).
+    if (i < t.detail.size() && (t.detail[i].flags & kDetailIdle)) continue;
     const StepInfo& st = t.steps[t.step[i]];
     const bool horizontal = st.view == View::kHorizontal;
     const bool by_regime = o.split_regime || (horizontal && o.split_regime_horizontal);

@@ -2,10 +2,12 @@
 #include "peer/blame.h"
 
 #include "peer/decision.h"
+#include "peer/scoring.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -167,6 +169,33 @@ std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const 
       if (ToBlamed(t, t.steps[u], family, f, &b)) blamed.push_back(b);
     }
     out[u] = Finalize(t, t.steps[u], std::move(blamed), o);
+  }
+  return out;
+}
+
+std::vector<std::vector<BlamedFamily>> IdleCauseCandidates(const InstanceTable& t, const std::vector<TestRow>& rows,
+                                                           const DecisionResult& d,
+                                                           const std::vector<std::vector<BlamedFamily>>& blame) {
+  std::vector<std::vector<BlamedFamily>> out(t.steps.size());
+  std::vector<char> idle(t.steps.size(), 0);
+  for (uint32_t u = 0; u < t.steps.size() && u < blame.size(); ++u)
+    for (const BlamedFamily& b : blame[u]) idle[u] = idle[u] || t.strings.Get(b.family) == kDeviceIdleFamily;
+  std::vector<RowList> cand(t.steps.size());
+  std::vector<std::set<uint32_t>> blamed(t.steps.size());
+  for (uint32_t u = 0; u < t.steps.size(); ++u)
+    for (const BlamedFamily& b : idle[u] ? blame[u] : std::vector<BlamedFamily>{}) blamed[u].insert(b.family);
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    const TestRow& row = rows[r];
+    if (!idle[row.unit] || row.metric != Metric::kHost || !Tested(row) || blamed[row.unit].count(row.family)) continue;
+    if (Excess(row) <= 0 || row.p_value * static_cast<double>(d.units[row.unit].tests) > d.alpha) continue;
+    cand[row.unit].push_back(&row);
+  }
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    if (cand[u].empty()) continue;
+    for (const auto& [family, f] : TallyFamilies(cand[u], ExplainedByDescendants(t, cand[u]))) {
+      BlamedFamily b;
+      if (ToBlamed(t, t.steps[u], family, f, &b)) out[u].push_back(b);
+    }
   }
   return out;
 }

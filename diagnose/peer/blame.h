@@ -40,6 +40,9 @@ struct BlamedFamily {
   // Step time saved without its excess (what-if replay, impact.h); NaN when not replayed.
   double impact_ns = std::numeric_limits<double>::quiet_NaN();
   double absorbed_ns = 0;              // excess - impact: what the step never paid
+  // (device idle) only: the host family whose late launches it waited for (impact.h), whose
+  // cost it is; kNoString when it is a cost of its own.
+  uint32_t effect_of = kNoString;
 };
 
 struct BlameOptions {
@@ -50,6 +53,16 @@ struct BlameOptions {
 // Per unit (empty for units that are not abnormal), highest excess first.
 std::vector<std::vector<BlamedFamily>> BlameUnits(const InstanceTable& t, const std::vector<TestRow>& rows,
                                                   const DecisionResult& d, const BlameOptions& o);
+
+// Per unit whose blame holds (device idle): the unit's other host costs above their peers that
+// pass Bonferroni within the unit at the run's level (row p-value x the unit's tests <= alpha)
+// without passing the run-wide cut, blamed the same way (BlameUnits); empty elsewhere. The
+// idle's significance already flagged the unit; these are what its late launches may have
+// waited for (impact.h keeps the one the replay says explains the idle). Its metric alone,
+// since the idle is host-caused or not a host cost at all.
+std::vector<std::vector<BlamedFamily>> IdleCauseCandidates(const InstanceTable& t, const std::vector<TestRow>& rows,
+                                                           const DecisionResult& d,
+                                                           const std::vector<std::vector<BlamedFamily>>& blame);
 
 // The expectation a row's excess is measured against: the scored effective expectation (the
 // largest among the sources behind its p-value), else tensor-parallel peers, else similar

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -111,10 +112,60 @@ double JointImpact(const StepGraph& g, const std::vector<std::pair<uint32_t, dou
   return ReplayImpactNs(joint, cuts);
 }
 
+// When the unit blames a device idle that its cut does not save and no blamed host family saves
+// time, adds the candidate cause whose cut saves most, if it explains half of the idle (impact.h).
+// `impact`: what a family's cuts save (the unit's replay, joint with late peers when bounded).
+void AdoptIdleCause(const std::vector<const TestRow*>& unit_rows, const std::vector<uint32_t>& item_of,
+                    const InstanceTable& t, const std::vector<BlamedFamily>& candidates,
+                    const std::function<double(const BlamedFamily&, const std::vector<ReplayCut>&)>& impact,
+                    std::vector<BlamedFamily>* blamed, std::vector<ReplayCut>* all) {
+  double unexplained = 0;
+  for (const BlamedFamily& b : *blamed) {
+    const bool idle = t.strings.Get(b.family) == kDeviceIdleFamily;
+    if (b.metric == Metric::kHost && !idle && b.impact_ns > 0) return;
+    if (idle && b.impact_ns < 0.5 * b.excess_ns) unexplained = std::max(unexplained, b.excess_ns);
+  }
+  if (unexplained <= 0) return;
+  const BlamedFamily* best = nullptr;
+  std::vector<ReplayCut> best_cuts;
+  double best_impact = 0;
+  for (const BlamedFamily& c : candidates) {
+    std::vector<ReplayCut> cuts = CutsOf(unit_rows, c, item_of);
+    const double saved = impact(c, cuts);
+    if (saved > best_impact) best = &c, best_impact = saved, best_cuts = std::move(cuts);
+  }
+  if (!best || best_impact < 0.5 * unexplained) return;
+  BlamedFamily cause = *best;
+  cause.impact_ns = best_impact;
+  cause.absorbed_ns = std::max(0.0, cause.excess_ns - best_impact);
+  blamed->push_back(cause);
+  all->insert(all->end(), best_cuts.begin(), best_cuts.end());
+}
+
+// Names the host family each device-idle family waited for (impact.h) and lists effects last.
+void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) {
+  const BlamedFamily* cause = nullptr;
+  for (const BlamedFamily& b : *blamed) {
+    if (b.metric != Metric::kHost || t.strings.Get(b.family) == kDeviceIdleFamily) continue;
+    if (!(b.impact_ns > 0)) continue;
+    if (!cause || b.impact_ns > cause->impact_ns) cause = &b;
+  }
+  if (!cause) return;
+  const uint32_t family = cause->family;
+  bool any = false;
+  for (BlamedFamily& b : *blamed) {
+    if (t.strings.Get(b.family) != kDeviceIdleFamily || !(b.impact_ns < 0.5 * b.excess_ns)) continue;
+    b.effect_of = family;
+    any = true;
+  }
+  if (any) std::stable_partition(blamed->begin(), blamed->end(), [](const BlamedFamily& b) { return b.effect_of == kNoString; });
+}
+
 }  // namespace
 
 void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
-                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame) {
+                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame,
+                 const std::vector<std::vector<BlamedFamily>>& idle_causes) {
   if (t.detail.size() != t.size()) return;
   std::vector<std::vector<const TestRow*>> by_unit(t.steps.size());
   for (const TestRow& r : rows)
@@ -132,16 +183,25 @@ void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const
     std::vector<ReplayCut> all;
     std::vector<std::pair<uint32_t, Metric>> families;
     double excess = 0;
+    auto impact = [&](const BlamedFamily& b, const std::vector<ReplayCut>& cuts) {
+      return bounded ? JointImpact(g, SharePeerCuts(t, comm, peers, by_unit, *blame, u, {{b.family, b.metric}}, item_of,
+                                                    &peer_item_of, g), cuts)
+                     : ReplayImpactNs(g, cuts);
+    };
     for (BlamedFamily& b : blamed) {
       const std::vector<ReplayCut> cuts = CutsOf(by_unit[u], b, item_of);
-      b.impact_ns = bounded ? JointImpact(g, SharePeerCuts(t, comm, peers, by_unit, *blame, u, {{b.family, b.metric}},
-                                                           item_of, &peer_item_of, g), cuts)
-                            : ReplayImpactNs(g, cuts);
+      b.impact_ns = impact(b, cuts);
       b.absorbed_ns = std::max(0.0, b.excess_ns - b.impact_ns);
       all.insert(all.end(), cuts.begin(), cuts.end());
       families.emplace_back(b.family, b.metric);
-      excess += b.excess_ns;
     }
+    if (u < idle_causes.size() && !idle_causes[u].empty()) {
+      AdoptIdleCause(by_unit[u], item_of, t, idle_causes[u], impact, &blamed, &all);
+      if (blamed.size() > families.size()) families.emplace_back(blamed.back().family, blamed.back().metric);
+    }
+    LinkIdleToCause(t, &blamed);
+    for (const BlamedFamily& b : blamed)
+      if (b.effect_of == kNoString) excess += b.excess_ns;  // an effect's time is its cause's
     UnitVerdict& v = d->units[u];
     v.impact_ns = bounded ? JointImpact(g, SharePeerCuts(t, comm, peers, by_unit, *blame, u, families, item_of,
                                                          &peer_item_of, g), all)

@@ -6,6 +6,13 @@
 // instance row shows any; the replay removes it from the blamed metric (host or device time).
 // impact_ns is the step time saved; absorbed_ns = excess - impact is what the step never paid
 // (host time hidden by a busy device queue, a collective that waited for a late peer anyway).
+// Device idle ((device idle), outside_time.h) is blamed once: when cutting its excess saves less
+// than half of it (the work after it could not start before its launch) and a host family of
+// the unit saves time, the idle is that family's effect (BlamedFamily::effect_of, the family
+// that saves most) and is listed after every cause. When no blamed host family saves time, the
+// candidate of `idle_causes` (IdleCauseCandidates, blame.h) whose cut saves most joins the blame
+// as the cause, if it saves at least half of the idle's excess (else none does). The unit's
+// impact is one replay of all its cuts together, so time both explain is counted once.
 // Without operator detail (hand-built tables) nothing is replayed and impact stays NaN: the
 // impact floor then falls back to the excess.
 // Pure; thread-safety: reentrant.
@@ -23,6 +30,7 @@ namespace truffld::diagnose {
 // Sets BlamedFamily::impact_ns / absorbed_ns of every blamed family and UnitVerdict::impact_ns /
 // absorbed_ns of every unit with blame. `comm`: MatchCollectives' timings (may be empty).
 void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
-                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame);
+                 DecisionResult* d, std::vector<std::vector<BlamedFamily>>* blame,
+                 const std::vector<std::vector<BlamedFamily>>& idle_causes = {});
 
 }  // namespace truffld::diagnose

@@ -42,14 +42,15 @@ class DeviceQueue {
   DeviceQueue(const StepGraph& g, const std::vector<double>& device_cut, double peer_shift)
       : g_(g), cut_(device_cut), peer_shift_(peer_shift) {
     for (uint32_t i = 0; i < g.items.size(); ++i)
-      if (g.items[i].has_device) order_.push_back(i);
+      if (g.items[i].has_device && (!g.items[i].idle || device_cut[i] > 0)) order_.push_back(i);
     std::stable_sort(order_.begin(), order_.end(),
                      [&](uint32_t a, uint32_t b) { return g.items[a].device_start < g.items[b].device_start; });
     replayed_end_.assign(g.items.size(), 0.0);
     replayed_start_.assign(g.items.size(), 0.0);
     int64_t lat = std::numeric_limits<int64_t>::max();
-    for (uint32_t i : order_) lat = std::min(lat, g.items[i].device_start - g.items[i].launch);
-    min_latency_ = order_.empty() ? 0 : std::max<int64_t>(0, lat);
+    for (uint32_t i : order_)
+      if (!g.items[i].idle) lat = std::min(lat, g.items[i].device_start - g.items[i].launch);
+    min_latency_ = lat == std::numeric_limits<int64_t>::max() ? 0 : std::max<int64_t>(0, lat);
   }
   // Replays every item that started at or before `until` (observed).
   void RunUntil(int64_t until, const HostShift& host) {
@@ -82,6 +83,16 @@ class DeviceQueue {
     const double gap = started_ ? double(it.device_start - front_obs_) : 0.0;
     const double queue = started_ ? front_rep_ + gap : -1e300;
     double start;
+    if (it.idle) {  // what remains of the idle stretch, where the queue's front leaves it
+      start = started_ ? queue : double(it.device_start);
+      const double end = start + std::max(0.0, double(it.device_end - it.device_start) - cut_[i]);
+      replayed_start_[i] = start;
+      replayed_end_[i] = end;
+      front_obs_ = started_ ? std::max(front_obs_, it.device_end) : it.device_end;
+      front_rep_ = started_ ? std::max(front_rep_, end) : end;
+      started_ = true;
+      return;  // not work a host block can wait for
+    }
     // The device waited for this launch: it idled before the work started, and the work was
     // launched (nearly) when the device ran dry, so the launch, not earlier work, let it start.
     const bool launch_bound = !started_ || (gap > double(kIdleNs) && it.launch + kLaunchBoundNs >= front_obs_);
@@ -180,7 +191,7 @@ std::vector<uint32_t> FirstOfEqual(const InstanceTable& t, const std::vector<uin
 int64_t ObservedCompletion(const StepGraph& g) {
   int64_t end = g.host_end;
   for (const ReplayItem& it : g.items)
-    if (it.has_device) end = std::max(end, it.device_end);
+    if (it.has_device && !it.idle) end = std::max(end, it.device_end);
   return end;
 }
 
@@ -192,7 +203,8 @@ double Replay(const StepGraph& g, const std::vector<ReplayCut>& cuts, std::vecto
   std::vector<double> host_cut(g.items.size(), 0.0), device_cut(g.items.size(), 0.0);
   for (const ReplayCut& c : cuts) {
     if (c.item >= g.items.size()) continue;
-    host_cut[c.item] += std::max(0.0, c.host_ns);
+    // The idle stretch is the device's time, whichever metric measured it.
+    (g.items[c.item].idle ? device_cut : host_cut)[c.item] += std::max(0.0, c.host_ns);
     device_cut[c.item] += std::max(0.0, c.device_ns);
   }
   std::vector<HostPoint> points;
@@ -246,7 +258,7 @@ std::vector<double> ReplayedDeviceShifts(const StepGraph& g, const std::vector<R
   std::vector<double> starts;
   Replay(g, cuts, &starts);
   for (uint32_t i = 0; i < g.items.size(); ++i)
-    starts[i] = g.items[i].has_device ? std::max(0.0, double(g.items[i].device_start) - starts[i]) : 0.0;
+    starts[i] = g.items[i].has_device && !g.items[i].idle ? std::max(0.0, double(g.items[i].device_start) - starts[i]) : 0.0;
   return starts;
 }
 
@@ -294,6 +306,16 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
       it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
       it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
       it.group_cost = d.flags & kDetailGroupCost;
+      if (d.flags & kDetailIdle) {  // the device's idle stretch: no host range, no launch
+        it.idle = it.has_device = true;
+        it.host_start = it.host_end = it.launch = it.device_start = t.start_ns[i];
+        it.device_end = t.end_ns[i];
+        it.wait_ns = 0;
+        if (item_of) (*item_of)[i] = static_cast<uint32_t>(g.items.size());
+        seen.emplace(key, static_cast<uint32_t>(g.items.size()));
+        g.items.push_back(it);
+        continue;
+      }
       it.has_device = (d.flags & kDetailHasDevice) && d.device_end >= d.device_start && d.device_start > 0;
       if (it.has_device) {
         it.device_start = d.device_start;

@@ -25,6 +25,9 @@
 //     the peer too: the peer's entry moves by what its own replay with the same cuts gives
 //     (ReplayItem::peer_entry_shift, set by impact.h). This rank keeps its observed wait in
 //     the collective, so the saving is at most what its own work moved (conservative).
+//   * the device's idle stretch ((device idle)) is an item only when cut: what remains of it
+//     holds the device, and the work after it follows as queued work does (never before its
+//     launch plus the shortest launch latency);
 //   * the time since the previous step (outside_time.h) is host time before the step, which
 //     every peer paid as well (one scheduler drives them all): cutting it moves the peers' entry
 //     into the step's first collective by as much; the
@@ -64,6 +67,11 @@ struct ReplayItem {
                                          // together: its replayed end moves their later entries)
   bool group_cost = false;               // its host time was paid by every TP peer too (the time
                                          // between steps): cutting it moves their entries as well
+  // The device's longest idle stretch of the step ((device idle), kDetailIdle), [device_start,
+  // device_end): absent from the replay unless cut (its cost, host or device, shortens it). Cut,
+  // it holds the device as an unseen dependency would for what remains, so the work after it
+  // moves earlier as far as its launches allow: idle that waited for a late launch saves nothing.
+  bool idle = false;
 };
 
 struct StepGraph {

@@ -19,12 +19,17 @@ struct Member {
 std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatternOptions& o) {
   char b[512];
   std::string fams;
-  for (size_t k = 0; k < f.families.size(); ++k) fams += (k ? ", " : "") + t.strings.Get(f.families[k]);
+  bool idle = false;  // the device idle time is no host time: named apart
+  for (size_t k = 0; k < f.families.size(); ++k) {
+    fams += (k ? ", " : "") + t.strings.Get(f.families[k]);
+    idle = idle || t.strings.Get(f.families[k]) == kDeviceIdleFamily;
+  }
   std::snprintf(b, sizeof b,
-                "%s%s view: host time beyond its peers in %d of %d judged steps (+%s to +%s, typically +%s; in %s%s), "
+                "%s%s view: %s beyond its peers in %d of %d judged steps (+%s to +%s, typically +%s; in %s%s), "
                 "costing each step %.1f-%.1f%% of its time: how this run behaves, reported once; a step is flagged "
                 "only when its excess is over %gx the typical one",
-                f.rank >= 0 ? ("rank " + std::to_string(f.rank) + ", ").c_str() : "", ViewName(f.view), f.units,
+                f.rank >= 0 ? ("rank " + std::to_string(f.rank) + ", ").c_str() : "", ViewName(f.view),
+                idle ? "host or device idle time" : "host time", f.units,
                 f.judged, FormatNs(f.min_excess_ns).c_str(), FormatNs(f.max_excess_ns).c_str(), FormatNs(f.typical_excess_ns).c_str(),
                 fams.c_str(), f.families.size() >= 3 ? ", ..." : "", 100 * f.min_share, 100 * f.max_share, o.factor);
   return b;
@@ -49,6 +54,7 @@ std::vector<RunFinding> FindRunPatterns(const InstanceTable& t, const RunPattern
       double excess = 0;
       bool host_only = true;
       for (const BlamedFamily& b : blamed) {
+        if (b.effect_of != kNoString) continue;  // its time is its cause's (impact.h)
         host_only = host_only && b.metric == Metric::kHost;
         excess += b.excess_ns;
       }
@@ -78,7 +84,8 @@ std::vector<RunFinding> FindRunPatterns(const InstanceTable& t, const RunPattern
       f.impact_ns += m.impact;
       f.min_share = std::min(f.min_share, m.share);
       f.max_share = std::max(f.max_share, m.share);
-      for (const BlamedFamily& b : (*blame)[m.unit]) often[b.family] += b.excess_ns;
+      for (const BlamedFamily& b : (*blame)[m.unit])
+        if (b.effect_of == kNoString) often[b.family] += b.excess_ns;
       if (m.excess > o.factor * f.typical_excess_ns) continue;  // differs from the run's other steps
       UnitVerdict& v = d->units[m.unit];
       v.verdict = Verdict::kNormal;

@@ -84,7 +84,7 @@ Judgement JudgeUnits(const InstanceTable& t, const std::vector<TestRow>& rows, c
   j.decision = DecideUnits(t, rows, decision);
   j.blame = BlameUnits(t, rows, j.decision, blame);
   SetAsideUnseenPeers(t, comm, &j.decision, &j.blame);
-  ReplayBlame(t, rows, comm, &j.decision, &j.blame);
+  ReplayBlame(t, rows, comm, &j.decision, &j.blame, IdleCauseCandidates(t, rows, j.decision, j.blame));
   j.findings = FindRunPatterns(t, patterns, &j.decision, &j.blame);
   ApplyImpactFloor(t, decision.min_impact_share, &j.decision, &j.blame);
   return j;

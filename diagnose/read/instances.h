@@ -120,7 +120,7 @@ struct InstanceDetail {
   float device_ns = 0;        // own device time: kernels, copies, memsets of its own calls
   float wait_ns = 0;          // time its own calls were blocked waiting for earlier device work
   float blocks = 0;           // grid blocks of its own kernels
-  uint8_t flags = 0;          // kDetailReplay | kDetailHasDevice | kDetailLoadsCode
+  uint8_t flags = 0;          // kDetail* bits below
 };
 inline constexpr uint8_t kDetailReplay = 1;     // rebuilt from a CUDA-graph replay (no host range)
 inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device work
@@ -133,6 +133,9 @@ inline constexpr uint8_t kDetailOutside = 8;
 // A cost every rank of a tensor-parallel group pays together (the engine's time between steps:
 // one scheduler drives every worker), so tensor-parallel peers cannot say it was too long.
 inline constexpr uint8_t kDetailGroupCost = 16;
+// The device idle time of a step (outside_time.h): not host work; the what-if replay cuts it
+// from the device timeline (replay.h), never from the host's.
+inline constexpr uint8_t kDetailIdle = 32;
 
 // Whether a comm family is point-to-point (send/recv, any case) rather than a collective, and
 // whether it sends (to another pipeline stage: send and not recv). Pure.
@@ -143,6 +146,7 @@ bool IsSendFamily(std::string_view family);
 inline constexpr const char* kHostOutsideFamily = "(host outside operators)";
 inline constexpr const char* kBetweenStepsFamily = "(between steps)";
 inline constexpr const char* kStepCallsFamily = "(calls under the step)";
+inline constexpr const char* kDeviceIdleFamily = "(device idle)";
 // A step without operator detail (StepInfo::operator_detail false): its whole duration.
 inline constexpr const char* kWholeStepFamily = "(whole step)";
 // What the evidence of such a step says, and how to get detail for it next time.

@@ -2,6 +2,7 @@
 #include "read/outside_time.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -79,6 +80,47 @@ Gaps Uncovered(int64_t start, int64_t end, std::vector<std::pair<int64_t, int64_
 }
 
 }  // namespace
+
+void AddBusy(StepBucket* b, int64_t start, int64_t end) {
+  if (end <= start) return;
+  b->busy.emplace_back(start, end);
+  if (b->busy.size() < std::max<size_t>(64, 2 * b->busy_folded)) return;
+  b->busy = BusyUnion(std::move(b->busy));
+  b->busy_folded = b->busy.size();
+}
+
+std::vector<std::pair<int64_t, int64_t>> BusyUnion(std::vector<std::pair<int64_t, int64_t>> iv) {
+  std::sort(iv.begin(), iv.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (auto [s, e] : iv) {
+    if (e <= s) continue;
+    if (!out.empty() && s <= out.back().second)
+      out.back().second = std::max(out.back().second, e);
+    else
+      out.emplace_back(s, e);
+  }
+  return out;
+}
+
+std::optional<PendingInstance> DeviceIdleInstance(const StepInfo& st, std::vector<std::pair<int64_t, int64_t>> busy,
+                                                  StringTable* strings) {
+  // Outside a device window nothing says what the device did; without operator detail the
+  // step is judged as one piece (kWholeStepFamily).
+  if (!st.operator_detail || !st.device_detail || st.end_ns <= st.start_ns) return std::nullopt;
+  const bool own = std::any_of(busy.begin(), busy.end(), [&](const std::pair<int64_t, int64_t>& iv) {
+    return iv.second > st.start_ns && iv.first < st.end_ns;
+  });
+  // No device work of its own in the step: a host-only step (or a CPU program) has nothing idle.
+  if (!own) return std::nullopt;
+  // The previous step's work that ran past its end keeps the device busy into this step.
+  if (st.prev_device_end > st.start_ns) busy.emplace_back(st.start_ns, st.prev_device_end);
+  const Gaps g = Uncovered(st.start_ns, st.end_ns, std::move(busy));
+  if (g.total <= 0) return std::nullopt;
+  PendingInstance p = Pseudo(kDeviceIdleFamily, g.best_start, g.best_end, strings);
+  SetHostTime(&p, static_cast<double>(g.total));
+  p.detail.flags |= kDetailIdle;
+  return p;
+}
 
 void AddDirectCall(StepBucket* b, int64_t start, int64_t end, int64_t thread, const SubtreeStats& agg) {
   if (!b->seen.insert(DedupKey{kDirectCallKey, start, end, thread}).second) return;

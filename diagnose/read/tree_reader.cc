@@ -110,6 +110,15 @@ void MarkOperatorDetail(std::map<StepKey, StepBucket>& buckets, uint32_t comm, R
   }
 }
 
+// The device work of a vertical step's rank and step: both views' (comm kernels may sit in the
+// horizontal trees only).
+std::vector<std::pair<int64_t, int64_t>> StepBusy(const std::map<StepKey, StepBucket>& buckets, const StepBucket& b) {
+  std::vector<std::pair<int64_t, int64_t>> busy = b.busy;
+  const StepKey h{b.info.rank.value_or(-1), b.info.step_index, true};
+  if (auto it = buckets.find(h); it != buckets.end()) busy.insert(busy.end(), it->second.busy.begin(), it->second.busy.end());
+  return busy;
+}
+
 // Each vertical step's pseudo-instances for the time no operator covers, and every step's
 // prev_device_end (the previous step's device work that ran past its host end).
 void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTable* strings, ReadStats* stats) {
@@ -157,6 +166,7 @@ void AddOutsideTime(std::map<StepKey, StepBucket>& buckets, bool judge, StringTa
       }
       if (!judge) continue;
       b.outside = detail::OutsideInstances(b, prev, carries[k], strings);
+      if (auto idle = detail::DeviceIdleInstance(b.info, StepBusy(buckets, b), strings)) b.outside.push_back(std::move(*idle));
       // That capture is warm-up, like loading a kernel: reported, not judged (peer/warmup.h).
       for (PendingInstance& p : b.outside)
         if (new_graph && p.family == between) p.detail.flags |= kDetailLoadsCode;

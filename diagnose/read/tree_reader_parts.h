@@ -131,6 +131,10 @@ struct StepBucket {
   std::vector<PendingInstance> instances;
   std::vector<PendingInstance> outside;  // the time no operator covers (outside_time.h)
   std::vector<int64_t> graph_ids;        // CUDA graphs its graph launches replayed (distinct)
+  // Its device work (kernels, copies, memsets) as intervals; request trees repeat them, so the
+  // list is folded into its union whenever it doubles (AddBusy).
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  size_t busy_folded = 0;  // size after the last fold
 };
 
 }  // namespace truffld::diagnose::detail

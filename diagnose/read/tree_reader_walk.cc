@@ -203,6 +203,7 @@ void TreeReader::Impl::AddCall(std::string_view layer, uint32_t fam_id, int64_t 
 void TreeReader::Impl::AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family,
                                  uint32_t fam_id, int64_t start, int64_t end, int64_t call_start, SubtreeStats* agg) {
   agg->device.emplace_back(start, end);
+  if (outside_time) detail::AddBusy(bucket, start, end);
   const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
   uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
   shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));

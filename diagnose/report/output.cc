@@ -28,6 +28,7 @@ void AddPeerCost(nlohmann::json& fj, const PeerCost& c) {
   for (const auto& [src, r] : c.ratios) ratios[PeerSourceName(src)] = r;
   fj["ratios"] = ratios;
   fj["evidence"] = c.sentence;
+  if (!c.effect_of.empty()) fj["effect_of"] = c.effect_of;
 }
 
 // us since the trace's origin, to the ns, as the trace's own "ts" reads.

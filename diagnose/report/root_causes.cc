@@ -19,6 +19,7 @@ const char* FaultClassName(FaultClass c) noexcept {
     case FaultClass::kSlowCopy: return "slow copy";
     case FaultClass::kSlowLink: return "slow link";
     case FaultClass::kStragglerRank: return "straggler rank";
+    case FaultClass::kDeviceStarvation: return "device starvation";
   }
   return "unknown";
 }
@@ -46,6 +47,9 @@ const char* FaultClassHint(FaultClass c) noexcept {
     case FaultClass::kStragglerRank:
       return "the other ranks waited for this rank in collectives: look at its own findings (host, GPU) and "
              "at its node";
+    case FaultClass::kDeviceStarvation:
+      return "the GPU sat idle inside the step with work already queued: check stream waits and events, "
+             "synchronisations between streams, and host-side waits before the next launch";
   }
   return "";
 }
@@ -53,6 +57,7 @@ const char* FaultClassHint(FaultClass c) noexcept {
 FaultClass ClassifyBlame(View view, const std::string& family, const std::string& layer, Metric metric) {
   if (family == kBetweenStepsFamily) return FaultClass::kSchedulingGap;
   if (family == kHostOutsideFamily) return FaultClass::kHostOutside;
+  if (family == kDeviceIdleFamily) return FaultClass::kDeviceStarvation;
   if (family == kStepCallsFamily || layer == "memcpy") return FaultClass::kSlowCopy;
   const bool copy = family.find("Memcpy") != std::string::npos || family.find("memcpy") != std::string::npos ||
                     family.find("copy_") != std::string::npos;
@@ -84,7 +89,8 @@ std::vector<const FaultyOperator*> ListedBlame(const StepDiagnosis& s, double mi
 double UnitCostNs(const StepDiagnosis& s) {
   if (s.evidence.peer && std::isfinite(s.evidence.peer->impact_ns)) return s.evidence.peer->impact_ns;
   double excess = 0;
-  for (const FaultyOperator& f : s.faulty) excess += CostOrNone(f.cost).excess_ns;
+  for (const FaultyOperator& f : s.faulty)
+    if (CostOrNone(f.cost).effect_of.empty()) excess += CostOrNone(f.cost).excess_ns;
   return excess;
 }
 
@@ -117,6 +123,7 @@ std::vector<RootCause> GroupRootCauses(const std::vector<StepDiagnosis>& d, cons
     if (s.label != Verdict::kAbnormal) continue;
     for (const FaultyOperator* op : ListedBlame(s, run.min_impact_share)) {
       const FaultyOperator& f = *op;
+      if (!CostOrNone(f.cost).effect_of.empty()) continue;  // its cost is its cause's
       const Metric metric = f.cost ? f.cost->metric : Metric::kDevice;
       const FaultClass fc = ClassifyBlame(s.evidence.view, f.family, f.layer, metric);
       const std::string metric_name = f.cost ? MetricName(metric) : "";

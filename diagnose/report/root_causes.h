@@ -28,6 +28,7 @@ enum class FaultClass : uint8_t {
   kSlowCopy,        // host-device copies, or CUDA calls issued directly under the step
   kSlowLink,        // communication's device time above its peers' (transfer, not waiting)
   kStragglerRank,   // the rank the others waited for in collectives
+  kDeviceStarvation,  // the device idled inside the step, waiting on a dependency, not a launch
 };
 
 const char* FaultClassName(FaultClass c) noexcept;  // "slow GPU work", ...

@@ -46,7 +46,7 @@ namespace truffld::diagnose {
   X(inverted_ranges, "integer", rs.inverted_ranges, "Operator nodes ending before they start (kept, duration 0).") \
   X(graph_instances, "integer", rs.graph_instances, "Instances rebuilt from CUDA-graph nodes' captured_in.") \
   X(outside_instances, "integer", rs.outside_instances,                                                  \
-    "Instances of time no operator covers (host gaps, between steps, calls under the step).")          \
+    "Instances of time no operator covers (host gaps, between steps, calls under the step, device idle).")          \
   X(repaired_lines, "integer", rs.repaired_lines, "Lines with invalid UTF-8, read after replacing bad bytes.") \
   X(empty_horizontal, "integer", rs.empty_horizontal,                                                    \
     "Horizontal views with no communication: nothing to judge, so not units.")                           \
@@ -136,7 +136,7 @@ namespace truffld::diagnose {
   X(markers_replayed, "integer", ts.markers_replayed,                                                     \
     "Markers of CUDA-graph replays (no operator slice to point at).")                                     \
   X(markers_outside, "integer", ts.markers_outside,                                                       \
-    "Markers of time no operator covers: host gaps, the time between steps, calls under the step.")       \
+    "Markers of time no operator covers: host gaps, the time between steps, calls under the step, device idle.")       \
   X(steps_annotated, "integer", ts.steps_annotated, "Step slices given their verdicts.")                  \
   X(events_copied, "integer", ts.events, "Lines of the merge's trace copied.")                            \
   X(error, "string", "", "Why diagnosis.trace.json was not written (a trace found beside the trees only).")

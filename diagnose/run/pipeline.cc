@@ -59,7 +59,8 @@ std::vector<Prediction> ToPredictions(const std::vector<StepDiagnosis>& d) {
     Prediction p;
     p.key = StepKey{s.evidence.rank.value_or(-1), s.evidence.step_index, s.evidence.view == View::kHorizontal};
     p.abnormal = s.abnormal;
-    for (const auto& f : s.faulty) p.faulty.push_back(f.family);
+    for (const auto& f : s.faulty)  // an effect (device idle a host stall caused) is not a blame
+      if (CostOrNone(f.cost).effect_of.empty()) p.faulty.push_back(f.family);
     out.push_back(std::move(p));
   }
   return out;

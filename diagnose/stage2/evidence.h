@@ -38,6 +38,9 @@ struct PeerCost {
   double absorbed_ns = 0;
   std::vector<std::pair<PeerSource, double>> ratios;  // observed / expected, per source with peers
   std::string sentence;                    // the evidence in one sentence with numbers
+  // (device idle) only: the family whose late launches the device waited for (its cause, whose
+  // cost the idle is; peer/impact.h); empty otherwise.
+  std::string effect_of;
 };
 
 // `cost`, or an all-zero PeerCost when it has none (legacy modes, hand-built evidence).

@@ -41,8 +41,10 @@ StepDiagnosis Fuse(StepEvidence evidence, StageTwoDecision decision, double thre
     d.faulty.push_back(std::move(op));
   }
   if (evidence.peer) {
+    // Causes by excess, then the effects they explain (peer/impact.h).
     std::stable_sort(d.faulty.begin(), d.faulty.end(), [](const FaultyOperator& a, const FaultyOperator& b) {
-      return a.ExcessNs() > b.ExcessNs();
+      const bool ea = !CostOrNone(a.cost).effect_of.empty(), eb = !CostOrNone(b.cost).effect_of.empty();
+      return ea != eb ? eb : a.ExcessNs() > b.ExcessNs();
     });
   } else {
     std::stable_sort(d.faulty.begin(), d.faulty.end(),

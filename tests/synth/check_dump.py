@@ -26,7 +26,9 @@ New classes: host_gap (the window lies inside one step range and overlaps no oth
 API call of the main thread: label '(host outside operators)'), sched_delay (the window lies
 between the previous step's pop and the step's push: label '(between steps)' on the later step),
 direct_copy (copies whose runtime call sits directly under the step range, no operator around it:
-label '(calls under the step)'; contention on such a copy labels it too).
+label '(calls under the step)'; contention on such a copy labels it too), device_starve (the
+window lies inside one step range and no kernel, copy or memset of the rank runs in it: label
+'(device idle)').
 Exit status 0 when everything holds; otherwise prints what differs and exits 1.
 
 Usage: check_dump.py OUTDIR [--schemas DIR] [--max-validate N]
@@ -208,6 +210,7 @@ class Dump:
 HOST_OUTSIDE = "(host outside operators)"
 BETWEEN_STEPS = "(between steps)"
 CALLS_UNDER_STEP = "(calls under the step)"
+DEVICE_IDLE = "(device idle)"
 
 
 def recompute_labels(dumps, ledger, errors):
@@ -250,6 +253,16 @@ def recompute_labels(dumps, ledger, errors):
                 errors.append(f"ledger {e['id']}: host_gap window overlaps {inside[:2]} / {len(calls)} API calls")
                 continue
             add_pseudo(d, steps[0], HOST_OUTSIDE, e["id"])
+        elif cls == "device_starve":
+            if lo >= hi:
+                continue
+            steps = [d.ranges[i]["step"] for i in d.steps if d.ranges[i]["start"] <= lo and hi <= d.ranges[i]["end"]]
+            busy = [r for r in d.device if r["gpu_start"] < hi and r["gpu_end"] > lo]
+            if len(steps) != 1 or busy:
+                errors.append(f"ledger {e['id']}: device_starve window is not an idle stretch of one step "
+                              f"({len(steps)} steps, {len(busy)} device records inside)")
+                continue
+            add_pseudo(d, steps[0], DEVICE_IDLE, e["id"])
         elif cls == "sched_delay":
             later = [k for k, i in enumerate(d.steps) if d.ranges[i]["start"] >= hi]
             if not later or d.ranges[d.steps[later[0]]]["start"] != hi or later[0] == 0 \

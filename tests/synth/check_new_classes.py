@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The fault classes for time no operator covers, labels by cost, and the host-ahead regime.
 
-  1. host_gap, sched_delay, direct_copy (each alone, strong; sched_delay also with --pp 2): the
+  1. host_gap, sched_delay, direct_copy, device_starve (each alone, strong; sched_delay also with --pp 2): the
      ledger has entries of the class naming the diagnoser's pseudo-family as target, labels.jsonl
      has abnormal vertical steps whose faulty list is exactly that family, and check_dump.py
      re-derives every label from the raw events (including cost_ns = observed - counterfactual);
@@ -30,7 +30,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILY = {"host_gap": "(host outside operators)", "sched_delay": "(between steps)",
-          "direct_copy": "(calls under the step)"}
+          "direct_copy": "(calls under the step)", "device_starve": "(device idle)"}
 
 
 def load(path):

@@ -131,10 +131,11 @@ def read_diagnosis(path, scen):
     """diagnosis.jsonl -> {view: {key: unit}}; unit = {label, fams (set), blames [(family, excess_ns)],
     evidence, top_blame_evidence (of the faulty operator with the largest excess), phase, requests,
     tokens}. An abnormal unit without faulty operators carries the
-    family '__abnormal__' so step metrics still see it."""
+    family '__abnormal__' so step metrics still see it. A faulty entry with effect_of (device idle
+    that a host family's late launches caused) names its cause's time, not a blame: left out."""
     out = {v: {} for v in VIEWS}
     for d in read_jsonl(path):
-        faulty = d.get("faulty", [])
+        faulty = [f for f in d.get("faulty", []) if not f.get("effect_of")]
         fams = {f["family"] for f in faulty}
         label = d.get("label", "abnormal" if fams else "normal")
         if label == "abnormal" and not fams:

@@ -27,7 +27,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def blame_hits(unit, fault):
     """Whether the unit's largest blamed excess is the faulted operator."""
-    faulty = unit.get("faulty") or []
+    faulty = [f for f in unit.get("faulty") or [] if not f.get("effect_of")]  # effects are not blames
     if not faulty:
         return False
     top = max(faulty, key=lambda f: f.get("excess_ns") or 0)

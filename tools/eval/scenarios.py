@@ -14,7 +14,7 @@ import glob
 import os
 
 CLASSES = ["software", "cuda_kernel", "memcpy", "contention", "communication", "engine",
-           "host_gap", "sched_delay", "direct_copy"]
+           "host_gap", "sched_delay", "direct_copy", "device_starve"]
 INTENSITIES = ["mild", "strong"]
 DEFAULT_RATE = "0.1"
 STRESS_RATE = "0.5"

@@ -10,10 +10,12 @@ namespace truffld::synth {
 namespace {
 constexpr const char* kClassNames[kNumFaultClasses] = {"software",   "cuda_kernel",   "memcpy",
                                                        "contention", "communication", "engine",
-                                                       "host_gap",   "sched_delay",   "direct_copy"};
+                                                       "host_gap",   "sched_delay",   "direct_copy",
+                                                       "device_starve"};
 constexpr const char* kClassLayers[kNumFaultClasses] = {"software", "cuda",    "cuda",
                                                         "hardware", "network", "engine",
-                                                        "software", "engine",  "cuda"};
+                                                        "software", "engine",  "cuda",
+                                                        "cuda"};
 }  // namespace
 
 const char* FaultClassName(FaultClass c) noexcept { return kClassNames[static_cast<int>(c)]; }

@@ -26,6 +26,7 @@ FaultBook::FaultBook(const SynthConfig& cfg, const Catalogue& cat)
   fam_host_ = cat.Id(kFamHostOutside);
   fam_between_ = cat.Id(kFamBetweenSteps);
   fam_calls_ = cat.Id(kFamCallsUnderStep);
+  fam_idle_ = cat.Id(kFamDeviceIdle);
   if (cfg.fault_classes.empty() || cfg.abnormal_fraction <= 0) return;
   // Share of entries that label (intensity above threshold) and mean window length in steps.
   double q = 0;
@@ -130,8 +131,9 @@ void FaultBook::BeginStep(const GroupStep& gs) {
         e.open = false;
         break;
       case FaultClass::kHostGap:
-        e.target = kFamHostOutside;
-        e.family = fam_host_;
+      case FaultClass::kDeviceStarve:
+        e.target = e.cls == FaultClass::kHostGap ? kFamHostOutside : kFamDeviceIdle;
+        e.family = e.cls == FaultClass::kHostGap ? fam_host_ : fam_idle_;
         e.gap_frac = rng_.Uniform();
         e.start = e.end = -1;  // set when the stall happens (SetWindow)
         e.open = false;
@@ -164,7 +166,8 @@ void FaultBook::EndStep(const std::vector<int>& ranks, const std::vector<int64_t
       e.end = std::min(e.end, pop_ts[i]);
       e.start = std::min(e.start, e.end);
     }
-    if ((e.cls == FaultClass::kEngine || e.cls == FaultClass::kHostGap) && e.start < 0) {
+    if ((e.cls == FaultClass::kEngine || e.cls == FaultClass::kHostGap || e.cls == FaultClass::kDeviceStarve) &&
+        e.start < 0) {
       e.start = e.end = pop_ts[i];  // no preparation op ran / no operator boundary: empty window
     }
     active_[r] = -1;

@@ -61,6 +61,8 @@ Fault classes (--faults, comma list or 'all' or 'none'):
                  labels the later step '(between steps)'
   direct_copy    the input copy every step issues directly under its step range (cudaMemcpyAsync
                  HtoD, no operator around it) runs slower; labels '(calls under the step)'
+  device_starve  the compute stream waits on an event between two operators while the host keeps
+                 launching: the GPU idles inside the step; labels '(device idle)'
 Intensities are slowdown factors: negligible 1.1 (below the labelling threshold on purpose),
 mild 1.3 and 1.6, strong 2.5 and 4.0. Labels by cost: every step a labelling fault touched is
 re-simulated from the same state and random draws with the faults off; the step is labelled
@@ -280,7 +282,7 @@ int main(int argc, char** argv) {
         const std::string item = faults.substr(pos, c - pos);
         if (!ParseFaultClass(item, &fc)) {
           std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
-                               "contention, communication, engine, host_gap, sched_delay, direct_copy)\n", item.c_str());
+                               "contention, communication, engine, host_gap, sched_delay, direct_copy, device_starve)\n", item.c_str());
           return kExitUsage;
         }
         cfg.fault_classes.push_back(fc);

@@ -117,6 +117,7 @@ Catalogue::Catalogue() {
   Add(kFamHostOutside);
   Add(kFamBetweenSteps);
   Add(kFamCallsUnderStep);
+  Add(kFamDeviceIdle);
 }
 
 int16_t Catalogue::Add(const std::string& raw, bool has_seq) {

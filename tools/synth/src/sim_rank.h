@@ -193,6 +193,9 @@ struct Simulator::Rank {
   int64_t gap_op = -1, gap_ns = 0;
   int gap_fault = -1;
   int64_t sched_extra = 0;  // sched_delay: extra wait before this step's push
+  // This step's injected stream wait (device_starve): before eager operator `starve_op`.
+  int64_t starve_op = -1, starve_ns = 0;
+  int starve_fault = -1;
 
   // What a step changes, for the counterfactual: saved before the step, restored after it.
   struct State {
@@ -221,7 +224,13 @@ struct Simulator::Rank {
     gap_ns = 0;
     gap_fault = -1;
     sched_extra = 0;
+    starve_op = -1;
   }
+  // device_starve (device_starve.cc): plans this step's stream wait at one of the eager operator
+  // boundaries `bounds` (`nominal_device_ns`: the step's nominal device time), and applies it
+  // before operator `op` (the GPU idles; the host does not wait).
+  void PlanStarve(const std::vector<size_t>& bounds, int64_t nominal_device_ns, const FaultBook& faults);
+  void StarveBefore(size_t op, FaultBook* faults);
 };
 
 struct Simulator::Group {

@@ -140,6 +140,7 @@ void Simulator::ExecuteEager(Group& g, const std::vector<Op>& ops, size_t begin,
       faults_->Hit(rk.rank, rk.gap_fault, faults_->host_outside_family(), false);
       rk.gap_op = -1;
     }
+    for (Rank& rk : g.ranks) rk.StarveBefore(i, faults_.get());
     EagerOp(g, ops[i], nominal);
   }
 }
@@ -308,6 +309,7 @@ void Simulator::RunStep(std::vector<Group>& stages, const PlannedStep& ps, const
       rk.gap_ns = d;
       rk.gap_fault = f;
     }
+    for (Rank& rk : g.ranks) rk.PlanStarve(bounds, nominal, *faults_);
     if (s > 0) {
       MatchP2P(stages[s - 1], g);
       EndGroupStep(stages[s - 1]);

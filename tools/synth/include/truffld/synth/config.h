@@ -28,8 +28,9 @@ enum class FaultClass : uint8_t {
   kHostGap,        // a host stall between two operators, outside every operator range
   kSchedDelay,     // the scheduler is slow: every rank of a replica starts the next step later
   kDirectCopy,     // the input copy issued directly under the step range runs slower
+  kDeviceStarve,   // the compute stream waits on an event between two operators: the GPU idles
 };
-constexpr int kNumFaultClasses = 9;
+constexpr int kNumFaultClasses = 10;
 const char* FaultClassName(FaultClass c) noexcept;      // "software", "cuda_kernel", ...
 const char* FaultClassLayer(FaultClass c) noexcept;     // the ledger "layer": software/cuda/hardware/network/engine
 bool ParseFaultClass(std::string_view s, FaultClass* out) noexcept;

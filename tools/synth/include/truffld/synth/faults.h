@@ -26,7 +26,11 @@
 //                 entry per rank, window = the rank's wait before the step's push; labels the
 //                 later step "(between steps)";
 //   direct_copy   the input copy every step issues directly under its step range (no operator
-//                 around it) runs intensity x longer; labels "(calls under the step)".
+//                 around it) runs intensity x longer; labels "(calls under the step)";
+//   device_starve the compute stream waits (intensity - 1) x 25% of the step's nominal device
+//                 time on an event between two eager backend operators (a cudaStreamWaitEvent on
+//                 work another thread or process finishes late) while the host keeps launching:
+//                 the GPU idles; the window is the wait; labels "(device idle)".
 // Labels by cost: the simulator re-runs every step a labelling fault touched with all faults
 // disabled, from the same state and the same random draws (the counterfactual), and reports
 // the step's cost (its pop minus the counterfactual's) with SetStepCost; a touched step whose
@@ -68,7 +72,7 @@ struct LedgerEntry {
   int64_t first_step = 0, last_step = 0;  // rank-local step indices the window spans
   bool open = false;
   int64_t steps_left = 0;    // step-spanning entries: steps still to run
-  double gap_frac = 0;       // host_gap: where in the step (share of its operator boundaries)
+  double gap_frac = 0;       // host_gap, device_starve: where in the step (share of its operator boundaries)
 };
 
 struct StepTruth {
@@ -135,12 +139,15 @@ class FaultBook {
   // host_gap: the stall for this step (0: none) and where it falls (fraction of the boundaries).
   int64_t HostGap(int rank, int64_t nominal_host_ns, double* where, int* fault) const;
   void SetWindow(int fault, int64_t start, int64_t end);
+  // device_starve: the stream wait for this step (0: none) and where it falls (as HostGap).
+  int64_t DeviceStarve(int rank, int64_t nominal_device_ns, double* where, int* fault) const;
   // direct_copy / contention on the copy issued directly under the step range.
   double DirectCopyFactor(int rank, int64_t gpu_start, int* fault) const;
   // Pseudo-families the diagnoser reports for time no operator covers.
   int16_t host_outside_family() const { return fam_host_; }
   int16_t between_steps_family() const { return fam_between_; }
   int16_t calls_under_step_family() const { return fam_calls_; }
+  int16_t device_idle_family() const { return fam_idle_; }
 
   // Counterfactual mode: every effect is off and nothing is recorded (the re-simulation).
   void set_counterfactual(bool on) { counterfactual_ = on; }
@@ -179,7 +186,7 @@ class FaultBook {
   std::vector<LedgerEntry> ledger_;
   std::vector<int> active_;                    // per rank: ledger index or -1
   std::vector<std::vector<StepTruth>> truth_;  // per rank, per step
-  int16_t fam_host_ = -1, fam_between_ = -1, fam_calls_ = -1;
+  int16_t fam_host_ = -1, fam_between_ = -1, fam_calls_ = -1, fam_idle_ = -1;
   bool counterfactual_ = false;
   int64_t hits_ = 0;
 };

@@ -90,6 +90,7 @@ struct ModelDims {
 inline constexpr const char* kFamHostOutside = "(host outside operators)";
 inline constexpr const char* kFamBetweenSteps = "(between steps)";
 inline constexpr const char* kFamCallsUnderStep = "(calls under the step)";
+inline constexpr const char* kFamDeviceIdle = "(device idle)";  // the GPU ran nothing inside the step
 
 // Interned, JSON-escaped names: backend families, frontend names with call sites, NCCL names,
 // kernel names. Ids are stable for a given construction.
