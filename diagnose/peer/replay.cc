@@ -311,8 +311,8 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
         it.host_start = it.host_end = it.launch = it.device_start = t.start_ns[i];
         it.device_end = t.end_ns[i];
         it.wait_ns = 0;
-        if (item_of) (*item_of)[i] = static_cast<uint32_t>(g.items.size());
-        seen.emplace(key, static_cast<uint32_t>(g.items.size()));
+        item_at[seq] = static_cast<uint32_t>(g.items.size());
+        if (item_of) (*item_of)[i] = item_at[seq];
         g.items.push_back(it);
         continue;
       }
