@@ -57,7 +57,6 @@ std::string_view GetStr(simdjson::dom::object o, const char* key) {
 }
 
 }  // namespace detail
-
 namespace {
 
 bool IsOperatorLayer(std::string_view l) {
