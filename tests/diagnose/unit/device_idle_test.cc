@@ -8,6 +8,7 @@
 
 #include "peer/impact.h"
 #include "peer/replay.h"
+#include "replay_test_util.h"
 #include "read/outside_time.h"
 #include "read/tree_reader.h"
 #include "../tree_line.h"
@@ -115,23 +116,10 @@ TEST(DeviceIdle, FromTheTreesOfBothViews) {
   EXPECT_EQ(t.end_ns[idle], 10000);
 }
 
-// A host operator from a to b (us) that launched device work [ds, de] (us) at `launch`.
-ReplayItem IdleItem(int64_t a, int64_t b, int64_t launch = -1, int64_t ds = 0, int64_t de = 0, int64_t wait = 0) {
-  ReplayItem it;
-  it.host_start = a * 1000;
-  it.host_end = b * 1000;
-  it.wait_ns = wait * 1000;
-  if (launch >= 0) {
-    it.has_device = true;
-    it.launch = launch * 1000;
-    it.device_start = ds * 1000;
-    it.device_end = de * 1000;
-  }
-  return it;
-}
+using test::ReplayOp;
 
 ReplayItem IdleGap(int64_t from, int64_t to) {
-  ReplayItem it = IdleItem(from, from, from, from, to);
+  ReplayItem it = ReplayOp(from, from, from, from, to);
   it.idle = true;
   return it;
 }
@@ -146,7 +134,7 @@ StepGraph IdleGraph(int64_t end_us, std::vector<ReplayItem> items) {
 // Work launched early that still waited (a stream wait on another stream's event): cutting the
 // idle stretch before it saves what was cut; the host, blocked on the device, leaves earlier.
 TEST(DeviceIdleReplay, IdleBeforeQueuedWorkIsSaved) {
-  StepGraph g = IdleGraph(1200, {IdleItem(0, 10, 5, 10, 100), IdleItem(10, 20, 15, 700, 1190), IdleItem(20, 1200, -1, 0, 0, 1000),
+  StepGraph g = IdleGraph(1200, {ReplayOp(0, 10, 5, 10, 100), ReplayOp(10, 20, 15, 700, 1190), ReplayOp(20, 1200, -1, 0, 0, 1000),
                              IdleGap(100, 700)});
   EXPECT_EQ(ReplayedCompletion(g, {}), ObservedCompletion(g));  // uncut, the idle item is absent
   EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{3, 500e3, 0}}), 500e3);  // its host-metric cost cuts the device
@@ -157,7 +145,7 @@ TEST(DeviceIdleReplay, IdleBeforeQueuedWorkIsSaved) {
 // saves next to nothing (the work cannot start before its launch), cutting the host stall saves
 // it all, and both together save it once.
 TEST(DeviceIdleReplay, IdleThatWaitedForALaunchIsTheHostsCost) {
-  StepGraph g = IdleGraph(1200, {IdleItem(0, 100, 90, 95, 100), IdleItem(100, 1100), IdleItem(1100, 1200, 1110, 1115, 1190),
+  StepGraph g = IdleGraph(1200, {ReplayOp(0, 100, 90, 95, 100), ReplayOp(100, 1100), ReplayOp(1100, 1200, 1110, 1115, 1190),
                              IdleGap(100, 1115)});
   EXPECT_EQ(ReplayedCompletion(g, {}), 1200000);
   EXPECT_LT(ReplayImpactNs(g, {{3, 1000e3, 0}}), 10e3);
@@ -167,7 +155,7 @@ TEST(DeviceIdleReplay, IdleThatWaitedForALaunchIsTheHostsCost) {
 
 // An uncut idle item changes no other cut's replay.
 TEST(DeviceIdleReplay, UncutIdleChangesNothing) {
-  StepGraph with = IdleGraph(1200, {IdleItem(0, 100, 90, 95, 100), IdleItem(100, 1100), IdleItem(1100, 1200, 1110, 1170, 1190),
+  StepGraph with = IdleGraph(1200, {ReplayOp(0, 100, 90, 95, 100), ReplayOp(100, 1100), ReplayOp(1100, 1200, 1110, 1170, 1190),
                                 IdleGap(100, 1170)});
   StepGraph without = with;
   without.items.pop_back();
