@@ -48,13 +48,13 @@ using PeerUnits = std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>>;
 
 // The peer_entry_shift of `g`'s collectives whose late peer blamed one of `families` (family,
 // metric) in the same step: how much earlier that peer's replay with the cuts of those families
-// enters the collective, as (item, shift > 0) pairs. `items_u`: g's item per instance (BuildStepGraph's item_of);
-// `item_of`: a second such buffer for the peers' graphs.
-std::vector<std::pair<uint32_t, double>> SharePeerCuts(const InstanceTable& t, const std::vector<CommTiming>& comm, const PeerUnits& peers,
-                   const std::vector<std::vector<const TestRow*>>& by_unit,
-                   const std::vector<std::vector<BlamedFamily>>& blame, uint32_t u,
-                   const std::vector<std::pair<uint32_t, Metric>>& families, const std::vector<uint32_t>& items_u,
-                   std::vector<uint32_t>* item_of, const StepGraph& g) {
+// enters the collective, as (item, shift > 0) pairs. `items_u`: g's item per instance
+// (BuildStepGraph's item_of); `item_of`: a second such buffer for the peers' graphs.
+std::vector<std::pair<uint32_t, double>> SharePeerCuts(
+    const InstanceTable& t, const std::vector<CommTiming>& comm, const PeerUnits& peers,
+    const std::vector<std::vector<const TestRow*>>& by_unit, const std::vector<std::vector<BlamedFamily>>& blame,
+    uint32_t u, const std::vector<std::pair<uint32_t, Metric>>& families, const std::vector<uint32_t>& items_u,
+    std::vector<uint32_t>* item_of, const StepGraph& g) {
   std::vector<std::pair<uint32_t, double>> out;
   struct Peer { StepGraph graph; std::vector<double> shift; };
   std::map<int64_t, Peer> replayed;  // by the late peer's rank
@@ -158,7 +158,8 @@ void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) 
     b.effect_of = family;
     any = true;
   }
-  if (any) std::stable_partition(blamed->begin(), blamed->end(), [](const BlamedFamily& b) { return b.effect_of == kNoString; });
+  if (any)
+    std::stable_partition(blamed->begin(), blamed->end(), [](const BlamedFamily& b) { return b.effect_of == kNoString; });
 }
 
 }  // namespace

@@ -170,6 +170,37 @@ void AddPreviousTail(const InstanceTable& t, const std::vector<uint32_t>& units,
   g->items.push_back(it);
 }
 
+// The replay item of instance `i` of a step of rank `rank`: an operator (its host range, its own
+// device work and launch, its collective's peer bound), a CUDA-graph node (no host range), or
+// the device's idle stretch (no host range, no launch).
+ReplayItem ItemOf(const InstanceTable& t, uint32_t i, const std::vector<CommTiming>& comm, int64_t rank) {
+  const InstanceDetail& d = t.detail[i];
+  ReplayItem it;
+  it.group_cost = d.flags & kDetailGroupCost;
+  if (d.flags & kDetailIdle) {
+    it.idle = it.has_device = true;
+    it.host_start = it.host_end = it.launch = it.device_start = t.start_ns[i];
+    it.device_end = t.end_ns[i];
+    return it;
+  }
+  const bool replayed = d.flags & kDetailReplay;  // no host range of its own
+  it.host_start = replayed ? d.device_start : t.start_ns[i];
+  it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
+  it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
+  it.has_device = (d.flags & kDetailHasDevice) && d.device_end >= d.device_start && d.device_start > 0;
+  if (!it.has_device) return it;
+  it.device_start = d.device_start;
+  it.device_end = d.device_end;
+  const double lat = t.features[i][kLaunchLatencyNs];
+  const int64_t launch = d.device_start - static_cast<int64_t>(std::isfinite(lat) ? lat : 0);
+  it.launch = std::clamp(launch, std::min(it.host_start, d.device_start), d.device_start);
+  const CommTiming* c = i < comm.size() ? &comm[i] : nullptr;
+  it.collective = c && c->participants > 1;
+  if (c && c->participants > 1 && c->last_rank != rank && c->wait_ns > 0 && c->last_arrival <= d.device_end)
+    it.peer_entry = c->last_arrival;
+  return it;
+}
+
 // Per instance of `units` (in order, numbered from 0): the number of the first one with the same
 // (start, end, family), itself when none comes before it.
 std::vector<uint32_t> FirstOfEqual(const InstanceTable& t, const std::vector<uint32_t>& units) {
@@ -258,7 +289,9 @@ std::vector<double> ReplayedDeviceShifts(const StepGraph& g, const std::vector<R
   std::vector<double> starts;
   Replay(g, cuts, &starts);
   for (uint32_t i = 0; i < g.items.size(); ++i)
-    starts[i] = g.items[i].has_device && !g.items[i].idle ? std::max(0.0, double(g.items[i].device_start) - starts[i]) : 0.0;
+    starts[i] = g.items[i].has_device && !g.items[i].idle
+                    ? std::max(0.0, double(g.items[i].device_start) - starts[i])
+                    : 0.0;
   return starts;
 }
 
@@ -299,40 +332,13 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
         if (item_of) (*item_of)[i] = item_at[seq];
         continue;
       }
-      const InstanceDetail& d = t.detail[i];
-      ReplayItem it;
-      const bool replayed = d.flags & kDetailReplay;  // no host range of its own
-      it.host_start = replayed ? d.device_start : t.start_ns[i];
-      it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
-      it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
-      it.group_cost = d.flags & kDetailGroupCost;
-      if (d.flags & kDetailIdle) {  // the device's idle stretch: no host range, no launch
-        it.idle = it.has_device = true;
-        it.host_start = it.host_end = it.launch = it.device_start = t.start_ns[i];
-        it.device_end = t.end_ns[i];
-        it.wait_ns = 0;
-        item_at[seq] = static_cast<uint32_t>(g.items.size());
-        if (item_of) (*item_of)[i] = item_at[seq];
-        g.items.push_back(it);
-        continue;
+      const ReplayItem it = ItemOf(t, i, comm, st.rank.value_or(-1));
+      if (!it.idle) {  // the idle stretch is neither a graph node nor a host range
+        if (t.detail[i].flags & kDetailReplay)
+          graph_nodes.push_back(static_cast<uint32_t>(g.items.size()));
+        else
+          host_starts.push_back(it.host_start);
       }
-      it.has_device = (d.flags & kDetailHasDevice) && d.device_end >= d.device_start && d.device_start > 0;
-      if (it.has_device) {
-        it.device_start = d.device_start;
-        it.device_end = d.device_end;
-        const double lat = t.features[i][kLaunchLatencyNs];
-        const int64_t launch = d.device_start - static_cast<int64_t>(std::isfinite(lat) ? lat : 0);
-        it.launch = std::clamp(launch, std::min(it.host_start, d.device_start), d.device_start);
-        const CommTiming* c = i < comm.size() ? &comm[i] : nullptr;
-        it.collective = c && c->participants > 1;
-        if (c && c->participants > 1 && c->last_rank != st.rank.value_or(-1) && c->wait_ns > 0 &&
-            c->last_arrival <= d.device_end)
-          it.peer_entry = c->last_arrival;
-      }
-      if (replayed)
-        graph_nodes.push_back(static_cast<uint32_t>(g.items.size()));
-      else
-        host_starts.push_back(it.host_start);
       item_at[seq] = static_cast<uint32_t>(g.items.size());
       if (item_of) (*item_of)[i] = item_at[seq];
       g.items.push_back(it);
