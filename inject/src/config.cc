@@ -80,29 +80,29 @@ std::string FormatFactor(double f) {
   return buf;
 }
 
+// A decimal variable: `*field` takes its value when `ok` accepts it; otherwise a warning says it
+// is not `what` and `*field` stays.
+void FactorVar(const EnvLookup& env, const char* name, const char* what, bool (*ok)(double), double* field,
+               std::vector<std::string>* w) {
+  const char* v = env(name);
+  if (!v || !*v) return;
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v, &end);
+  if (errno || *end != '\0' || !ok(x))
+    w->push_back(std::string(name) + "='" + v + "' is not " + what + "; using " + FormatFactor(*field));
+  else
+    *field = x;
+}
+
 // TRUFFLD_WINDOW_SLOW (0, or a factor in [1, 1000]), TRUFFLD_WINDOW_BUDGET (a share in (0, 1]),
 // TRUFFLD_WINDOW_STEPS (1..1000000) and TRUFFLD_WINDOW_CONTROL (default: truffld.detail in the
 // output directory).
 void ParseRequestedWindows(const EnvLookup& env, Config* c, std::vector<std::string>* w) {
-  if (const char* f = env("TRUFFLD_WINDOW_SLOW"); f && *f) {
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(f, &end);
-    if (errno || *end != '\0' || !(v == 0 || (v >= 1 && v <= 1000)))
-      w->push_back(std::string("TRUFFLD_WINDOW_SLOW='") + f + "' is not 0 or a factor in [1, 1000]; using 3");
-    else
-      c->device_windows.slow_factor = v;
-  }
-  if (const char* b = env("TRUFFLD_WINDOW_BUDGET"); b && *b) {
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(b, &end);
-    if (errno || *end != '\0' || !(v > 0 && v <= 1))
-      w->push_back(std::string("TRUFFLD_WINDOW_BUDGET='") + b + "' is not a share in (0, 1]; using " +
-                   FormatFactor(c->device_windows.trigger_budget));
-    else
-      c->device_windows.trigger_budget = v;
-  }
+  FactorVar(env, "TRUFFLD_WINDOW_SLOW", "0 or a factor in [1, 1000]",
+            [](double v) { return v == 0 || (v >= 1 && v <= 1000); }, &c->device_windows.slow_factor, w);
+  FactorVar(env, "TRUFFLD_WINDOW_BUDGET", "a share in (0, 1]", [](double v) { return v > 0 && v <= 1; },
+            &c->device_windows.trigger_budget, w);
   int64_t steps = static_cast<int64_t>(c->device_windows.request_steps);
   IntVar(env, "TRUFFLD_WINDOW_STEPS", 1, 1000000, &steps, w);
   c->device_windows.request_steps = static_cast<uint64_t>(steps);

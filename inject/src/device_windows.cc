@@ -2,7 +2,6 @@
 #include "device_windows.h"
 
 #include <algorithm>
-
 #include <charconv>
 
 namespace truffld::inject {
