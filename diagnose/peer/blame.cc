@@ -179,7 +179,7 @@ std::vector<std::vector<BlamedFamily>> IdleCauseCandidates(const InstanceTable& 
   std::vector<std::vector<BlamedFamily>> out(t.steps.size());
   std::vector<char> idle(t.steps.size(), 0);
   for (uint32_t u = 0; u < t.steps.size() && u < blame.size(); ++u)
-    for (const BlamedFamily& b : blame[u]) idle[u] = idle[u] || t.strings.Get(b.family) == kDeviceIdleFamily;
+    for (const BlamedFamily& b : blame[u]) idle[u] = idle[u] || IsDeviceIdleFamily(t.strings, b.family);
   std::vector<RowList> cand(t.steps.size());
   std::vector<std::set<uint32_t>> blamed(t.steps.size());
   for (uint32_t u = 0; u < t.steps.size(); ++u)

@@ -121,7 +121,7 @@ void AdoptIdleCause(const std::vector<const TestRow*>& unit_rows, const std::vec
                     std::vector<BlamedFamily>* blamed, std::vector<ReplayCut>* all) {
   double unexplained = 0;
   for (const BlamedFamily& b : *blamed) {
-    const bool idle = t.strings.Get(b.family) == kDeviceIdleFamily;
+    const bool idle = IsDeviceIdleFamily(t.strings, b.family);
     if (b.metric == Metric::kHost && !idle && b.impact_ns > 0) return;
     if (idle && b.impact_ns < 0.5 * b.excess_ns) unexplained = std::max(unexplained, b.excess_ns);
   }
@@ -146,7 +146,7 @@ void AdoptIdleCause(const std::vector<const TestRow*>& unit_rows, const std::vec
 void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) {
   const BlamedFamily* cause = nullptr;
   for (const BlamedFamily& b : *blamed) {
-    if (b.metric != Metric::kHost || t.strings.Get(b.family) == kDeviceIdleFamily) continue;
+    if (b.metric != Metric::kHost || IsDeviceIdleFamily(t.strings, b.family)) continue;
     if (!(b.impact_ns > 0)) continue;
     if (!cause || b.impact_ns > cause->impact_ns) cause = &b;
   }
@@ -154,7 +154,7 @@ void LinkIdleToCause(const InstanceTable& t, std::vector<BlamedFamily>* blamed) 
   const uint32_t family = cause->family;
   bool any = false;
   for (BlamedFamily& b : *blamed) {
-    if (t.strings.Get(b.family) != kDeviceIdleFamily || !(b.impact_ns < 0.5 * b.excess_ns)) continue;
+    if (!IsDeviceIdleFamily(t.strings, b.family) || !(b.impact_ns < 0.5 * b.excess_ns)) continue;
     b.effect_of = family;
     any = true;
   }

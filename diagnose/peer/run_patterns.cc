@@ -22,7 +22,7 @@ std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatte
   bool idle = false;  // the device idle time is no host time: named apart
   for (size_t k = 0; k < f.families.size(); ++k) {
     fams += (k ? ", " : "") + t.strings.Get(f.families[k]);
-    idle = idle || t.strings.Get(f.families[k]) == kDeviceIdleFamily;
+    idle = idle || IsDeviceIdleFamily(t.strings, f.families[k]);
   }
   std::snprintf(b, sizeof b,
                 "%s%s view: %s beyond its peers in %d of %d judged steps (+%s to +%s, typically +%s; in %s%s), "

@@ -147,6 +147,10 @@ inline constexpr const char* kHostOutsideFamily = "(host outside operators)";
 inline constexpr const char* kBetweenStepsFamily = "(between steps)";
 inline constexpr const char* kStepCallsFamily = "(calls under the step)";
 inline constexpr const char* kDeviceIdleFamily = "(device idle)";
+// Whether interned family `family` of `strings` is the device's idle time. Pure.
+inline bool IsDeviceIdleFamily(const StringTable& strings, uint32_t family) {
+  return strings.Get(family) == kDeviceIdleFamily;
+}
 // A step without operator detail (StepInfo::operator_detail false): its whole duration.
 inline constexpr const char* kWholeStepFamily = "(whole step)";
 // What the evidence of such a step says, and how to get detail for it next time.

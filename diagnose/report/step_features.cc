@@ -21,7 +21,7 @@ std::vector<std::vector<const TestRow*>> FamilyRowsByUnit(const InstanceTable& t
     if (row.instance != kFamilyRow || row.unit >= t.steps.size()) continue;
     if (t.steps[row.unit].view != View::kVertical) continue;
     // The device idle time is not a cost of the step's work (its "host" column is no host time).
-    if (t.strings.Get(row.family) == kDeviceIdleFamily) continue;
+    if (IsDeviceIdleFamily(t.strings, row.family)) continue;
     by_unit[row.unit].push_back(&row);
   }
   return by_unit;

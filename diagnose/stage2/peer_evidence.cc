@@ -113,7 +113,7 @@ std::string IdleSentence(const InstanceTable& t, const StepInfo& s, const Blamed
 }
 
 std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
-  if (t.strings.Get(b.family) == kDeviceIdleFamily) {
+  if (IsDeviceIdleFamily(t.strings, b.family)) {
     for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i)
       if (t.family[i] == b.family) return IdleSentence(t, s, b, t.start_ns[i], t.end_ns[i]);
   }
