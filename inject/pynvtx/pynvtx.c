@@ -17,8 +17,10 @@
  *
  * The shim also keeps, per thread, the stack of domains of the ranges *it* opened, so Python
  * closes ranges with one call (`truffld_pynvtx_pop_any`, `truffld_pynvtx_pop_to`) and no
- * Python-side bookkeeping on the hot path. Beyond kMaxDepth nested ranges the domain of the
- * deeper ranges is not remembered and they are closed in the default domain (counted).
+ * Python-side bookkeeping on the hot path; a step's push or pop and the detail-window query are
+ * one call each (`truffld_pynvtx_step_push`, `truffld_pynvtx_step_pop`). Beyond kMaxDepth
+ * nested ranges the domain of the deeper ranges is not remembered and they are closed in the
+ * default domain (counted).
  */
 #include <stdint.h>
 #include <string.h>
@@ -133,6 +135,48 @@ TRUFFLD_PYNVTX_API void truffld_pynvtx_mark(void* domain, const char* name) {
   nvtxEventAttributes_t attr;
   fill_attributes(&attr, name);
   nvtxDomainMarkEx((nvtxDomainHandle_t)domain, &attr);
+}
+
+/* The injector's `int truffld_detail_window(unsigned long long* generation)` (inject/python's
+ * windows.py finds it and hands it over), asked by the step boundary calls below so that a step
+ * boundary costs Python one call at each end. NULL: not set. */
+typedef int (*window_query_fn)(unsigned long long*);
+static window_query_fn _Atomic g_window_query = NULL;
+
+/* Sets (or, with NULL, clears) the detail-window query asked by the step boundary calls. */
+TRUFFLD_PYNVTX_API void truffld_pynvtx_set_window_query(void* query) {
+  g_window_query = (window_query_fn)query;
+}
+
+static _Thread_local unsigned long long t_generation = 0; /* the last one this thread saw */
+
+/* Asks the query: returns (answer + 2) | (changed << 2), answer -2 when no query is set,
+ * changed 1 when `*generation` differs from the one this thread saw at its previous query. */
+static int ask_window(unsigned long long* generation) {
+  window_query_fn query = g_window_query;
+  if (query == NULL) return 0;
+  int answer = query(generation);
+  int changed = *generation != t_generation;
+  t_generation = *generation;
+  return (answer + 2) | (changed << 2);
+}
+
+/* A step's push followed by the detail-window query (a step boundary, see windows.py): pushes
+ * `name` like truffld_pynvtx_push, then asks the query. Returns depth * 8 + changed * 4 +
+ * (answer + 2): depth the calling thread's shim depth before the push, answer the query's (1
+ * open, 0 closed, -1 not sampling; -2 when no query is set), changed 1 when the generation
+ * differs from the one this thread saw at its previous query; `*generation` as the query sets. */
+TRUFFLD_PYNVTX_API int truffld_pynvtx_step_push(void* domain, const char* name,
+                                                unsigned long long* generation) {
+  int depth = truffld_pynvtx_push(domain, name) - 1;
+  return depth * 8 + ask_window(generation);
+}
+
+/* A step's end: closes shim ranges down to `depth` like truffld_pynvtx_pop_to, then asks the
+ * query; returns changed * 4 + (answer + 2) as truffld_pynvtx_step_push does. */
+TRUFFLD_PYNVTX_API int truffld_pynvtx_step_pop(int depth, unsigned long long* generation) {
+  truffld_pynvtx_pop_to(depth);
+  return ask_window(generation);
 }
 
 /* Names the calling OS thread in tools (e.g. "truffld model thread"). */

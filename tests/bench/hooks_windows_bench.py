@@ -32,7 +32,12 @@ machine, which make the first two wide; it leaves out the writer thread). For se
 windows also the cost of a detail window in thread CPU: the median step inside a window minus
 the median step outside (us), and a whole window's excess over the outside median; and the CPU
 cost of one step boundary pair outside a window. "step, median us" is the median step's thread
-CPU time. Never asserts a speed.
+CPU time. With --paired N, each traced run then runs N more steps alternating, in blocks of 4,
+with and without ``step_range`` (the in-process pair): the median step with it outside windows
+over the median step without, in the same process, which the load of a shared machine moves far
+less than the ratio between processes; it is what the always-on tier costs a step, caches and
+all (a boundary's time in a tight loop, the "boundary pair" line, is far smaller). Never
+asserts a speed.
 
 Run: /usr/bin/python3 tests/bench/hooks_windows_bench.py --build build [--rounds 10]
 """
@@ -95,7 +100,22 @@ with torch.no_grad():
         per_step_cpu.append(cpu_clock() - c0)
         per_step.append(clock() - t0)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-out = {"wall": wall, "cpu": cpu, "per_step_ns": per_step[warmup:],
+    paired = {"with": [], "without": []}
+    if traced:
+        # the same steps with and without step_range, alternating blocks of 4 (in-process pair)
+        for i in range(int(os.environ.get("BENCH_PAIRED", "0"))):
+            use = "with" if (i // 4) % 2 else "without"
+            c0 = cpu_clock()
+            if use == "with":
+                with truffld_hooks.step_range(ids, phase="decode", tokens=4, ctx=64 + 4 * i):
+                    was_inside = detail.ACTIVE[0]
+                    model(x)
+                if was_inside:
+                    continue
+            else:
+                model(x)
+            paired[use].append(cpu_clock() - c0)
+out = {"paired": paired, "wall": wall, "cpu": cpu, "per_step_ns": per_step[warmup:],
        "per_step_cpu_ns": per_step_cpu[warmup:],
        "inside": inside[warmup:] if traced else []}
 if traced:
@@ -167,8 +187,8 @@ def settings(build, shim, tool, out_dir, extra_plans):
     return found, skipped
 
 
-def run_one(env, steps, warmup, out_dir):
-    env = dict(env, BENCH_STEPS=str(steps), BENCH_WARMUP=str(warmup))
+def run_one(env, steps, warmup, out_dir, paired=0):
+    env = dict(env, BENCH_STEPS=str(steps), BENCH_WARMUP=str(warmup), BENCH_PAIRED=str(paired))
     proc = subprocess.run([hookstest.PYTHON, "-c", CHILD], env=env, capture_output=True,
                           text=True, timeout=600)
     for name in os.listdir(out_dir):   # dumps of the real injector: not needed, can be large
@@ -222,6 +242,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--plans", default="steps:50:2,steps:250:2",
                         help="window plans also run with the stand-in (comma-separated)")
+    parser.add_argument("--paired", type=int, default=0,
+                        help="after the timed steps, this many more steps alternating with and "
+                        "without step_range in blocks of 4 (the in-process pair; 0: none)")
     parser.add_argument("--json", help="write every run's figures here")
     parser.add_argument("--only", help="run only these settings (comma-separated names; "
                         "untraced is always run)")
@@ -243,7 +266,8 @@ def main():
         for r in range(args.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
-                runs[name].append(run_one(found[name], args.steps, args.warmup, out_dir))
+                runs[name].append(run_one(found[name], args.steps, args.warmup, out_dir,
+                                          args.paired))
             print("round %d/%d done" % (r + 1, args.rounds), file=sys.stderr, flush=True)
     load = os.getloadavg()
     print("%d rounds, %d timed steps after %d warm-up steps per run; load average %.1f %.1f %.1f"
@@ -277,6 +301,15 @@ def main():
                   % (name, median([r["boundary_pair_ns"] for r in pairs]),
                      median([r["query_ns"] for r in pairs]),
                      median([r["empty_call_ns"] for r in pairs]), len(pairs)))
+    for name in names:
+        pairs = [run["paired"] for run in runs[name] if run.get("paired", {}).get("with")]
+        if pairs:
+            ratios = [median(p["with"]) / median(p["without"]) for p in pairs]
+            extra = [(median(p["with"]) - median(p["without"])) / 1e3 for p in pairs]
+            print("%s: in-process pair, a step with step_range outside windows / the same step "
+                  "without, alternating blocks of 4: %.3fx (%.3f–%.3f), +%.1f µs (median of "
+                  "%d runs)" % ((name,) + paired_ratio.bootstrap_median_ci(ratios)
+                                + (median(extra), len(pairs))))
     for line in skipped:
         print("skipped: " + line)
     if args.json:

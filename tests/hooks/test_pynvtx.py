@@ -26,6 +26,26 @@ print(em.depth(), sum(1 for op, _ in em.trace if op == "push"), sum(1 for op, _ 
 """
 
 
+STEP_CALLS = """
+import ctypes, os
+from truffld_hooks import nvtx
+em = nvtx.create(%r)
+tool = ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
+generation = ctypes.c_ulonglong(0)
+ref = ctypes.byref(generation)
+out = [em.step_push(None, b"step_a", ref), em.step_pop(0, ref)]   # no query set: -2
+assert em.set_window_query(tool.truffld_detail_window)
+tool.fake_detail_set(0)
+em.push("outer")
+out += [em.step_push(None, b"step_b", ref), em.step_pop(1, ref)]  # closed, depth 1 before
+tool.fake_detail_set(1)                                          # a window opens: changed
+out += [em.step_push(None, b"step_c", ref), em.step_pop(1, ref)]  # still open, unchanged
+em.set_window_query(None)
+out += [em.step_push(None, b"step_d", ref), em.step_pop(1, ref), em.depth()]
+print(" ".join(map(str, out)))
+"""
+
+
 def _read_lines(path):
     with open(path) as handle:
         return handle.read().splitlines()
@@ -55,6 +75,19 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(["domain PyTorch", "push outer", "dpush PyTorch|inner", "mark here",
                           "dmark PyTorch|dmark", "start async", "end", "dpop PyTorch", "pop"],
                          lines)
+
+    def test_step_push_and_pop_ask_the_window_query(self):
+        if not (TOOL and os.path.exists(TOOL)):
+            self.skipTest("test NVTX tool not built")
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "nvtx.log")
+            out = self._run(STEP_CALLS % SHIM, TOOL, log)
+            lines = _read_lines(log)
+        # depth * 8 + changed * 4 + (answer + 2); answer -2 without a query
+        self.assertEqual([0, 0, 1 * 8 + 2, 2, 1 * 8 + 4 + 3, 3, 8, 0, 1],
+                         [int(v) for v in out.split()])
+        self.assertEqual(["push step_a", "pop", "push outer", "push step_b", "pop", "push step_c",
+                          "pop", "push step_d", "pop"], lines)
 
     def test_no_tool_is_a_no_op(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -97,23 +97,19 @@ class step_range(object):
     closes every range opened inside on exit.
     """
 
+    __slots__ = ("name", "_token")
+
     def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None, tokens=None, ctx=None):
-        self.name = naming.step_name([str(r) for r in request_ids], base=base, phase=phase,
-                                     tokens=tokens, ctx=ctx)
-        self._depth = 0
-        self._outermost = False
+        self.name = naming.step_name(request_ids, base, False, phase, tokens, ctx)
+        self._token = 0
 
     def __enter__(self):
         engines.counters["steps"] += 1
-        emitter = nvtx.get()
-        self._depth = emitter.depth()
-        emitter.push(self.name)
-        self._outermost = windows.step_began(_config or _fallback_config())
+        self._token = windows.enter_step(_config or _fallback_config(), self.name)
         return self.name
 
     def __exit__(self, *exc):
-        nvtx.get().pop_to(self._depth)
-        windows.step_ended(_config or _fallback_config(), self._outermost)
+        windows.exit_step(_config or _fallback_config(), self._token)
         return False
 
 

@@ -31,7 +31,7 @@ are per thread.
 
 import _thread
 
-from . import importhook, naming, nvtx, patching, requests, transformers_cb, windows
+from . import importhook, naming, patching, requests, transformers_cb, windows
 
 counters = {"steps": 0, "id_errors": 0, "unrecognised": 0, "engine_patched": 0}
 _tls = _thread._local()
@@ -107,15 +107,11 @@ def make_dummy_wrapper(original, config):
 def run_step(name, config, function, *args, **kwargs):
     """Runs ``function`` inside one step range named ``name`` on this thread."""
     counters["steps"] += 1
-    emitter = nvtx.get()
-    depth = emitter.depth()
-    emitter.push(name)
-    outermost = windows.step_began(config)
+    token = windows.enter_step(config, name)
     try:
         return function(*args, **kwargs)
     finally:
-        emitter.pop_to(depth)
-        windows.step_ended(config, outermost)
+        windows.exit_step(config, token)
 
 
 # (module, "Class.method", factory(original, config)) for every engine entry point.

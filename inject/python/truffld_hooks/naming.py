@@ -62,18 +62,25 @@ def _count(value):
 def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None, tokens=None, ctx=None):
     """Builds a step range name from an iterable of ids (already normalised, order kept);
     ``phase`` (one of PHASES), ``tokens`` and ``ctx`` (whole numbers >= 0) add their tags after
-    the ids; other values are ignored."""
+    the ids; other values are ignored. Runs once per engine step: ids of plain strings without
+    ``\\``, ``_`` or ``]`` are joined without a per-id call."""
     if dummy:
         return base + "[dummy]"
-    ids = [escape_request_id(r) for r in request_ids]
+    ids = request_ids if request_ids.__class__ is list else list(request_ids)
     if not ids:
         return base + "[empty]"
-    name = base + "[request_ids:" + "_".join(ids) + "]"
+    try:
+        joined = "_".join(ids)
+    except TypeError:   # an id that is not a str
+        joined = None
+    if joined is None or joined.count("_") != len(ids) - 1 or "\\" in joined or "]" in joined:
+        joined = "_".join([escape_request_id(r) for r in ids])
+    name = base + "[request_ids:" + joined + "]"
     if phase in PHASES:
         name += "[phase:" + phase + "]"
-    if _count(tokens) is not None:
+    if tokens.__class__ is int and tokens >= 0 or _count(tokens) is not None:
         name += "[tokens:%d]" % tokens
-    if _count(ctx) is not None:
+    if ctx.__class__ is int and ctx >= 0 or _count(ctx) is not None:
         name += "[ctx:%d]" % ctx
     return name
 

@@ -128,6 +128,19 @@ class ShimEmitter(Emitter):
         self._pop_any = lib.truffld_pynvtx_pop_any
         self._pop_to = lib.truffld_pynvtx_pop_to
         self._depth = lib.truffld_pynvtx_depth
+        # a step's push/pop fused with the detail-window query (None: an older shim)
+        self.step_push = getattr(lib, "truffld_pynvtx_step_push", None)
+        self.step_pop = getattr(lib, "truffld_pynvtx_step_pop", None)
+
+    def set_window_query(self, function):
+        """Hands the injector's truffld_detail_window (a ctypes function, or None to clear) to
+        the shim's fused step calls; False when this shim has none."""
+        setter = getattr(self._lib, "truffld_pynvtx_set_window_query", None)
+        if setter is None or self.step_push is None or self.step_pop is None:
+            return False
+        import ctypes
+        setter(ctypes.cast(function, ctypes.c_void_p) if function is not None else None)
+        return True
 
     def depth(self):
         return self._depth()

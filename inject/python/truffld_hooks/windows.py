@@ -15,8 +15,11 @@ The function is found once, through ``ctypes.CDLL(NVTX_INJECTION64_PATH, RTLD_NO
 first step boundary (the step's push has loaded the library by then): no library loaded, no such
 symbol, or TRUFFLD_HOOKS_WINDOWS=0 -> detail always on for the process (the layers stay as
 installed at import, backend ranges are entered at the first step, as before windows existed);
--1 at a boundary -> detail on until it answers otherwise. A boundary costs one ctypes call and a
-few attribute reads when nothing changes (tests/bench/hooks_windows_bench.py measures it).
+-1 at a boundary -> detail on until it answers otherwise. Once found, the function is handed to
+the NVTX shim (libtruffld_pynvtx.so), so that a step's push and the query are one C call
+(``enter_step``), its pop and the query another (``exit_step``), and a boundary where nothing
+changed reads nothing back: in a real step the boundary's cost is set by how much code it runs,
+far more than by its time in a tight loop (tests/bench/hooks_windows_bench.py, ``--paired``).
 
 The generation tells windows the hooks never saw open apart from a window that is still the same:
 ``counters["missed"]`` counts windows that opened and closed between two boundaries (a step of
@@ -30,13 +33,14 @@ lock (set_active), backend ranges are switched per thread at that thread's own b
 import _thread
 import os
 
-from . import backend, config as config_mod, detail
+from . import backend, config as config_mod, detail, nvtx
 
 _tls = _thread._local()
 _fn = None            # the injector's truffld_detail_window once found
 _resolved = False     # True once the lookup was made (found or not)
 counters = {"generation": 0, "seen": 0, "missed": 0, "answer": None}
 mode = ["unresolved"]  # "windows", or why detail is always on
+_fused = [None]       # the shim emitter that asks the query itself (enter_step/exit_step)
 
 
 def _resolve(config):
@@ -50,7 +54,6 @@ def _resolve(config):
         _resolved, mode[0] = True, "always (no NVTX_INJECTION64_PATH)"
         return
     import ctypes
-    from . import nvtx
     try:
         lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
@@ -66,6 +69,10 @@ def _resolve(config):
     function.restype = ctypes.c_int
     function.argtypes = None   # a prepared byref() converts natively: the cheapest call
     _fn, _resolved, mode[0] = function, True, "windows"
+    emitter = nvtx.get()
+    if getattr(emitter, "set_window_query", None) is not None and nvtx.stable(emitter) and \
+            emitter.set_window_query(function):
+        _fused[0] = emitter
     config_mod.debug_log(config, "detail windows from %s" % path)
 
 
@@ -120,7 +127,12 @@ def step_began(config):
         if function is None:
             backend.ensure_thread(config)   # no windows: every layer on, as always
             return True
-    answer = function(thread.ref)
+    _began(config, thread, function(thread.ref))
+    return True
+
+
+def _began(config, thread, answer):
+    """The boundary after an outermost push, given the injector's answer."""
     if answer != counters["answer"] or thread.value.value != counters["generation"]:
         _observe(answer, thread.value.value)
     on = answer != 0
@@ -128,7 +140,6 @@ def step_began(config):
         _switch(config, on)
     if thread.backend is not on:
         thread.backend = on if backend.sync_thread(config, on) else None
-    return True
 
 
 def step_ended(config, outermost):
@@ -139,7 +150,11 @@ def step_ended(config, outermost):
     function = _fn
     if not outermost or function is None:
         return
-    answer = function(thread.ref)
+    _ended(config, thread, function(thread.ref))
+
+
+def _ended(config, thread, answer):
+    """The boundary after an outermost pop, given the injector's answer."""
     if answer != counters["answer"] or thread.value.value != counters["generation"]:
         _observe(answer, thread.value.value)
     if answer == 0:
@@ -147,6 +162,56 @@ def step_ended(config, outermost):
             _switch(config, False)
         if thread.backend is not False:
             thread.backend = False if backend.sync_thread(config, False) else None
+
+
+def enter_step(config, name):
+    """Pushes the step range ``name`` (str or UTF-8 bytes) on this thread and crosses the step
+    boundary (``step_began``); returns the token for ``exit_step`` (the depth before the push
+    times 2, plus 1 for a thread's outermost step). Once the windows are
+    resolved, an outermost step on the shim costs one C call: its push and the query fused
+    (``truffld_pynvtx_step_push``, which also says whether the generation changed since this
+    thread's previous query, so nothing is read back when nothing changed)."""
+    emitter = _fused[0]
+    try:
+        thread = _tls.t
+    except AttributeError:
+        thread = _thread_state()
+    if emitter is not None and emitter is nvtx._emitter and thread.depth == 0 and \
+            emitter.trace is None:
+        packed = emitter.step_push(None, name if name.__class__ is bytes else name.encode(
+            "utf-8", "replace"), thread.ref)
+        thread.depth = 1
+        answer = (packed & 3) - 2
+        if packed & 4 or answer != counters["answer"] or thread.backend is not (answer != 0) \
+                or (answer != 0) is not detail.ACTIVE[0]:
+            _began(config, thread, answer)
+        return (packed >> 3 << 1) | 1
+    emitter = nvtx.get()
+    depth = emitter.depth()
+    emitter.push(name)
+    return (depth << 1) | (1 if step_began(config) else 0)
+
+
+def exit_step(config, token):
+    """Closes the step ``enter_step`` opened (and any range left open inside it), then crosses
+    the boundary (``step_ended``); one C call on the fused path."""
+    depth, outermost = token >> 1, token & 1
+    emitter = _fused[0]
+    if outermost and emitter is not None and emitter is nvtx._emitter and emitter.trace is None:
+        try:
+            thread = _tls.t
+        except AttributeError:
+            thread = _thread_state()
+        if thread.depth > 0:
+            thread.depth -= 1
+        packed = emitter.step_pop(depth, thread.ref)
+        answer = (packed & 3) - 2
+        if packed & 4 or answer != counters["answer"] or \
+                (answer == 0 and (detail.ACTIVE[0] or thread.backend is not False)):
+            _ended(config, thread, answer)
+        return
+    nvtx.get().pop_to(depth)
+    step_ended(config, outermost == 1)
 
 
 def _switch(config, on):
@@ -162,6 +227,8 @@ def snapshot():
 
 def reset_for_tests():
     global _fn, _resolved
-    _fn, _resolved = None, False
+    if _fused[0] is not None:
+        _fused[0].set_window_query(None)
+    _fn, _resolved, _fused[0] = None, False, None
     mode[0] = "unresolved"
     _tls.t = _Thread()
