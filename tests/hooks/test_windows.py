@@ -55,6 +55,7 @@ def probe():
     return {"relu_orig": F.relu is ORIG["relu"], "linear_orig": F.linear is ORIG["linear"],
             "relu_wrapper": F.relu is WRAP["relu"],
             "to_orig": torch.Tensor.to is torch._C._TensorBase.to and "to" not in vars(torch.Tensor),
+            "split_orig": getattr(torch.split, "__truffld_wrapped__", None) is None,
             "global_hooks": hooks, "mode": dispatch_mode()}
 
 def step(rid, inside=None):
@@ -123,12 +124,13 @@ print(json.dumps(out))
 
     def assert_off(self, seen):
         self.assertTrue(seen["relu_orig"] and seen["linear_orig"] and seen["to_orig"], seen)
+        self.assertTrue(seen["split_orig"], seen)   # torch's re-export of torch.functional's
         self.assertEqual(0, seen["global_hooks"], seen)   # module call fast path
         self.assertIsNone(seen["mode"], seen)
 
     def assert_on(self, seen):
         self.assertTrue(seen["relu_wrapper"], seen)
-        self.assertFalse(seen["linear_orig"] or seen["to_orig"], seen)
+        self.assertFalse(seen["linear_orig"] or seen["to_orig"] or seen["split_orig"], seen)
         self.assertEqual(2, seen["global_hooks"], seen)
         self.assertEqual("NvtxDispatchMode", seen["mode"], seen)
 

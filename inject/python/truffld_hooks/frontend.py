@@ -228,6 +228,22 @@ class ModuleForwardHooks(object):
         return True
 
 
+def alias_sites(torch_module):
+    """torch re-exports names of torch.functional (``from .functional import *``) while their
+    wrappers are installed, so ``torch.split`` would keep calling a wrapper outside windows:
+    each such binding in torch's namespace becomes a detail layer of its own, switched with the
+    others (import callback for torch)."""
+    sites = {}
+    for layer in detail.layers():
+        if isinstance(layer, patching.Site) and layer.owner is not torch_module:
+            sites[id(layer.raw_wrapper)] = layer
+    for attr, value in list(vars(torch_module).items()):
+        site = sites.get(id(value))
+        if site is not None and site.raw_wrapper is value and site.raw_original is not None:
+            detail.add(patching.Site(torch_module, attr, site.raw_original, value,
+                                     "%s (as torch.%s)" % (site.label, attr)))
+
+
 _module_hooks = None
 
 
@@ -246,3 +262,4 @@ def register(entries, config):
             if _module_hooks is None:
                 _module_hooks = ModuleForwardHooks(entry["domain"] if domains else None)
             importhook.when_imported(entry["module"], "module_hooks", _module_hooks.bind)
+    importhook.when_imported("torch", "frontend-aliases", alias_sites)
