@@ -255,6 +255,39 @@ TEST(DecideUnits, StrongKernelsWitnessTheirWindow) {
   }
 }
 
+// The time no operator range covers is one pseudo-instance per step that already sums its kind of
+// time (read/outside_time.h): an input copy issued directly under the step, 1.45x its peers,
+// stands on its own like a family sum, where an operator instance that mild needs a witness.
+TEST(DecideUnits, OutsideTimeSumsStandOnTheirOwn) {
+  for (const bool outside : {true, false}) {
+    PeerTableBuilder b;
+    b.Unit(0, 0, "vertical", {"a"}, 0, 1000000);
+    PeerTableBuilder::Op op{outside ? "(calls under the step)" : "aten::copy_"};
+    op.start = 1000;
+    op.end = 5000;
+    op.device_ns = 61000;
+    b.Add(op);
+    if (outside) b.t.detail[0].flags |= kDetailOutside;
+    std::vector<TestRow> rows(1);
+    rows[0].unit = 0;
+    rows[0].instance = 0;
+    rows[0].metric = Metric::kDevice;
+    rows[0].family = b.t.family[0];
+    rows[0].observed = 61000;
+    rows[0].expected[1] = 42000;
+    rows[0].effective_expected = 42000;
+    rows[0].p_value = 1e-6;
+    const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+    if (outside) {
+      EXPECT_DOUBLE_EQ(d.support_p[0], 1e-6);
+      EXPECT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+    } else {
+      EXPECT_DOUBLE_EQ(d.support_p[0], 1.0) << "a lone 1.45x kernel is not evidence without a witness";
+      EXPECT_EQ(d.units[0].verdict, Verdict::kNormal);
+    }
+  }
+}
+
 // A host-time row of instance i in unit 0, expected 100 us from its TP peers, surely significant.
 TestRow SlowHostRow(const PeerTableBuilder& b, uint32_t i, float observed) {
   TestRow r;
