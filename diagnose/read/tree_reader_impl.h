@@ -64,8 +64,8 @@ struct TreeReader::Impl {
   // comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
   void EmitGraphInstances(simdjson::dom::array children, int64_t launch_start, uint32_t launch_family,
                           int64_t thread);
-  void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
-                      int64_t thread);
+  void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_start, int64_t launch_latency,
+                      uint32_t launch_family, int64_t thread);
   // Walks `node` (iteratively: any depth the parser admits); appends operator instances (with
   // their own host/device costs, signatures and blocked waits) to `bucket`; returns the subtree
   // aggregate.

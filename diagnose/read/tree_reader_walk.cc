@@ -145,12 +145,12 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
           [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; })->start -
           launch_start);
   for (auto [first, count] : detail::GroupByCapture(&nodes)) {
-    EmitGraphGroup(nodes.data() + first, count, launch_latency, launch_family, thread);
+    EmitGraphGroup(nodes.data() + first, count, launch_start, launch_latency, launch_family, thread);
   }
 }
 
-void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
-                    int64_t thread) {
+void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_start, int64_t launch_latency,
+                                      uint32_t launch_family, int64_t thread) {
   const bool comm = g[0].cap_layer == "comm";
   if (!comm && !graph_vertical_ops) return;
   StepKey k = key;
@@ -178,6 +178,7 @@ void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t laun
   p.detail.device_end = gi.end;
   p.detail.blocks = static_cast<float>(gi.blocks);
   p.detail.flags = kDetailReplay | kDetailHasDevice;
+  p.detail.graph_launch = launch_start;
   p.kernels = std::move(gi.kernels);
   Bump(p.apis, launch_family, 1);
   target.instances.push_back(std::move(p));
