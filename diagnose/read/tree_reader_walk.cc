@@ -166,19 +166,17 @@ void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t laun
   p.family = family;
   p.layer = strings.Intern(g[0].cap_layer);
   p.parent = kNoString;  // the capturing operator's own parent is not recorded
-  p.start = gi.start;
-  p.end = gi.end;
+  p.start = p.detail.device_start = gi.start;
+  p.end = p.detail.device_end = gi.end;
   p.f = gi.f;
   p.thread = thread;
   p.detail.signature = MixHash(MixHash(HashText(g[0].cap_layer), HashText(g[0].cap_family)), gi.shape);
   double device = 0;
   for (size_t i = 0; i < n; ++i) device += static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
   p.detail.device_ns = static_cast<float>(device);
-  p.detail.device_start = gi.start;
-  p.detail.device_end = gi.end;
   p.detail.blocks = static_cast<float>(gi.blocks);
   p.detail.flags = kDetailReplay | kDetailHasDevice;
-  p.detail.graph_launch = launch_start;
+  p.detail.graph_launch = launch_start;  // the replay's launch of its nodes (replay.h)
   p.kernels = std::move(gi.kernels);
   Bump(p.apis, launch_family, 1);
   target.instances.push_back(std::move(p));
