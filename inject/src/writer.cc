@@ -54,12 +54,10 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
   tick_clock_.Anchor(ReadTicks(), Now());
   registry_.ForEach([&](RecordRing& ring) {
     ring.Drain(
-        [&](const Record& r, std::string_view data) {
-          Record c;  // header only: the copied bytes are passed separately as `data`
-          std::memcpy(static_cast<void*>(&c), &r, offsetof(Record, inline_bytes));
-          c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
-          c.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
-          FormatRecord(c, data, pid_, nvtx_, out, &line_tail_);
+        [&](Record& r, std::string_view data) {  // the ring's header copy: ticks to ns in place
+          r.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
+          r.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
+          FormatRecord(r, data, pid_, nvtx_, out, &line_tail_);
           ++written_[static_cast<int>(r.kind)];
           spill();
         },
@@ -69,7 +67,7 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
   QueuedEnd qe;
   while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
     Record c;
-    std::memset(static_cast<void*>(&c), 0, offsetof(Record, inline_bytes));
+    std::memset(static_cast<void*>(&c), 0, sizeof(Record));
     c.kind = RecordKind::kNvtxEnd;
     c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(qe.t0));
     c.id = qe.id;
