@@ -36,7 +36,7 @@
 
 #include "truffld/status.h"
 
-namespace truffld::merge {
+namespace truffld {
 
 class DirectWriter {
  public:
@@ -139,4 +139,4 @@ class DirectWriter {
   std::thread thread_;
 };
 
-}  // namespace truffld::merge
+}  // namespace truffld
