@@ -306,7 +306,7 @@ SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
       detail::AddDirectCall(bucket, f.start, f.end, GetInt(f.node, "thread_id", -1), f.graph_launch ? host_only : f.agg);
     }
   }
-  if (f.is_op) EmitInstance(f.node, f.layer, f.family, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
+  if (f.is_op) EmitInstance(f.node, f.layer, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
   return std::move(f.agg);
 }
 
@@ -343,8 +343,8 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_
 }
 
 // One operator instance from its node and its subtree's aggregate (unless a duplicate).
-void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family,
-                                    uint32_t fam_id, uint32_t parent_family, int64_t start, int64_t end,
+void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, uint32_t fam_id,
+                                    uint32_t parent_family, int64_t start, int64_t end,
                                     std::vector<std::pair<int64_t, int64_t>>& child_ops, const SubtreeStats& agg) {
   int64_t thread = GetInt(node, "thread_id", -1);
   DedupKey key{fam_id, start, end, thread};
@@ -385,8 +385,8 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
     bucket->info.world_size = std::max(bucket->info.world_size, world);
   }
   p.thread = thread;
-  uint64_t sig = MixHash(HashText(layer), HashText(family));
-  sig = MixHash(sig, parent_family == kNoString ? 0 : HashText(strings.Get(parent_family)));
+  uint64_t sig = MixHash(TextHash(p.layer, strings), TextHash(fam_id, strings));
+  sig = MixHash(sig, parent_family == kNoString ? 0 : TextHash(parent_family, strings));
   sig = MixHash(sig, agg.own.sig);
   sig = MixHash(sig, static_cast<uint64_t>(p.f[kCommBytes]));
   p.detail.signature = sig;
