@@ -22,16 +22,25 @@ using truffld::inject::NvtxRegistry;
 using truffld::inject::Record;
 using truffld::inject::RecordKind;
 
+// The pair both benchmarks format: a push named like a PyTorch operator and its pop.
+struct PlainPair {
+  std::string name = "aten::mm, op_id = 42";
+  Record push{}, pop{};
+  PlainPair() {
+    push.kind = RecordKind::kNvtxPush;
+    push.tid = 123456;
+    push.name_len = static_cast<uint16_t>(name.size());
+    pop.kind = RecordKind::kNvtxPop;
+    pop.tid = 123456;
+  }
+};
+
 void BM_FormatPlainPair(benchmark::State& state) {
   const bool keep_tail = state.range(0) != 0;
   NvtxRegistry reg;
-  const std::string name = "aten::mm, op_id = 42";
-  Record push{}, pop{};
-  push.kind = RecordKind::kNvtxPush;
-  push.tid = 123456;
-  push.name_len = static_cast<uint16_t>(name.size());
-  pop.kind = RecordKind::kNvtxPop;
-  pop.tid = 123456;
+  PlainPair pair;
+  const std::string& name = pair.name;
+  Record &push = pair.push, &pop = pair.pop;
   std::string out;
   out.reserve(4096 * 256);
   LineTail tail;
@@ -53,13 +62,9 @@ void BM_FormatPlainPair(benchmark::State& state) {
 BENCHMARK(BM_FormatPlainPair)->Arg(0)->Arg(1);
 
 void BM_FormatPlainPairInPlace(benchmark::State& state) {
-  const std::string name = "aten::mm, op_id = 42";
-  Record push{}, pop{};
-  push.kind = RecordKind::kNvtxPush;
-  push.tid = 123456;
-  push.name_len = static_cast<uint16_t>(name.size());
-  pop.kind = RecordKind::kNvtxPop;
-  pop.tid = 123456;
+  PlainPair pair;
+  const std::string& name = pair.name;
+  Record &push = pair.push, &pop = pair.pop;
   std::vector<char> buf(4096 * 256 + 2 * truffld::inject::kPlainNvtxLineMax);
   char* p = buf.data();
   LineTail tail;
