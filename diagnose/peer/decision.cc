@@ -123,7 +123,12 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
     // it did, as a family row sums its instances.
     const bool whole = !st.operator_detail && rows[r].instance != kFamilyRow &&
                        t.strings.Get(t.family[rows[r].instance]) == kWholeStepFamily;
-    if (rows[r].instance == kFamilyRow || strong || whole) {
+    // The time no operator range covers (read/outside_time.h) is one pseudo-instance per step
+    // that already sums its kind of time (every host gap, every direct call, all device idle):
+    // a family sum, which stands on its own like one.
+    const bool outside_sum = rows[r].instance != kFamilyRow && !t.detail.empty() &&
+                             (t.detail[rows[r].instance].flags & kDetailOutside);
+    if (rows[r].instance == kFamilyRow || strong || whole || outside_sum) {
       support[r] = rows[r].p_value;  // a family sum, or one instance strong enough on its own
     } else {
       by_unit[rows[r].unit].push_back(r);

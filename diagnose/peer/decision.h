@@ -9,7 +9,8 @@
 // Evidence must be strong or repeated: natural noise makes a single kernel or range run 15-40%
 // long now and then, while a fault slows a family's instances together (a family in a step, a
 // kind of work for a while). So a unit's p-value takes, over its families, the smallest of: the
-// family-sum row's p-value; the second-smallest p-value of the family's instance rows (two
+// family-sum row's p-value (a pseudo-instance of the time no operator range covers is a sum of
+// its kind of time in the step, read/outside_time.h, and counts as one); the second-smallest p-value of the family's instance rows (two
 // instances must both be surprising); for device work, the second-smallest p-value of the other
 // device rows starting near it (contention slows a window's kernels of every family together);
 // and an instance row's own p-value only when it is at least `single_ratio` times its expectation.

@@ -10,6 +10,9 @@ namespace truffld::diagnose::detail {
 namespace {
 
 constexpr double kLog2Pi = 1.8378770664093453;
+// exp(x) for x below this is below half the smallest subnormal double (exp(-745.1332...)) and
+// rounds to exactly 0 (and exp(-inf) is 0).
+constexpr double kExpUnderflow = -746.0;
 
 // Per component: weight, mean, variance.
 struct Params1D {
@@ -38,11 +41,12 @@ double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<dou
       mx = std::max(mx, e[j]);
     }
     // exp(0) and log(1) are exactly 1 and 0: the largest term (every term when k = 1) and a
-    // point that only one component explains cost no call into libm.
+    // point that only one component explains cost no call into libm. Nor does a term below
+    // kExpUnderflow, whose exp rounds to exactly 0 (a point far out in a narrow component's tail).
     double s = 0;
     for (size_t j = 0; j < k; ++j) {
       const double d = e[j] - mx;
-      s += (e[j] = d == 0.0 ? 1.0 : std::exp(d));
+      s += (e[j] = d == 0.0 ? 1.0 : d < kExpUnderflow ? 0.0 : std::exp(d));
     }
     lp_sum += mx + (s == 1.0 ? 0.0 : std::log(s));
     const double inv_s = 1 / s;

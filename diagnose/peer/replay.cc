@@ -17,6 +17,9 @@ namespace {
 // ran dry (launch latencies are a few microseconds; queued work was launched far earlier).
 constexpr int64_t kIdleNs = 1000;
 constexpr int64_t kLaunchBoundNs = 20000;
+// A blocking call's own device work (a synchronous copy) may be stamped as ending up to this long
+// after the call returned: host and device timestamps come from different clocks.
+constexpr int64_t kBlockSkewNs = 2000;
 
 // The host timeline's shift (how much earlier events happen in the replay) as a step function
 // of observed time, built in time order.
@@ -184,6 +187,7 @@ ReplayItem ItemOf(const InstanceTable& t, uint32_t i, const std::vector<CommTimi
     return it;
   }
   const bool replayed = d.flags & kDetailReplay;  // no host range of its own
+  it.graph_launch = replayed ? d.graph_launch : 0;
   it.host_start = replayed ? d.device_start : t.start_ns[i];
   it.host_end = replayed ? d.device_start : std::max(t.start_ns[i], t.end_ns[i]);
   it.wait_ns = replayed ? 0 : static_cast<int64_t>(d.wait_ns);
@@ -252,6 +256,7 @@ double Replay(const StepGraph& g, const std::vector<ReplayCut>& cuts, std::vecto
   HostShift host;
   DeviceQueue device(g, device_cut, shared);
   double s = 0;
+  int64_t until = std::numeric_limits<int64_t>::min();  // CompletedBy's time never decreases
   for (const HostPoint& p : points) {
     if (!p.block) {
       s += p.cut;
@@ -259,11 +264,16 @@ double Replay(const StepGraph& g, const std::vector<ReplayCut>& cuts, std::vecto
       continue;
     }
     // The block ended when the awaited work did: the host leaves at the later of its own
-    // arrival (earlier by s) and that work's replayed end (earlier by d).
-    device.RunUntil(p.time, host);
+    // arrival (earlier by s) and that work's replayed end (earlier by d). The awaited work
+    // includes the blocking operator's own device work when it ended with the call.
+    const ReplayItem& blocked = g.items[p.item];
+    int64_t t = p.time;
+    if (blocked.has_device && blocked.device_end > t && blocked.device_end <= t + kBlockSkewNs) t = blocked.device_end;
+    until = std::max(until, t);
+    device.RunUntil(until, host);
     // With E = max(arrival, completion + r) (r: the call's return after the work ended), the
     // new shift is min(s + wait, d); with no completed work to wait for, nothing is known: s.
-    const auto [obs, rep] = device.CompletedBy(p.time);
+    const auto [obs, rep] = device.CompletedBy(until);
     const double d = obs > 0 ? obs - rep : s;
     s = std::max(0.0, std::min(s + double(g.items[p.item].wait_ns), d));
     host.Set(p.time, s);
@@ -345,16 +355,20 @@ StepGraph BuildStepGraph(const InstanceTable& t, uint32_t unit, const std::vecto
     }
   }
   AddPreviousTail(t, units, &g);
-  // A CUDA graph's nodes were launched together by one graph launch, inside the last operator
-  // that began before the first of them ran: that operator's start (else the step's) is every
-  // node's launch, so the nodes queue behind each other and move with the host only through it.
+  // A CUDA graph's nodes were launched together by one graph launch: its call's start
+  // (InstanceDetail::graph_launch) is every node's launch, so the nodes queue behind each other
+  // and move with the host only through it. A node group without it (an older reader's table)
+  // takes the last operator that began before the step's first node ran (else the step start).
   if (graph_nodes.empty()) return g;
   int64_t first = std::numeric_limits<int64_t>::max();
   for (uint32_t k : graph_nodes) first = std::min(first, g.items[k].device_start);
-  int64_t launch = g.start;
+  int64_t fallback = g.start;
   for (int64_t h : host_starts)
-    if (h <= first) launch = std::max(launch, h);
-  for (uint32_t k : graph_nodes) g.items[k].launch = std::min(g.items[k].device_start, launch);
+    if (h <= first) fallback = std::max(fallback, h);
+  for (uint32_t k : graph_nodes) {
+    ReplayItem& it = g.items[k];
+    it.launch = std::min(it.device_start, it.graph_launch > 0 ? std::max(g.start, it.graph_launch) : fallback);
+  }
   return g;
 }
 

@@ -14,7 +14,7 @@
 //     launch and may fill the idle gap before it; work that sat queued, or that another
 //     dependency held (launched long before the device ran dry), moves only with the latest end
 //     of the work before it, keeping its observed gap, and never before its launch; a CUDA
-//     graph's nodes count as launched when the operator around their graph launch began;
+//     graph's nodes count as launched when their graph launch call began;
 //   * a collective on a rank that did not enter it last ends no earlier than the last entry plus
 //     its transfer: the others' entry, not this rank, bounded it (a slow transfer, which every
 //     participant shares, can still be cut). The peers left the previous collective together
@@ -72,6 +72,9 @@ struct ReplayItem {
   // it holds the device as an unseen dependency would for what remains, so the work after it
   // moves earlier as far as its launches allow: idle that waited for a late launch saves nothing.
   bool idle = false;
+  // A CUDA-graph node group: when its graph launch call began (InstanceDetail::graph_launch;
+  // 0 unknown). BuildStepGraph sets `launch` from it.
+  int64_t graph_launch = 0;
 };
 
 struct StepGraph {

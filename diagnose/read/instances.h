@@ -121,6 +121,9 @@ struct InstanceDetail {
   float wait_ns = 0;          // time its own calls were blocked waiting for earlier device work
   float blocks = 0;           // grid blocks of its own kernels
   uint8_t flags = 0;          // kDetail* bits below
+  // A CUDA-graph node group (kDetailReplay): when the graph launch call that ran it began (its
+  // nodes queue from then on, whatever operator the host was in when they ran); 0 unknown.
+  int64_t graph_launch = 0;
 };
 inline constexpr uint8_t kDetailReplay = 1;     // rebuilt from a CUDA-graph replay (no host range)
 inline constexpr uint8_t kDetailHasDevice = 2;  // its own calls launched device work

@@ -333,6 +333,7 @@ InstanceTable TreeReader::Finish() {
   }
   size_t instances = 0;
   for (const auto& [key, b] : impl_->buckets) instances += b.instances.size() + b.outside.size();
+  auto hash_of = [&](uint32_t id) { return impl_->TextHash(id, t.strings); };
   t.Reserve(instances);  // each column allocated once
   for (auto& [key, b] : impl_->buckets) {
     auto& ins = b.instances;
@@ -349,11 +350,11 @@ InstanceTable TreeReader::Finish() {
     std::vector<int32_t> parents = detail::NestInstances(ins);
     const std::vector<int32_t> before = detail::PrecedingTopLevel(ins, parents);
     for (size_t k = 0; k < ins.size(); ++k) {
-      const uint64_t ctx = before[k] < 0 ? 0 : HashText(t.strings.Get(ins[static_cast<size_t>(before[k])].family));
+      const uint64_t ctx = before[k] < 0 ? 0 : hash_of(ins[static_cast<size_t>(before[k])].family);
       ins[k].detail.signature = MixHash(ins[k].detail.signature, ctx);
       const PendingInstance& p = ins[k];
-      uint64_t pos = MixHash(HashText(t.strings.Get(p.layer)), HashText(t.strings.Get(p.family)));
-      pos = MixHash(pos, p.parent == kNoString ? 0 : HashText(t.strings.Get(p.parent)));
+      uint64_t pos = MixHash(hash_of(p.layer), hash_of(p.family));
+      pos = MixHash(pos, p.parent == kNoString ? 0 : hash_of(p.parent));
       ins[k].detail.position = MixHash(pos, ctx);
     }
     // The time no operator covers comes last, outside the nesting and the signatures' context.
@@ -375,6 +376,8 @@ InstanceTable TreeReader::Finish() {
   }
   impl_->buckets.clear();
   impl_->strings = StringTable();
+  impl_->text_hash.clear();
+  impl_->hashed.clear();
   return t;
 }
 

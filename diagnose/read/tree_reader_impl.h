@@ -13,6 +13,7 @@
 
 #include <simdjson.h>
 
+#include "read/hash_mix.h"
 #include "read/node_fields.h"
 
 #include "read/tree_reader_parts.h"
@@ -58,14 +59,29 @@ struct TreeReader::Impl {
   size_t instance_hint[2] = {0, 0};  // instances of the last vertical, horizontal step read
   bool graph_vertical_ops = false;  // see TreeReader::set_graph_vertical_ops
   bool outside_time = true;         // see TreeReader::set_outside_time
+  // detail::HashText of each interned string of `table` (strings, or the table it moved to),
+  // computed once: the same names recur in millions of instances.
+  uint64_t TextHash(uint32_t id, const StringTable& table) {
+    if (id >= hashed.size()) {
+      hashed.resize(table.size());
+      text_hash.resize(table.size());
+    }
+    if (!hashed[id]) {
+      text_hash[id] = detail::HashText(table.Get(id));
+      hashed[id] = true;
+    }
+    return text_hash[id];
+  }
+  std::vector<uint64_t> text_hash;
+  std::vector<bool> hashed;
 
   // Turns the device children of one graph launch into operator instances: consecutive
   // nodes captured under the same operator range (captured_in.name) form one instance.
   // comm captures go to the (rank, step)'s horizontal view, the rest to the vertical one.
   void EmitGraphInstances(simdjson::dom::array children, int64_t launch_start, uint32_t launch_family,
                           int64_t thread);
-  void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
-                      int64_t thread);
+  void EmitGraphGroup(const detail::GraphNode* g, size_t n, int64_t launch_start, int64_t launch_latency,
+                      uint32_t launch_family, int64_t thread);
   // Walks `node` (iteratively: any depth the parser admits); appends operator instances (with
   // their own host/device costs, signatures and blocked waits) to `bucket`; returns the subtree
   // aggregate.
@@ -92,8 +108,8 @@ struct TreeReader::Impl {
   void AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
                  int64_t start, int64_t end, int64_t call_start, detail::SubtreeStats* agg);
   void AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost, detail::SubtreeStats* agg);
-  void EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
-                    uint32_t parent_family, int64_t start, int64_t end,
+  void EmitInstance(simdjson::dom::object node, std::string_view layer, uint32_t fam_id, uint32_t parent_family,
+                    int64_t start, int64_t end,
                     std::vector<std::pair<int64_t, int64_t>>& child_ops, const detail::SubtreeStats& agg);
 };
 

@@ -145,12 +145,12 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
           [](const GraphNode& a, const GraphNode& b) { return a.start < b.start; })->start -
           launch_start);
   for (auto [first, count] : detail::GroupByCapture(&nodes)) {
-    EmitGraphGroup(nodes.data() + first, count, launch_latency, launch_family, thread);
+    EmitGraphGroup(nodes.data() + first, count, launch_start, launch_latency, launch_family, thread);
   }
 }
 
-void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_latency, uint32_t launch_family,
-                    int64_t thread) {
+void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t launch_start, int64_t launch_latency,
+                                      uint32_t launch_family, int64_t thread) {
   const bool comm = g[0].cap_layer == "comm";
   if (!comm && !graph_vertical_ops) return;
   StepKey k = key;
@@ -166,18 +166,17 @@ void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t laun
   p.family = family;
   p.layer = strings.Intern(g[0].cap_layer);
   p.parent = kNoString;  // the capturing operator's own parent is not recorded
-  p.start = gi.start;
-  p.end = gi.end;
+  p.start = p.detail.device_start = gi.start;
+  p.end = p.detail.device_end = gi.end;
   p.f = gi.f;
   p.thread = thread;
   p.detail.signature = MixHash(MixHash(HashText(g[0].cap_layer), HashText(g[0].cap_family)), gi.shape);
   double device = 0;
   for (size_t i = 0; i < n; ++i) device += static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
   p.detail.device_ns = static_cast<float>(device);
-  p.detail.device_start = gi.start;
-  p.detail.device_end = gi.end;
   p.detail.blocks = static_cast<float>(gi.blocks);
   p.detail.flags = kDetailReplay | kDetailHasDevice;
+  p.detail.graph_launch = launch_start;  // the replay's launch of its nodes (replay.h)
   p.kernels = std::move(gi.kernels);
   Bump(p.apis, launch_family, 1);
   target.instances.push_back(std::move(p));
@@ -307,7 +306,7 @@ SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
       detail::AddDirectCall(bucket, f.start, f.end, GetInt(f.node, "thread_id", -1), f.graph_launch ? host_only : f.agg);
     }
   }
-  if (f.is_op) EmitInstance(f.node, f.layer, f.family, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
+  if (f.is_op) EmitInstance(f.node, f.layer, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
   return std::move(f.agg);
 }
 
@@ -344,8 +343,8 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_
 }
 
 // One operator instance from its node and its subtree's aggregate (unless a duplicate).
-void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, std::string_view family,
-                                    uint32_t fam_id, uint32_t parent_family, int64_t start, int64_t end,
+void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, uint32_t fam_id,
+                                    uint32_t parent_family, int64_t start, int64_t end,
                                     std::vector<std::pair<int64_t, int64_t>>& child_ops, const SubtreeStats& agg) {
   int64_t thread = GetInt(node, "thread_id", -1);
   DedupKey key{fam_id, start, end, thread};
@@ -386,8 +385,8 @@ void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view
     bucket->info.world_size = std::max(bucket->info.world_size, world);
   }
   p.thread = thread;
-  uint64_t sig = MixHash(HashText(layer), HashText(family));
-  sig = MixHash(sig, parent_family == kNoString ? 0 : HashText(strings.Get(parent_family)));
+  uint64_t sig = MixHash(TextHash(p.layer, strings), TextHash(fam_id, strings));
+  sig = MixHash(sig, parent_family == kNoString ? 0 : TextHash(parent_family, strings));
   sig = MixHash(sig, agg.own.sig);
   sig = MixHash(sig, static_cast<uint64_t>(p.f[kCommBytes]));
   p.detail.signature = sig;

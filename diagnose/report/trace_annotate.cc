@@ -2,13 +2,13 @@
 #include "report/trace_annotate.h"
 
 #include <charconv>
-#include <fstream>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "truffld/json_escape.h"
 #include "truffld/line_reader.h"
+#include "report/trace_sink.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -44,16 +44,27 @@ struct Lookup {
   std::unordered_multimap<int64_t, uint32_t> targets, steps;
   std::vector<std::string> family_json;  // per target: its family as written in a name
   std::vector<uint64_t> flow_of;         // per target: its flow id (0: not linked yet)
+  // One bit per hash of the times in targets and steps: a clear bit rules a slice out without
+  // the maps (most slices of a trace are neither a target nor a step).
+  static constexpr int kFilterBits = 20;
+  std::vector<uint64_t> filter = std::vector<uint64_t>(size_t{1} << (kFilterBits - 6));
+  static size_t Bit(int64_t ts) { return size_t((uint64_t(ts) * 0x9E3779B97F4A7C15ull) >> (64 - kFilterBits)); }
+  void Note(int64_t ts) { filter[Bit(ts) >> 6] |= uint64_t{1} << (Bit(ts) & 63); }
+  bool Maybe(int64_t ts) const { return (filter[Bit(ts) >> 6] >> (Bit(ts) & 63)) & 1; }
 };
 
 Lookup Index(const TraceOverlay& o, int64_t origin) {
   Lookup l;
   for (uint32_t k = 0; k < o.targets.size(); ++k) {
     l.targets.emplace(o.targets[k].start_ns - origin, k);
+    l.Note(o.targets[k].start_ns - origin);
     l.family_json.push_back(JsonEscaped(o.targets[k].family));
   }
   l.flow_of.assign(o.targets.size(), 0);
-  for (uint32_t k = 0; k < o.steps.size(); ++k) l.steps.emplace(o.steps[k].start_ns - origin, k);
+  for (uint32_t k = 0; k < o.steps.size(); ++k) {
+    l.steps.emplace(o.steps[k].start_ns - origin, k);
+    l.Note(o.steps[k].start_ns - origin);
+  }
   return l;
 }
 
@@ -74,7 +85,7 @@ std::string Insert(std::string_view line, std::string_view insert, bool inside_a
 std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
   size_t rest = 0;
   const auto s = ParseSliceHead(line, &rest);
-  if (!s) return std::nullopt;
+  if (!s || !l->Maybe(s->ts_ns)) return std::nullopt;
   if (s->cat == "step") {
     auto [b, e] = l->steps.equal_range(s->ts_ns);
     for (auto it = b; it != e && s->has_args; ++it) {
@@ -104,27 +115,6 @@ std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverla
   return std::nullopt;
 }
 
-// Output in 1 MiB blocks: a trace has millions of short lines.
-class BlockWriter {
- public:
-  explicit BlockWriter(std::ostream* w) : w_(*w) { buf_.reserve(kBlock + 4096); }
-  ~BlockWriter() { Flush(); }
-  void Put(std::string_view a, std::string_view b) {
-    buf_.append(a);
-    buf_.append(b);
-    if (buf_.size() >= kBlock) Flush();
-  }
-  void Flush() {
-    w_.write(buf_.data(), std::streamsize(buf_.size()));
-    buf_.clear();
-  }
-
- private:
-  static constexpr size_t kBlock = size_t{1} << 20;
-  std::ostream& w_;
-  std::string buf_;
-};
-
 // Why a faulty-operator marker has no flow arrow to an operator slice (its args' "no_flow").
 constexpr const char* kWhyUnlinked =
     "no slice of trace.json has this operator's start, duration and name on this rank "
@@ -147,9 +137,10 @@ std::string Event(std::string_view ph, std::string_view name, uint32_t tid, cons
 }
 
 // The overlay's process, tracks and slices, each preceded by ",\n" (`first`: none before the first).
-void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool first, std::ostream* w, AnnotateStats* st) {
+void WriteOverlay(const TraceOverlay& o, int64_t origin, const Lookup& l, bool first, TraceSink* w, AnnotateStats* st) {
   auto put = [&](const std::string& e) {
-    *w << (first ? "" : ",\n") << e;
+    w->Put(first ? "" : ",\n");
+    w->Put(e);
     first = false;
   };
   put(Event("M", "process_name", 0, ",\"args\":{\"name\":\"truffld diagnosis\"}"));
@@ -288,25 +279,27 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
   if (!origin.ok()) return ParseError(in_path + ": " + origin.status().message());
   st->time_origin_ns = *origin;
   st->input_error = false;
-  std::ofstream w(out_path, std::ios::binary | std::ios::trunc);
-  if (!w) return IoError(out_path + ": cannot open for writing");
-  w << line.substr(0, kHeadPrefix.size()) << kAnnotated << line.substr(kHeadPrefix.size()) << '\n';
+  auto sink = TraceSink::Open(out_path);
+  if (!sink.ok()) return sink.status();
+  TraceSink& w = **sink;
+  w.Put(line.substr(0, kHeadPrefix.size()));
+  w.Put(kAnnotated);
+  w.Put(line.substr(kHeadPrefix.size()));
+  w.Put("\n");
   Lookup l = Index(o, *origin);
   bool closed = false, first = true;
-  {
-    BlockWriter out(&w);
-    while (in.Next(&line)) {
-      if (line == "]}") {
-        closed = true;
-        break;
-      }
-      if (line.empty()) continue;  // a trace with no events: "[\n\n]}"
-      if (line.back() == ',') line.remove_suffix(1);
-      const std::optional<std::string> changed = AnnotateLine(line, o, &l, st);
-      out.Put(first ? "" : ",\n", changed ? std::string_view(*changed) : line);
-      first = false;
-      ++st->events;
+  while (in.Next(&line)) {
+    if (line == "]}") {
+      closed = true;
+      break;
     }
+    if (line.empty()) continue;  // a trace with no events: "[\n\n]}"
+    if (line.back() == ',') line.remove_suffix(1);
+    const std::optional<std::string> changed = AnnotateLine(line, o, &l, st);
+    if (!first) w.Put(",\n");
+    w.Put(changed ? std::string_view(*changed) : line);
+    first = false;
+    ++st->events;
   }
   st->input_error = true;
   if (!in.status().ok()) return in.status();
@@ -316,9 +309,8 @@ Status AnnotateTrace(const std::string& in_path, const TraceOverlay& o, const st
                       " line(s) too long to copy; not a trace truffld-merge wrote");
   st->input_error = false;
   WriteOverlay(o, *origin, l, first, &w, st);
-  w << "\n]}\n";
-  w.flush();
-  return w ? Status::Ok() : IoError(out_path + ": write failed");
+  w.Put("\n]}\n");
+  return w.Finish();
 }
 
 }  // namespace truffld::diagnose

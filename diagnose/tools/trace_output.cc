@@ -103,7 +103,7 @@ Status AddAnnotatedTrace(const TraceChoice& trace, const std::vector<StepDiagnos
     return Status::Ok();
   }
   j = TraceStatsJson(trace.path, overlay, ts, nullptr);
-  const uint64_t linkable = overlay.markers - ts.markers_replayed;
+  const uint64_t linkable = overlay.markers - ts.markers_replayed - ts.markers_outside;
   if (linkable > 0 && ts.flows == 0) {
     warnings->push_back("diagnosis.trace.json: none of the " + std::to_string(linkable) +
                         " faulty-operator markers found its operator slice in " + trace.path +

@@ -124,7 +124,7 @@ void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_Callb
   const int64_t end = static_cast<int64_t>(ReadTicks());
   if (t.corr_depth > 0) --t.corr_depth;
   Record r;
-  std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
+  std::memset(static_cast<void*>(&r), 0, sizeof(Record));
   r.kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RecordKind::kRuntime : RecordKind::kDriver;
   r.t0 = static_cast<int64_t>(*cb->correlationData);
   r.t1 = end;
@@ -148,7 +148,7 @@ void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
   if (g_api.GetGraphId(gd->graph, &gid) != CUPTI_SUCCESS) return;
   if (g_api.GetGraphNodeId(gd->node, &nid) != CUPTI_SUCCESS) return;
   Record r;
-  std::memset(static_cast<void*>(&r), 0, offsetof(Record, inline_bytes));
+  std::memset(static_cast<void*>(&r), 0, sizeof(Record));
   r.kind = RecordKind::kGraphNode;
   r.t0 = static_cast<int64_t>(ReadTicks());
   const ThreadState& t = t_thread;

@@ -104,24 +104,23 @@ char* PutNs(char* p, int64_t v) {
   return Put8Digits(p, static_cast<uint32_t>(u % 100000000));
 }
 
-// Longest name the fast path takes (escaped, it fits kPlainNvtxBuf).
-constexpr size_t kPlainNvtxName = 512;
-constexpr size_t kPlainNvtxBuf = JsonEscapedBound(kPlainNvtxName) + 160;
+// `{"type":"NVTX_PUSH","name":"` and `","timestamp":` (42 bytes), the escaped name, 20 digits
+// and the copied end.
+static_assert(kPlainNvtxLineMax >= 42 + JsonEscapedBound(kPlainNvtxName) + 20 + LineTail::kBytes,
+              "a plain line fits");
 
-// The common NVTX record, formatted into a stack buffer and appended once: a push, pop or mark
-// in the default domain without category, colour, payload or truncated name (what
-// nvtxRangePushA/nvtxRangePop/nvtxMarkA produce). The bytes are those of the general path below,
-// which the tests check; false (nothing appended) for any other record.
-bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, LineTail& tail,
-                     std::string& out) {
-  if (r.domain || r.flags || r.payload_kind != PayloadKind::kNone) return false;
-  char buf[kPlainNvtxBuf];
-  char* p = buf;
+}  // namespace
+
+// The common NVTX record, formatted in one piece. The bytes are those of the general path in
+// FormatRecord, which the tests check.
+char* FormatPlainNvtxTo(char* p, const Record& r, std::string_view data, int64_t pid,
+                        LineTail& tail) {
+  if (r.domain || r.flags || r.payload_kind != PayloadKind::kNone) return nullptr;
   switch (r.kind) {
     case RecordKind::kNvtxPush:
     case RecordKind::kNvtxMark: {
       const std::string_view name = RecordName(r, data);
-      if (name.size() > kPlainNvtxName) return false;
+      if (name.size() > kPlainNvtxName) return nullptr;
       p = r.kind == RecordKind::kNvtxPush ? Put(p, "{\"type\":\"NVTX_PUSH\",\"name\":\"")
                                           : Put(p, "{\"type\":\"NVTX_MARK\",\"name\":\"");
       p = EscapeJsonTo(p, name);
@@ -132,17 +131,10 @@ bool FormatPlainNvtx(const Record& r, std::string_view data, int64_t pid, LineTa
       p = Put(p, "{\"type\":\"NVTX_POP\",\"timestamp\":");
       break;
     default:
-      return false;
+      return nullptr;
   }
-  p = PutNs(p, r.t0);
-  const std::string_view end = tail.For(pid, r.tid);
-  std::memcpy(p, end.data(), end.size());
-  p += end.size();
-  out.append(buf, static_cast<size_t>(p - buf));
-  return true;
+  return tail.PutAt(PutNs(p, r.t0), pid, r.tid);
 }
-
-}  // namespace
 
 std::string_view LineTail::For(int64_t pid, uint32_t tid) {
   if (len_ == 0 || pid != pid_ || tid != tid_) {
@@ -161,7 +153,11 @@ std::string_view LineTail::For(int64_t pid, uint32_t tid) {
 void FormatRecord(const Record& r, std::string_view data, int64_t pid, const RecordContext& ctx,
                   std::string& out, LineTail* tail) {
   LineTail own;
-  if (FormatPlainNvtx(r, data, pid, tail ? *tail : own, out)) return;
+  char buf[kPlainNvtxLineMax];
+  if (const char* end = FormatPlainNvtxTo(buf, r, data, pid, tail ? *tail : own)) {
+    out.append(buf, static_cast<size_t>(end - buf));
+    return;
+  }
   JsonLine j(out);
   j.Str("type", RecordKindName(r.kind));
   switch (r.kind) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,14 +39,34 @@ class RecordContext {
 // record. Thread-safety: none; one per formatting thread (the writer).
 class LineTail {
  public:
+  static constexpr size_t kBytes = 64;  // room for the longest end (two 20-digit ids)
   std::string_view For(int64_t pid, uint32_t tid);
+  // Writes the end at p, which has room for kBytes (copied whole: a fixed-size copy is
+  // cheaper than one of the end's length); returns the end of the line.
+  char* PutAt(char* p, int64_t pid, uint32_t tid) {
+    if (len_ == 0 || pid != pid_ || tid != tid_) For(pid, tid);
+    std::memcpy(p, text_, kBytes);
+    return p + len_;
+  }
 
  private:
   int64_t pid_ = 0;
   uint32_t tid_ = 0;
   size_t len_ = 0;  // 0: nothing kept yet
-  char text_[64];
+  char text_[kBytes] = {};
 };
+
+// Longest name FormatPlainNvtxTo takes, and the most bytes it writes (with LineTail's slack).
+inline constexpr size_t kPlainNvtxName = 512;
+inline constexpr size_t kPlainNvtxLineMax = 6 * kPlainNvtxName + 96 + LineTail::kBytes;
+
+// Writes the line of a plain NVTX record at p, which has room for kPlainNvtxLineMax bytes, and
+// returns its end: a push, pop or mark in the default domain without category, colour, payload
+// or truncated name, whose name has at most kPlainNvtxName bytes (what nvtxRangePushA,
+// nvtxRangePop and nvtxMarkA produce). Returns nullptr (nothing written) for any other record.
+// The bytes are FormatRecord's (the writer formats these straight into its output).
+char* FormatPlainNvtxTo(char* p, const Record& r, std::string_view data, int64_t pid,
+                        LineTail& tail);
 
 // Appends one JSON line for a ring record. `data` holds the record's copied bytes. `tail`, when
 // given, keeps the line end of plain NVTX records between calls (the bytes are the same).

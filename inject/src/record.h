@@ -1,10 +1,10 @@
 // Plain fixed-size event records: the unit the hot path writes and the writer thread formats.
 //
 // Every captured event (NVTX call, CUDA API call, graph-node creation, GPU activity) becomes one
-// 128-byte Record, optionally followed by "continuation" slots holding bytes that did not fit in
-// the record's inline area (long names, binary NVTX payloads). Records hold no owning pointers:
-// names are either copied inline/into continuation slots or refer to strings that live for the
-// whole process (NVTX registered strings, CUPTI's static API names, interned domains). No vendor
+// 96-byte Record header followed in its thread's ring by its copied bytes (names, binary NVTX
+// payloads); record_ring.h stores plain NVTX pushes and pops in a 16-byte compact form. Records
+// hold no owning pointers: names are either copied after the header or refer to strings that
+// live for the whole process (NVTX registered strings, CUPTI's static API names, interned domains). No vendor
 // (CUPTI/NVTX) type appears here, so formatting and tests need neither.
 // Units: every time field is integer nanoseconds on the tracer's one clock (see clock.h).
 // Thread-safety: plain data; a Record is written by one thread and read by the writer thread
@@ -53,7 +53,7 @@ enum class PayloadKind : uint8_t {
   kSchema,  // binary payload of the NVTX payload extension; bytes follow the name
 };
 
-// One 128-byte slot. Field meaning per kind:
+// One record's header (its copied bytes follow it in the ring). Field meaning per kind:
 //   NVTX_*:   t0 = timestamp, id = range id (START/END), domain, name, color, category,
 //             payload_kind/payload_value/payload_schema (+ payload bytes after the name).
 //   RUNTIME/DRIVER: t0 = start, t1 = end, id = correlation id, a = cbid, b = bytes,
@@ -80,27 +80,21 @@ struct Record {
   uint32_t category;
   uint32_t color;
   int32_t return_code;
-  uint16_t name_len;       // bytes of copied name (inline first, then continuation slots)
+  uint16_t name_len;       // bytes of copied name (after the header in the ring)
   uint16_t payload_len;    // bytes of binary payload after the name
   uint64_t payload_value;  // raw bits of a scalar payload, or the schema id for kSchema
-  char inline_bytes[32];   // first bytes of (name ++ payload)
 
   // Total bytes of copied data (name then payload) carried by this record.
   size_t data_len() const noexcept { return size_t{name_len} + payload_len; }
 };
-static_assert(sizeof(Record) == 128, "Record must stay one 128-byte slot");
+static_assert(sizeof(Record) == 96, "a Record header is six 16-byte ring units");
 
-inline constexpr size_t kSlotBytes = sizeof(Record);
-inline constexpr size_t kInlineBytes = sizeof(Record::inline_bytes);
+// Thread rings are sized in slots of this many bytes (TRUFFLD_THREAD_BUFFER_KB / kSlotBytes).
+inline constexpr size_t kSlotBytes = 128;
 // Longer names are cut and flagged. Large enough for a step naming a thousand requests
 // (hooks' step names carry every request id); name_len is 16 bits.
 inline constexpr size_t kMaxNameBytes = 65535;
 inline constexpr size_t kMaxWideNameBytes = 8192;  // wide names are converted on the stack
 inline constexpr size_t kMaxPayloadBytes = 1024;   // longer payloads are not copied (counted)
-
-// Slots needed for a record carrying `data_len` copied bytes.
-constexpr size_t SlotsFor(size_t data_len) noexcept {
-  return data_len <= kInlineBytes ? 1 : 1 + (data_len - kInlineBytes + kSlotBytes - 1) / kSlotBytes;
-}
 
 }  // namespace truffld::inject

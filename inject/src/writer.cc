@@ -44,6 +44,39 @@ void Tracer::OpenDumpAndWriteMeta(std::string& out) {
   FormatMeta(m, out);
 }
 
+void Tracer::WriteOutAndStage(std::string& out) {
+  if (sink_) {
+    sink_->Write(out);
+    sink_->Write(std::string_view(stage_.get(), stage_len_));
+  }
+  out.clear();
+  stage_len_ = 0;
+}
+
+// Plain NVTX lines go straight into the stage; any other record's line goes to `out`, after
+// the stage's lines were moved there (the order of the lines is the order of the ring).
+void Tracer::DrainRings(std::string& out, std::string& scratch) {
+  if (!stage_) stage_.reset(new char[kWriteChunk + kPlainNvtxLineMax]);
+  tick_clock_.Anchor(ReadTicks(), Now());
+  registry_.ForEach([&](RecordRing& ring) {
+    ring.Drain(
+        [&](Record& r, std::string_view data) {  // the ring's header copy: ticks to ns in place
+          r.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
+          if (r.t1) r.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
+          ++written_[static_cast<int>(r.kind)];
+          if (char* end = FormatPlainNvtxTo(stage_.get() + stage_len_, r, data, pid_, line_tail_)) {
+            stage_len_ = static_cast<size_t>(end - stage_.get());
+          } else {
+            out.append(stage_.get(), stage_len_);
+            stage_len_ = 0;
+            FormatRecord(r, data, pid_, nvtx_, out, &line_tail_);
+          }
+          if (out.size() + stage_len_ >= kWriteChunk) WriteOutAndStage(out);
+        },
+        scratch);
+  });
+}
+
 void Tracer::DrainOnce(std::string& out, std::string& scratch) {
   auto spill = [&] {
     if (out.size() >= kWriteChunk) {
@@ -51,25 +84,13 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
       out.clear();
     }
   };
-  tick_clock_.Anchor(ReadTicks(), Now());
-  registry_.ForEach([&](RecordRing& ring) {
-    ring.Drain(
-        [&](const Record& r, std::string_view data) {
-          Record c;  // header only: the copied bytes are passed separately as `data`
-          std::memcpy(static_cast<void*>(&c), &r, offsetof(Record, inline_bytes));
-          c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
-          c.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
-          FormatRecord(c, data, pid_, nvtx_, out, &line_tail_);
-          ++written_[static_cast<int>(r.kind)];
-          spill();
-        },
-        scratch);
-  });
+  DrainRings(out, scratch);
+  if (stage_len_) WriteOutAndStage(out);
   FormatWindowMarks(out);
   QueuedEnd qe;
   while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
     Record c;
-    std::memset(static_cast<void*>(&c), 0, offsetof(Record, inline_bytes));
+    std::memset(static_cast<void*>(&c), 0, sizeof(Record));
     c.kind = RecordKind::kNvtxEnd;
     c.t0 = tick_clock_.ToNs(static_cast<uint64_t>(qe.t0));
     c.id = qe.id;
@@ -152,6 +173,7 @@ void Tracer::WriterMain() {
   std::string& scratch = writer_scratch_;
   out.clear();
   out.reserve(kWriteChunk + 4096);
+  stage_len_ = 0;  // a fork child: what the parent's writer had staged is the parent's
   bool opened = false;
   int next_window_ms = -1;  // time-mode windows: wake for their edges too
   if (sampling()) ControlFileChanged();  // the control file's baseline: only changes ask

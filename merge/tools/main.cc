@@ -15,7 +15,7 @@
 #include "truffld/atomic_file.h"
 #include "truffld/cli.h"
 #include "truffld/cli_parse.h"
-#include "truffld/merge/direct_writer.h"
+#include "truffld/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
 #include "truffld/merge/run_stats.h"
@@ -61,7 +61,7 @@ int Fail(int code, const std::string& message) {
 }
 
 // How the outputs reach the disk. kDirect: direct I/O from the writers' own buffers
-// (truffld/merge/direct_writer.h), or the page cache where the file system refuses it; kCached:
+// (truffld/direct_writer.h), or the page cache where the file system refuses it; kCached:
 // the page cache, as any program writes.
 enum class WriteMode { kDirect, kCached };
 

@@ -337,6 +337,21 @@ class Diagnose(CliCase):
         p = self.diag(os.path.join(self.dir, "out"), "-q", "--trace", os.path.join(other, "merged", "trace.json"))
         self.assertIn(b"found its operator slice", p.stderr)
 
+    def test_blame_outside_operators_is_not_a_trace_mismatch(self):
+        # Every abnormal step blames the time between steps, which has no operator slice to link:
+        # that is not a trace from another merge, and no warning says so.
+        d = os.path.join(self.dir, "gaps")
+        for cmd in ([SYNTH, "--preset", "small", "--steps", "60", "--seed", "3", "--faults", "sched_delay",
+                     "--intensities", "strong", "--abnormal-fraction", "0.1", "--out", os.path.join(d, "dump"), "-q"],
+                    [MERGE, os.path.join(d, "dump"), "-o", os.path.join(d, "merged"), "-q"]):
+            self.assertEqual(0, run(cmd).returncode)
+        out = os.path.join(d, "out")
+        p = run([DIAG, os.path.join(d, "merged"), "-o", out, "--llm", "off", "-q"])
+        self.assertEqual(0, p.returncode, p.stderr)
+        with open(os.path.join(out, "stats.json")) as f:
+            self.assertGreater(json.load(f)["trace"]["markers_outside"], 0)
+        self.assertNotIn(b"found its operator slice", p.stderr)
+
     def test_input_problems_exit_1(self):
         out = os.path.join(self.dir, "out")
         self.expect([DIAG, os.path.join(self.dir, "typo"), "-o", out], 1, "typo")

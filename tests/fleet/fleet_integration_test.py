@@ -66,6 +66,19 @@ def tools_under(pid):
     return out
 
 
+def slow_merge(real, work):
+    """A truffld-merge that waits 0.5 s before it runs (same PID: exec), so that each shard's tool
+    runs long enough under its worker for the test to see it and kill that worker: a shard of the
+    real tool lasts under 0.1 s, and a worker whose tools all ended between two 0.1 s looks was
+    never caught (a flaky wait). Its comm starts with "truffld-" like the tools'."""
+    path = os.path.join(work, "truffld-slowmrg")
+    with open(path, "w") as f:
+        f.write("#!/usr/bin/python3\nimport os, sys, time\ntime.sleep(0.5)\n"
+                "os.execv(%r, [%r] + sys.argv[1:])\n" % (real, real))
+    os.chmod(path, 0o755)
+    return path
+
+
 def kill_worker_mid_run(worker):
     """SIGKILL `worker` while one of its shards' tools runs; returns that tool's PID."""
     found = []
@@ -84,8 +97,9 @@ def main():
     print("data: %.1f s; fault in replica %s at steps %s" % (time.monotonic() - t0, faulty_rep, sorted(labelled)))
     sched_file, procs = start_cluster(a.work)
     out = os.path.join(a.work, "fleet")
+    merge = slow_merge(os.path.abspath(a.merge), a.work)
     try:
-        run = subprocess.Popen([FLEET, dumps, "-o", out, "--scheduler-file", sched_file, "--merge", a.merge,
+        run = subprocess.Popen([FLEET, dumps, "-o", out, "--scheduler-file", sched_file, "--merge", merge,
                                 "--diagnose", a.diagnose, "--tool-threads", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         tool = kill_worker_mid_run(procs[1])
@@ -138,7 +152,7 @@ def main():
     before = open(os.path.join(out, "fleet.jsonl")).read()
     fc.check(local.returncode == 0 and open(os.path.join(a.work, "local", "fleet.jsonl")).read() == before,
              "--dumps-local (the worker finds the dumps) gives the same findings: %s %s" % (local.stdout, local.stderr))
-    again = subprocess.run([FLEET, dumps, "-o", out, "--in-process", "--merge", a.merge, "--diagnose", a.diagnose,
+    again = subprocess.run([FLEET, dumps, "-o", out, "--in-process", "--merge", merge, "--diagnose", a.diagnose,
                             "--tool-threads", "1"], stdout=subprocess.PIPE, text=True, check=False)
     fc.check(again.returncode == 0 and "8 skipped" in again.stdout, "rerun skips every shard: %s" % again.stdout)
     fc.check(open(os.path.join(out, "fleet.jsonl")).read() == before, "rerun gives the same findings")

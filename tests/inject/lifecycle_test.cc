@@ -84,7 +84,7 @@ TEST(Lifecycle, ForkGivesTheChildItsOwnFile) {
 
 TEST(Lifecycle, ExitWithoutExplicitFlushWritesEverything) {
   TempDir dir;
-  // 3000 pairs = 6000 records fit the default 1 MiB ring (8192 slots): nothing may be lost.
+  // 3000 pairs = 6000 records fit the default 1 MiB ring (16,384 plain pairs): nothing may be lost.
   Exit e = RunProgram({AppPath("truffld_nvtx_app"), "noflush", "3000"}, InjectEnv(dir.path()));
   ASSERT_EQ(e.code, 0) << e.err;
   auto dumps = ReadDumps(dir.path());

@@ -1,5 +1,6 @@
-// Unit tests of RecordRing and RingRegistry: ordering, spill into continuation slots,
-// drop-and-count when full, slot reuse, close reservations, rewind, budget tiers, fork reset.
+// Unit tests of RecordRing and RingRegistry: ordering, compact and full records and their bytes
+// across the ring's end, drop-and-count when full, reuse, close reservations, rewind, budget
+// tiers, fork reset.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -19,6 +20,14 @@ Record Rec(RecordKind k, int64_t t, uint16_t name_len = 0) {
   r.kind = k;
   r.t0 = t;
   r.name_len = name_len;
+  return r;
+}
+
+// A record the ring stores in full (a domain makes it so); `Rec` ones of NVTX kinds are compact.
+int g_domain;
+Record FullRec(RecordKind k, int64_t t, uint16_t name_len = 0) {
+  Record r = Rec(k, t, name_len);
+  r.domain = &g_domain;
   return r;
 }
 
@@ -67,17 +76,18 @@ TEST(RecordRing, DeliversRecordsInOrderWithTheirBytes) {
 }
 
 TEST(RecordRing, FullRingDropsAndCountsInsteadOfBlocking) {
-  RecordRing ring(64);  // exactly 64 slots
+  RecordRing ring(64);  // 64 slots of 128 bytes: 512 units, a compact mark each
+  ASSERT_EQ(ring.capacity_units(), 512u);
   int pushed = 0;
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 600; ++i) {
     Record r = Rec(RecordKind::kNvtxMark, i);
     if (ring.TryPush(r, nullptr, 0)) ++pushed; else ring.CountDrop(RecordKind::kNvtxMark);
   }
-  EXPECT_EQ(pushed, 64);
-  EXPECT_EQ(ring.dropped(RecordKind::kNvtxMark), 36u);
+  EXPECT_EQ(pushed, 512);
+  EXPECT_EQ(ring.dropped(RecordKind::kNvtxMark), 88u);
   EXPECT_EQ(ring.dropped(RecordKind::kNvtxPush), 0u);
   std::string scratch;
-  EXPECT_EQ(ring.Drain([](const Record&, std::string_view) {}, scratch), 64u);
+  EXPECT_EQ(ring.Drain([](const Record&, std::string_view) {}, scratch), 512u);
   Record r = Rec(RecordKind::kNvtxMark, 1000);
   EXPECT_TRUE(ring.TryPush(r, nullptr, 0)) << "space is reusable after a drain";
 }
@@ -87,33 +97,62 @@ TEST(RecordRing, AsksForAnEarlyDrainOncePerDrainWhenAnEighthFull) {
   std::string scratch;
   for (int round = 0; round < 3; ++round) {
     int wakes = 0, first_wake = -1;
-    for (int i = 0; i < 40; ++i) {
+    for (int i = 0; i < 100; ++i) {
       Record r = Rec(RecordKind::kNvtxMark, i);
       const PushResult pr = ring.TryPush(r, nullptr, 0);
       ASSERT_NE(pr, kPushFull);
       if (pr == kPushOkWake) { ++wakes; if (first_wake < 0) first_wake = i; }
     }
     EXPECT_EQ(wakes, 1) << "round " << round;
-    EXPECT_EQ(first_wake, 8) << "the 9th record passes an eighth of 64 slots";
+    EXPECT_EQ(first_wake, 64) << "the 65th compact record passes an eighth of 512 units";
     ring.Drain([](const Record&, std::string_view) {}, scratch);
   }
 }
 
-TEST(RecordRing, SlotsWrapAroundWithMultiSlotRecords) {
-  RecordRing ring(64);
+TEST(RecordRing, CompactAndFullRecordsWrapAroundTheEnd) {
+  RecordRing ring(64);  // 512 units
   std::string scratch;
-  const std::string name(200, 'q');  // 1 + 2 continuation slots
+  std::string name(200, 'q');  // compact: 14 units, full: 19; neither divides 512
   size_t seen = 0;
-  for (int round = 0; round < 200; ++round) {
-    Record r = Rec(RecordKind::kNvtxPush, round, static_cast<uint16_t>(name.size()));
-    ASSERT_TRUE(ring.TryPush(r, name.data(), name.size()));
+  for (int round = 0; round < 400; ++round) {
+    name[round % 200] = static_cast<char>('a' + round % 26);
+    const bool full = round % 3 == 0;
+    const uint16_t len = static_cast<uint16_t>(round % 5 ? name.size() : 0);
+    Record r = full ? FullRec(RecordKind::kNvtxPush, round, len) : Rec(RecordKind::kNvtxPush, round, len);
+    r.tid = 7000 + round;
+    ASSERT_TRUE(ring.TryPush(r, name.data(), len));
     ring.Drain([&](const Record& rec, std::string_view d) {
+      EXPECT_EQ(rec.kind, RecordKind::kNvtxPush);
       EXPECT_EQ(rec.t0, round);
-      EXPECT_EQ(d, name);
+      EXPECT_EQ(rec.tid, static_cast<uint32_t>(7000 + round));
+      EXPECT_EQ(rec.domain, full ? &g_domain : nullptr);
+      EXPECT_EQ(rec.name_len, len);
+      EXPECT_EQ(d, std::string_view(name).substr(0, len));
       ++seen;
     }, scratch);
   }
-  EXPECT_EQ(seen, 200u);
+  EXPECT_EQ(seen, 400u);
+}
+
+TEST(RecordRing, PlainNvtxRecordsAreCompactOthersFull) {
+  Record push = Rec(RecordKind::kNvtxPush, 1, 20), pop = Rec(RecordKind::kNvtxPop, 2);
+  EXPECT_TRUE(RecordRing::IsCompact(push, 0));
+  EXPECT_TRUE(RecordRing::IsCompact(pop, 0));
+  EXPECT_FALSE(RecordRing::IsCompact(pop, 8)) << "a payload";
+  EXPECT_FALSE(RecordRing::IsCompact(FullRec(RecordKind::kNvtxPop, 2), 0)) << "a domain";
+  EXPECT_FALSE(RecordRing::IsCompact(Rec(RecordKind::kNvtxStart, 1), 0));
+  EXPECT_FALSE(RecordRing::IsCompact(Rec(RecordKind::kRuntime, 1), 0));
+  Record colored = push;
+  colored.flags = kFlagHasColor;
+  EXPECT_FALSE(RecordRing::IsCompact(colored, 0));
+  Record registered = push;
+  registered.name_ref = "registered";
+  EXPECT_FALSE(RecordRing::IsCompact(registered, 0));
+  // A pop in one unit, "aten::mm, op_id = 42" pushed in three; a full pop in six.
+  EXPECT_EQ(RingUnitsFor(true, 0), 1u);
+  EXPECT_EQ(RingUnitsFor(true, 20), 3u);
+  EXPECT_EQ(RingUnitsFor(false, 0), kCloseUnits);
+  EXPECT_EQ(RingUnitsFor(false, 1), 7u);
 }
 
 TEST(RecordRing, ConcurrentProducerAndConsumerLoseNothingUncounted) {
@@ -193,22 +232,23 @@ int FillWithMarks(RecordRing& ring) {
 }
 
 TEST(RecordRing, AWrittenPushAlwaysFindsRoomForItsPop) {
-  RecordRing ring(64);
-  // Ten nested pushes reserve ten slots: marks fill the other 44, then everything but the
-  // pops is refused, and the ten pops go in.
+  RecordRing ring(64);  // 512 units
+  // Ten nested compact pushes (a unit each) reserve room for ten full pops (kCloseUnits each):
+  // compact marks fill the other 442 units, then everything but the pops is refused, and the
+  // ten pops go in, even as full records (the largest a bare pop can be).
   for (int i = 0; i < 10; ++i) {
     Record p = Rec(RecordKind::kNvtxPush, i);
     ASSERT_TRUE(ring.TryPush(p, nullptr, 0, nullptr, 0, Reserve::kOpen));
   }
-  EXPECT_EQ(ring.reserved_slots(), 10u);
-  EXPECT_EQ(FillWithMarks(ring), 44);
+  EXPECT_EQ(ring.reserved_pops(), 10u);
+  EXPECT_EQ(FillWithMarks(ring), static_cast<int>(512 - 10 - 10 * kCloseUnits));
   Record another = Rec(RecordKind::kNvtxPush, 99);
   EXPECT_FALSE(ring.TryPush(another, nullptr, 0, nullptr, 0, Reserve::kOpen));
   for (int i = 0; i < 10; ++i) {
-    Record pop = Rec(RecordKind::kNvtxPop, 100 + i);
+    Record pop = FullRec(RecordKind::kNvtxPop, 100 + i);
     EXPECT_TRUE(ring.TryPush(pop, nullptr, 0, nullptr, 0, Reserve::kClose)) << i;
   }
-  EXPECT_EQ(ring.reserved_slots(), 0u);
+  EXPECT_EQ(ring.reserved_pops(), 0u);
   Record late = Rec(RecordKind::kNvtxPop, 200);
   EXPECT_FALSE(ring.TryPush(late, nullptr, 0, nullptr, 0, Reserve::kClose)) << "no slot was left";
 }
@@ -216,7 +256,7 @@ TEST(RecordRing, AWrittenPushAlwaysFindsRoomForItsPop) {
 TEST(RecordRing, RewindsToItsFirstSlotsSoBurstsAloneTouchTheRest) {
   RecordRing ring(1024, 64);  // 64 hot slots
   std::string scratch;
-  const std::string name(150, 'r');  // two slots each
+  const std::string name(150, 'r');  // 11 units each (compact)
   int64_t next = 0, seen = 0;
   bool in_order = true;
   auto drain = [&] {
@@ -225,7 +265,7 @@ TEST(RecordRing, RewindsToItsFirstSlotsSoBurstsAloneTouchTheRest) {
       ++seen;
     }, scratch);
   };
-  // A slow producer: a few records, drained, many times over; a burst of 600 slots in between.
+  // A slow producer: a few records, drained, many times over; a burst of 1800 units in between.
   for (int round = 0; round < 300; ++round) {
     const int n = round == 150 ? 300 : 7;
     for (int i = 0; i < n; ++i) {
@@ -236,9 +276,10 @@ TEST(RecordRing, RewindsToItsFirstSlotsSoBurstsAloneTouchTheRest) {
   }
   EXPECT_TRUE(in_order);
   EXPECT_EQ(seen, next);
-  // A rewind needs the ring empty at a check (every 16 slots past the hot ones): here about one
-  // per 84 slots written (37 when this was written); without rewinds there are none.
-  EXPECT_GE(ring.rewinds(), 25u) << "passes beyond the hot slots go back to the start";
+  // The first push past the hot units (512) that finds the ring empty rewinds: about 12,900
+  // units written here, one rewind per ~550 (the hot units and a round), 21 when this was
+  // written; without rewinds there are none.
+  EXPECT_GE(ring.rewinds(), 18u) << "passes beyond the hot units go back to the start";
 }
 
 TEST(RecordRing, RewindsRaceNothingWithAConcurrentConsumer) {
@@ -249,7 +290,7 @@ TEST(RecordRing, RewindsRaceNothingWithAConcurrentConsumer) {
     Record r = Rec(RecordKind::kNvtxPush, i);
     if (!ring.TryPush(r, nullptr, 0)) ring.CountDrop(RecordKind::kNvtxPush);
     // Now and then 32 records each pushed into an emptied ring: one of them meets a rewind
-    // check (every 16 slots) with the ring empty. In between, bursts race the consumer.
+    // check with the ring empty. In between, bursts race the consumer.
     if (i % 2000 < 32) while (!ring.empty()) std::this_thread::yield();
   }
   consumer.Finish();
@@ -279,14 +320,6 @@ TEST(EndQueue, ManyProducersOneConsumerEveryEndOnceUpToCapacity) {
   while (q.Pop(&e)) ++seen[e.id];
   for (int n : seen) EXPECT_EQ(n, 1);
   EXPECT_TRUE(q.Push(QueuedEnd{})) << "room again after the consumer took everything";
-}
-
-TEST(Record, SlotArithmetic) {
-  EXPECT_EQ(SlotsFor(0), 1u);
-  EXPECT_EQ(SlotsFor(kInlineBytes), 1u);
-  EXPECT_EQ(SlotsFor(kInlineBytes + 1), 2u);
-  EXPECT_EQ(SlotsFor(kInlineBytes + kSlotBytes), 2u);
-  EXPECT_EQ(SlotsFor(kInlineBytes + kSlotBytes + 1), 3u);
 }
 
 }  // namespace

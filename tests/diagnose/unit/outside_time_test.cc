@@ -194,5 +194,32 @@ TEST(OutsideTime, APauseBetweenStepsGainsNothingWhileTheDeviceWasBusy) {
   EXPECT_NEAR(ImpactOfCuttingThePause(900000), 500000, 1);
 }
 
+// A graph launched at 95 us whose first node ran only at 200 us (it queued behind a memset the
+// device ran late, after an idle stretch), with an operator beginning at 150 us in between: the
+// nodes count as launched by their graph launch call, not by that operator, so cutting the idle
+// stretch lets them start right after the memset and saves the cut.
+TEST(OutsideTime, GraphNodesAreLaunchedByTheirGraphLaunchCall) {
+  TreeReader r;
+  r.set_graph_vertical_ops(true);
+  const std::string fill = Op("aten::fill_", 10000, 20000, Call("cudaMemsetAsync", 12000, 15000, Device("memset", 180000, 190000)));
+  const std::string first = Op("aten::add", 1000, 9000, Call("cudaLaunchKernel", 2000, 4000, Device("kernel", 5000, 15000)));
+  const std::string node = R"({"name":"mm_k","layer":"kernel","family":"gemm","start":200000,"end":300000,)"
+                           R"("captured_in":{"name":"aten::mm","layer":"backend_op","family":"aten::mm"}})";
+  const std::string launch = Call("cudaGraphLaunch", 95000, 100000, node);
+  const std::string copy = Op("aten::copy_", 150000, 320000, Call("cudaMemcpy", 150000, 320000, Device("memcpy", 300000, 310000)));
+  r.ParseLine(Step(0, 0, 330000, R"("a")", first + "," + fill + "," + launch + "," + copy), "t:1");
+  const InstanceTable t = r.Finish();
+  const int mm = Find(t, 0, "aten::mm"), idle = Find(t, 0, kDeviceIdleFamily);
+  ASSERT_GE(mm, 0);
+  ASSERT_GE(idle, 0);
+  EXPECT_EQ(t.detail[mm].graph_launch, 95000);
+  std::vector<uint32_t> item_of;
+  const StepGraph g = BuildStepGraph(t, 0, {}, &item_of);
+  EXPECT_EQ(g.items[item_of[static_cast<size_t>(mm)]].launch, 95000);
+  // The idle stretch before the memset, [15 us, 180 us): cut by 100 us, the memset and the
+  // graph's node run 100 us earlier, and the blocking copy after them with them.
+  EXPECT_NEAR(ReplayImpactNs(g, {ReplayCut{item_of[static_cast<size_t>(idle)], 100000, 0}}), 100000, 1);
+}
+
 }  // namespace
 }  // namespace truffld::diagnose

@@ -196,6 +196,20 @@ TEST(DecideUnits, AnImplicitStepSaysHowToGetSteps) {
   EXPECT_NE(d.units[0].reason.find("truffld_hooks.step_range"), std::string::npos) << d.units[0].reason;
 }
 
+// A scored device-time row of instance i in unit u, expected from its TP peers.
+TestRow DeviceRow(const PeerTableBuilder& b, uint32_t u, uint32_t i, double observed, double expected, double p) {
+  TestRow r;
+  r.unit = u;
+  r.instance = i;
+  r.metric = Metric::kDevice;
+  r.family = b.t.family[i];
+  r.observed = static_cast<float>(observed);
+  r.expected[1] = static_cast<float>(expected);
+  r.effective_expected = static_cast<float>(expected);
+  r.p_value = p;
+  return r;
+}
+
 // Contention: kernels slowed together in a window. A small kernel 1.5x its expectation (too
 // mild to count alone, and the only one of its family) is significant when two other device rows
 // in its window are surprising too, even when those two are strong enough on their own: the
@@ -221,26 +235,10 @@ TEST(DecideUnits, StrongKernelsWitnessTheirWindow) {
     other.device_ns = 300000;
     b.Add(other);
     std::vector<TestRow> rows(5);
-    rows[4].unit = 1;
-    rows[4].instance = 4;
-    rows[4].metric = Metric::kDevice;
-    rows[4].family = b.t.family[4];
-    rows[4].observed = 300000;
-    rows[4].expected[1] = 100000;
-    rows[4].effective_expected = 100000;
-    rows[4].p_value = 1e-6;
+    rows[4] = DeviceRow(b, 1, 4, 300000, 100000, 1e-6);
     const double expected[] = {100000, 100000, 2000, 1000};
     const double p[] = {1e-40, 1e-35, 1e-30, 0.5};
-    for (uint32_t i = 0; i < 4; ++i) {
-      rows[i].unit = 0;
-      rows[i].instance = i;
-      rows[i].metric = Metric::kDevice;
-      rows[i].family = b.t.family[i];
-      rows[i].observed = static_cast<float>(device[i]);
-      rows[i].expected[1] = static_cast<float>(expected[i]);
-      rows[i].effective_expected = static_cast<float>(expected[i]);
-      rows[i].p_value = p[i];
-    }
+    for (uint32_t i = 0; i < 4; ++i) rows[i] = DeviceRow(b, 0, i, device[i], expected[i], p[i]);
     const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
     ASSERT_EQ(d.units[0].verdict, Verdict::kAbnormal);
     EXPECT_DOUBLE_EQ(d.support_p[0], 1e-40);  // strong: stands on its own
@@ -252,6 +250,31 @@ TEST(DecideUnits, StrongKernelsWitnessTheirWindow) {
       EXPECT_FALSE(Significant(d, b.t, rows, 2));
     }
     EXPECT_FALSE(Significant(d, b.t, rows, 3));
+  }
+}
+
+// The time no operator range covers is one pseudo-instance per step that already sums its kind of
+// time (read/outside_time.h): an input copy issued directly under the step, 1.45x its peers,
+// stands on its own like a family sum, where an operator instance that mild needs a witness.
+TEST(DecideUnits, OutsideTimeSumsStandOnTheirOwn) {
+  for (const bool outside : {true, false}) {
+    PeerTableBuilder b;
+    b.Unit(0, 0, "vertical", {"a"}, 0, 1000000);
+    PeerTableBuilder::Op op{outside ? "(calls under the step)" : "aten::copy_"};
+    op.start = 1000;
+    op.end = 5000;
+    op.device_ns = 61000;
+    b.Add(op);
+    if (outside) b.t.detail[0].flags |= kDetailOutside;
+    const std::vector<TestRow> rows = {DeviceRow(b, 0, 0, 61000, 42000, 1e-6)};
+    const DecisionResult d = DecideUnits(b.t, rows, DecisionOptions{});
+    if (outside) {
+      EXPECT_DOUBLE_EQ(d.support_p[0], 1e-6);
+      EXPECT_EQ(d.units[0].verdict, Verdict::kAbnormal);
+    } else {
+      EXPECT_DOUBLE_EQ(d.support_p[0], 1.0) << "a lone 1.45x kernel is not evidence without a witness";
+      EXPECT_EQ(d.units[0].verdict, Verdict::kNormal);
+    }
   }
 }
 

@@ -156,6 +156,17 @@ TEST(Replay, WhatTheDeviceWaitedFor) {
   EXPECT_DOUBLE_EQ(ReplayImpactNs(held, {{1, 5e3, 0}}), 0);
 }
 
+// A host stall of 100 us, then a blocking copy whose device end is stamped 0.5 us after its call
+// returned (host and device clocks differ): the host waited for that copy, which moves with the
+// stall, so cutting the stall saves all of it (not nothing, as when the copy looked unfinished).
+TEST(Replay, ABlockingCopyStampedJustAfterItsCallReturned) {
+  ReplayItem copy = ReplayOp(110, 120, 112, 113, 120, /*wait=*/5);
+  copy.device_end = 120500;
+  StepGraph g = Step(200, {ReplayOp(0, 10, 5, 8, 10), ReplayOp(10, 110), copy, ReplayOp(120, 200, 125, 130, 190)});
+  EXPECT_EQ(ReplayedCompletion(g, {}), 200000);
+  EXPECT_DOUBLE_EQ(ReplayImpactNs(g, {{1, 100e3, 0}}), 100e3);
+}
+
 // A CUDA graph's nodes, launched together at 10 us, run back to back; the host then waits for
 // them. A slower node delays every node after it (they queued, however soon after the launch
 // they started), so cutting it saves all of it.

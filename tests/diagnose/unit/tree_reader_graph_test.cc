@@ -69,6 +69,7 @@ TEST(TreeReaderGraph, CapturedInBecomesInstancesInTheRightView) {
   EXPECT_EQ(t.features[a][kKernelCount], 2);
   EXPECT_EQ(t.features[a][kKernelTimeNs], 35);
   EXPECT_EQ(t.parent[a], kNoString);
+  EXPECT_EQ(t.detail[a].graph_launch, 10);  // the cudaGraphLaunch call's start, for the replay
 }
 
 TEST(TreeReaderGraph, DefaultKeepsOnlyCommCapturesAndFillsAMissingHorizontalStep) {

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       launch(1000 + 10 * i + 1, 0);
       launch(1000 + 10 * i + 5, 1);
       nvtxRangePop();
-      if (ms || i == slow) std::this_thread::sleep_for(std::chrono::milliseconds(ms + (i == slow ? 150 : 0)));
+      if (ms || i == slow) std::this_thread::sleep_for(std::chrono::milliseconds(ms + (i == slow ? 600 : 0)));
       nvtxRangePop();
       launch(5000 + i, 0);  // between steps
     }

@@ -3,7 +3,7 @@
 // the last is whole aligned units at an aligned offset (what O_DIRECT demands); a write refused
 // for its alignment turns direct I/O off without losing a byte; a disk error reaches Close with
 // the file's name; real direct I/O leaves the page cache empty where the file system allows it.
-#include "truffld/merge/direct_writer.h"
+#include "truffld/direct_writer.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "truffld/merge/direct_writer.h"
+#include "truffld/direct_writer.h"
 #include "truffld/json_escape.h"
 #include "truffld/status.h"
 

@@ -1,7 +1,7 @@
 // DirectWriter implementation (see direct_writer.h): the block ring, the background thread, the
 // fall-back from O_DIRECT and the unaligned last bytes. Linux only; elsewhere Open says
 // "refused" and callers write the usual way.
-#include "truffld/merge/direct_writer.h"
+#include "truffld/direct_writer.h"
 
 #include <algorithm>
 #include <cassert>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #endif
 
-namespace truffld::merge {
+namespace truffld {
 
 Result<std::unique_ptr<DirectWriter>> DirectWriter::Open(const std::string& path, Options opt) {
 #if defined(__linux__) && defined(O_DIRECT)
@@ -233,4 +233,4 @@ Status DirectWriter::Finish(size_t size) {
   return st;
 }
 
-}  // namespace truffld::merge
+}  // namespace truffld

@@ -7,6 +7,7 @@
 // inference node, model weights). With direct I/O the disk reads the buffers the writers
 // formatted the text into, and the background thread keeps the disk busy while the writers
 // format the next buffer, so the merge does not wait for the disk unless the disk is slower.
+// truffld-diagnose writes diagnosis.trace.json, a copy of the merge's trace.json, the same way.
 //
 // How: the owner fills the current block (Block: `capacity` bytes aligned to kAlign, of which
 // the first `size` already hold text) and hands it back with Commit. The whole kAlign units of
@@ -36,7 +37,7 @@
 
 #include "truffld/status.h"
 
-namespace truffld::merge {
+namespace truffld {
 
 class DirectWriter {
  public:
@@ -139,4 +140,4 @@ class DirectWriter {
   std::thread thread_;
 };
 
-}  // namespace truffld::merge
+}  // namespace truffld
