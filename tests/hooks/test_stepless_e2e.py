@@ -45,9 +45,15 @@ class Stall(torch.nn.Module):
 model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 256),
                             Stall(torch.nn.Linear(256, 256)), torch.nn.Linear(256, 256))
 x = torch.randn(32, 256)
+lost = []  # per step: wall time the thread did not run (preempted), ms
 with torch.no_grad():
     for step in range(%(steps)d):
+        w, c = time.perf_counter(), time.thread_time()
         y = model(x)
+        lost.append(1e3 * ((time.perf_counter() - w) - (time.thread_time() - c)))
+import os
+with open(os.environ["TRUFFLD_TEST_LOST_OUT"], "w") as f:
+    json.dump(lost, f)
 print(json.dumps({"steps": %(steps)d}))
 """ % {"steps": STEPS, "stall": STALL_STEP, "sleep": SLEEP_S}
 
@@ -83,9 +89,10 @@ def main():
         env = env_from_truffld_env(build, dumps)
         if env.get("TRUFFLD_HOOKS_WINDOWS") != "1":
             fail("truffld-env's default is not two-tier: %r" % env.get("TRUFFLD_HOOKS_WINDOWS"))
+        env["TRUFFLD_TEST_LOST_OUT"] = os.path.join(tmp, "lost.json")
         merged, diag = hookstest.trace_merge_diagnose(tools, env, WORKLOAD, tmp)
         check_merge(merged)
-        check_diagnosis(diag)
+        check_diagnosis(diag, json.load(open(env["TRUFFLD_TEST_LOST_OUT"])))
     print("PASS")
 
 
@@ -110,7 +117,7 @@ def check_merge(merged):
         fail("no backend operator ranges without a step (layers: %s)" % sorted(l for l in layers if l))
 
 
-def check_diagnosis(diag):
+def check_diagnosis(diag, lost_ms):
     units = [json.loads(l) for l in open(os.path.join(diag, "diagnosis.jsonl")) if l.strip()]
     vertical = {u["step_index"]: u for u in units if u["view"] == "vertical"}
     u = vertical.get(STALL_STEP)
@@ -126,13 +133,18 @@ def check_diagnosis(diag):
     print("step %d: %s" % (STALL_STEP, u["faulty"][0]["evidence"]))
     others = [s for s, v in vertical.items() if s != STALL_STEP and v["label"] == "abnormal"]
     judged = sum(1 for v in vertical.values() if v["label"] in ("normal", "abnormal"))
-    print("judged %d vertical steps; other steps abnormal: %s" % (judged, others))
+    # A loaded machine preempts the loop now and then: real host stalls of milliseconds, which
+    # the diagnosis rightly flags. Steps whose thread lost over 0.3 ms of wall time while not
+    # running are not counted; the bound catches systematic alarms among the others.
+    preempted = [s for s in others if s < len(lost_ms) and lost_ms[s] > 0.3]
+    others = [s for s in others if s not in preempted]
+    print("judged %d vertical steps; other steps abnormal: %s (preempted, not counted: %s)" %
+          (judged, others, preempted))
     if judged < STEPS - 2:
         fail("only %d of %d steps judged" % (judged, STEPS))
-    # As in test_outside_time_e2e: a loaded machine preempts the loop now and then (real host
-    # stalls over 1% of a step); the bound catches systematic alarms.
     if len(others) > max(3, judged // 4):
-        fail("more than 25%% of the untouched steps are abnormal: %s" % others)
+        fail("more than 25%% of the untouched steps are abnormal: %s\n%s" %
+             (others, "\n".join(vertical[s]["evidence"][:300] for s in others[:4])))
 
 
 if __name__ == "__main__":
