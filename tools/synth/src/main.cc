@@ -3,6 +3,7 @@
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -155,17 +156,18 @@ std::string Summary(const SynthConfig& cfg, const Simulator& sim, double seconds
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  SynthConfig cfg;
-  CLI::App app{std::string(kDescription) + PresetHelp() + kExamples, "truffld-synth"};
-  app.footer(std::string("\n") + kExitStatusHelp);
-  AddVersionFlag(app, "truffld-synth");
-  app.get_formatter()->column_width(34);
+// The flags that are not SynthConfig fields: read as given, then applied over the config (and
+// over a preset) by ApplyFlags.
+struct CliFlags {
   std::string preset, faults = "all", intensities = "all", comm_scopes = "all";
-  bool no_graphs = false;
-  app.add_option("--preset", preset, "demo | small | suite | bench (applied first)");
+  bool no_graphs = false, chunked = false, no_phase = false, no_workload = false, host_ahead = false;
+  std::string slow_host, slow_family, windows = "all";
+  bool two_tier = false, quiet = false;
+};
+
+// Declares every option, in --help's order, bound to `cfg`'s fields or to `f`.
+void AddOptions(CLI::App& app, SynthConfig& cfg, CliFlags& f) {
+  app.add_option("--preset", f.preset, "demo | small | suite | bench (applied first)");
   app.add_option("-o,--out", cfg.out_dir, "output directory (created; files in it are overwritten)")->required();
   app.add_option("--seed", cfg.seed, "random seed; same seed and flags give byte-identical output")->capture_default_str();
   app.add_option("--ranks", cfg.ranks, "number of ranks (processes)")->capture_default_str();
@@ -177,139 +179,138 @@ int main(int argc, char** argv) {
   app.add_option("--workload", cfg.workload, "online (Poisson arrivals) or offline (queued batches)")->capture_default_str();
   app.add_option("--arrivals", cfg.arrivals_per_step, "online: mean new requests per step")->capture_default_str();
   app.add_option("--max-num-seqs", cfg.max_num_seqs, "running requests per host (decode batch bound)")->capture_default_str();
-  app.add_flag("--no-cuda-graphs", no_graphs, "run decode steps eagerly instead of replaying CUDA graphs");
+  app.add_flag("--no-cuda-graphs", f.no_graphs, "run decode steps eagerly instead of replaying CUDA graphs");
   app.add_option("--max-prefill-tokens", cfg.max_prefill_tokens, "token budget of one step (prefill; chunked: the whole step)")->capture_default_str();
   app.add_option("--prompt-scale", cfg.prompt_scale, "multiply every prompt length (0.1 = short chats, 8 = long documents)")->capture_default_str();
-  bool chunked = false, no_phase = false, no_workload = false;
-  app.add_flag("--chunked-prefill", chunked, "vLLM V1 scheduling: each step decodes every running request and fills its token budget with prompt chunks (phase mixed)");
-  app.add_flag("--no-phase-tags", no_phase, "leave [phase:X] out of step names (older hooks, other engines)");
-  app.add_flag("--no-workload-tags", no_workload, "leave [tokens:N][ctx:N] out of step names");
+  app.add_flag("--chunked-prefill", f.chunked, "vLLM V1 scheduling: each step decodes every running request and fills its token budget with prompt chunks (phase mixed)");
+  app.add_flag("--no-phase-tags", f.no_phase, "leave [phase:X] out of step names (older hooks, other engines)");
+  app.add_flag("--no-workload-tags", f.no_workload, "leave [tokens:N][ctx:N] out of step names");
   app.add_option("--device-jitter", cfg.noise.device_jitter, "healthy noise: log-normal sigma of kernel and copy durations")->capture_default_str();
   app.add_option("--hiccup-rate", cfg.noise.hiccup_rate, "healthy noise: share of kernels that run long for no reason (unlabelled)")->capture_default_str();
   app.add_option("--hiccup-max", cfg.noise.hiccup_max, "healthy noise: how long at most (x its usual time; at least 1.15)")->capture_default_str();
   app.add_option("--host-jitter-scale", cfg.noise.host_scale, "healthy noise: factor on every host-side jitter")->capture_default_str();
-  app.add_option("--faults", faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
-  app.add_option("--intensities", intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
-  app.add_option("--comm-scopes", comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();
+  app.add_option("--faults", f.faults, "fault classes: all, none, or a comma list (see above)")->capture_default_str();
+  app.add_option("--intensities", f.intensities, "all, mild, strong, negligible, or factors like 1.3,2.5")->capture_default_str();
+  app.add_option("--comm-scopes", f.comm_scopes, "communication fault scopes: all, or a list of group,rank,link")->capture_default_str();
   app.add_option("--abnormal-fraction", cfg.abnormal_fraction, "target share of (rank, step) pairs with a labelled fault")->capture_default_str();
   app.add_option("--label-min-intensity", cfg.label_min_intensity, "faults weaker than this perturb but do not label")->capture_default_str();
   app.add_option("--label-min-cost-share", cfg.label_min_cost_share,
                  "a fault labels a step only when it costs >= this share of the step's fault-free duration")->capture_default_str();
-  bool host_ahead = false;
-  app.add_flag("--host-ahead", host_ahead, "device-bound steps (kernels x4 longer): the GPU queue absorbs host stalls");
+  app.add_flag("--host-ahead", f.host_ahead, "device-bound steps (kernels x4 longer): the GPU queue absorbs host stalls");
   app.add_option("--device-scale", cfg.device_scale, "multiply every kernel and NCCL transfer's nominal time (--host-ahead: 4)")->capture_default_str();
-  std::string slow_host;
-  app.add_option("--slow-host", slow_host,
+  app.add_option("--slow-host", f.slow_host,
                  "H:FACTOR: every kernel on host H (from 0) takes FACTOR times longer in every step (a slower node; "
                  "labels no step; recorded in ledger.jsonl (class slow_host) and synth_summary.json; only other "
                  "replicas show it)");
   app.add_option("--device-name", cfg.device_name, "GPU model named in every META's devices")->capture_default_str();
-  std::string slow_family;
-  app.add_option("--slow-family", slow_family,
+  app.add_option("--slow-family", f.slow_family,
                  "FAMILY:FACTOR: the kernels of every FAMILY op (innermost backend family, e.g. aten::mm:1.2) take "
                  "FACTOR times longer on every host and step (a regression against another run; unlabelled)");
-  std::string windows = "all";
-  bool two_tier = false;
-  app.add_option("--device-windows", windows,
+  app.add_option("--device-windows", f.windows,
                  "device activity recorded: all, off, or steps:N[:M] (M steps in every N; DEVICE_WINDOW edges)")->capture_default_str();
-  app.add_flag("--two-tier", two_tier,
+  app.add_flag("--two-tier", f.two_tier,
                "outside device windows also drop operator ranges and non-blocking API calls (the always-on tier)");
   app.add_flag("--zstd", cfg.zstd, "write .jsonl.zst dumps");
   app.add_option("--zstd-level", cfg.zstd_level, "zstd level")->capture_default_str();
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  app.add_flag("-q,--quiet", f.quiet, "print nothing on success");
+}
 
-  // Presets apply first so explicit flags win: parse once to find it, then again over it.
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "truffld-synth: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// Presets apply first so explicit flags win: parse once to find it, then again over it. Returns
+// the exit status when the command line ends the run (--help, a usage error).
+std::optional<int> ParseWithPreset(CLI::App& app, int argc, char** argv, SynthConfig& cfg, CliFlags& f) {
   if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
-  if (!preset.empty()) {
-    SynthConfig base;
-    Status st = ApplyPreset(preset, &base);
-    if (!st.ok()) {
-      std::fprintf(stderr, "truffld-synth: %s\n", st.ToString().c_str());
+  if (f.preset.empty()) return std::nullopt;
+  SynthConfig base;
+  Status st = ApplyPreset(f.preset, &base);
+  if (!st.ok()) return UsageError(st.ToString());
+  const double a0 = base.abnormal_fraction;
+  cfg = base;
+  f.faults = "all";
+  f.intensities = "all";
+  if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
+  if (app.count("--faults") == 0) f.faults = "";
+  if (app.count("--intensities") == 0) f.intensities = "";
+  if (app.count("--abnormal-fraction") == 0) cfg.abnormal_fraction = a0;
+  return std::nullopt;
+}
+
+// --faults: 'all', 'none', or a comma list of class names.
+std::optional<int> ParseFaultList(const std::string& faults, SynthConfig* cfg) {
+  cfg->fault_classes.clear();
+  if (faults == "all") {
+    cfg->fault_classes = AllFaultClasses();
+    return std::nullopt;
+  }
+  if (faults == "none") return std::nullopt;
+  size_t pos = 0;
+  while (pos <= faults.size()) {
+    size_t c = faults.find(',', pos);
+    if (c == std::string::npos) c = faults.size();
+    FaultClass fc;
+    const std::string item = faults.substr(pos, c - pos);
+    if (!ParseFaultClass(item, &fc)) {
+      std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
+                           "contention, communication, engine, host_gap, sched_delay, direct_copy, device_starve)\n", item.c_str());
       return kExitUsage;
     }
-    const std::string f0 = faults, i0 = intensities;
-    const double a0 = base.abnormal_fraction;
-    cfg = base;
-    faults = "all";
-    intensities = "all";
-    if (auto rc = ParseCommandLine(app, argc, argv)) return *rc;
-    if (app.count("--faults") == 0) faults = "";
-    if (app.count("--intensities") == 0) intensities = "";
-    if (app.count("--abnormal-fraction") == 0) cfg.abnormal_fraction = a0;
-    (void)f0;
-    (void)i0;
+    cfg->fault_classes.push_back(fc);
+    pos = c + 1;
   }
-  cfg.cuda_graphs = !no_graphs;
-  cfg.two_tier = cfg.two_tier || two_tier;
-  if (Status st = ParseDeviceWindows(windows, &cfg); !st.ok()) {
-    std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
-    return kExitUsage;
-  }
-  if (!slow_family.empty()) {
-    if (Status st = ParseSlowFamily(slow_family, &cfg); !st.ok()) {
-      std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
-      return kExitUsage;
-    }
-    if (Catalogue().Id(cfg.slow_family) < 0) {
-      std::fprintf(stderr, "truffld-synth: --slow-family: no operator family '%s' in the model\n", cfg.slow_family.c_str());
+  return std::nullopt;
+}
+
+// The graph, capture-tier and slowdown flags (--no-cuda-graphs, --two-tier, --device-windows,
+// --slow-family, --slow-host, --host-ahead) over `cfg`.
+std::optional<int> ApplyDeviceFlags(const CLI::App& app, const CliFlags& f, SynthConfig* cfg) {
+  cfg->cuda_graphs = !f.no_graphs;
+  cfg->two_tier = cfg->two_tier || f.two_tier;
+  if (Status st = ParseDeviceWindows(f.windows, cfg); !st.ok()) return UsageError(st.message());
+  if (!f.slow_family.empty()) {
+    if (Status st = ParseSlowFamily(f.slow_family, cfg); !st.ok()) return UsageError(st.message());
+    if (Catalogue().Id(cfg->slow_family) < 0) {
+      std::fprintf(stderr, "truffld-synth: --slow-family: no operator family '%s' in the model\n", cfg->slow_family.c_str());
       return kExitUsage;
     }
   }
-  if (!slow_host.empty()) {
-    if (Status st = ParseSlowHost(slow_host, &cfg); !st.ok()) {
-      std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
-      return kExitUsage;
-    }
+  if (!f.slow_host.empty()) {
+    if (Status st = ParseSlowHost(f.slow_host, cfg); !st.ok()) return UsageError(st.message());
   }
-  if (host_ahead) {
-    cfg.host_ahead = true;
-    if (app.count("--device-scale") == 0) cfg.device_scale = 4.0;
+  if (f.host_ahead) {
+    cfg->host_ahead = true;
+    if (app.count("--device-scale") == 0) cfg->device_scale = 4.0;
   }
-  cfg.chunked_prefill = cfg.chunked_prefill || chunked;
-  cfg.phase_tags = cfg.phase_tags && !no_phase;
-  cfg.workload_tags = cfg.workload_tags && !no_workload;
-  if (!faults.empty()) {
-    cfg.fault_classes.clear();
-    if (faults == "all") {
-      cfg.fault_classes = AllFaultClasses();
-    } else if (faults != "none") {
-      size_t pos = 0;
-      while (pos <= faults.size()) {
-        size_t c = faults.find(',', pos);
-        if (c == std::string::npos) c = faults.size();
-        FaultClass fc;
-        const std::string item = faults.substr(pos, c - pos);
-        if (!ParseFaultClass(item, &fc)) {
-          std::fprintf(stderr, "truffld-synth: --faults: unknown class '%s' (software, cuda_kernel, memcpy, "
-                               "contention, communication, engine, host_gap, sched_delay, direct_copy, device_starve)\n", item.c_str());
-          return kExitUsage;
-        }
-        cfg.fault_classes.push_back(fc);
-        pos = c + 1;
-      }
-    }
+  return std::nullopt;
+}
+
+// Everything the flags say beyond SynthConfig's own fields, then the config's validation.
+std::optional<int> ApplyFlags(const CLI::App& app, const CliFlags& f, SynthConfig* cfg) {
+  if (auto rc = ApplyDeviceFlags(app, f, cfg)) return rc;
+  cfg->chunked_prefill = cfg->chunked_prefill || f.chunked;
+  cfg->phase_tags = cfg->phase_tags && !f.no_phase;
+  cfg->workload_tags = cfg->workload_tags && !f.no_workload;
+  if (!f.faults.empty()) {
+    if (auto rc = ParseFaultList(f.faults, cfg)) return rc;
   }
-  if (!intensities.empty()) {
-    auto iv = ParseIntensities(intensities);
-    if (!iv.ok()) {
-      std::fprintf(stderr, "truffld-synth: %s\n", iv.status().message().c_str());
-      return kExitUsage;
-    }
-    cfg.intensities = *iv;
+  if (!f.intensities.empty()) {
+    auto iv = ParseIntensities(f.intensities);
+    if (!iv.ok()) return UsageError(iv.status().message());
+    cfg->intensities = *iv;
   }
-  {
-    auto sc = ParseCommScopes(comm_scopes);
-    if (!sc.ok()) {
-      std::fprintf(stderr, "truffld-synth: %s\n", sc.status().message().c_str());
-      return kExitUsage;
-    }
-    cfg.comm_scopes = *sc;
-  }
-  if (Status st = cfg.Validate(); !st.ok()) {
-    std::fprintf(stderr, "truffld-synth: %s\n", st.message().c_str());
-    return kExitUsage;
-  }
+  auto sc = ParseCommScopes(f.comm_scopes);
+  if (!sc.ok()) return UsageError(sc.status().message());
+  cfg->comm_scopes = *sc;
+  if (Status st = cfg->Validate(); !st.ok()) return UsageError(st.message());
+  return std::nullopt;
+}
+
+// Runs the simulation into cfg.out_dir, writes synth_summary.json and (unless quiet) a one-line
+// report; returns the exit status.
+int Generate(const SynthConfig& cfg, bool quiet) {
   std::error_code ec;
   fs::create_directories(cfg.out_dir, ec);
   if (ec) {
@@ -337,16 +338,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "truffld-synth: cannot write %s/synth_summary.json\n", dir.c_str());
     return kExitOutput;
   }
-  if (app.count("--quiet") == 0) {
-    const RunReport& rep = sim.report();
-    int64_t steps = 0;
-    for (const auto& r : rep.ranks) steps += r.steps;
-    std::printf("truffld-synth: %zu ranks, %lld rank-steps, %llu records (%.1f MB) in %.2f s wall, %.2f s CPU "
-                "(%.2f M records per CPU second)\n",
-                rep.ranks.size(), static_cast<long long>(steps), static_cast<unsigned long long>(rep.records),
-                static_cast<double>(rep.bytes) / 1e6, secs, cpu, cpu > 0 ? double(rep.records) / cpu / 1e6 : 0.0);
-    std::printf("  faults: %zu in ledger; see %s/synth_summary.json, ledger.jsonl, labels.jsonl\n",
-                sim.faults().ledger().size(), dir.c_str());
-  }
+  if (quiet) return 0;
+  const RunReport& rep = sim.report();
+  int64_t steps = 0;
+  for (const auto& r : rep.ranks) steps += r.steps;
+  std::printf("truffld-synth: %zu ranks, %lld rank-steps, %llu records (%.1f MB) in %.2f s wall, %.2f s CPU "
+              "(%.2f M records per CPU second)\n",
+              rep.ranks.size(), static_cast<long long>(steps), static_cast<unsigned long long>(rep.records),
+              static_cast<double>(rep.bytes) / 1e6, secs, cpu, cpu > 0 ? double(rep.records) / cpu / 1e6 : 0.0);
+  std::printf("  faults: %zu in ledger; see %s/synth_summary.json, ledger.jsonl, labels.jsonl\n",
+              sim.faults().ledger().size(), dir.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SynthConfig cfg;
+  CLI::App app{std::string(kDescription) + PresetHelp() + kExamples, "truffld-synth"};
+  app.footer(std::string("\n") + kExitStatusHelp);
+  AddVersionFlag(app, "truffld-synth");
+  app.get_formatter()->column_width(34);
+  CliFlags flags;
+  AddOptions(app, cfg, flags);
+  if (auto rc = ParseWithPreset(app, argc, argv, cfg, flags)) return *rc;
+  if (auto rc = ApplyFlags(app, flags, &cfg)) return *rc;
+  return Generate(cfg, app.count("--quiet") != 0);
 }

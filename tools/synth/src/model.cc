@@ -207,6 +207,99 @@ struct Builder {
     w.block = {640, 1, 1};
     w.registers = 96;
   }
+  void AllReduce(int64_t bytes) {
+    const double tp = d.tp;
+    const int64_t ns = d.tp > 1 ? Ns(bytes * 2.0 * (tp - 1) / tp / kNvlink) + 7000 : 2500;
+    Collective(kNcclAllReduce, bytes, ns, bytes <= 256 * 1024 ? kKAllReduceLL : kKAllReduceLL128);
+  }
+  // Input preparation: blocking copy of the scheduler's token ids, positions, slot mapping reset.
+  void InputPrep(const StepShape& s) {
+    Op& op = New(-1, {kAtenTo, kAtenToCopy, kAtenCopy}, 12000);
+    op.prep = true;
+    Work& w = AddWork(op, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.tokens * 8 / kPcie) + 1800);
+    w.copy = kHtoD;
+    w.pageable = true;
+    w.bytes = s.tokens * 8;
+    Op& pos = New(-1, {kAtenCopy}, 7000);
+    Work& w2 = AddWork(pos, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.tokens * 8 / kPcie) + 1500);
+    w2.copy = kHtoD;
+    w2.bytes = s.tokens * 8;
+    Op& z = New(-1, {kAtenZero, kAtenFill}, 6000);
+    Work& m = AddWork(z, WorkKind::kMemset, KernelClass::kCopy, -1, 1400);
+    m.bytes = s.seqs * 4 * 64;
+  }
+  // Paged attention over this rank's heads: one flash kernel (prefill) or split-KV decode plus
+  // its combine kernel.
+  void Attention(const StepShape& s, int64_t kv) {
+    const double tp = d.tp;
+    Op& op = New(-1, {kUnifiedAttn}, 16000);
+    if (s.prefill) {
+      const double flops = 2.0 * s.prompt_sq_sum * (d.q_heads / tp) * d.head_dim;
+      Work& w = AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashPrefill, Ns(flops / kAttnFlops) + 6000);
+      w.grid = {static_cast<int>((s.tokens + 127) / 128), static_cast<int>(d.q_heads / d.tp), 1};
+      w.shared_memory = 49152;
+    } else {
+      const double bytes = double(s.context_sum) * kv * 4.0;
+      Work& w = AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashDecode, Ns(bytes / kHbm) + 6500);
+      w.grid = {4, static_cast<int>(s.seqs), static_cast<int>(d.q_heads / d.tp)};
+      w.shared_memory = 32768;
+      Work& c = AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashCombine, 2800);
+      c.grid = {static_cast<int>(s.seqs), static_cast<int>(d.q_heads / d.tp), 1};
+    }
+  }
+  // One Qwen3 decoder layer sharded over TP: norm, QKV, q/k norm, rotary, cache write, attention,
+  // O projection, all-reduce, norm, gate/up, SiLU x mul, down projection, all-reduce.
+  void DecoderLayer(const StepShape& s, int layer) {
+    const int64_t hidden_bytes = s.tokens * d.hidden * 2;
+    const int64_t q = d.q_heads / d.tp * d.head_dim, kv = std::max(1, d.kv_heads / d.tp) * d.head_dim;
+    const int64_t inter = d.intermediate / d.tp;
+    const bool first = layer == 0;
+    Kernel(-1, {first ? kRmsNorm : kFusedAddRmsNorm}, KernelClass::kNorm, first ? kKRmsNorm : kKFusedAddRmsNorm,
+           MemNs(hidden_bytes * (first ? 2.0 : 4.0), 2500), static_cast<int>(s.tokens), 1024);
+    Linear(kFeLinearQkv, s.tokens, q + 2 * kv, d.hidden);
+    Kernel(-1, {kRmsNorm}, KernelClass::kNorm, kKRmsNorm, MemNs(s.tokens * (q + kv) * 4.0, 2200),
+           static_cast<int>(s.tokens * (q + kv) / d.head_dim), 128);
+    Kernel(-1, {kRotary}, KernelClass::kRotary, kKRotary, MemNs(s.tokens * (q + kv) * 4.0, 2300),
+           static_cast<int>(s.tokens), 256);
+    Kernel(-1, {kReshapeCache}, KernelClass::kCache, kKReshapeCache, MemNs(s.tokens * kv * 8.0, 2400),
+           static_cast<int>(s.tokens), 256);
+    Attention(s, kv);
+    Linear(kFeLinearO, s.tokens, d.hidden, q);
+    if (d.tp > 1) AllReduce(hidden_bytes);
+    Kernel(-1, {kFusedAddRmsNorm}, KernelClass::kNorm, kKFusedAddRmsNorm, MemNs(hidden_bytes * 4.0, 2500),
+           static_cast<int>(s.tokens), 1024);
+    Linear(kFeLinearGateUp, s.tokens, 2 * inter, d.hidden);
+    Kernel(kFeSilu, {kAtenSilu}, KernelClass::kElementwise, kKSilu, MemNs(s.tokens * inter * 4.0, 2000),
+           static_cast<int>((s.tokens * inter + 511) / 512), 128);
+    Kernel(-1, {kAtenMul}, KernelClass::kElementwise, kKMul, MemNs(s.tokens * inter * 6.0, 2000),
+           static_cast<int>((s.tokens * inter + 511) / 512), 128);
+    Linear(kFeLinearDown, s.tokens, d.hidden, inter);
+    if (d.tp > 1) AllReduce(hidden_bytes);
+  }
+  // The last stage's tail: final norm, then (eager) the LM head, the logits all-gather across
+  // vocabulary shards, sampling, and the blocking copy of the sampled tokens back to the host.
+  void SamplingHead(const StepShape& s) {
+    const double tp = d.tp;
+    const int64_t hidden_bytes = s.tokens * d.hidden * 2;
+    Kernel(-1, {kFusedAddRmsNorm}, KernelClass::kNorm, kKFusedAddRmsNorm, MemNs(hidden_bytes * 4.0, 2500),
+           static_cast<int>(s.tokens), 1024);
+    graphable = false;
+    // Logits for the last token of each sequence, gathered across the vocabulary shards.
+    Linear(kFeLinearHead, s.seqs, d.vocab / d.tp, d.hidden, /*head=*/true);
+    if (d.tp > 1) {
+      const int64_t bytes = s.seqs * (d.vocab / d.tp) * 2;
+      Collective(kNcclAllGather, bytes, Ns(bytes * (tp - 1) / kNvlink) + 7000, kKAllGather);
+    }
+    const double logits = double(s.seqs) * d.vocab * 4.0;
+    Kernel(kFeSoftmax, {kAtenSoftmax, kAtenSoftmaxImpl}, KernelClass::kSampling, kKSoftmax, MemNs(logits * 2, 3000),
+           static_cast<int>(s.seqs), 1024);
+    Kernel(-1, {kAtenArgmax}, KernelClass::kSampling, kKArgmax, MemNs(logits, 3000), static_cast<int>(s.seqs), 512);
+    Op& out = New(-1, {kAtenTo, kAtenToCopy, kAtenCopy}, 10000);
+    Work& w = AddWork(out, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.seqs * 8 / kPcie) + 1600);
+    w.copy = kDtoH;
+    w.pageable = true;
+    w.bytes = s.seqs * 8;
+  }
 };
 
 }  // namespace
@@ -226,7 +319,6 @@ void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepSh
                       const PipelineStage& stage) {
   ops->clear();
   Builder b{d, ops};
-  const double tp = d.tp;
   const int64_t hidden_bytes = s.tokens * d.hidden * 2;
   // vLLM's worker receives the intermediate tensors (hidden states, residual) before the model
   // runner prepares its inputs.
@@ -234,100 +326,22 @@ void BuildStepProgram(const Catalogue& /*cat*/, const ModelDims& d, const StepSh
     b.P2P(-1, hidden_bytes);
     b.P2P(-1, hidden_bytes);
   }
-  // Input preparation: blocking copy of the scheduler's token ids, positions, slot mapping reset.
-  {
-    Op& op = b.New(-1, {kAtenTo, kAtenToCopy, kAtenCopy}, 12000);
-    op.prep = true;
-    Work& w = Builder::AddWork(op, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.tokens * 8 / kPcie) + 1800);
-    w.copy = kHtoD;
-    w.pageable = true;
-    w.bytes = s.tokens * 8;
-    Op& pos = b.New(-1, {kAtenCopy}, 7000);
-    Work& w2 = Builder::AddWork(pos, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.tokens * 8 / kPcie) + 1500);
-    w2.copy = kHtoD;
-    w2.bytes = s.tokens * 8;
-    Op& z = b.New(-1, {kAtenZero, kAtenFill}, 6000);
-    Work& m = Builder::AddWork(z, WorkKind::kMemset, KernelClass::kCopy, -1, 1400);
-    m.bytes = s.seqs * 4 * 64;
-  }
+  b.InputPrep(s);
   b.graphable = true;
-  const auto ar = [&](int64_t bytes) {
-    const int64_t ns = d.tp > 1 ? Ns(bytes * 2.0 * (tp - 1) / tp / kNvlink) + 7000 : 2500;
-    b.Collective(kNcclAllReduce, bytes, ns, bytes <= 256 * 1024 ? kKAllReduceLL : kKAllReduceLL128);
-  };
   if (stage.first()) {
     b.Kernel(kFeEmbedding, {kAtenEmbedding, kAtenIndexSelect}, KernelClass::kEmbedding, kKIndexSelect,
              MemNs(hidden_bytes * 2.0, 3000), static_cast<int>(s.tokens), 128);
-    if (d.tp > 1) ar(hidden_bytes);
+    if (d.tp > 1) b.AllReduce(hidden_bytes);
   }
-  const int64_t q = d.q_heads / d.tp * d.head_dim, kv = std::max(1, d.kv_heads / d.tp) * d.head_dim;
-  const int64_t inter = d.intermediate / d.tp;
   const int layer_end = stage.layer_end < 0 ? d.layers : stage.layer_end;
-  for (int layer = stage.layer_begin; layer < layer_end; ++layer) {
-    const bool first = layer == 0;
-    b.Kernel(-1, {first ? kRmsNorm : kFusedAddRmsNorm}, KernelClass::kNorm, first ? kKRmsNorm : kKFusedAddRmsNorm,
-             MemNs(hidden_bytes * (first ? 2.0 : 4.0), 2500), static_cast<int>(s.tokens), 1024);
-    b.Linear(kFeLinearQkv, s.tokens, q + 2 * kv, d.hidden);
-    b.Kernel(-1, {kRmsNorm}, KernelClass::kNorm, kKRmsNorm, MemNs(s.tokens * (q + kv) * 4.0, 2200),
-             static_cast<int>(s.tokens * (q + kv) / d.head_dim), 128);
-    b.Kernel(-1, {kRotary}, KernelClass::kRotary, kKRotary, MemNs(s.tokens * (q + kv) * 4.0, 2300),
-             static_cast<int>(s.tokens), 256);
-    b.Kernel(-1, {kReshapeCache}, KernelClass::kCache, kKReshapeCache, MemNs(s.tokens * kv * 8.0, 2400),
-             static_cast<int>(s.tokens), 256);
-    {
-      Op& op = b.New(-1, {kUnifiedAttn}, 16000);
-      if (s.prefill) {
-        const double flops = 2.0 * s.prompt_sq_sum * (d.q_heads / tp) * d.head_dim;
-        Work& w = Builder::AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashPrefill,
-                                   Ns(flops / kAttnFlops) + 6000);
-        w.grid = {static_cast<int>((s.tokens + 127) / 128), static_cast<int>(d.q_heads / d.tp), 1};
-        w.shared_memory = 49152;
-      } else {
-        const double bytes = double(s.context_sum) * kv * 4.0;
-        Work& w = Builder::AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashDecode,
-                                   Ns(bytes / kHbm) + 6500);
-        w.grid = {4, static_cast<int>(s.seqs), static_cast<int>(d.q_heads / d.tp)};
-        w.shared_memory = 32768;
-        Work& c = Builder::AddWork(op, WorkKind::kKernel, KernelClass::kAttention, kKFlashCombine, 2800);
-        c.grid = {static_cast<int>(s.seqs), static_cast<int>(d.q_heads / d.tp), 1};
-      }
-    }
-    b.Linear(kFeLinearO, s.tokens, d.hidden, q);
-    if (d.tp > 1) ar(hidden_bytes);
-    b.Kernel(-1, {kFusedAddRmsNorm}, KernelClass::kNorm, kKFusedAddRmsNorm, MemNs(hidden_bytes * 4.0, 2500),
-             static_cast<int>(s.tokens), 1024);
-    b.Linear(kFeLinearGateUp, s.tokens, 2 * inter, d.hidden);
-    b.Kernel(kFeSilu, {kAtenSilu}, KernelClass::kElementwise, kKSilu, MemNs(s.tokens * inter * 4.0, 2000),
-             static_cast<int>((s.tokens * inter + 511) / 512), 128);
-    b.Kernel(-1, {kAtenMul}, KernelClass::kElementwise, kKMul, MemNs(s.tokens * inter * 6.0, 2000),
-             static_cast<int>((s.tokens * inter + 511) / 512), 128);
-    b.Linear(kFeLinearDown, s.tokens, d.hidden, inter);
-    if (d.tp > 1) ar(hidden_bytes);
-  }
+  for (int layer = stage.layer_begin; layer < layer_end; ++layer) b.DecoderLayer(s, layer);
   if (!stage.last()) {
     b.graphable = false;
     b.P2P(+1, hidden_bytes);
     b.P2P(+1, hidden_bytes);
     return;
   }
-  b.Kernel(-1, {kFusedAddRmsNorm}, KernelClass::kNorm, kKFusedAddRmsNorm, MemNs(hidden_bytes * 4.0, 2500),
-           static_cast<int>(s.tokens), 1024);
-  b.graphable = false;
-  // Logits for the last token of each sequence, gathered across the vocabulary shards.
-  b.Linear(kFeLinearHead, s.seqs, d.vocab / d.tp, d.hidden, /*head=*/true);
-  if (d.tp > 1) {
-    const int64_t bytes = s.seqs * (d.vocab / d.tp) * 2;
-    b.Collective(kNcclAllGather, bytes, Ns(bytes * (tp - 1) / kNvlink) + 7000, kKAllGather);
-  }
-  const double logits = double(s.seqs) * d.vocab * 4.0;
-  b.Kernel(kFeSoftmax, {kAtenSoftmax, kAtenSoftmaxImpl}, KernelClass::kSampling, kKSoftmax,
-           MemNs(logits * 2, 3000), static_cast<int>(s.seqs), 1024);
-  b.Kernel(-1, {kAtenArgmax}, KernelClass::kSampling, kKArgmax, MemNs(logits, 3000), static_cast<int>(s.seqs), 512);
-  Op& out = b.New(-1, {kAtenTo, kAtenToCopy, kAtenCopy}, 10000);
-  Work& w = Builder::AddWork(out, WorkKind::kMemcpy, KernelClass::kCopy, -1, Ns(s.seqs * 8 / kPcie) + 1600);
-  w.copy = kDtoH;
-  w.pageable = true;
-  w.bytes = s.seqs * 8;
+  b.SamplingHead(s);
 }
 
 }  // namespace truffld::synth

@@ -1,4 +1,5 @@
-// Per-rank and per-group simulation state shared by simulator.cc and graphs.cc (private header).
+// Per-rank and per-group simulation state shared by the simulator's sources (simulator.cc,
+// replica_steps.cc, step.cc, eager.cc, graphs.cc, pipeline.cc, ...; private header).
 //
 // A Rank is one traced process: its writer, its host clock (the Python thread issuing ranges and
 // launches), a GPU cursor per stream, CUPTI-style correlation ids, PyTorch-style op ids, the CUDA
@@ -249,6 +250,21 @@ struct Simulator::Group {
   GroupStep gs;                 // the current step, as the fault planner sees it
   std::vector<int64_t> pop_ts;  // the current step's range pop per rank
   std::vector<int64_t> wait_from;  // the current step: host time each rank began waiting for it
+};
+
+// What one replica step changes on every stage (each rank's State, each group's random stream,
+// step and pops): saved before a step and after it, so the step can be re-simulated with the
+// faults off (the counterfactual) and the real run then resumed exactly where it was.
+struct Simulator::Snapshot {
+  struct GroupState {
+    Rng rng;
+    GroupStep gs;
+    std::vector<int64_t> pop_ts;
+  };
+  std::vector<std::vector<Rank::State>> ranks;
+  std::vector<GroupState> groups;
+  void Save(const std::vector<Group>& stages);
+  void Restore(std::vector<Group>& stages) const;
 };
 
 }  // namespace truffld::synth

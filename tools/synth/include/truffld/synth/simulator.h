@@ -36,6 +36,8 @@
 
 namespace truffld::synth {
 
+struct PlannedStep;
+
 // Creates the sink for an output file name (relative to the output directory).
 using SinkFactory = std::function<Result<std::unique_ptr<ByteSink>>(const std::string& name)>;
 
@@ -76,8 +78,22 @@ class Simulator {
  private:
   struct Rank;
   struct Group;
+  struct Snapshot;
+  // One data-parallel replica: opens its stages' hosts, runs its steps, closes its dumps.
   Status RunReplica(int replica);
+  Status OpenReplica(int replica, std::vector<Group>* stages);
   Status OpenHost(Group& g, int host);
+  // The step loop (replica_steps.cc); returns the number of distinct requests it served.
+  int64_t RunSteps(int replica, std::vector<Group>& stages);
+  // sched_delay: plans the scheduler's extra wait before step `ps` on every rank of the replica.
+  void DelaySchedule(std::vector<Group>& stages, const PlannedStep& ps, int replica, std::vector<Op>* ops);
+  // Re-runs the step just simulated from `before` with every fault off and records what the
+  // faults cost each rank; then restores the real state (`done_before`: the hand-off before it).
+  void CostStep(std::vector<Group>& stages, const PlannedStep& ps, const std::string& step_name,
+                std::vector<Op>& ops, const Snapshot& before, int64_t done_before, int64_t* done,
+                const std::vector<size_t>& captured);
+  // Finishes every rank's dump and adds it to the run report (`requests`: the replica's count).
+  Status CloseReplica(std::vector<Group>& stages, int64_t requests);
   // Pushes the step range on every rank of `g` (plus the auxiliary copy) and opens faults;
   // `prev` is the previous pipeline stage (nullptr on the first).
   void BeginGroupStep(Group& g, const std::string& step_name, int64_t real_seqs, bool prefill, bool graph,
@@ -85,8 +101,11 @@ class Simulator {
   // One engine step of a replica (every stage): real, or the counterfactual when the FaultBook
   // is in counterfactual mode. `done`: pipeline hand-off time; `captured`: stages that captured
   // a CUDA graph in this step.
-  void RunStep(std::vector<Group>& stages, const struct PlannedStep& ps, const std::string& step_name,
+  void RunStep(std::vector<Group>& stages, const PlannedStep& ps, const std::string& step_name,
                std::vector<Op>& ops, int64_t* done, std::vector<size_t>* captured);
+  // host_gap: collects the eager operator boundaries of the step from `first` into `bounds` and
+  // places each rank's planned host stall at one of them.
+  void PlanHostGaps(Group& g, const std::vector<Op>& ops, size_t first, bool graph, std::vector<size_t>* bounds);
   // --device-scale on kernels and NCCL transfers, and --slow-host on the kernels of that host.
   void ScaleDevice(std::vector<Op>* ops, int host) const;
   void EndGroupStep(Group& g);  // final synchronize, range pop, fault windows
