@@ -27,6 +27,7 @@ Result<BulkInsert> BulkInsert::Create(SqliteDb* db, const std::string& table, in
   b.many_ = std::move(m).value();
   b.one_ = std::move(o).value();
   b.values_.resize(static_cast<size_t>(kRows) * columns);
+  b.held_.assign(b.values_.size(), Value{Value::kText, 0, 0});  // unknown: bound on first use
   return b;
 }
 
@@ -35,9 +36,14 @@ void BulkInsert::TextKeepEmpty(std::string_view v) {
   texts_.append(v);
 }
 
-void BulkInsert::BindRow(SqliteStmt* s, size_t first_value, int first_param) const {
+void BulkInsert::BindRow(SqliteStmt* s, size_t first_value, int first_param, Value* held) const {
   for (int c = 0; c < columns_; ++c) {
     const Value& v = values_[first_value + c];
+    if (held) {
+      Value& h = held[c];
+      if (v.type != Value::kText && v.type == h.type && (v.type == Value::kNull || v.v == h.v)) continue;
+      h = v;
+    }
     const int i = first_param + c;
     if (v.type == Value::kInt) s->Bind(i, v.v);
     else if (v.type == Value::kText) s->Bind(i, std::string_view(texts_.data() + v.v, v.n));
@@ -51,7 +57,10 @@ Status BulkInsert::EndRow() {
                     " values for " + std::to_string(columns_) + " columns");
   }
   if (++rows_ < kRows) return Status::Ok();
-  for (int r = 0; r < kRows; ++r) BindRow(&many_, static_cast<size_t>(r) * columns_, r * columns_ + 1);
+  for (int r = 0; r < kRows; ++r) {
+    const size_t first = static_cast<size_t>(r) * columns_;
+    BindRow(&many_, first, r * columns_ + 1, &held_[first]);
+  }
   Status st = many_.Run();
   rows_ = 0;
   used_ = 0;
@@ -62,7 +71,7 @@ Status BulkInsert::EndRow() {
 Status BulkInsert::Flush() {
   Status st;
   for (int r = 0; r < rows_ && st.ok(); ++r) {
-    BindRow(&one_, static_cast<size_t>(r) * columns_, 1);
+    BindRow(&one_, static_cast<size_t>(r) * columns_, 1, nullptr);
     st = one_.Run();
   }
   rows_ = 0;

@@ -6,7 +6,10 @@
 // statement of kRows rows pays them once per kRows rows (the perf profile of a 10 M-event export:
 // the inserting thread is the export's bottleneck). The caller adds a row's values in column
 // order then ends the row; values are kept (texts copied) until the full statement runs, and
-// Flush() writes what is left, one single-row statement per row.
+// Flush() writes what is left, one single-row statement per row. The multi-row statement's
+// parameters keep their values from one run to the next (sqlite3_reset leaves bindings alone):
+// an integer or NULL equal to what its parameter already holds is not bound again (NULL
+// columns, devices, streams, launch dimensions and step ids repeat from row to row).
 // Thread-safety: one BulkInsert belongs to one thread, with its database.
 #pragma once
 
@@ -47,8 +50,11 @@ class BulkInsert {
     int64_t v;    // the integer, or the text's offset in texts_
     uint32_t n;   // the text's length
   };
-  void BindRow(SqliteStmt* s, size_t first_value, int first_param) const;
+  // Binds the row at values_[first_value] to parameters first_param...; `held` (or nullptr: bind
+  // every value) is what those parameters hold, updated.
+  void BindRow(SqliteStmt* s, size_t first_value, int first_param, Value* held) const;
   SqliteStmt many_, one_;
+  std::vector<Value> held_;    // what many_'s parameters hold; a kText is always bound again
   std::string table_;
   int columns_ = 0, rows_ = 0;
   std::vector<Value> values_;  // kRows rows of columns_ values, the first used_ set
