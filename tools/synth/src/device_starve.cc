@@ -8,21 +8,11 @@
 
 namespace truffld::synth {
 
-int64_t FaultBook::DeviceStarve(int rank, int64_t nominal_device_ns, double* where, int* fault) const {
-  const int a = active_[rank];
-  if (a < 0 || counterfactual_) return 0;
-  const LedgerEntry& e = ledger_[a];
-  if (e.cls != FaultClass::kDeviceStarve || e.start >= 0) return 0;
-  *where = e.gap_frac;
-  *fault = a;
-  return static_cast<int64_t>((e.intensity - 1.0) * 0.25 * static_cast<double>(nominal_device_ns)) + 1000;
-}
-
 void Simulator::Rank::PlanStarve(const std::vector<size_t>& bounds, int64_t nominal_device_ns, const FaultBook& faults) {
   starve_op = -1;
   double where = 0;
   int f = -1;
-  const int64_t d = faults.DeviceStarve(rank, nominal_device_ns, &where, &f);
+  const int64_t d = faults.PlannedGap(FaultClass::kDeviceStarve, rank, nominal_device_ns, &where, &f);
   if (d <= 0 || bounds.empty()) return;
   const size_t k = std::min(bounds.size() - 1, static_cast<size_t>(where * static_cast<double>(bounds.size())));
   starve_op = static_cast<int64_t>(bounds[k]);

@@ -268,14 +268,14 @@ void FaultBook::SchedWait(int rank, int64_t start, int64_t end) {
   Hit(rank, a, fam_between_, false);
 }
 
-int64_t FaultBook::HostGap(int rank, int64_t nominal_host_ns, double* where, int* fault) const {
+int64_t FaultBook::PlannedGap(FaultClass cls, int rank, int64_t nominal_ns, double* where, int* fault) const {
   const int a = active_[rank];
   if (a < 0 || counterfactual_) return 0;
   const LedgerEntry& e = ledger_[a];
-  if (e.cls != FaultClass::kHostGap || e.start >= 0) return 0;
+  if (e.cls != cls || e.start >= 0) return 0;
   *where = e.gap_frac;
   *fault = a;
-  return static_cast<int64_t>((e.intensity - 1.0) * 0.25 * static_cast<double>(nominal_host_ns)) + 1000;
+  return static_cast<int64_t>((e.intensity - 1.0) * 0.25 * static_cast<double>(nominal_ns)) + 1000;
 }
 
 void FaultBook::SetWindow(int fault, int64_t start, int64_t end) {

@@ -174,7 +174,7 @@ void Simulator::PlanHostGaps(Group& g, const std::vector<Op>& ops, size_t first,
   for (Rank& rk : g.ranks) {
     double where = 0;
     int f = -1;
-    const int64_t d = faults_->HostGap(rk.rank, host_nominal, &where, &f);
+    const int64_t d = faults_->PlannedGap(FaultClass::kHostGap, rk.rank, host_nominal, &where, &f);
     if (d <= 0 || bounds->empty()) continue;
     const size_t k = std::min(bounds->size() - 1, static_cast<size_t>(where * static_cast<double>(bounds->size())));
     rk.gap_op = static_cast<int64_t>((*bounds)[k]);

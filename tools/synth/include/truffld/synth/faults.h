@@ -136,11 +136,10 @@ class FaultBook {
                      int64_t nominal_ns);
   // sched_delay: the rank waited [start, end) before pushing the step; labels the step.
   void SchedWait(int rank, int64_t start, int64_t end);
-  // host_gap: the stall for this step (0: none) and where it falls (fraction of the boundaries).
-  int64_t HostGap(int rank, int64_t nominal_host_ns, double* where, int* fault) const;
+  // host_gap (`nominal_ns`: the step's host time) or device_starve (its device time): the stall
+  // or stream wait for this step (0: none) and where it falls (fraction of the boundaries).
+  int64_t PlannedGap(FaultClass cls, int rank, int64_t nominal_ns, double* where, int* fault) const;
   void SetWindow(int fault, int64_t start, int64_t end);
-  // device_starve: the stream wait for this step (0: none) and where it falls (as HostGap).
-  int64_t DeviceStarve(int rank, int64_t nominal_device_ns, double* where, int* fault) const;
   // direct_copy / contention on the copy issued directly under the step range.
   double DirectCopyFactor(int rank, int64_t gpu_start, int* fault) const;
   // Pseudo-families the diagnoser reports for time no operator covers.
