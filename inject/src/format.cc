@@ -104,11 +104,6 @@ char* PutNs(char* p, int64_t v) {
   return Put8Digits(p, static_cast<uint32_t>(u % 100000000));
 }
 
-// `{"type":"NVTX_PUSH","name":"` and `","timestamp":` (42 bytes), the escaped name, 20 digits
-// and the copied end.
-static_assert(kPlainNvtxLineMax >= 42 + JsonEscapedBound(kPlainNvtxName) + 20 + LineTail::kBytes,
-              "a plain line fits");
-
 }  // namespace
 
 // The common NVTX record, formatted in one piece. The bytes are those of the general path in

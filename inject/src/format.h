@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpu_activity.h"
+#include "truffld/json_escape.h"
 #include "record.h"
 
 namespace truffld::inject {
@@ -58,7 +59,9 @@ class LineTail {
 
 // Longest name FormatPlainNvtxTo takes, and the most bytes it writes (with LineTail's slack).
 inline constexpr size_t kPlainNvtxName = 512;
-inline constexpr size_t kPlainNvtxLineMax = 6 * kPlainNvtxName + 96 + LineTail::kBytes;
+// `{"type":"NVTX_PUSH","name":"` and `","timestamp":` (42 bytes), the escaped name, 20 digits
+// and the copied end.
+inline constexpr size_t kPlainNvtxLineMax = 42 + JsonEscapedBound(kPlainNvtxName) + 20 + LineTail::kBytes;
 
 // Writes the line of a plain NVTX record at p, which has room for kPlainNvtxLineMax bytes, and
 // returns its end: a push, pop or mark in the default domain without category, colour, payload
