@@ -64,25 +64,24 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(0, proc.returncode, proc.stderr)
         return proc.stdout
 
-    def test_calls_reach_the_injected_tool(self):
+    def _run_traced(self, code, extra_path=None):
+        """Runs `code` under the test NVTX tool; returns its stdout and the tool's log lines."""
         if not (TOOL and os.path.exists(TOOL)):
             self.skipTest("test NVTX tool not built")
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "nvtx.log")
-            out = self._run(SHIM_CALLS % SHIM, TOOL, log)
-            lines = _read_lines(log)
+            out = self._run(code, TOOL, log, extra_path)
+            return out, _read_lines(log)
+
+    def test_calls_reach_the_injected_tool(self):
+        out, lines = self._run_traced(SHIM_CALLS % SHIM)
         self.assertEqual("0 2 2", out.strip())
         self.assertEqual(["domain PyTorch", "push outer", "dpush PyTorch|inner", "mark here",
                           "dmark PyTorch|dmark", "start async", "end", "dpop PyTorch", "pop"],
                          lines)
 
     def test_step_push_and_pop_ask_the_window_query(self):
-        if not (TOOL and os.path.exists(TOOL)):
-            self.skipTest("test NVTX tool not built")
-        with tempfile.TemporaryDirectory() as tmp:
-            log = os.path.join(tmp, "nvtx.log")
-            out = self._run(STEP_CALLS % SHIM, TOOL, log)
-            lines = _read_lines(log)
+        out, lines = self._run_traced(STEP_CALLS % SHIM)
         # depth * 8 + changed * 4 + (answer + 2); answer -2 without a query
         self.assertEqual([0, 0, 1 * 8 + 2, 2, 1 * 8 + 4 + 3, 3, 8, 0, 1],
                          [int(v) for v in out.split()])
@@ -95,18 +94,13 @@ class ShimTest(unittest.TestCase):
         self.assertEqual("0 2 2", out.strip())
 
     def test_hooked_step_reaches_the_tool(self):
-        if not (TOOL and os.path.exists(TOOL)):
-            self.skipTest("test NVTX tool not built")
         code = """
 from vllm.v1.core.sched.output import SchedulerOutput, CachedRequestData
 from vllm.v1.worker.gpu_worker import Worker
 Worker().execute_model(SchedulerOutput([], CachedRequestData([]), {"a_b-0123abcd": 1, "c": 2}, 3))
 import truffld_hooks; print(truffld_hooks.stats()["nvtx_binding"])
 """
-        with tempfile.TemporaryDirectory() as tmp:
-            log = os.path.join(tmp, "nvtx.log")
-            out = self._run(code, TOOL, log, os.path.join(hookstest.STANDINS, "vllm_v1_new"))
-            lines = _read_lines(log)
+        out, lines = self._run_traced(code, os.path.join(hookstest.STANDINS, "vllm_v1_new"))
         self.assertEqual("shim", out.strip())
         self.assertEqual(["push step_execute_model[request_ids:a\\_b_c][phase:mixed][tokens:3]", "pop"], lines)
 
