@@ -160,9 +160,14 @@ void FitRow(const std::vector<FitPoint>& pts, uint32_t unit, double x0, const st
   const double slope = slopes->empty() ? 0.0 : std::clamp(MedianOf(*slopes), 0.0, 1.5);
   resid->clear();
   for (const FitPoint* p : near) resid->push_back(p->y - slope * p->x);
-  const double pred = MedianOf(*resid) + slope * x0;
+  const double intercept = MedianOf(*resid);
+  const double pred = intercept + slope * x0;
   row->expected[s] = static_cast<float>(std::max(0.0, std::exp(pred) - o.floor_ns));
   row->peers[s] = static_cast<uint16_t>(near.size());
+  // How closely the steps it was fitted on follow the line: the scoring trusts the expectation
+  // no better than this (a cost the step sizes do not determine scatters widely).
+  for (double& v : *resid) v = std::abs(v - intercept);
+  row->fit_scatter = static_cast<float>(1.4826 * MedianOf(*resid));
 }
 
 }  // namespace

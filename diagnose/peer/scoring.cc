@@ -112,6 +112,13 @@ std::vector<int> NullComponents(const GmmModel& m, double regime_weight) {
   return out;
 }
 
+// The smallest residual sigma a fitted similar-steps expectation allows (ScoringOptions).
+double FittedFloor(const TestRow& row, const ScoringOptions& o) {
+  if (std::isnan(row.fit_scatter)) return std::max(o.min_scale, o.fitted_min_scale);
+  return std::clamp(o.fitted_scatter_factor * static_cast<double>(row.fit_scatter), o.min_scale,
+                    std::max(o.min_scale, o.fitted_min_scale));
+}
+
 // Central components of a fitted residual model: (mean, sigma) pairs.
 struct Fitted {
   std::vector<std::pair<double, double>> central;  // (mean, sigma) of the null components
@@ -303,24 +310,25 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     const std::vector<uint32_t>& list = groups[idx].rows;
     const std::vector<double>& r = groups[idx].r;
     ScoringOptions go = o;
-    if (k.fitted) go.min_scale = std::max(o.min_scale, o.fitted_min_scale);
     // Per-slot layer residuals (one value per step and slot) get the robust Gaussian: there are
     // thousands of such small groups, and a slot has no regimes of its own to model.
     if (k.position != 0) go.min_fit = std::numeric_limits<int>::max();
     Fitted f = FitGroup(r, go);
-    auto tail = [&](double x) {  // upper tail of the null mixture, guarded (see FitGroup)
+    // Upper tail of the null mixture, guarded (see FitGroup), no sigma below `floor`.
+    auto tail = [&](double x, double floor) {
       double p = 0;
       for (size_t c = 0; c < f.central.size(); ++c) {
-        p += f.weight[c] * UpperTailP((x - f.central[c].first) / f.central[c].second);
+        p += f.weight[c] * UpperTailP((x - f.central[c].first) / std::max(f.central[c].second, floor));
       }
-      p = std::max(p, UpperTailP((x - f.guard_mu) / f.guard_sigma));
+      p = std::max(p, UpperTailP((x - f.guard_mu) / std::max(f.guard_sigma, floor)));
       return std::clamp(p, kSmallestRowP, 1.0);
     };
     std::vector<double>& p_source = p_of[k.source];
     for (size_t i = 0; i < list.size(); ++i) {
-      p_source[list[i]] = tail(r[i]);
+      const double floor = k.fitted ? FittedFloor(rows[list[i]], o) : 0.0;
+      p_source[list[i]] = tail(r[i], floor);
       if (k.source == static_cast<int>(PeerSource::kTime) && !std::isnan(groups[idx].group_r[i]))
-        p_group[list[i]] = tail(groups[idx].group_r[i]);
+        p_group[list[i]] = tail(groups[idx].group_r[i], floor);
     }
     f.info.view = k.horizontal ? "horizontal" : "vertical";
     f.info.family = t.strings.Get(k.family);

@@ -45,8 +45,13 @@ namespace truffld::diagnose {
 struct ScoringOptions {
   double floor_ns = 500;       // same as PeerOptions::floor_ns
   double min_scale = 0.02;     // smallest residual standard deviation (log units)
-  double fitted_min_scale = 0.1;  // the same for fitted similar-steps expectations: a log-log
-                                  // fit over steps of other sizes is trusted to about 10%
+  // A fitted similar-steps expectation (a log-log fit over steps of other sizes) is trusted no
+  // better than `fitted_scatter_factor` times the scatter of the steps it was fitted on around
+  // its line (TestRow::fit_scatter), and never worse than needed: the floor is clamped to
+  // [min_scale, fitted_min_scale]. Ten neighbours estimate a scatter to about +-25%, and the
+  // row's own step adds its deviation from the line, hence the factor of 2.
+  double fitted_min_scale = 0.1;
+  double fitted_scatter_factor = 2.0;
   double small_group_scale = 0.1;  // floor when a group is too small for a mixture
   int min_fit = 30;            // fewer residuals: median/MAD instead of a mixture
   int k_max = 3;

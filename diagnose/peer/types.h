@@ -71,6 +71,9 @@ struct TestRow {
   bool unit_judged = false;    // its unit has a row with a TP or similar-steps expectation, so
                                // this row's layer peers alone may count (scoring)
   bool warmup = false;         // host cost that includes loading GPU code (warmup.h): not judged
+  // A fitted similar-steps expectation (not time_exact): the robust scatter, in log units, of the
+  // steps it was fitted on around the fitted line (1.4826 MAD); NaN when not fitted.
+  float fit_scatter = std::numeric_limits<float>::quiet_NaN();
   bool Has(PeerSource s) const { return !std::isnan(expected[static_cast<int>(s)]); }
 };
 

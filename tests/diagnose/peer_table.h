@@ -48,6 +48,7 @@ class PeerTableBuilder {
     int64_t device_start = 0, device_end = 0;
     int32_t parent = -1;
     double comm_bytes = 0;
+    float blocks = 0;  // grid blocks of its kernels (the size a fitted expectation uses)
   };
 
   uint32_t Add(const Op& op) {
@@ -63,6 +64,7 @@ class PeerTableBuilder {
     d.host_ns = static_cast<float>(op.host_ns);
     d.device_ns = static_cast<float>(op.device_ns);
     d.parent = op.parent;
+    d.blocks = op.blocks;
     if (op.device_ns > 0) {
       d.flags |= kDetailHasDevice;
       d.device_start = op.device_start ? op.device_start : op.start;

@@ -125,6 +125,52 @@ TEST(CombineSources, GroupWideSlowdownNeedsExactShapesAndContext) {
   EXPECT_NEAR(CombineSources(r), 4 * 1e-9, 1e-20);
 }
 
+// A fitted similar-steps expectation is trusted as far as the steps it was fitted on follow its
+// line: the same 1.35x slowdown is strong evidence for a cost its size determines within 1%, and
+// weak for one that scatters by 15% around it.
+TEST(ScoreRows, FittedExpectationTrustedToItsNeighboursScatter) {
+  PeerTableBuilder b;
+  for (int s = 0; s < 40; ++s) {
+    const int64_t t0 = int64_t{s} * 1000000;
+    b.Unit(0, s, "vertical", {"q" + std::to_string(s)}, t0, t0 + 900000);
+    const float blocks = static_cast<float>(100 + 7 * s);  // every step a new size: no exact shape
+    const double noise = static_cast<double>((s * 37) % 11 - 5) / 5.0;  // in [-1, 1]
+    const double slow = s == 20 ? 1.35 : 1.0;
+    for (int k = 0; k < 2; ++k) {
+      PeerTableBuilder::Op op;
+      op.family = k == 0 ? "tight" : "loose";
+      op.start = t0 + k * 300000;
+      op.end = op.start + 10000;
+      op.device_ns = 100.0 * blocks * (1.0 + (k == 0 ? 0.01 : 0.15) * noise) * slow;
+      op.blocks = blocks;
+      op.signature = static_cast<uint64_t>(1000 * (k + 1) + s);
+      op.position = static_cast<uint64_t>(k + 1);
+      b.Add(op);
+    }
+  }
+  const InstanceTable& t = b.t;
+  const UnitGroups g = GroupUnits(t);
+  std::vector<TestRow> rows = BuildTests(t, g, MatchCollectives(t, g), PeerOptions{});
+  ScoreRows(t, rows, ScoringOptions{});
+  const int tm = static_cast<int>(PeerSource::kTime);
+  const TestRow* at20[2] = {nullptr, nullptr};
+  for (const TestRow& r : rows) {
+    if (r.instance == kFamilyRow || r.metric != Metric::kDevice || t.steps[r.unit].step_index != 20) continue;
+    at20[t.strings.Get(r.family) == "tight" ? 0 : 1] = &r;
+  }
+  ASSERT_NE(at20[0], nullptr);
+  ASSERT_NE(at20[1], nullptr);
+  for (const TestRow* r : at20) {
+    ASSERT_TRUE(r->Has(PeerSource::kTime));
+    EXPECT_FALSE(r->time_exact);
+    EXPECT_NEAR(r->observed / r->expected[tm], 1.35, 0.1);
+  }
+  EXPECT_LT(at20[0]->fit_scatter, 0.02);
+  EXPECT_GT(at20[1]->fit_scatter, 0.05);
+  EXPECT_LT(at20[0]->p[tm], 1e-9);   // trusted to the 2% floor: a 1.35x cost is far out
+  EXPECT_GT(at20[1]->p[tm], 1e-4);   // trusted to 10%: 1.35x is about three sigmas
+}
+
 TEST(BenjaminiHochberg, ThresholdIsTheLargestQualifyingPValue) {
   EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({0.001, 0.008, 0.039, 0.041, 0.9}, 0.05), 0.008);
   EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({0.2, 0.3}, 0.05), 0.0);
