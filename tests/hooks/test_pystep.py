@@ -1,5 +1,5 @@
 """Unit tests of _truffld_pystep (inject/pynvtx/pystep.c), the CPython extension module for the
-step boundary: its step calls answer as the shim's through
+step boundary: its step_name is naming.step_name's, its step calls answer as the shim's through
 ctypes do, a traced run's ranges and detail windows are the same with it as without it
 (TRUFFLD_HOOKS_NATIVE=0), and the hooks fall back to ctypes when it cannot load.
 Skips (77) when the shim, the test NVTX tool or the extension module was not built."""
@@ -17,6 +17,29 @@ import hookstest
 SHIM = os.environ.get("TRUFFLD_PYNVTX_LIB", "")
 TOOL = os.environ.get("TRUFFLD_TEST_NVTX_TOOL", "")
 NATIVE = sorted(glob.glob(os.path.join(os.path.dirname(SHIM), "_truffld_pystep*"))) if SHIM else []
+
+NAMES = """
+import json
+from truffld_hooks import naming, nvtx
+em = nvtx.create(%r)
+build = em.native.step_name
+cases = [
+    ([], "step_execute_model", "decode", 3, 4),
+    (["a"], "step_execute_model", None, None, None),
+    (["a_b", "c\\\\d", "e]f", "plain"], "step_execute_model", "prefill", 0, 12),
+    (("t1", "t2"), "step_execute_model:sample_tokens", "mixed", 7, None),
+    (["\u00e9t\u00e9", "\u65e5\u672c"], "step_execute_model", "decode", None, 99),
+    (["x"], "step_execute_model", "other", -1, -5),
+    (["x"], "step_execute_model", "decode", 2 ** 62, 0),
+    (["r-%%04d_x" %% i for i in range(300)], "step_execute_model", "decode", 300, 4096),
+]
+same = [build(*c) == naming.step_name(c[0], c[1], False, *c[2:]) for c in cases]
+plain = [build(*c) is None for c in [
+    (iter(["a"]), "s", None, None, None), (["a", 1], "s", None, None, None),
+    (["a"], "s", 1, None, None), (["a"], "s", None, True, None), (["a"], "s", None, None, 2 ** 70),
+    (["\\ud800"], "s", None, None, None)]]
+print(json.dumps({"same": same, "none": plain}))
+"""
 
 STEP_CALLS = """
 import ctypes, os
@@ -72,6 +95,12 @@ class PystepTest(unittest.TestCase):
                 with open(log) as handle:
                     lines = handle.read().splitlines()
             return proc.stdout.strip().splitlines()[-1], lines
+
+    def test_step_name_is_namings(self):
+        out, _ = self._run(NAMES % SHIM)
+        result = __import__("json").loads(out)
+        self.assertEqual([True] * 8, result["same"])
+        self.assertEqual([True] * 6, result["none"])   # outside the plain cases: naming's
 
     def test_step_calls_answer_as_ctypes_does(self):
         native, native_log = self._run(STEP_CALLS % SHIM, USE="native")

@@ -180,6 +180,8 @@ def _load_shim(path):
 
 
 _NATIVE_NAME = "_truffld_pystep"
+# the extension's step_name (naming.step_name's plain cases in C) once it loaded, else None
+native_step_name = [None]
 
 
 def _load_native(lib, shim_path):
@@ -205,6 +207,7 @@ def _load_native(lib, shim_path):
                 spec.loader.exec_module(module)
                 module.bind(ctypes.cast(lib.truffld_pynvtx_step_push, ctypes.c_void_p).value,
                             ctypes.cast(lib.truffld_pynvtx_step_pop, ctypes.c_void_p).value)
+                native_step_name[0] = module.step_name
                 return module
             except (ImportError, OSError, AttributeError, ValueError):
                 continue
