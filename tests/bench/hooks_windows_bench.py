@@ -21,6 +21,8 @@ Settings, each in a fresh process, interleaved round by round (the order rotates
                 passes 3x the median and opens a window) shows apart
   stand-in PLAN the stand-in again with each other plan of --plans (default steps:50:2 and
                 steps:250:2)
+  two-tier (ctypes step calls)  two-tier with TRUFFLD_HOOKS_NATIVE=0: the step boundary calls
+                through ctypes instead of the _truffld_pystep extension module
   all           ``truffld-env --capture all`` (every layer always on, injector records all)
 
 Reports per setting the median over rounds of the paired ratio (setting / the same round's
@@ -176,6 +178,7 @@ def settings(build, shim, tool, out_dir, extra_plans):
         found[name] = env
         if name == "two-tier":
             found["two-tier (no slow trigger)"] = dict(env, TRUFFLD_WINDOW_SLOW="0")
+            found["two-tier (ctypes step calls)"] = dict(env, TRUFFLD_HOOKS_NATIVE="0")
         if name == "two-tier" and tool:
             plan = env["TRUFFLD_DEVICE_WINDOWS"]
             for label, each in [("two-tier (stand-in)", plan)] + [

@@ -100,7 +100,10 @@ class step_range(object):
     __slots__ = ("name", "_token")
 
     def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None, tokens=None, ctx=None):
-        self.name = naming.step_name(request_ids, base, False, phase, tokens, ctx)
+        build = _native_step_name[0]   # the extension module's copy of naming.step_name
+        name = build(request_ids, base, phase, tokens, ctx) if build is not None else None
+        self.name = name if name is not None else naming.step_name(request_ids, base, False,
+                                                                   phase, tokens, ctx)
         self._token = 0
 
     def __enter__(self):
@@ -114,6 +117,7 @@ class step_range(object):
 
 
 _fallback = []
+_native_step_name = nvtx.native_step_name
 
 
 def _fallback_config():

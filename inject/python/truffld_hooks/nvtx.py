@@ -131,6 +131,9 @@ class ShimEmitter(Emitter):
         # a step's push/pop fused with the detail-window query (None: an older shim)
         self.step_push = getattr(lib, "truffld_pynvtx_step_push", None)
         self.step_pop = getattr(lib, "truffld_pynvtx_step_pop", None)
+        # the same two calls through the _truffld_pystep extension module (None: ctypes only)
+        self.native = _load_native(lib, path) if self.step_push is not None and \
+            self.step_pop is not None else None
 
     def set_window_query(self, function):
         """Hands the injector's truffld_detail_window (a ctypes function, or None to clear) to
@@ -174,6 +177,41 @@ def _load_shim(path):
     lib.truffld_pynvtx_mark.argtypes, lib.truffld_pynvtx_mark.restype = [vp, cp], None
     lib.truffld_pynvtx_depth_overflows.restype = ctypes.c_ulong
     return lib
+
+
+_NATIVE_NAME = "_truffld_pystep"
+# the extension's step_name (naming.step_name's plain cases in C) once it loaded, else None
+native_step_name = [None]
+
+
+def _load_native(lib, shim_path):
+    """The _truffld_pystep extension module (inject/pynvtx/pystep.c) bound to ``lib``'s step
+    calls, from the shim's folder or the shim's candidate folders; None when it is absent, cannot
+    load (another interpreter's build) or TRUFFLD_HOOKS_NATIVE=0: the step calls then go
+    through ctypes."""
+    if os.environ.get("TRUFFLD_HOOKS_NATIVE", "1") == "0":
+        return None
+    import ctypes
+    import importlib.machinery
+    import importlib.util
+    folders = [os.path.dirname(os.path.abspath(shim_path))]
+    folders += [os.path.dirname(p) for p in shim_candidates() if os.path.dirname(p) not in folders]
+    for folder in folders:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, _NATIVE_NAME + suffix)
+            if not os.path.exists(path):
+                continue
+            try:
+                spec = importlib.util.spec_from_file_location(_NATIVE_NAME, path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                module.bind(ctypes.cast(lib.truffld_pynvtx_step_push, ctypes.c_void_p).value,
+                            ctypes.cast(lib.truffld_pynvtx_step_pop, ctypes.c_void_p).value)
+                native_step_name[0] = module.step_name
+                return module
+            except (ImportError, OSError, AttributeError, ValueError):
+                continue
+    return None
 
 
 def shim_candidates(explicit=""):

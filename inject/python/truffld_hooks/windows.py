@@ -80,13 +80,14 @@ class _Thread(object):
     """Per-thread state: step nesting, the query's buffer, whether this thread's backend ranges
     already follow the detail state it last saw."""
 
-    __slots__ = ("depth", "value", "ref", "backend")
+    __slots__ = ("depth", "value", "ref", "address", "backend")
 
     def __init__(self):
         import ctypes
         self.depth = 0
         self.value = ctypes.c_ulonglong(0)
         self.ref = ctypes.byref(self.value)
+        self.address = ctypes.addressof(self.value)   # for the extension module's calls
         self.backend = None   # True/False once synced to that state; None: not (yet) settled
 
 
@@ -170,7 +171,8 @@ def enter_step(config, name):
     times 2, plus 1 for a thread's outermost step). Once the windows are
     resolved, an outermost step on the shim costs one C call: its push and the query fused
     (``truffld_pynvtx_step_push``, which also says whether the generation changed since this
-    thread's previous query, so nothing is read back when nothing changed)."""
+    thread's previous query, so nothing is read back when nothing changed), through the
+    _truffld_pystep extension module when it loaded, else ctypes."""
     emitter = _fused[0]
     try:
         thread = _tls.t
@@ -178,8 +180,12 @@ def enter_step(config, name):
         thread = _thread_state()
     if emitter is not None and emitter is nvtx._emitter and thread.depth == 0 and \
             emitter.trace is None:
-        packed = emitter.step_push(None, name if name.__class__ is bytes else name.encode(
-            "utf-8", "replace"), thread.ref)
+        native = emitter.native
+        if native is not None:
+            packed = native.step_push(name, thread.address)
+        else:
+            packed = emitter.step_push(None, name if name.__class__ is bytes else name.encode(
+                "utf-8", "replace"), thread.ref)
         thread.depth = 1
         answer = (packed & 3) - 2
         if packed & 4 or answer != counters["answer"] or thread.backend is not (answer != 0) \
@@ -204,7 +210,9 @@ def exit_step(config, token):
             thread = _thread_state()
         if thread.depth > 0:
             thread.depth -= 1
-        packed = emitter.step_pop(depth, thread.ref)
+        native = emitter.native
+        packed = native.step_pop(depth, thread.address) if native is not None else \
+            emitter.step_pop(depth, thread.ref)
         answer = (packed & 3) - 2
         if packed & 4 or answer != counters["answer"] or \
                 (answer == 0 and (detail.ACTIVE[0] or thread.backend is not False)):
