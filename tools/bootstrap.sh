@@ -20,6 +20,8 @@ PACKAGES=(
   # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks,
   # pandas.read_sql on truffld-export's database
   python3 python3-jsonschema python3-numpy python3-sklearn python3-torch python3-pandas
+  # the hooks' step calls as a CPython extension module (ctypes without it)
+  python3-dev
   # truffld-fleet: shards on a Dask cluster (and its integration test's scheduler and workers)
   python3-distributed
   # libFuzzer targets
