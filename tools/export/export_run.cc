@@ -7,6 +7,7 @@
 #include "parallel_load.h"
 #include "diagnosis_rows.h"
 #include "read/tree_reader.h"
+#include "run_table.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
 #include "truffld/atomic_file.h"
@@ -20,15 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Fast bulk load: the file is private until renamed, so a crash loses only the temporary file.
-constexpr const char* kPragmas =
-    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-    "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
-
 Status ReadTrees(const std::string& path, SqliteDb* db, const ExportOptions& o, ExportResult* out,
                  bool* input_failed) {
   TreeRows rows;
-  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kPragmas, &rows, input_failed));
+  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kBulkPragmas, &rows, input_failed));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
     std::string why = path + ": no truffld.trees/1 line could be read";
@@ -130,32 +126,19 @@ Result<std::string> ResolveDiagnosis(const std::string& dir) {
   return p.string();
 }
 
-Status WriteRunTable(SqliteDb* db, const ExportResult& r) {
-  auto s = db->Prepare("INSERT INTO run VALUES (?, ?)");
-  if (!s.ok()) return s.status();
-  const TreeRowCounts& c = r.trees;
-  std::string problems;
-  for (const auto& p : c.problems) problems += p + "\n";
-  for (const auto& p : r.problems) problems += p + "\n";
-  std::string summary;
+Status WriteRun(SqliteDb* db, const ExportResult& r) {
+  RunTableInfo info;
+  info.truffld_version = VersionString();
+  info.trees_path = r.trees_path;
+  info.summary_path = r.summary_path;
+  info.diagnosis_path = r.diagnosis_path;
+  info.trees = r.trees;
+  info.bad_diagnosis_lines = r.bad_diagnosis_lines;
+  info.problems = r.problems;
   if (!r.summary_path.empty()) {
-    if (auto bytes = ReadWholeFile(r.summary_path); bytes.ok()) summary = std::string(bytes->view());
+    if (auto bytes = ReadWholeFile(r.summary_path); bytes.ok()) info.summary_json = std::string(bytes->view());
   }
-  const std::pair<const char*, std::string> kv[] = {
-      {"schema", kSqliteSchemaVersion}, {"truffld_version", VersionString()},
-      {"trees_path", r.trees_path}, {"summary_path", r.summary_path}, {"diagnosis_path", r.diagnosis_path},
-      {"tree_lines", std::to_string(c.lines)}, {"trees", std::to_string(c.trees)},
-      {"bad_tree_lines", std::to_string(c.bad_lines)}, {"duplicate_nodes", std::to_string(c.duplicate_nodes)},
-      {"unknown_layer_nodes", std::to_string(c.unknown_layers)},
-      {"reopened_steps", std::to_string(c.reopened_steps)},
-      {"bad_diagnosis_lines", std::to_string(r.bad_diagnosis_lines)}, {"problems", problems},
-      {"summary_json", summary}};
-  for (const auto& [k, v] : kv) {
-    s->Bind(1, std::string_view(k));
-    BindText(&*s, 2, v);
-    TRUFFLD_RETURN_IF_ERROR(s->Run());
-  }
-  return Status::Ok();
+  return WriteRunTable(db, info);
 }
 
 }  // namespace
@@ -183,12 +166,12 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     auto db = SqliteDb::Open(file->temp_path(), SqliteDb::Mode::kCreate);
     if (!db.ok()) return db.status();
     SqliteDb* d = db->get();
-    TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
+    TRUFFLD_RETURN_IF_ERROR(d->Exec(kBulkPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
     TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateDiagnosisIndexes));
     if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
-    TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));
+    TRUFFLD_RETURN_IF_ERROR(WriteRun(d, r));
   }
   TRUFFLD_RETURN_IF_ERROR(file->Commit());
   return r;
