@@ -15,9 +15,17 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 int64_t StringIds::Id(std::string_view text, bool* fresh) {
   *fresh = false;
   if (text.empty()) return 0;
+  Seen* slot = nullptr;
+  if (stable_) {
+    if (seen_.empty()) seen_.resize(kSeenSlots);
+    const auto addr = reinterpret_cast<uintptr_t>(text.data());
+    slot = &seen_[((addr >> 3) ^ (addr >> 15) ^ text.size()) & (kSeenSlots - 1)];
+    if (slot->data == text.data() && slot->size == text.size()) return slot->id;
+  }
   const size_t before = pool_.size();
   const StrId id = pool_.Intern(text);
   *fresh = pool_.size() != before;
+  if (slot) *slot = Seen{text.data(), text.size(), static_cast<int64_t>(id)};
   return id;
 }
 

@@ -23,12 +23,25 @@ namespace truffld::exporter {
 
 // Ids of names and families, 1, 2, ... in order of first sight (a StringPool: flat table, no
 // allocation per name). Used by one thread.
+// With `stable_texts`, the caller promises that a text's bytes never change or move while the
+// StringIds lives (truffld-merge's string pools): a text met again at the same address is then
+// found without hashing its bytes (kernel names are often hundreds of bytes, met millions of
+// times). Parsed lines reuse their buffer, so truffld-export leaves it off.
 class StringIds {
  public:
+  explicit StringIds(bool stable_texts = false) : stable_(stable_texts) {}
   // The id of `text` (0 for ""); *fresh says whether it was new.
   int64_t Id(std::string_view text, bool* fresh);
 
  private:
+  struct Seen {
+    const char* data = nullptr;
+    size_t size = 0;
+    int64_t id = 0;
+  };
+  static constexpr size_t kSeenSlots = 4096;  // direct-mapped by address
+  bool stable_;
+  std::vector<Seen> seen_;
   StringPool pool_;
 };
 

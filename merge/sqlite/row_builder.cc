@@ -55,6 +55,8 @@ RowBuilder::RowBuilder() : impl_(std::make_unique<Impl>()) {}
 RowBuilder::~RowBuilder() = default;
 TreeRowCounts& RowBuilder::counts() { return impl_->counts; }
 
+uint64_t RowBuilder::NameHash(std::string_view name) const { return HashBytes(name, impl_->hash_seed); }
+
 bool RowBuilder::TakeBadNode() {
   const bool bad = impl_->bad_node;
   impl_->bad_node = false;
@@ -119,7 +121,7 @@ Result<RowBuilder::Context> RowBuilder::Visit(const NodeView& n, const Context& 
   }
   const bool host = kind == Kind::kOp || kind == Kind::kCall;
   const NodeKey key{static_cast<uint8_t>(kind), *n.start, *n.end, (host ? n.thread_id : n.stream).value_or(-1),
-                    n.correlation_id.value_or(-1), HashBytes(n.name, m.hash_seed)};
+                    n.correlation_id.value_or(-1), n.name_hash ? n.name_hash : HashBytes(n.name, m.hash_seed)};
   int64_t& next = m.next_id[static_cast<int>(kind)];
   bool fresh = false;
   const int64_t id = m.step->seen.FindOrInsert(key, next, &fresh);

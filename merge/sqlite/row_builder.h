@@ -93,6 +93,8 @@ struct NodeView {
   std::string_view name, layer, family, domain, copy_kind;
   OptInt start, end, thread_id, correlation_id, cbid, return_code, stream, device, bytes, graph_id, graph_node_id;
   OptInt grid[3], block[3];
+  // RowBuilder::NameHash(name) when the producer has it at hand (0: computed from `name`).
+  uint64_t name_hash = 0;
   // A comm node's payload, read only when the node makes a collectives row: `payload(arg)`;
   // no payload when `payload` is null.
   CommPayload (*payload)(const void* arg) = nullptr;
@@ -136,6 +138,9 @@ class RowBuilder {
   // returns the context its own children see. A node without start or end makes no row and
   // returns `ctx` (its children are still visited) and is remembered for TakeBadNode.
   Result<Context> Visit(const NodeView& n, const Context& ctx, RowSink* sink);
+  // The hash of a node's name that identifies it within its step (with its times, lane and
+  // correlation id); a producer that meets the same name often may keep it (NodeView::name_hash).
+  uint64_t NameHash(std::string_view name) const;
   // Whether a node without start or end was met since the last call (cleared by the call).
   bool TakeBadNode();
   TreeRowCounts& counts();

@@ -2,6 +2,7 @@
 // trees as trees.jsonl lists them and turns each node into the NodeView that trees.jsonl's line
 // would give truffld-export (the same members present and absent: EventFields and RenderExtra
 // in write_trees.cc), feeding RowBuilder into RowBatches; a TableWriter thread inserts them.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,7 +89,8 @@ void EventMembers(const MergeResult& r, const Node& n, const Event& e, ex::NodeV
 // Walks the trees in trees.jsonl's order into RowBatches handed to `writer`.
 class TreeWalker {
  public:
-  TreeWalker(const MergeResult& r, ex::TableWriter* writer) : r_(r), writer_(writer) {}
+  TreeWalker(const MergeResult& r, ex::TableWriter* writer)
+      : r_(r), writer_(writer), ids_(/*stable_texts=*/true), name_hash_(r.files.size()) {}
 
   Status Run(TreeLayout layout) {
     batch_ = std::make_unique<ex::RowBatch>(&ids_);
@@ -161,6 +163,7 @@ class TreeWalker {
     const Node& n = r_.nodes[i];
     ex::NodeView v;
     v.name = r_.Name(n);
+    v.name_hash = NameHash(n.file, r_.NameId(n), v.name);
     v.layer = LayerName(n.layer);
     v.family = r_.Family(n);
     v.start = n.start;
@@ -175,6 +178,14 @@ class TreeWalker {
       v.payload_arg = &payload_;
     }
     return v;
+  }
+
+  // RowBuilder::NameHash of string `id` of file `file`, computed once per string.
+  uint64_t NameHash(uint32_t file, StrId id, std::string_view name) {
+    std::vector<uint64_t>& known = name_hash_[file];
+    if (id >= known.size()) known.resize(std::max<size_t>(r_.files[file].strings.size(), size_t{id} + 1), 0);
+    if (known[id] == 0) known[id] = rows_.NameHash(name);
+    return known[id];
   }
 
   Status HandOver() {
@@ -195,6 +206,7 @@ class TreeWalker {
   ex::RowBuilder rows_;
   ex::StringIds ids_;
   std::unique_ptr<ex::RowBatch> batch_;
+  std::vector<std::vector<uint64_t>> name_hash_;  // per file, per string id (0: not yet)
   std::vector<Frame> stack_;
   PayloadSource payload_;
   simdjson::dom::parser parser_;

@@ -80,6 +80,7 @@ Status InsertVerdict(const VerdictRow& v, SqliteStmt* verdict, SqliteStmt* fault
   return Status::Ok();
 }
 
+// Inserts diagnosis.jsonl's verdicts and faulty operators inside the caller's transaction.
 Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, bool* input_failed) {
   auto reader = LineReader::Open(path);
   if (!reader.ok()) {
@@ -92,7 +93,6 @@ Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, b
   if (!verdict.ok()) return verdict.status();
   auto faulty = db->Prepare("INSERT INTO faulty_ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!faulty.ok()) return faulty.status();
-  TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
   std::string_view line;
   while ((*reader)->Next(&line)) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
@@ -114,7 +114,7 @@ Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, b
   TRUFFLD_RETURN_IF_ERROR(db->Exec(
       "UPDATE verdicts SET step_id = (SELECT MIN(s.step_id) FROM steps s WHERE s.rank IS verdicts.rank"
       " AND s.step_index = verdicts.step_index)"));
-  return db->Exec("COMMIT");
+  return Status::Ok();
 }
 
 Result<std::string> ResolveDiagnosis(const std::string& dir) {
@@ -170,10 +170,53 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
     TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateDiagnosisIndexes));
-    if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
+    if (!r.diagnosis_path.empty()) {
+      TRUFFLD_RETURN_IF_ERROR(d->Exec("BEGIN"));
+      TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
+      TRUFFLD_RETURN_IF_ERROR(d->Exec("COMMIT"));
+    }
     TRUFFLD_RETURN_IF_ERROR(WriteRun(d, r));
   }
   TRUFFLD_RETURN_IF_ERROR(file->Commit());
+  return r;
+}
+
+Result<ExportResult> AddDiagnosis(const std::string& db_path, const std::string& diagnose_dir, bool* input_failed) {
+  ExportResult r;
+  *input_failed = true;
+  auto diag = ResolveDiagnosis(diagnose_dir);
+  if (!diag.ok()) return diag.status();
+  r.diagnosis_path = *diag;
+  auto db = SqliteDb::Open(db_path, SqliteDb::Mode::kReadWrite);
+  if (!db.ok()) return db.status();
+  SqliteDb* d = db->get();
+  auto schema = d->Prepare("SELECT value FROM run WHERE key = 'schema'");
+  Status st;
+  if (!schema.ok() || !schema->Next(&st) || schema->Text(0) != kSqliteSchemaVersion) {
+    return ParseError(db_path + ": not a truffld-export database (" + std::string(kSqliteSchemaVersion) + ")");
+  }
+  auto held = d->Prepare("SELECT COUNT(*) FROM verdicts");
+  if (!held.ok()) return held.status();
+  if (!held->Next(&st) || held->Int(0) != 0) return ParseError(db_path + ": already holds a diagnosis (verdicts)");
+  *input_failed = false;
+  // One transaction (the database's own journal): a failure leaves the database as it was.
+  TRUFFLD_RETURN_IF_ERROR(d->Exec("BEGIN"));
+  TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
+  auto set = d->Prepare("UPDATE run SET value = ? WHERE key = ?");
+  if (!set.ok()) return set.status();
+  std::string problems;
+  for (const auto& p : r.problems) problems += p + "\n";
+  auto add = d->Prepare("UPDATE run SET value = COALESCE(value, '') || ? WHERE key = 'problems'");
+  if (!add.ok()) return add.status();
+  add->Bind(1, std::string_view(problems));
+  TRUFFLD_RETURN_IF_ERROR(add->Run());
+  for (const auto& [k, v] : {std::pair<const char*, std::string>{"diagnosis_path", r.diagnosis_path},
+                             {"bad_diagnosis_lines", std::to_string(r.bad_diagnosis_lines)}}) {
+    set->Bind(1, std::string_view(v));
+    set->Bind(2, std::string_view(k));
+    TRUFFLD_RETURN_IF_ERROR(set->Run());
+  }
+  TRUFFLD_RETURN_IF_ERROR(d->Exec("COMMIT"));
   return r;
 }
 
