@@ -7,12 +7,15 @@ but from different producers (the merge's nodes, parsed JSON), so any member one
 reads differently shows up here: the databases must hold the same schema (sqlite_master) and
 the same rows, compared row by row in id order for every table, the run table included (same
 paths, version, counts and summary.json text). Inputs: synthetic runs (--preset demo and
---preset small, grouped and per-request trees) and the real Kineto traces of ../shared/data
-(their payloads, domains and unlinked device ops come from another importer; skipped when the
-folder is absent). Also: the database named by a planted symlink is replaced, the symlink's
-target untouched; an output path in a missing directory fails the merge (exit 3) and leaves
-the earlier outputs as they were; the diagnosis tables are there, empty.
-Binaries from TRUFFLD_SYNTH, TRUFFLD_MERGE, TRUFFLD_EXPORT; work folder TRUFFLD_WORK.
+--preset small, grouped and per-request trees) and real Kineto and Nsight Systems traces of
+../shared/data (their payloads, domains and unlinked device ops come from other importers;
+skipped when the folder is absent). The diagnosis tables are there, empty, and
+`truffld-export --db DB --diagnosis DIR` fills them: the result equals one export with
+--diagnosis. Also: the database named by a planted symlink is replaced, the symlink's target
+untouched; an output path in a missing directory fails the merge (exit 3) and leaves the
+earlier outputs as they were.
+Binaries from TRUFFLD_SYNTH, TRUFFLD_MERGE, TRUFFLD_DIAGNOSE, TRUFFLD_EXPORT; work folder
+TRUFFLD_WORK.
 """
 import os
 import shutil
@@ -29,10 +32,11 @@ SYNTH = os.environ.get("TRUFFLD_SYNTH", "")
 MERGE = os.environ.get("TRUFFLD_MERGE", "")
 EXPORT = os.environ.get("TRUFFLD_EXPORT", "")
 WORK = os.environ.get("TRUFFLD_WORK", "/tmp/truffld-merge-sqlite-test")
-DATA = os.path.join(os.environ.get("TRUFFLD_SHARED_DATA", os.path.join(HERE, "..", "..", "..", "shared", "data")),
-                    "kineto")
-KINETO = ("vllm_gpt-oss_b200_tp8_rank0.json.gz", "hta_ddp_2rank_nccl_a100.json.gz",
-          "sglang_qwen3-8b_prefilldecode_mi300x.json.gz", "hf_qwen1.5-0.5b_h100.json.gz")
+DIAG = os.environ.get("TRUFFLD_DIAGNOSE", "")
+DATA = os.environ.get("TRUFFLD_SHARED_DATA", os.path.join(HERE, "..", "..", "..", "shared", "data"))
+REAL = ("kineto/vllm_gpt-oss_b200_tp8_rank0.json.gz", "kineto/hta_ddp_2rank_nccl_a100.json.gz",
+        "kineto/sglang_qwen3-8b_prefilldecode_mi300x.json.gz", "kineto/hf_qwen1.5-0.5b_h100.json.gz",
+        "nsys/saxpy_mpi_cuda_perlmutter.sqlite")
 
 
 def run(*args, check=True):
@@ -42,16 +46,25 @@ def run(*args, check=True):
     return p
 
 
-def content(db):
-    """(schema rows, {table: rows in rowid order}) of a database."""
+def version(tool):
+    """What `tool --version` says after the tool's name (the run table's truffld_version)."""
+    return run(tool, "--version").stdout.strip().split(" ", 1)[1]
+
+
+def content(db, tool):
+    """(schema rows, {table: rows in rowid order}) of a database written by `tool`; the run
+    table's truffld_version is checked against the tool's own and left out (the two binaries
+    may be built at different commits)."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:
         schema = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall()
         rows = {t: con.execute("SELECT * FROM %s ORDER BY rowid" % t).fetchall()
                 for (kind, t, _, _) in schema if kind == "table"}
-        return schema, rows
     finally:
         con.close()
+    assert ("truffld_version", version(tool)) in rows["run"], rows["run"][:2]
+    rows["run"] = [r for r in rows["run"] if r[0] != "truffld_version"]
+    return schema, rows
 
 
 class MergeSqlite(unittest.TestCase):
@@ -70,7 +83,7 @@ class MergeSqlite(unittest.TestCase):
         return db, exported
 
     def assert_same_database(self, db, exported, min_kernels):
-        (schema_a, rows_a), (schema_b, rows_b) = content(db), content(exported)
+        (schema_a, rows_a), (schema_b, rows_b) = content(db, MERGE), content(exported, EXPORT)
         self.assertEqual(schema_a, schema_b)
         self.assertGreaterEqual(len(rows_a["kernel_rows"]), min_kernels)
         for table in rows_b:
@@ -100,16 +113,39 @@ class MergeSqlite(unittest.TestCase):
                 if flags:
                     self.assertGreater(int(dup), 0)  # per-request lines repeat the shared nodes
 
-    def test_real_kineto_traces(self):
-        if not os.path.isdir(DATA):
-            self.skipTest("no real traces: %s is absent (see ../shared/data/README.md)" % DATA)
-        for name in KINETO:
-            path = os.path.join(DATA, name)
-            if not os.path.exists(path):
-                continue
-            with self.subTest(trace=name):
-                db, exported = self.merge_and_export("kineto-" + name.split(".")[0], [path], "--no-trace-json")
+    def test_real_traces(self):
+        found = [p for p in (os.path.join(DATA, r) for r in REAL) if os.path.exists(p)]
+        if not found:
+            self.skipTest("no real traces under %s (see ../shared/data/README.md)" % DATA)
+        for path in found:
+            with self.subTest(trace=path):
+                name = "real-" + os.path.basename(path).split(".")[0]
+                db, exported = self.merge_and_export(name, [path], "--no-trace-json")
                 self.assert_same_database(db, exported, 1)
+
+    def test_diagnosis_added_to_the_merge_database(self):
+        # merge --sqlite, then export --db DB --diagnosis: the same database as one export
+        # with --diagnosis, run table included; a second --diagnosis is refused, DB unchanged.
+        dumps = os.path.join(WORK, "dumps-diag")
+        run(SYNTH, "--preset", "small", "--seed", "4", "-q", "--out", dumps)
+        merged, diag = os.path.join(WORK, "merged-diag"), os.path.join(WORK, "diag")
+        db = os.path.join(merged, "run.sqlite")
+        run(MERGE, dumps, "-o", merged, "-q", "--no-trace-json", "--sqlite", db)
+        run(DIAG, merged, "-o", diag, "--llm", "off", "-q", "--no-html")
+        run(EXPORT, "--db", db, "--diagnosis", diag, "-q")
+        full = os.path.join(WORK, "diag-export.sqlite")
+        run(EXPORT, merged, "--diagnosis", diag, "-o", full, "-q")
+        got, want = content(db, MERGE), content(full, EXPORT)
+        self.assertGreater(len(want[1]["verdicts"]), 0)
+        self.assertGreater(len(want[1]["faulty_ops"]), 0)
+        self.assertEqual(got[0], want[0])
+        for table in want[1]:
+            with self.subTest(table=table):
+                self.assertEqual(got[1][table], want[1][table])
+        p = run(EXPORT, "--db", db, "--diagnosis", diag, "-q", check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("already holds a diagnosis", p.stderr)
+        self.assertEqual(content(db, MERGE), got)
 
     def test_planted_symlink_is_replaced_not_followed(self):
         dumps = os.path.join(WORK, "dumps-tiny")

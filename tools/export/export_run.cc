@@ -206,10 +206,12 @@ Result<ExportResult> AddDiagnosis(const std::string& db_path, const std::string&
   if (!set.ok()) return set.status();
   std::string problems;
   for (const auto& p : r.problems) problems += p + "\n";
-  auto add = d->Prepare("UPDATE run SET value = COALESCE(value, '') || ? WHERE key = 'problems'");
-  if (!add.ok()) return add.status();
-  add->Bind(1, std::string_view(problems));
-  TRUFFLD_RETURN_IF_ERROR(add->Run());
+  if (!problems.empty()) {  // after the trees' own; none stays NULL, as an export writes it
+    auto add = d->Prepare("UPDATE run SET value = COALESCE(value, '') || ? WHERE key = 'problems'");
+    if (!add.ok()) return add.status();
+    add->Bind(1, std::string_view(problems));
+    TRUFFLD_RETURN_IF_ERROR(add->Run());
+  }
   for (const auto& [k, v] : {std::pair<const char*, std::string>{"diagnosis_path", r.diagnosis_path},
                              {"bad_diagnosis_lines", std::to_string(r.bad_diagnosis_lines)}}) {
     set->Bind(1, std::string_view(v));
