@@ -38,6 +38,22 @@ void RowBatch::ReserveLike(const RowBatch& other) {
   collectives_.reserve(other.collectives_.size());
 }
 
+void RowBatch::Clear() {
+  strings_.clear();
+  steps_.clear();
+  requests_.clear();
+  ops_.clear();
+  calls_.clear();
+  devices_.clear();
+  collectives_.clear();
+  rows_ = 0;
+  if (chunks_.size() > 1 || chunk_size_ != kChunkBytes) {
+    chunks_.clear();
+    chunk_size_ = 0;
+  }
+  chunk_used_ = 0;
+}
+
 int64_t RowBatch::Intern(std::string_view s) {
   bool fresh = false;
   const int64_t id = ids_->Id(s, &fresh);

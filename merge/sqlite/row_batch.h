@@ -61,6 +61,10 @@ class RowBatch : public RowSink {
   // Reserves room for as many rows of each table as `other` holds (the previous batch: the
   // vectors then grow without copying their rows).
   void ReserveLike(const RowBatch& other);
+  // Empties the batch for reuse, keeping its vectors' memory and its first text chunk: a new
+  // batch of 64 Ki rows takes about 13 MB of fresh pages, which the kernel zeroes on first
+  // touch and the C library unmaps again when the batch is freed.
+  void Clear();
   // Sends every row to `sink`, table by table.
   Status Replay(RowSink* sink) const;
   size_t rows() const { return rows_; }

@@ -3,6 +3,8 @@
 // would give truffld-export (the same members present and absent: EventFields and RenderExtra
 // in write_trees.cc), feeding RowBuilder into RowBatches; a TableWriter thread inserts them.
 #include <algorithm>
+#include <atomic>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,7 +95,7 @@ class TreeWalker {
       : r_(r), writer_(writer), ids_(/*stable_texts=*/true), name_hash_(r.files.size()) {}
 
   Status Run(TreeLayout layout) {
-    batch_ = std::make_unique<ex::RowBatch>(&ids_);
+    batch_ = std::make_shared<ex::RowBatch>(&ids_);
     for (const Tree& t : r_.trees) {
       if (layout == TreeLayout::kPerRequest) {
         for (const std::string& q : r_.request_sets[t.requests]) TRUFFLD_RETURN_IF_ERROR(Line(t, q));
@@ -188,9 +190,20 @@ class TreeWalker {
     return known[id];
   }
 
+  // Hands the full batch to the writer and starts the next one: the oldest batch handed over,
+  // when the writer is done with it (only `sent_` still holds it), else a new one.
   Status HandOver() {
-    auto next = std::make_unique<ex::RowBatch>(&ids_);
-    next->ReserveLike(*batch_);
+    std::shared_ptr<ex::RowBatch> next;
+    if (!sent_.empty() && sent_.front().use_count() == 1) {
+      std::atomic_thread_fence(std::memory_order_acquire);  // the writer's reads happened before
+      next = std::move(sent_.front());
+      sent_.pop_front();
+      next->Clear();
+    } else {
+      next = std::make_shared<ex::RowBatch>(&ids_);
+      next->ReserveLike(*batch_);
+    }
+    if (sent_.size() < kKeptBatches) sent_.push_back(batch_);
     std::shared_ptr<const ex::RowBatch> full = std::move(batch_);
     batch_ = std::move(next);
     if (!writer_->Push(std::move(full))) return Internal("the database writer failed");
@@ -205,7 +218,9 @@ class TreeWalker {
   ex::TableWriter* writer_;
   ex::RowBuilder rows_;
   ex::StringIds ids_;
-  std::unique_ptr<ex::RowBatch> batch_;
+  static constexpr size_t kKeptBatches = 6;  // more than the writer holds (TableWriter's queue + 1)
+  std::shared_ptr<ex::RowBatch> batch_;
+  std::deque<std::shared_ptr<ex::RowBatch>> sent_;  // handed over, oldest first, for reuse
   std::vector<std::vector<uint64_t>> name_hash_;  // per file, per string id (0: not yet)
   std::vector<Frame> stack_;
   PayloadSource payload_;

@@ -7,7 +7,7 @@ but from different producers (the merge's nodes, parsed JSON), so any member one
 reads differently shows up here: the databases must hold the same schema (sqlite_master) and
 the same rows, compared row by row in id order for every table, the run table included (same
 paths, version, counts and summary.json text). Inputs: synthetic runs (--preset demo and
---preset small, grouped and per-request trees) and real Kineto and Nsight Systems traces of
+--preset small, grouped and per-request trees, and 300k events: batches handed over and reused) and real Kineto and Nsight Systems traces of
 ../shared/data (their payloads, domains and unlinked device ops come from other importers;
 skipped when the folder is absent). The diagnosis tables are there, empty, and
 `truffld-export --db DB --diagnosis DIR` fills them: the result equals one export with
@@ -95,12 +95,15 @@ class MergeSqlite(unittest.TestCase):
         self.assertEqual(rows_a["faulty_ops"], [])
 
     def test_synthetic_runs(self):
-        for preset, flags in (("demo", ()), ("small", ()), ("small", ("--per-request-trees", "--no-trace-json"))):
+        # 300k events: about 260k rows, so the merge hands several batches over and reuses them.
+        for preset, flags in (("demo", ()), ("small", ()), ("small", ("--per-request-trees", "--no-trace-json")),
+                              ("300000", ("--no-trace-json",))):
             with self.subTest(preset=preset, flags=flags):
                 dumps = os.path.join(WORK, "dumps-" + preset)
                 if not os.path.isdir(dumps):
-                    run(SYNTH, "--preset", preset, "--seed", "3", "-q", "--out", dumps)
-                name = "merged-%s%s" % (preset, "-per-request" if flags else "")
+                    size = ["--events", preset] if preset.isdigit() else ["--preset", preset]
+                    run(SYNTH, *size, "--seed", "3", "-q", "--out", dumps)
+                name = "merged-%s%s" % (preset, "-per-request" if "--per-request-trees" in flags else "")
                 db, exported = self.merge_and_export(name, [dumps], *flags)
                 self.assert_same_database(db, exported, 100)
                 con = sqlite3.connect(db)
@@ -110,7 +113,7 @@ class MergeSqlite(unittest.TestCase):
                 finally:
                     con.close()
                 self.assertGreater(groups, 0)
-                if flags:
+                if "--per-request-trees" in flags:
                     self.assertGreater(int(dup), 0)  # per-request lines repeat the shared nodes
 
     def test_real_traces(self):
