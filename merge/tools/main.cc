@@ -45,7 +45,8 @@ no event at all are exit 1. Directories are searched recursively. Writes into OU
   summary.json  what was read, linked, dropped and why               [schemas/summary.schema.json]
 With --sqlite FILE it also writes the run as one SQLite database (steps, requests, operators,
 calls, kernels, copies, collectives; docs/sqlite.md), the same tables and rows truffld-export
-builds from trees.jsonl, from the trees in memory; truffld-export -d adds a diagnosis.
+builds from trees.jsonl, from the trees in memory; `truffld-export --db FILE --diagnosis
+DIAG_DIR` adds a diagnosis to it.
 Bad records are counted and reported with file:line; the rest is merged (--strict: fail).
 truffld's own outputs (an earlier merge's trace.json, trees.jsonl, ...) and repeated inputs (the
 same file twice, or x.jsonl beside x.jsonl.gz) are skipped and reported. Outputs are written under
@@ -147,7 +148,8 @@ void AddFlags(CLI::App& app, Args& a) {
                  "Also write the run as a SQLite database FILE (truffld.sqlite/1, docs/sqlite.md): the tables "
                  "truffld-export writes from trees.jsonl, built from the trees in memory while the other outputs "
                  "are written (no second read of trees.jsonl); the diagnosis tables stay empty (truffld-export "
-                 "-d fills them). Written under a temporary name and renamed with the other outputs")
+                 "--db FILE --diagnosis DIR fills them). Written under a temporary name and renamed with the "
+                 "other outputs")
       ->type_name("FILE");
   app.add_flag("--no-trace-json", a.no_trace, "Skip trace.json (faster, less disk); an earlier run's trace.json in OUTDIR is removed");
   app.add_flag("--no-implicit-steps", a.no_implicit,

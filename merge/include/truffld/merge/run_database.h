@@ -4,7 +4,7 @@
 // the trees need not be written and parsed again. The rows are built as trees.jsonl lists the
 // trees (same order, same request groups, the same RowBuilder as truffld-export), so the two
 // databases hold the same rows with the same ids. The diagnosis tables (verdicts, faulty_ops)
-// are created empty: truffld-export --diagnose fills them.
+// are created empty: `truffld-export --db FILE --diagnosis DIR` fills them.
 // The file is built under a temporary name beside `path` (AtomicFile: O_EXCL|O_NOFOLLOW,
 // SQLITE_OPEN_NOFOLLOW) and renamed by Commit, so a planted symlink is replaced, never
 // followed, and a failed run leaves an earlier database as it was.
