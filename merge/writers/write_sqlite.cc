@@ -65,25 +65,24 @@ void EventMembers(const MergeResult& r, const Node& n, const Event& e, ex::NodeV
   if (x.domain != kNoStr) v->domain = f.strings.Get(x.domain);
   const bool api = IsApiLayer(n.layer), device = IsDeviceLayer(n.layer);
   if (api || device || n.layer == Layer::kSync) v->correlation_id = Present(f.Correlation(e));
-  if (e.extra == kNoExtra) return;
-  const EventExtra& ex = f.extras[e.extra];
+  if (e.extra == kNoExtra) return;  // the defaults write nothing
   if (api) {
-    if (ex.cbid >= 0) v->cbid = Present(ex.cbid);
-    if (ex.return_code) v->return_code = Present(ex.return_code);
+    if (x.cbid >= 0) v->cbid = Present(x.cbid);
+    if (x.return_code) v->return_code = Present(x.return_code);
   }
-  if (device || (api && ex.stream >= 0)) {
-    if (ex.stream >= 0) v->stream = Present(ex.stream);
-    if (ex.device >= 0) v->device = Present(ex.device);
+  if (device || (api && x.stream >= 0)) {
+    if (x.stream >= 0) v->stream = Present(x.stream);
+    if (x.device >= 0) v->device = Present(x.device);
   }
-  if (ex.bytes >= 0) v->bytes = Present(ex.bytes);
-  if (ex.copy_kind != kNoStr) v->copy_kind = f.strings.Get(ex.copy_kind);
+  if (x.bytes >= 0) v->bytes = Present(x.bytes);
+  if (x.copy_kind != kNoStr) v->copy_kind = f.strings.Get(x.copy_kind);
   if (!device) return;
-  v->graph_id = Present(ex.graph_id);
-  v->graph_node_id = Present(ex.graph_node_id);
-  if (e.kind == EventKind::kKernel && (ex.grid[0] || ex.block[0])) {
+  v->graph_id = Present(x.graph_id);
+  v->graph_node_id = Present(x.graph_node_id);
+  if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
     for (int i = 0; i < 3; ++i) {
-      v->grid[i] = ex.grid[i];
-      v->block[i] = ex.block[i];
+      v->grid[i] = x.grid[i];
+      v->block[i] = x.block[i];
     }
   }
 }
