@@ -13,10 +13,12 @@ skipped when the folder is absent). The diagnosis tables are there, empty, and
 `truffld-export --db DB --diagnosis DIR` fills them: the result equals one export with
 --diagnosis. Also: the database named by a planted symlink is replaced, the symlink's target
 untouched; an output path in a missing directory fails the merge (exit 3) and leaves the
-earlier outputs as they were.
+earlier outputs as they were; a later merge of a folder holding the database skips it as
+truffld's output.
 Binaries from TRUFFLD_SYNTH, TRUFFLD_MERGE, TRUFFLD_DIAGNOSE, TRUFFLD_EXPORT; work folder
 TRUFFLD_WORK.
 """
+import json
 import os
 import shutil
 import sqlite3
@@ -149,6 +151,21 @@ class MergeSqlite(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("already holds a diagnosis", p.stderr)
         self.assertEqual(content(db, MERGE), got)
+
+    def test_run_database_in_an_input_folder_is_skipped(self):
+        # The header's application id marks truffld's database: a later merge of a folder that
+        # holds one lists it as truffld's output, not as a broken Nsight Systems export.
+        dumps = os.path.join(WORK, "dumps-with-db")
+        run(SYNTH, "--preset", "demo", "--seed", "6", "-q", "--out", dumps)
+        run(MERGE, dumps, "-o", os.path.join(WORK, "merged-first"), "-q", "--no-trace-json",
+            "--sqlite", os.path.join(dumps, "run.sqlite"))
+        again = os.path.join(WORK, "merged-again")
+        run(MERGE, dumps, "-o", again, "-q", "--no-trace-json")
+        with open(os.path.join(again, "summary.json"), encoding="utf-8") as f:
+            summary = json.load(f)
+        kinds = {os.path.basename(s["path"]): s["kind"] for s in summary["skipped_inputs"]}
+        self.assertEqual(kinds.get("run.sqlite"), "truffld_output", summary["skipped_inputs"])
+        self.assertEqual(summary["failed_inputs"], [])
 
     def test_planted_symlink_is_replaced_not_followed(self):
         dumps = os.path.join(WORK, "dumps-tiny")
