@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema_sql.h"  // kSqliteApplicationId: truffld's own run database
 #include "truffld/byte_source.h"
 #include "truffld/line_reader.h"
 #include "truffld/parallel_for.h"
@@ -175,6 +176,11 @@ std::string TruffldOutputKind(std::string_view prefix) {
       {"\"truffld.stats-summary/", "run_stats.json"},
       {"\"truffld.diagnosis/", "diagnosis.jsonl"},
       {"\"generator\":\"truffld-merge\"", "trace.json"}};
+  if (prefix.size() >= 72 && prefix.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) {
+    uint32_t app = 0;
+    for (int i = 68; i < 72; ++i) app = (app << 8) | static_cast<uint8_t>(prefix[i]);
+    return app == exporter::kSqliteApplicationId ? "run database (--sqlite, truffld-export) written by truffld" : "";
+  }
   const std::string_view head = prefix.substr(0, 512);  // the markers open their files
   for (const auto& [marker, file] : kMarkers) {
     if (head.find(marker) != std::string_view::npos) return std::string(file) + " written by truffld";

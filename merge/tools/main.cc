@@ -18,6 +18,7 @@
 #include "truffld/direct_writer.h"
 #include "truffld/merge/import.h"
 #include "truffld/merge/pipeline.h"
+#include "truffld/merge/run_database.h"
 #include "truffld/merge/run_stats.h"
 #include "truffld/merge/writers.h"
 #include "truffld/output_lock.h"
@@ -42,6 +43,10 @@ no event at all are exit 1. Directories are searched recursively. Writes into OU
   run_stats.json  kernel time per name, GPU idle share per step, launch latency, compute/
                 communication overlap per rank           [schemas/stats-summary.schema.json]
   summary.json  what was read, linked, dropped and why               [schemas/summary.schema.json]
+With --sqlite FILE it also writes the run as one SQLite database (steps, requests, operators,
+calls, kernels, copies, collectives; docs/sqlite.md), the same tables and rows truffld-export
+builds from trees.jsonl, from the trees in memory; `truffld-export --db FILE --diagnosis
+DIAG_DIR` adds a diagnosis to it.
 Bad records are counted and reported with file:line; the rest is merged (--strict: fail).
 truffld's own outputs (an earlier merge's trace.json, trees.jsonl, ...) and repeated inputs (the
 same file twice, or x.jsonl beside x.jsonl.gz) are skipped and reported. Outputs are written under
@@ -53,6 +58,7 @@ Examples:
   truffld-merge rank0.jsonl.zst rank1.jsonl.zst -o out --rules my-rules.json
   truffld-merge trace.pt.trace.json.gz -o out --no-trace-json
   truffld-merge dumps/ -o out --request-regex 'reqs=([^;]*)'
+  truffld-merge dumps/ -o out --sqlite out/run.sqlite && sqlite3 out/run.sqlite '.tables'
 )";
 
 int Fail(int code, const std::string& message) {
@@ -118,7 +124,7 @@ void PrintSkipped(const std::vector<SkippedInput>& skipped, size_t from) {
 
 struct Args {
   std::vector<std::string> inputs;
-  std::string outdir, rules_path, request_regex, step_window;
+  std::string outdir, rules_path, request_regex, step_window, sqlite;
   bool strict = false, no_trace = false, no_implicit = false, quiet = false, per_request = false;
   bool keep_cache = false, no_direct = false, wait_lock = false;
   int threads = 2;
@@ -138,6 +144,13 @@ void AddFlags(CLI::App& app, Args& a) {
   app.add_flag("--strict", a.strict, "Any bad record, unreadable file or unlinkable device op is fatal");
   app.add_option("--threads", a.threads, "Threads for parsing and building (one file per thread); with 2 or more, trees.jsonl and trace.json are also written at the same time")
       ->default_val(2)->check(CLI::Range(1, 256));
+  app.add_option("--sqlite", a.sqlite,
+                 "Also write the run as a SQLite database FILE (truffld.sqlite/1, docs/sqlite.md): the tables "
+                 "truffld-export writes from trees.jsonl, built from the trees in memory while the other outputs "
+                 "are written (no second read of trees.jsonl); the diagnosis tables stay empty (truffld-export "
+                 "--db FILE --diagnosis DIR fills them). Written under a temporary name and renamed with the "
+                 "other outputs")
+      ->type_name("FILE");
   app.add_flag("--no-trace-json", a.no_trace, "Skip trace.json (faster, less disk); an earlier run's trace.json in OUTDIR is removed");
   app.add_flag("--no-implicit-steps", a.no_implicit,
                "Files without any step range get neither steps from a repeated top-level call nor one "
@@ -164,7 +177,8 @@ void AddFlags(CLI::App& app, Args& a) {
   app.add_flag("-q,--quiet", a.quiet, "No stdout summary, no progress line");
 }
 
-// Writes trees.jsonl, trace.json (unless --no-trace-json), run_stats.json and summary.json under temporary names
+// Writes trees.jsonl, trace.json (unless --no-trace-json), run_stats.json, summary.json and the
+// --sqlite database under temporary names
 // and, when all are complete, renames them into place; with --no-trace-json an earlier run's
 // trace.json is removed. Any failure leaves OUTDIR as it was.
 Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress& progress,
@@ -175,6 +189,12 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
   // trees.jsonl and trace.json only read the merge result: with two or more threads they are
   // written at the same time (each writer owns its file, its buffer and its counters).
   ProgressTimer timer(progress, a.no_trace ? "writing trees.jsonl..." : "writing trees.jsonl and trace.json...");
+  std::unique_ptr<RunDatabase> db;  // --sqlite: its rows built and inserted by threads of its own
+  if (!a.sqlite.empty()) {
+    auto started = RunDatabase::Start(r, run.tree_layout, a.sqlite);
+    if (!started.ok()) return started.status();
+    db = std::move(started).value();
+  }
   std::optional<Result<AtomicFile>> trace;
   auto write_trace = [&] {
     trace.emplace(WriteFile(out / "trace.json", mode, [&](JsonOut* o) { run.trace = WriteChromeTrace(r, o); }));
@@ -196,8 +216,15 @@ Status WriteOutputs(const Args& a, const MergeResult& r, RunInfo& run, Progress&
     run.trace_written = true;
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Result<AtomicFile> summary = WriteFile(out / "summary.json", mode, [&](JsonOut* o) { WriteSummaryJson(r, run, o); });
+  JsonOut summary_text;  // memory: the file and the database's run table hold the same text
+  WriteSummaryJson(r, run, &summary_text);
+  Result<AtomicFile> summary = WriteFile(out / "summary.json", mode, [&](JsonOut* o) { o->Raw(summary_text.view()); });
   if (!summary.ok()) return summary.status();
+  if (db) {
+    TRUFFLD_RETURN_IF_ERROR(db->Finish({VersionString(), (out / "trees.jsonl").string(),
+                                        (out / "summary.json").string(), std::string(summary_text.view())}));
+    TRUFFLD_RETURN_IF_ERROR(db->Commit());
+  }
   TRUFFLD_RETURN_IF_ERROR(trees->Commit());
   TRUFFLD_RETURN_IF_ERROR(stats->Commit());
   if (trace) TRUFFLD_RETURN_IF_ERROR((*trace)->Commit());

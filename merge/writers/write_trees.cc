@@ -14,6 +14,7 @@
 
 #include "writers/interned_json.h"
 #include "writers/step_phase.h"
+#include "writers/tree_lines.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/writers.h"
 #include "truffld/step_tags.h"
@@ -59,20 +60,13 @@ class TreeWriter {
     out_.Raw("\",\"phase\":\"");
     out_.Raw(StepPhase(r_, t));
     out_.Char('"');
-    // The hooks' workload tags, as numbers (absent when the step name has none), else what an
-    // engine's own step annotation says (batch, tokens).
-    const EngineStepCounts engine = CountsFromStepName(StepAnnotation(r_, t));
-    for (const auto& [tag, key] : {std::pair{"tokens", ",\"tokens\":"}, std::pair{"ctx", ",\"ctx\":"}}) {
-      int64_t v = StepNameTag(step_name, tag);
-      if (v < 0 && tag[0] == 't') v = engine.tokens;
+    const StepWorkload work = StepWorkloadOf(r_, t);
+    for (const auto& [v, key] : {std::pair{work.tokens, ",\"tokens\":"}, std::pair{work.ctx, ",\"ctx\":"},
+                                 std::pair{work.batch, ",\"batch\":"}}) {
       if (v >= 0) {
         out_.Raw(key);
         out_.Int(v);
       }
-    }
-    if (engine.batch >= 0) {
-      out_.Raw(",\"batch\":");
-      out_.Int(engine.batch);
     }
     out_.Raw(",\"implicit_step\":");
     out_.Raw(t.implicit_step ? "true" : "false");
@@ -263,8 +257,8 @@ void SubsetNodes(const MergeResult& r, uint32_t root, std::vector<uint32_t>* out
   }
 }
 
-// Partitions the tree's requests into groups that see identical trees: requests are grouped
-// by which subset nodes include them (first-appearance order kept).
+}  // namespace
+
 std::vector<std::vector<std::string>> RequestGroups(const MergeResult& r, const Tree& t) {
   const auto& ids = r.request_sets[t.requests];
   std::vector<uint32_t> subsets;
@@ -282,8 +276,6 @@ std::vector<std::vector<std::string>> RequestGroups(const MergeResult& r, const 
   }
   return groups;
 }
-
-}  // namespace
 
 const char* TreeLayoutName(TreeLayout l) noexcept {
   return l == TreeLayout::kGrouped ? "grouped" : "per-request";

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""Benchmark of truffld-export: export time and database size per million events, against the
-merge's own time on the same input (the target: at most 2x the merge's time).
+"""Benchmark of the run database: truffld-export's time and database size per million events,
+and truffld-merge --sqlite's time over the plain merge, against the merge's own time on the same
+input (the target: the database in at most 2x the merge's time).
 
 Generates a synthetic run with `truffld-synth --events N`, merges it (timed, default outputs and
---no-trace-json), exports it (timed), and prints one Markdown row per measure for BENCHMARKS.md.
-Runs are interleaved (merge, merge --no-trace-json, export) round by round; medians of wall
-time and of CPU time (user + sys, all threads): on a shared machine the wall-time ratio moves
-with the load, the CPU-time ratio much less.
+--no-trace-json), exports it (timed), merges it with --sqlite (timed), and prints one Markdown
+row for BENCHMARKS.md and each round's ratios. Runs are interleaved (merge, merge
+--no-trace-json, export, merge --sqlite) round by round; medians of wall time and of CPU time
+(user + sys, all threads): on a shared machine the wall-time ratio moves with the load, the
+CPU-time ratio much less. "--sqlite extra" is merge --sqlite's time less the plain merge's of
+the same round.
 Usage: export_bench.py --synth BIN --merge BIN --export BIN [--events N] [--rounds R] [--work DIR]
 """
 import argparse
@@ -39,14 +42,20 @@ def main():
     ap.add_argument("--work", default="/var/tmp/truffld-export-bench")
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
-    dumps, merged, merged2 = (os.path.join(a.work, d) for d in ("dumps", "merged", "merged-notrace"))
+    dumps, merged, merged2, merged3 = (os.path.join(a.work, d)
+                                       for d in ("dumps", "merged", "merged-notrace", "merged-sqlite"))
     db = os.path.join(a.work, "run.sqlite")
     subprocess.run([a.synth, "--events", str(a.events), "--seed", "1", "-q", "--out", dumps], check=True)
-    merge_s, merge_nt_s, export_s = [], [], []
-    for _ in range(a.rounds):
+    merge_s, merge_nt_s, export_s, sqlite_s = [], [], [], []
+    for r in range(a.rounds):
         merge_s.append(timed([a.merge, dumps, "-o", merged, "-q"]))
         merge_nt_s.append(timed([a.merge, dumps, "-o", merged2, "-q", "--no-trace-json"]))
         export_s.append(timed([a.export, merged, "-o", db, "-q"]))
+        shutil.rmtree(merged3, ignore_errors=True)
+        sqlite_s.append(timed([a.merge, dumps, "-o", merged3, "-q", "--sqlite", os.path.join(merged3, "run.sqlite")]))
+        (m, mc), (e, ec), (q, qc) = merge_s[-1], export_s[-1], sqlite_s[-1]
+        print("round %d, load %.2f: merge %.2f s (%.2f CPU), export %.2fx (%.2fx CPU), --sqlite extra %.2fx "
+              "(%.2fx CPU)" % (r + 1, os.getloadavg()[0], m, mc, e / m, ec / mc, (q - m) / m, (qc - mc) / mc))
     with open(os.path.join(merged, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
     events = sum(summary["total"]["events_read"].values())  # what the merge read, every kind
@@ -55,13 +64,16 @@ def main():
     med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
     m, mn, e = med(merge_s, 0), med(merge_nt_s, 0), med(export_s, 0)
     mc, ec = med(merge_s, 1), med(export_s, 1)
+    q, qc = med(sqlite_s, 0), med(sqlite_s, 1)
     per_m = 1e6 / events
     print("events %d, trees.jsonl %.1f MB, rounds %d, load %.2f" % (events, trees / 1e6, a.rounds, os.getloadavg()[0]))
     print("| events | merge s (CPU s) | merge --no-trace-json s | export s (CPU s) | export / merge, wall (CPU) "
-          "| export s per M events | DB MB | DB MB per M events |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("| %s | %.2f (%.2f) | %.2f | %.2f (%.2f) | %.2fx (%.2fx) | %.2f | %.1f | %.1f |" % (
-        format(events, ","), m, mc, mn, e, ec, e / m, ec / mc, e * per_m, size / 1e6, size / 1e6 * per_m))
+          "| merge --sqlite s (CPU s) | --sqlite extra / merge, wall (CPU) | export s per M events | DB MB "
+          "| DB MB per M events |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| %s | %.2f (%.2f) | %.2f | %.2f (%.2f) | %.2fx (%.2fx) | %.2f (%.2f) | %.2fx (%.2fx) | %.2f | %.1f | %.1f |" % (
+        format(events, ","), m, mc, mn, e, ec, e / m, ec / mc, q, qc, (q - m) / m, (qc - mc) / mc, e * per_m,
+        size / 1e6, size / 1e6 * per_m))
 
 if __name__ == "__main__":
     main()

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "bulk_insert.h"
+#include "comm_payload.h"
 #include "db_sink.h"
 #include "diagnosis_rows.h"
 #include "node_set.h"
 #include "parallel_load.h"
+#include "row_builder.h"
 #include "row_batches.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
@@ -111,6 +113,77 @@ TEST(TreeRows, RepeatedNodesAreOneRow) {
   EXPECT_EQ(sink.collectives[0].comm, "7a11");
   EXPECT_EQ(sink.collectives[0].bytes, 1024);
   EXPECT_EQ(sink.collectives[0].world_size, 2);
+}
+
+// RowBuilder from plain NodeViews (what truffld-merge --sqlite feeds it): a node seen again in
+// another tree of its step is one row; its children see it as their operator; a comm node's
+// payload is read once, when its collectives row is made; a node without times makes no row.
+int payload_reads = 0;
+CommPayload CountedPayload(const void* arg) {
+  ++payload_reads;
+  simdjson::dom::parser parser;
+  return CommPayloadFromText(*static_cast<const std::string*>(arg), &parser);
+}
+
+TEST(RowBuilder, PlainNodesDeduplicatedWithTheirContext) {
+  RowBuilder b;
+  CollectSink sink;
+  const std::string payload = R"({"comm":7,"op":"all_reduce","bytes":2048,"peer":3})";
+  NodeView comm;
+  comm.name = "nccl:all_reduce";
+  comm.layer = "comm";
+  comm.family = "ncclAllReduce";
+  comm.start = 10;
+  comm.end = 90;
+  comm.thread_id = 1;
+  comm.payload = CountedPayload;
+  comm.payload_arg = &payload;
+  NodeView kernel;
+  kernel.name = "ncclDevKernel";
+  kernel.layer = "kernel";
+  kernel.start = 20;
+  kernel.end = 80;
+  kernel.stream = 9;
+  kernel.grid[0] = 8;
+  NodeView untimed;
+  untimed.name = "broken";
+  untimed.layer = "backend_op";
+  payload_reads = 0;
+  for (const char* view : {"vertical", "horizontal"}) {
+    if (b.EnterStep(0, 7, 3, view)) {
+      ASSERT_TRUE(b.Step(StepRow{}, &sink).ok());
+      ASSERT_TRUE(b.Request("r1", &sink).ok());
+    }
+    Result<RowBuilder::Context> c = b.Visit(comm, RowBuilder::Context{}, &sink);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->depth, 1);
+    EXPECT_TRUE(c->in_comm);
+    Result<RowBuilder::Context> u = b.Visit(untimed, *c, &sink);
+    ASSERT_TRUE(u.ok());
+    EXPECT_EQ(u->op_id, c->op_id);  // the untimed node's children keep the comm range's context
+    EXPECT_TRUE(b.TakeBadNode());
+    EXPECT_FALSE(b.TakeBadNode());
+    ASSERT_TRUE(b.Visit(kernel, *u, &sink).ok());
+  }
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_EQ(sink.steps[0].process_id, 7);
+  EXPECT_EQ(sink.steps[0].step_index, 3);
+  EXPECT_EQ(sink.requests, (std::vector<std::string>{"r1"}));
+  ASSERT_EQ(sink.ops.size(), 1u);
+  EXPECT_EQ(std::string(sink.ops[0].view), "vertical");
+  ASSERT_EQ(sink.devices.size(), 1u);
+  EXPECT_EQ(sink.devices[0].op_id, sink.ops[0].op_id);
+  EXPECT_TRUE(sink.devices[0].is_comm);
+  EXPECT_EQ(sink.devices[0].grid[0], 8);
+  EXPECT_EQ(b.counts().duplicate_nodes, 2u);
+  EXPECT_EQ(payload_reads, 1);
+  ASSERT_EQ(sink.collectives.size(), 1u);
+  EXPECT_EQ(sink.collectives[0].comm, "7");  // an integer communicator as decimal text
+  EXPECT_EQ(sink.collectives[0].op, "all_reduce");
+  EXPECT_EQ(sink.collectives[0].bytes, 2048);
+  EXPECT_EQ(sink.collectives[0].peer, 3);
+  EXPECT_EQ(sink.collectives[0].rank, 0);
+  EXPECT_EQ(sink.collectives[0].family, "ncclAllReduce");
 }
 
 // A batch interns names once, replays each new text before the rows that use its id, and keeps

@@ -7,6 +7,7 @@
 #include "parallel_load.h"
 #include "diagnosis_rows.h"
 #include "read/tree_reader.h"
+#include "run_table.h"
 #include "schema_sql.h"
 #include "sqlite_db.h"
 #include "truffld/atomic_file.h"
@@ -20,15 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Fast bulk load: the file is private until renamed, so a crash loses only the temporary file.
-constexpr const char* kPragmas =
-    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-    "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA threads=2;";
-
 Status ReadTrees(const std::string& path, SqliteDb* db, const ExportOptions& o, ExportResult* out,
                  bool* input_failed) {
   TreeRows rows;
-  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kPragmas, &rows, input_failed));
+  TRUFFLD_RETURN_IF_ERROR(LoadTreesInParallel(path, db, o.output, WritersFor(o.threads), kBulkPragmas, &rows, input_failed));
   out->trees = rows.counts();
   if (out->trees.trees == 0) {
     std::string why = path + ": no truffld.trees/1 line could be read";
@@ -84,6 +80,7 @@ Status InsertVerdict(const VerdictRow& v, SqliteStmt* verdict, SqliteStmt* fault
   return Status::Ok();
 }
 
+// Inserts diagnosis.jsonl's verdicts and faulty operators inside the caller's transaction.
 Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, bool* input_failed) {
   auto reader = LineReader::Open(path);
   if (!reader.ok()) {
@@ -96,7 +93,6 @@ Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, b
   if (!verdict.ok()) return verdict.status();
   auto faulty = db->Prepare("INSERT INTO faulty_ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!faulty.ok()) return faulty.status();
-  TRUFFLD_RETURN_IF_ERROR(db->Exec("BEGIN"));
   std::string_view line;
   while ((*reader)->Next(&line)) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
@@ -118,7 +114,7 @@ Status ReadDiagnosis(const std::string& path, SqliteDb* db, ExportResult* out, b
   TRUFFLD_RETURN_IF_ERROR(db->Exec(
       "UPDATE verdicts SET step_id = (SELECT MIN(s.step_id) FROM steps s WHERE s.rank IS verdicts.rank"
       " AND s.step_index = verdicts.step_index)"));
-  return db->Exec("COMMIT");
+  return Status::Ok();
 }
 
 Result<std::string> ResolveDiagnosis(const std::string& dir) {
@@ -130,32 +126,19 @@ Result<std::string> ResolveDiagnosis(const std::string& dir) {
   return p.string();
 }
 
-Status WriteRunTable(SqliteDb* db, const ExportResult& r) {
-  auto s = db->Prepare("INSERT INTO run VALUES (?, ?)");
-  if (!s.ok()) return s.status();
-  const TreeRowCounts& c = r.trees;
-  std::string problems;
-  for (const auto& p : c.problems) problems += p + "\n";
-  for (const auto& p : r.problems) problems += p + "\n";
-  std::string summary;
+Status WriteRun(SqliteDb* db, const ExportResult& r) {
+  RunTableInfo info;
+  info.truffld_version = VersionString();
+  info.trees_path = r.trees_path;
+  info.summary_path = r.summary_path;
+  info.diagnosis_path = r.diagnosis_path;
+  info.trees = r.trees;
+  info.bad_diagnosis_lines = r.bad_diagnosis_lines;
+  info.problems = r.problems;
   if (!r.summary_path.empty()) {
-    if (auto bytes = ReadWholeFile(r.summary_path); bytes.ok()) summary = std::string(bytes->view());
+    if (auto bytes = ReadWholeFile(r.summary_path); bytes.ok()) info.summary_json = std::string(bytes->view());
   }
-  const std::pair<const char*, std::string> kv[] = {
-      {"schema", kSqliteSchemaVersion}, {"truffld_version", VersionString()},
-      {"trees_path", r.trees_path}, {"summary_path", r.summary_path}, {"diagnosis_path", r.diagnosis_path},
-      {"tree_lines", std::to_string(c.lines)}, {"trees", std::to_string(c.trees)},
-      {"bad_tree_lines", std::to_string(c.bad_lines)}, {"duplicate_nodes", std::to_string(c.duplicate_nodes)},
-      {"unknown_layer_nodes", std::to_string(c.unknown_layers)},
-      {"reopened_steps", std::to_string(c.reopened_steps)},
-      {"bad_diagnosis_lines", std::to_string(r.bad_diagnosis_lines)}, {"problems", problems},
-      {"summary_json", summary}};
-  for (const auto& [k, v] : kv) {
-    s->Bind(1, std::string_view(k));
-    BindText(&*s, 2, v);
-    TRUFFLD_RETURN_IF_ERROR(s->Run());
-  }
-  return Status::Ok();
+  return WriteRunTable(db, info);
 }
 
 }  // namespace
@@ -183,14 +166,59 @@ Result<ExportResult> ExportRun(const ExportOptions& o, bool* input_failed) {
     auto db = SqliteDb::Open(file->temp_path(), SqliteDb::Mode::kCreate);
     if (!db.ok()) return db.status();
     SqliteDb* d = db->get();
-    TRUFFLD_RETURN_IF_ERROR(d->Exec(kPragmas));
+    TRUFFLD_RETURN_IF_ERROR(d->Exec(kBulkPragmas));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateTables));
     TRUFFLD_RETURN_IF_ERROR(ReadTrees(r.trees_path, d, o, &r, input_failed));
     TRUFFLD_RETURN_IF_ERROR(d->Exec(kCreateDiagnosisIndexes));
-    if (!r.diagnosis_path.empty()) TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
-    TRUFFLD_RETURN_IF_ERROR(WriteRunTable(d, r));
+    if (!r.diagnosis_path.empty()) {
+      TRUFFLD_RETURN_IF_ERROR(d->Exec("BEGIN"));
+      TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
+      TRUFFLD_RETURN_IF_ERROR(d->Exec("COMMIT"));
+    }
+    TRUFFLD_RETURN_IF_ERROR(WriteRun(d, r));
   }
   TRUFFLD_RETURN_IF_ERROR(file->Commit());
+  return r;
+}
+
+Result<ExportResult> AddDiagnosis(const std::string& db_path, const std::string& diagnose_dir, bool* input_failed) {
+  ExportResult r;
+  *input_failed = true;
+  auto diag = ResolveDiagnosis(diagnose_dir);
+  if (!diag.ok()) return diag.status();
+  r.diagnosis_path = *diag;
+  auto db = SqliteDb::Open(db_path, SqliteDb::Mode::kReadWrite);
+  if (!db.ok()) return db.status();
+  SqliteDb* d = db->get();
+  auto schema = d->Prepare("SELECT value FROM run WHERE key = 'schema'");
+  Status st;
+  if (!schema.ok() || !schema->Next(&st) || schema->Text(0) != kSqliteSchemaVersion) {
+    return ParseError(db_path + ": not a truffld-export database (" + std::string(kSqliteSchemaVersion) + ")");
+  }
+  auto held = d->Prepare("SELECT COUNT(*) FROM verdicts");
+  if (!held.ok()) return held.status();
+  if (!held->Next(&st) || held->Int(0) != 0) return ParseError(db_path + ": already holds a diagnosis (verdicts)");
+  *input_failed = false;
+  // One transaction (the database's own journal): a failure leaves the database as it was.
+  TRUFFLD_RETURN_IF_ERROR(d->Exec("BEGIN"));
+  TRUFFLD_RETURN_IF_ERROR(ReadDiagnosis(r.diagnosis_path, d, &r, input_failed));
+  auto set = d->Prepare("UPDATE run SET value = ? WHERE key = ?");
+  if (!set.ok()) return set.status();
+  std::string problems;
+  for (const auto& p : r.problems) problems += p + "\n";
+  if (!problems.empty()) {  // after the trees' own; none stays NULL, as an export writes it
+    auto add = d->Prepare("UPDATE run SET value = COALESCE(value, '') || ? WHERE key = 'problems'");
+    if (!add.ok()) return add.status();
+    add->Bind(1, std::string_view(problems));
+    TRUFFLD_RETURN_IF_ERROR(add->Run());
+  }
+  for (const auto& [k, v] : {std::pair<const char*, std::string>{"diagnosis_path", r.diagnosis_path},
+                             {"bad_diagnosis_lines", std::to_string(r.bad_diagnosis_lines)}}) {
+    set->Bind(1, std::string_view(v));
+    set->Bind(2, std::string_view(k));
+    TRUFFLD_RETURN_IF_ERROR(set->Run());
+  }
+  TRUFFLD_RETURN_IF_ERROR(d->Exec("COMMIT"));
   return r;
 }
 

@@ -38,4 +38,11 @@ struct ExportResult {
 // created or written).
 Result<ExportResult> ExportRun(const ExportOptions& options, bool* input_failed);
 
+// Adds the verdicts and faulty operators of `diagnose_dir` (a truffld-diagnose -o directory or
+// its diagnosis.jsonl) to the existing database `db_path` (truffld-merge --sqlite's, or an
+// export made without --diagnosis) in one transaction, and records them in its `run` table.
+// Fails, changing nothing, on a file that is not a truffld.sqlite/1 database or already holds
+// verdicts (*input_failed set), or on an error writing it.
+Result<ExportResult> AddDiagnosis(const std::string& db_path, const std::string& diagnose_dir, bool* input_failed);
+
 }  // namespace truffld::exporter

@@ -30,6 +30,8 @@ with SQL"; `sqlite3 DB .schema` shows every column with its comment). Each step,
 and device op is one row, however many request trees held it. Lines that cannot be read are
 counted, named (file:line) on stderr and in the run table; the rest is exported. The database is
 written under a temporary name beside DB and renamed into place when complete.
+truffld-merge --sqlite DB writes the same database while it merges; `--db DB --diagnosis DIR`
+then adds the diagnosis to it (one transaction: a failure leaves DB as it was).
 --stats prints the summaries of `nsys stats` and HTA computed from the database by SQL: kernel
 time summary, GPU idle share per step, launch latency percentiles, compute/communication
 overlap per rank; --stats-json writes them as JSON [schemas/stats-summary.schema.json].
@@ -38,6 +40,8 @@ Examples:
   truffld-export merged/ -o run.sqlite
   truffld-export merged/ --diagnosis diag/ -o run.sqlite --stats --stats-json stats-summary.json
   truffld-export --db run.sqlite --stats
+  truffld-merge dumps/ -o merged/ --sqlite run.sqlite && truffld-diagnose merged/ -o diag/ &&
+    truffld-export --db run.sqlite --diagnosis diag/
 )";
 
 struct Args {
@@ -95,7 +99,19 @@ int Stats(const Args& a, const std::string& path) {
 int Run(const Args& a) {
   if (!a.db.empty()) {
     if (!a.merge_dir.empty() || !a.output.empty()) return Fail(kExitUsage, "--db reads a database: no MERGE_DIR or -o");
-    if (!a.stats && a.stats_json.empty()) return Fail(kExitUsage, "--db needs --stats or --stats-json");
+    if (!a.stats && a.stats_json.empty() && a.diagnose_dir.empty())
+      return Fail(kExitUsage, "--db needs --diagnosis, --stats or --stats-json");
+    if (!a.diagnose_dir.empty()) {
+      bool input_failed = false;
+      auto r = AddDiagnosis(a.db, a.diagnose_dir, &input_failed);
+      if (!r.ok()) return Fail(input_failed ? kExitInput : kExitOutput, r.status().message());
+      if (!a.quiet) {
+        std::cerr << "truffld-export: " << EscapeForTerminal(a.db) << ": added " << r->verdicts << " verdicts, "
+                  << r->faulty_ops << " faulty operators\n";
+        for (const auto& p : r->problems) std::cerr << "truffld-export: " << EscapeForTerminal(p) << "\n";
+      }
+      if (!a.stats && a.stats_json.empty()) return kExitOk;
+    }
     return Stats(a, a.db);
   }
   if (a.merge_dir.empty() || a.output.empty()) return Fail(kExitUsage, "MERGE_DIR and -o DB are required (or --db DB)");
@@ -117,7 +133,10 @@ int main(int argc, char** argv) {
   app.add_option("merge_dir", a.merge_dir, "truffld-merge output directory (or its trees.jsonl[.gz|.zst])");
   app.add_option("-o,--out", a.output, "SQLite database to write (replaced when complete)");
   app.add_option("--diagnosis", a.diagnose_dir, "truffld-diagnose output directory (or its diagnosis.jsonl)");
-  app.add_option("--db", a.db, "Summarise an existing export instead of exporting (with --stats/--stats-json)");
+  app.add_option("--db", a.db,
+                 "An existing database (truffld-merge --sqlite's or an export's) instead of exporting: with "
+                 "--diagnosis, add the diagnosis' verdicts and faulty operators to it (once); with "
+                 "--stats/--stats-json, summarise it");
   app.add_flag("--stats", a.stats, "Print the summaries (kernel time, GPU idle, launch latency, overlap)");
   app.add_option("--stats-json", a.stats_json, "Also write the summaries as JSON (stats-summary.json)");
   app.add_option("--top", a.top, "Kernel summary rows printed (0: all)")->capture_default_str();

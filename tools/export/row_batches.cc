@@ -1,8 +1,7 @@
-// RowBatch and the background parser (see row_batches.h).
+// The background parser (see row_batches.h).
 #include "row_batches.h"
 
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -13,9 +12,7 @@ namespace truffld::exporter {
 
 namespace {
 
-constexpr size_t kBatchRows = 1 << 16;
 constexpr size_t kQueued = 3;
-constexpr size_t kChunkBytes = size_t{1} << 20;
 
 // Batches handed from the parser thread to the consumer.
 struct Queue {
@@ -60,114 +57,6 @@ void Produce(const std::string& path, TreeRows* rows, Queue* q) {
 }
 
 }  // namespace
-
-int64_t StringIds::Id(std::string_view text, bool* fresh) {
-  *fresh = false;
-  if (text.empty()) return 0;
-  const size_t before = pool_.size();
-  const StrId id = pool_.Intern(text);
-  *fresh = pool_.size() != before;
-  return id;
-}
-
-void RowBatch::ReserveLike(const RowBatch& other) {
-  steps_.reserve(other.steps_.size());
-  requests_.reserve(other.requests_.size());
-  ops_.reserve(other.ops_.size());
-  calls_.reserve(other.calls_.size());
-  devices_.reserve(other.devices_.size());
-  collectives_.reserve(other.collectives_.size());
-}
-
-int64_t RowBatch::Intern(std::string_view s) {
-  bool fresh = false;
-  const int64_t id = ids_->Id(s, &fresh);
-  if (fresh) strings_.emplace_back(id, Keep(s));
-  return id;
-}
-
-std::string_view RowBatch::Keep(std::string_view s) {
-  if (s.empty()) return {};
-  if (chunks_.empty() || chunk_used_ + s.size() > chunk_size_) {
-    chunk_size_ = std::max(kChunkBytes, s.size());
-    chunks_.push_back(std::make_unique<char[]>(chunk_size_));
-    chunk_used_ = 0;
-  }
-  char* p = chunks_.back().get() + chunk_used_;
-  std::memcpy(p, s.data(), s.size());
-  chunk_used_ += s.size();
-  return {p, s.size()};
-}
-
-Status RowBatch::Step(const StepRow& r) {
-  StepRow c = r;
-  c.host = Keep(r.host);
-  c.name = Keep(r.name);
-  c.phase = Keep(r.phase);
-  c.source = Keep(r.source);
-  steps_.push_back(c);
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Request(int64_t step_id, std::string_view request_id, int64_t position) {
-  requests_.push_back(RequestRow{step_id, position, Keep(request_id)});
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Op(const OpRow& r) {
-  OpRow c = r;
-  c.view = Keep(r.view);
-  c.layer = Keep(r.layer);
-  c.family_id = Intern(r.family);
-  c.name_id = Intern(r.name);
-  c.family = c.name = {};
-  c.domain = Keep(r.domain);
-  ops_.push_back(c);
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Call(const CallRow& r) {
-  CallRow c = r;
-  c.layer = Keep(r.layer);
-  c.name_id = Intern(r.name);
-  c.family_id = Intern(r.family);
-  c.name = c.family = {};
-  calls_.push_back(c);
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Device(const DeviceRow& r) {
-  DeviceRow c = r;
-  c.layer = Keep(r.layer);
-  c.name_id = Intern(r.name);
-  c.family_id = r.layer == "kernel" ? Intern(r.family) : 0;  // only kernels keep a family
-  c.name = c.family = {};
-  c.copy_kind = Keep(r.copy_kind);
-  devices_.push_back(c);
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Collective(const CollectiveRow& r) {
-  collectives_.push_back(r);
-  ++rows_;
-  return Status::Ok();
-}
-
-Status RowBatch::Replay(RowSink* sink) const {
-  for (const auto& [id, text] : strings_) TRUFFLD_RETURN_IF_ERROR(sink->String(id, text));
-  for (const StepRow& r : steps_) TRUFFLD_RETURN_IF_ERROR(sink->Step(r));
-  for (const RequestRow& r : requests_) TRUFFLD_RETURN_IF_ERROR(sink->Request(r.step_id, r.id, r.position));
-  for (const OpRow& r : ops_) TRUFFLD_RETURN_IF_ERROR(sink->Op(r));
-  for (const CallRow& r : calls_) TRUFFLD_RETURN_IF_ERROR(sink->Call(r));
-  for (const DeviceRow& r : devices_) TRUFFLD_RETURN_IF_ERROR(sink->Device(r));
-  for (const CollectiveRow& r : collectives_) TRUFFLD_RETURN_IF_ERROR(sink->Collective(r));
-  return Status::Ok();
-}
 
 Status ParseTreesInBackground(const std::string& path, TreeRows* rows,
                               const std::function<Status(std::shared_ptr<const RowBatch>)>& consume, bool* reader_failed) {

@@ -5,27 +5,6 @@
 
 namespace truffld::exporter {
 
-std::optional<int64_t> JsonInt(simdjson::dom::element e) {
-  int64_t i = 0;
-  if (e.get_int64().get(i) == simdjson::SUCCESS) return i;
-  uint64_t u = 0;
-  if (e.get_uint64().get(u) == simdjson::SUCCESS) return INT64_MAX;
-  double d = 0;
-  if (e.get_double().get(d) == simdjson::SUCCESS && d == d) {
-    if (d >= 9.2e18) return INT64_MAX;
-    if (d <= -9.2e18) return INT64_MIN;
-    return static_cast<int64_t>(d);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> JsonText(simdjson::dom::element e) {
-  std::string_view s;
-  if (e.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
-  if (auto i = JsonInt(e)) return std::to_string(*i);
-  return std::nullopt;
-}
-
 namespace {
 
 std::string_view Str(simdjson::dom::element e) {

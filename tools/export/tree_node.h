@@ -12,11 +12,9 @@
 #include <string>
 #include <string_view>
 
-namespace truffld::exporter {
+#include "comm_payload.h"
 
-std::optional<int64_t> JsonInt(simdjson::dom::element e);
-// A payload value as text: strings as they are, integers in decimal; nullopt otherwise.
-std::optional<std::string> JsonText(simdjson::dom::element e);
+namespace truffld::exporter {
 
 struct TreeNode {
   std::string_view name, layer, family, domain, copy_kind;

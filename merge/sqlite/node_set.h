@@ -1,4 +1,4 @@
-// NodeSet: the nodes one step has emitted (TreeRows' deduplication), as a flat open-addressing
+// NodeSet: the nodes one step has emitted (RowBuilder's deduplication), as a flat open-addressing
 // table of (key, id) slots that keeps its memory when it is cleared for the next step.
 //
 // Why: a 10 M-event export looks up every node of every tree (about 11 M lookups) and drops

@@ -5,6 +5,7 @@
 namespace truffld::exporter {
 
 const char* const kCreateTables = R"sql(
+PRAGMA application_id = 1953654380;  -- kSqliteApplicationId: 'trfl', the file's header marks it
 CREATE TABLE run (              -- what was exported: schema, inputs, counts, problems
   key   TEXT PRIMARY KEY,
   value TEXT

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "row_batches.h"
+#include "row_batch.h"
 #include "sqlite_db.h"
 
 namespace truffld::exporter {

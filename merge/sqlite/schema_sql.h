@@ -6,11 +6,16 @@
 // Thread-safety: constants only.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace truffld::exporter {
 
 inline constexpr const char* kSqliteSchemaVersion = "truffld.sqlite/1";
+// The database header's application id (bytes 68-71, big-endian; `PRAGMA application_id`),
+// 'trfl': how truffld-merge tells its own run database from an Nsight Systems export when a
+// directory of inputs holds one.
+inline constexpr uint32_t kSqliteApplicationId = 0x7472666C;
 
 // CREATE TABLE / VIEW statements, run before the rows are inserted.
 extern const char* const kCreateTables;

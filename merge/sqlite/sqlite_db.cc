@@ -63,7 +63,9 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, Mode m
   static const bool configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
   (void)configured;
   const int flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX |
-                    (mode == Mode::kCreate ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
+                    (mode == Mode::kCreate      ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                     : mode == Mode::kReadWrite ? SQLITE_OPEN_READWRITE
+                                                : SQLITE_OPEN_READONLY);
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   if (rc != SQLITE_OK) {

@@ -59,8 +59,9 @@ class SqliteStmt {
 
 class SqliteDb {
  public:
-  enum class Mode { kCreate, kReadOnly };
-  // Opens `path` (kCreate: read-write, created when absent). kIoError naming the path.
+  enum class Mode { kCreate, kReadWrite, kReadOnly };
+  // Opens `path` (kCreate: read-write, created when absent; kReadWrite: an existing file).
+  // kIoError naming the path.
   static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path, Mode mode);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;

@@ -1,4 +1,4 @@
-// DbSink: the RowSink that inserts TreeRows' rows into the export database through multi-row
+// DbSink: the RowSink that inserts RowBuilder's rows into the run database through multi-row
 // INSERT statements (BulkInsert: one per table, reused) inside the caller's transaction; rows
 // reach the database in groups, so call Flush() before reading the tables or committing. Names and
 // families are interned: each distinct text is one `strings` row and the *_rows tables hold its
@@ -15,7 +15,7 @@
 
 #include "bulk_insert.h"
 #include "sqlite_db.h"
-#include "tree_rows.h"
+#include "row_builder.h"
 
 namespace truffld::exporter {
 
