@@ -14,6 +14,19 @@ constexpr double kLog2Pi = 1.8378770664093453;
 // rounds to exactly 0 (and exp(-inf) is 0).
 constexpr double kExpUnderflow = -746.0;
 
+// The log-likelihood sums log(s) over points, each s in [1, k]: a running product of up to
+// kLogBlock of them, folded early past kFoldAbove so it cannot overflow, takes one logarithm
+// per block instead of one per point. The mean log-likelihood only decides convergence and the
+// best start, and the product agrees with the sum of logarithms to rounding.
+constexpr int kLogBlock = 128;
+constexpr double kFoldAbove = 1e280;
+
+void FoldProduct(double* prod, int* count, double* sum) {
+  if (*prod != 1.0) *sum += std::log(*prod);
+  *prod = 1;
+  *count = 0;
+}
+
 // Per component: weight, mean, variance.
 struct Params1D {
   std::vector<double> w, mu, var;
@@ -31,7 +44,8 @@ double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<dou
   sr->assign(k, 0);
   sx->assign(k, 0);
   sx2->assign(k, 0);
-  double lp_sum = 0;
+  double lp_sum = 0, prod = 1;
+  int in_prod = 0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double xi = x[i];
     double mx = -std::numeric_limits<double>::infinity();
@@ -40,15 +54,16 @@ double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<dou
       e[j] = c[j] - 0.5 * d * d * inv[j];
       mx = std::max(mx, e[j]);
     }
-    // exp(0) and log(1) are exactly 1 and 0: the largest term (every term when k = 1) and a
-    // point that only one component explains cost no call into libm. Nor does a term below
+    // exp(0) is exactly 1: the largest term (every term when k = 1) costs no call into libm. Nor does a term below
     // kExpUnderflow, whose exp rounds to exactly 0 (a point far out in a narrow component's tail).
     double s = 0;
     for (size_t j = 0; j < k; ++j) {
       const double d = e[j] - mx;
       s += (e[j] = d == 0.0 ? 1.0 : d < kExpUnderflow ? 0.0 : std::exp(d));
     }
-    lp_sum += mx + (s == 1.0 ? 0.0 : std::log(s));
+    lp_sum += mx;
+    prod *= s;
+    if (++in_prod == kLogBlock || prod > kFoldAbove) FoldProduct(&prod, &in_prod, &lp_sum);
     const double inv_s = 1 / s;
     for (size_t j = 0; j < k; ++j) {
       const double r = e[j] * inv_s;
@@ -57,6 +72,7 @@ double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<dou
       (*sx2)[j] += r * xi * xi;
     }
   }
+  FoldProduct(&prod, &in_prod, &lp_sum);
   return lp_sum / double(n);
 }
 
