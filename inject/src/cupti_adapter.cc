@@ -107,7 +107,7 @@ void RuntimeArgs(CUpti_CallbackId cbid, const void* params, Record& r) {
 }
 
 void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  ThreadState& t = t_thread;
+  ThreadState& t = CurrentThread();
   if (cb->callbackSite == CUPTI_API_ENTER) {
     *cb->correlationData = ReadTicks();
     if (t.corr_depth < 8) t.corr_stack[t.corr_depth] = cb->correlationId;
