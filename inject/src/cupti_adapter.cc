@@ -106,8 +106,8 @@ void RuntimeArgs(CUpti_CallbackId cbid, const void* params, Record& r) {
   }
 }
 
-void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  ThreadState& t = t_thread;
+// `t` is the calling thread's state (CurrentThread(), looked up once per callback).
+void OnApi(ThreadState& t, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
     *cb->correlationData = ReadTicks();
     if (t.corr_depth < 8) t.corr_stack[t.corr_depth] = cb->correlationId;
@@ -137,7 +137,7 @@ void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_Callb
   }
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) RuntimeArgs(cbid, cb->functionParams, r);
   if (!r.name_ref) r.name_ref = "";
-  g_tracer->Emit(r, nullptr, 0);
+  g_tracer->Emit(t, r, nullptr, 0);
 }
 
 void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
@@ -165,9 +165,10 @@ void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
 }
 
 void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (t_thread.is_tracer_thread || !data) return;
+  ThreadState& t = CurrentThread();
+  if (t.is_tracer_thread || !data) return;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    OnApi(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+    OnApi(t, domain, cbid, static_cast<const CUpti_CallbackData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
              (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED || cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)) {
     OnGraphNode(cbid, static_cast<const CUpti_ResourceData*>(data));

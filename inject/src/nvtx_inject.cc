@@ -70,7 +70,7 @@ inline void InitRecord(Record& r, RecordKind kind, const void* domain, uint64_t 
 uint64_t Dispatch(Record& r, const char* name, size_t len, const char* payload, size_t payload_len) {
   r.name_len = static_cast<uint16_t>(len);
   r.payload_len = static_cast<uint16_t>(payload_len);
-  ThreadState& t = t_thread;  // one TLS lookup per NVTX call
+  ThreadState& t = CurrentThread();  // one TLS lookup per NVTX call
   switch (r.kind) {
     case RecordKind::kNvtxPush:
       if (g_sampling && !t.step_from) {

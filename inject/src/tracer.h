@@ -58,6 +58,17 @@ struct ThreadState {
 };
 extern thread_local ThreadState t_thread;
 
+// The calling thread's t_thread, its address looked up once. The injector is dlopen'ed, so each
+// t_thread access is a __tls_get_addr call (general-dynamic TLS), and the compiler recomputes
+// the address at each use rather than keep it: the pop path of Dispatch made six calls. The
+// empty asm makes the address an opaque value held in a register or on the stack. Callers
+// pass the reference down (range_balance.h) instead of naming t_thread again.
+inline ThreadState& CurrentThread() noexcept {
+  ThreadState* t = &t_thread;
+  asm("" : "+r"(t));
+  return *t;
+}
+
 // Decodes completed CUPTI buffers; implemented by the CUPTI adapter so that the writer never
 // sees a CUPTI type.
 class ActivitySource {
