@@ -179,7 +179,7 @@ std::string TruffldOutputKind(std::string_view prefix) {
   if (prefix.size() >= 72 && prefix.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) {
     uint32_t app = 0;
     for (int i = 68; i < 72; ++i) app = (app << 8) | static_cast<uint8_t>(prefix[i]);
-    return app == exporter::kSqliteApplicationId ? "run database (--sqlite, truffld-export) written by truffld" : "";
+    return app == rundb::kSqliteApplicationId ? "run database (--sqlite, truffld-export) written by truffld" : "";
   }
   const std::string_view head = prefix.substr(0, 512);  // the markers open their files
   for (const auto& [marker, file] : kMarkers) {

@@ -1,7 +1,7 @@
 // BulkInsert: rows kept, then written by one multi-row INSERT (see bulk_insert.h).
 #include "bulk_insert.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 namespace {
 
@@ -80,4 +80,4 @@ Status BulkInsert::Flush() {
   return st;
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

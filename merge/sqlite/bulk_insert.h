@@ -21,7 +21,7 @@
 
 #include "sqlite_db.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 class BulkInsert {
  public:
@@ -62,4 +62,4 @@ class BulkInsert {
   std::string texts_;
 };
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -3,7 +3,7 @@
 
 #include <climits>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 std::optional<int64_t> JsonInt(simdjson::dom::element e) {
   int64_t i = 0;
@@ -47,4 +47,4 @@ CommPayload CommPayloadFromText(std::string_view json, simdjson::dom::parser* pa
   return CommPayloadOf(o);
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

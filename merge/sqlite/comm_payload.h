@@ -14,7 +14,7 @@
 
 #include "row_builder.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 std::optional<int64_t> JsonInt(simdjson::dom::element e);
 // A payload value as text: strings as they are, integers in decimal; nullopt otherwise.
@@ -25,4 +25,4 @@ CommPayload CommPayloadOf(simdjson::dom::object p);
 // The same from the payload's JSON text, parsed with `parser`; empty when it is not an object.
 CommPayload CommPayloadFromText(std::string_view json, simdjson::dom::parser* parser);
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 void BindText(SqliteStmt* s, int i, std::string_view v) {
   if (v.empty()) s->BindNull(i);
@@ -184,4 +184,4 @@ Status DbSink::Collective(const CollectiveRow& r) {
   return s.EndRow();
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

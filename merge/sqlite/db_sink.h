@@ -17,7 +17,7 @@
 #include "sqlite_db.h"
 #include "row_builder.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 class DbSink : public RowSink {
  public:
@@ -51,4 +51,4 @@ class DbSink : public RowSink {
 // Binds a string_view as TEXT, an empty one as NULL.
 void BindText(SqliteStmt* s, int i, std::string_view v);
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 // What identifies a node within its step: layer kind, times, thread (host) or stream (device),
 // correlation id and a hash of the name.
@@ -78,4 +78,4 @@ class NodeSet {
   size_t used_ = 0;
 };
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 namespace {
 
@@ -144,4 +144,4 @@ Status RowBatch::Replay(RowSink* sink) const {
   return Status::Ok();
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -19,7 +19,7 @@
 #include "row_builder.h"
 #include "truffld/string_pool.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 // Ids of names and families, 1, 2, ... in order of first sight (a StringPool: flat table, no
 // allocation per name). Used by one thread.
@@ -88,4 +88,4 @@ class RowBatch : public RowSink {
   std::vector<CollectiveRow> collectives_;
 };
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -10,7 +10,7 @@
 #include "node_set.h"
 #include "truffld/string_pool.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 namespace {
 
@@ -226,4 +226,4 @@ Status RowBuilder::Impl::EmitDevice(const NodeView& n, Kind kind, const Context&
   return sink->Device(r);
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -23,7 +23,7 @@
 
 #include "truffld/status.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 using OptInt = std::optional<int64_t>;
 
@@ -150,4 +150,4 @@ class RowBuilder {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -6,7 +6,7 @@
 #include "db_sink.h"
 #include "schema_sql.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 Status WriteRunTable(SqliteDb* db, const RunTableInfo& r) {
   auto s = db->Prepare("INSERT INTO run VALUES (?, ?)");
@@ -32,4 +32,4 @@ Status WriteRunTable(SqliteDb* db, const RunTableInfo& r) {
   return Status::Ok();
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -10,7 +10,7 @@
 #include "row_builder.h"
 #include "sqlite_db.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 // Fast bulk load: the file is private until renamed, so a crash loses only the temporary file.
 inline constexpr const char* kBulkPragmas =
@@ -28,4 +28,4 @@ struct RunTableInfo {
 // Inserts one row per key (schema, truffld_version, trees_path, ... summary_json) into `run`.
 Status WriteRunTable(SqliteDb* db, const RunTableInfo& info);
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

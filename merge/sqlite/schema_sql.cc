@@ -2,7 +2,7 @@
 // axis (summary.json's reference clock); a NULL means the trees did not carry the field.
 #include "schema_sql.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 const char* const kCreateTables = R"sql(
 PRAGMA application_id = 1953654380;  -- kSqliteApplicationId: 'trfl', the file's header marks it
@@ -233,4 +233,4 @@ std::string TreeIndexSql() {
   return sql;
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

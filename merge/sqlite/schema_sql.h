@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 inline constexpr const char* kSqliteSchemaVersion = "truffld.sqlite/1";
 // The database header's application id (bytes 68-71, big-endian; `PRAGMA application_id`),
@@ -35,4 +35,4 @@ std::string TreeIndexSql();
 // The indexes of the diagnosis tables (verdicts, faulty_ops), run after they are filled.
 extern const char* const kCreateDiagnosisIndexes;
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 SqliteStmt::SqliteStmt(SqliteStmt&& o) noexcept : s_(std::exchange(o.s_, nullptr)), where_(std::move(o.where_)) {}
 
@@ -101,4 +101,4 @@ Result<SqliteStmt> SqliteDb::Prepare(const std::string& sql) {
   return SqliteStmt(s, path_);
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

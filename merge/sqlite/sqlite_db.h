@@ -20,7 +20,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 class SqliteStmt {
  public:
@@ -78,4 +78,4 @@ class SqliteDb {
   std::string path_;
 };
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

@@ -4,7 +4,7 @@
 #include "db_sink.h"
 #include "schema_sql.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 std::string IndexSqlOf(const std::vector<std::string>& tables) {
   std::string sql;
@@ -85,4 +85,4 @@ Status TableWriter::Finish() {
   return status_;
 }
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

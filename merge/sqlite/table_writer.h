@@ -24,7 +24,7 @@
 #include "row_batch.h"
 #include "sqlite_db.h"
 
-namespace truffld::exporter {
+namespace truffld::rundb {
 
 class TableWriter {
  public:
@@ -62,4 +62,4 @@ class TableWriter {
 // The CREATE INDEX script of `tables` (kTreeTables' statements).
 std::string IndexSqlOf(const std::vector<std::string>& tables);
 
-}  // namespace truffld::exporter
+}  // namespace truffld::rundb

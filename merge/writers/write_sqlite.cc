@@ -26,11 +26,9 @@
 
 namespace truffld::merge {
 
-namespace ex = truffld::exporter;
-
 namespace {
 
-using ex::OptInt;
+using rundb::OptInt;
 
 OptInt Present(int64_t v) { return v == kNone ? OptInt() : OptInt(v); }
 
@@ -43,7 +41,7 @@ struct PayloadSource {
 
 // The payload trees.jsonl writes for a comm node: its joined or own payload object, else the
 // one its name spells (CommPayloadFromName).
-ex::CommPayload CommPayloadOfNode(const void* arg) {
+rundb::CommPayload CommPayloadOfNode(const void* arg) {
   const auto& s = *static_cast<const PayloadSource*>(arg);
   const Node& n = s.r->nodes[s.node];
   const Event* e = s.r->EventOf(n);
@@ -51,15 +49,15 @@ ex::CommPayload CommPayloadOfNode(const void* arg) {
   const StrId payload = n.has_payload ? s.r->Payload(n) : f.Extra(*e).payload;
   if (payload != kNoStr) {
     const std::string_view p = f.strings.Get(payload);
-    if (p.size() >= 2 && p.front() == '{' && p.back() == '}') return ex::CommPayloadFromText(p, s.parser);
+    if (p.size() >= 2 && p.front() == '{' && p.back() == '}') return rundb::CommPayloadFromText(p, s.parser);
     return {};
   }
   const std::string p = CommPayloadFromName(f.strings.Get(e->name));
-  return p.empty() ? ex::CommPayload{} : ex::CommPayloadFromText(p, s.parser);
+  return p.empty() ? rundb::CommPayload{} : rundb::CommPayloadFromText(p, s.parser);
 }
 
 // The event's members as trees.jsonl writes them (write_trees.cc: EventFields, RenderExtra).
-void EventMembers(const MergeResult& r, const Node& n, const Event& e, ex::NodeView* v) {
+void EventMembers(const MergeResult& r, const Node& n, const Event& e, rundb::NodeView* v) {
   const TraceFile& f = r.files[n.file];
   const EventExtra& x = f.Extra(e);
   if (x.domain != kNoStr) v->domain = f.strings.Get(x.domain);
@@ -90,11 +88,11 @@ void EventMembers(const MergeResult& r, const Node& n, const Event& e, ex::NodeV
 // Walks the trees in trees.jsonl's order into RowBatches handed to `writer`.
 class TreeWalker {
  public:
-  TreeWalker(const MergeResult& r, ex::TableWriter* writer)
+  TreeWalker(const MergeResult& r, rundb::TableWriter* writer)
       : r_(r), writer_(writer), ids_(/*stable_texts=*/true), name_hash_(r.files.size()) {}
 
   Status Run(TreeLayout layout) {
-    batch_ = std::make_shared<ex::RowBatch>(&ids_);
+    batch_ = std::make_shared<rundb::RowBatch>(&ids_);
     for (const Tree& t : r_.trees) {
       if (layout == TreeLayout::kPerRequest) {
         for (const std::string& q : r_.request_sets[t.requests]) TRUFFLD_RETURN_IF_ERROR(Line(t, q));
@@ -104,25 +102,25 @@ class TreeWalker {
     }
     return HandOver();
   }
-  const ex::TreeRowCounts& counts() { return rows_.counts(); }
+  const rundb::TreeRowCounts& counts() { return rows_.counts(); }
 
  private:
   // One line of trees.jsonl: tree `t` as request `q` sees it.
   Status Line(const Tree& t, const std::string& q) {
-    ex::TreeRowCounts& c = rows_.counts();
+    rundb::TreeRowCounts& c = rows_.counts();
     ++c.lines;
     ++c.trees;
     const FileMeta& m = r_.files[t.file].meta;
     if (rows_.EnterStep(m.rank, t.process_id, t.step_index, ViewName(t.view))) TRUFFLD_RETURN_IF_ERROR(Step(t, m));
     TRUFFLD_RETURN_IF_ERROR(Walk(t.root, q));
-    if (batch_->rows() >= ex::kBatchRows) return HandOver();
+    if (batch_->rows() >= rundb::kBatchRows) return HandOver();
     return Status::Ok();
   }
 
   Status Step(const Tree& t, const FileMeta& m) {
     const Node& root = r_.nodes[t.root];
     const StepWorkload w = StepWorkloadOf(r_, t);
-    ex::StepRow s;
+    rundb::StepRow s;
     s.host = m.host;
     s.name = r_.Name(root);
     s.phase = StepPhase(r_, t);
@@ -151,18 +149,18 @@ class TreeWalker {
       }
       const uint32_t i = f.next;
       f.next = r_.nodes[i].next_sibling;
-      const ex::RowBuilder::Context ctx = f.ctx;  // `f` may move when a frame is pushed
+      const rundb::RowBuilder::Context ctx = f.ctx;  // `f` may move when a frame is pushed
       r_.PrefetchEvent(i + 16);
-      Result<ex::RowBuilder::Context> inner = rows_.Visit(NodeViewOf(i), ctx, batch_.get());
+      Result<rundb::RowBuilder::Context> inner = rows_.Visit(NodeViewOf(i), ctx, batch_.get());
       if (!inner.ok()) return inner.status();
       if (r_.nodes[i].first_child != kNoNode) stack_.push_back({r_.nodes[i].first_child, *inner});
     }
     return Status::Ok();
   }
 
-  ex::NodeView NodeViewOf(uint32_t i) {
+  rundb::NodeView NodeViewOf(uint32_t i) {
     const Node& n = r_.nodes[i];
-    ex::NodeView v;
+    rundb::NodeView v;
     v.name = r_.Name(n);
     v.name_hash = NameHash(n.file, r_.NameId(n), v.name);
     v.layer = LayerName(n.layer);
@@ -192,18 +190,18 @@ class TreeWalker {
   // Hands the full batch to the writer and starts the next one: the oldest batch handed over,
   // when the writer is done with it (only `sent_` still holds it), else a new one.
   Status HandOver() {
-    std::shared_ptr<ex::RowBatch> next;
+    std::shared_ptr<rundb::RowBatch> next;
     if (!sent_.empty() && sent_.front().use_count() == 1) {
       std::atomic_thread_fence(std::memory_order_acquire);  // the writer's reads happened before
       next = std::move(sent_.front());
       sent_.pop_front();
       next->Clear();
     } else {
-      next = std::make_shared<ex::RowBatch>(&ids_);
+      next = std::make_shared<rundb::RowBatch>(&ids_);
       next->ReserveLike(*batch_);
     }
     if (sent_.size() < kKeptBatches) sent_.push_back(batch_);
-    std::shared_ptr<const ex::RowBatch> full = std::move(batch_);
+    std::shared_ptr<const rundb::RowBatch> full = std::move(batch_);
     batch_ = std::move(next);
     if (!writer_->Push(std::move(full))) return Internal("the database writer failed");
     return Status::Ok();
@@ -211,15 +209,15 @@ class TreeWalker {
 
   struct Frame {
     uint32_t next;
-    ex::RowBuilder::Context ctx;
+    rundb::RowBuilder::Context ctx;
   };
   const MergeResult& r_;
-  ex::TableWriter* writer_;
-  ex::RowBuilder rows_;
-  ex::StringIds ids_;
+  rundb::TableWriter* writer_;
+  rundb::RowBuilder rows_;
+  rundb::StringIds ids_;
   static constexpr size_t kKeptBatches = 6;  // more than the writer holds (TableWriter's queue + 1)
-  std::shared_ptr<ex::RowBatch> batch_;
-  std::deque<std::shared_ptr<ex::RowBatch>> sent_;  // handed over, oldest first, for reuse
+  std::shared_ptr<rundb::RowBatch> batch_;
+  std::deque<std::shared_ptr<rundb::RowBatch>> sent_;  // handed over, oldest first, for reuse
   std::vector<std::vector<uint64_t>> name_hash_;  // per file, per string id (0: not yet)
   std::vector<Frame> stack_;
   PayloadSource payload_;
@@ -230,16 +228,16 @@ class TreeWalker {
 
 struct RunDatabase::Impl {
   AtomicFile file;
-  std::unique_ptr<ex::SqliteDb> db;
+  std::unique_ptr<rundb::SqliteDb> db;
   std::thread thread;
   Status rows_status;
-  ex::TreeRowCounts counts;
+  rundb::TreeRowCounts counts;
 
   // The rows thread: walks the trees into a TableWriter, which then builds the indexes.
   void Rows(const MergeResult& r, TreeLayout layout) {
     std::vector<std::string> tables;
-    for (const ex::TableIndexes& t : ex::kTreeTables) tables.push_back(t.table);
-    auto writer = ex::TableWriter::Start(db.get(), tables);
+    for (const rundb::TableIndexes& t : rundb::kTreeTables) tables.push_back(t.table);
+    auto writer = rundb::TableWriter::Start(db.get(), tables);
     if (!writer.ok()) {
       rows_status = writer.status();
       return;
@@ -264,11 +262,11 @@ Result<std::unique_ptr<RunDatabase>> RunDatabase::Start(const MergeResult& resul
   if (!file.ok()) return file.status();
   TRUFFLD_RETURN_IF_ERROR(file->Close());  // SQLite opens the empty file by its name
   auto impl = std::make_unique<Impl>(Impl{std::move(file).value(), nullptr, {}, {}, {}});
-  auto db = ex::SqliteDb::Open(impl->file.temp_path(), ex::SqliteDb::Mode::kCreate);
+  auto db = rundb::SqliteDb::Open(impl->file.temp_path(), rundb::SqliteDb::Mode::kCreate);
   if (!db.ok()) return db.status();
   impl->db = std::move(db).value();
-  TRUFFLD_RETURN_IF_ERROR(impl->db->Exec(ex::kBulkPragmas));
-  TRUFFLD_RETURN_IF_ERROR(impl->db->Exec(ex::kCreateTables));
+  TRUFFLD_RETURN_IF_ERROR(impl->db->Exec(rundb::kBulkPragmas));
+  TRUFFLD_RETURN_IF_ERROR(impl->db->Exec(rundb::kCreateTables));
   Impl* m = impl.get();
   m->thread = std::thread([m, &result, layout] { m->Rows(result, layout); });
   return std::unique_ptr<RunDatabase>(new RunDatabase(std::move(impl)));
@@ -279,14 +277,14 @@ Status RunDatabase::Finish(const RunDatabaseInfo& info) {
   if (m.thread.joinable()) m.thread.join();
   const std::string where = m.file.path() + ": ";
   if (!m.rows_status.ok()) return Status(m.rows_status.code(), where + m.rows_status.message());
-  TRUFFLD_RETURN_IF_ERROR(m.db->Exec(ex::kCreateDiagnosisIndexes));
-  ex::RunTableInfo run;
+  TRUFFLD_RETURN_IF_ERROR(m.db->Exec(rundb::kCreateDiagnosisIndexes));
+  rundb::RunTableInfo run;
   run.truffld_version = info.truffld_version;
   run.trees_path = info.trees_path;
   run.summary_path = info.summary_path;
   run.trees = m.counts;
   run.summary_json = info.summary_json;
-  TRUFFLD_RETURN_IF_ERROR(ex::WriteRunTable(m.db.get(), run));
+  TRUFFLD_RETURN_IF_ERROR(rundb::WriteRunTable(m.db.get(), run));
   m.db.reset();  // closed before the rename
   return Status::Ok();
 }

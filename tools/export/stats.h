@@ -24,6 +24,7 @@
 #include "truffld/run_stats.h"
 
 namespace truffld::exporter {
+using namespace truffld::rundb;  // the run database library (merge/sqlite), which the export feeds
 
 Result<RunStats> ComputeRunStats(SqliteDb* db);
 

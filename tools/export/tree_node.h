@@ -15,6 +15,7 @@
 #include "comm_payload.h"
 
 namespace truffld::exporter {
+using namespace truffld::rundb;  // the run database library (merge/sqlite), which the export feeds
 
 struct TreeNode {
   std::string_view name, layer, family, domain, copy_kind;

@@ -18,6 +18,7 @@
 #include "truffld/status.h"
 
 namespace truffld::exporter {
+using namespace truffld::rundb;  // the run database library (merge/sqlite), which the export feeds
 
 class TreeRows {
  public:
