@@ -32,35 +32,35 @@ TreeNode ScanTreeNode(simdjson::dom::object o) {
     const simdjson::dom::element v = kv.value;
     switch (k.empty() ? '\0' : k[0]) {
       case 'b':
-        if (k == "bytes") n.bytes = JsonInt(v);
-        else if (k == "block") Dim3(v, n.block);
+        if (k == "bytes") n.view.bytes = JsonInt(v);
+        else if (k == "block") Dim3(v, n.view.block);
         break;
       case 'c':
         if (k == "children") { n.children = v; n.has_children = true; }
-        else if (k == "correlation_id") n.correlation_id = JsonInt(v);
-        else if (k == "cbid") n.cbid = JsonInt(v);
-        else if (k == "copy_kind") n.copy_kind = Str(v);
+        else if (k == "correlation_id") n.view.correlation_id = JsonInt(v);
+        else if (k == "cbid") n.view.cbid = JsonInt(v);
+        else if (k == "copy_kind") n.view.copy_kind = Str(v);
         break;
       case 'd':
-        if (k == "device") n.device = JsonInt(v);
-        else if (k == "domain") n.domain = Str(v);
+        if (k == "device") n.view.device = JsonInt(v);
+        else if (k == "domain") n.view.domain = Str(v);
         break;
-      case 'e': if (k == "end") n.end = JsonInt(v); break;
-      case 'f': if (k == "family") n.family = Str(v); break;
+      case 'e': if (k == "end") n.view.end = JsonInt(v); break;
+      case 'f': if (k == "family") n.view.family = Str(v); break;
       case 'g':
-        if (k == "grid") Dim3(v, n.grid);
-        else if (k == "graph_id") n.graph_id = JsonInt(v);
-        else if (k == "graph_node_id") n.graph_node_id = JsonInt(v);
+        if (k == "grid") Dim3(v, n.view.grid);
+        else if (k == "graph_id") n.view.graph_id = JsonInt(v);
+        else if (k == "graph_node_id") n.view.graph_node_id = JsonInt(v);
         break;
-      case 'l': if (k == "layer") n.layer = Str(v); break;
-      case 'n': if (k == "name") n.name = Str(v); break;
+      case 'l': if (k == "layer") n.view.layer = Str(v); break;
+      case 'n': if (k == "name") n.view.name = Str(v); break;
       case 'p': if (k == "payload") { n.payload = v; n.has_payload = true; } break;
-      case 'r': if (k == "return_code") n.return_code = JsonInt(v); break;
+      case 'r': if (k == "return_code") n.view.return_code = JsonInt(v); break;
       case 's':
-        if (k == "start") n.start = JsonInt(v);
-        else if (k == "stream") n.stream = JsonInt(v);
+        if (k == "start") n.view.start = JsonInt(v);
+        else if (k == "stream") n.view.stream = JsonInt(v);
         break;
-      case 't': if (k == "thread_id") n.thread_id = JsonInt(v); break;
+      case 't': if (k == "thread_id") n.view.thread_id = JsonInt(v); break;
       default: break;
     }
   }

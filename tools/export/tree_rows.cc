@@ -26,36 +26,6 @@ CommPayload PayloadOfElement(const void* arg) {
   return CommPayloadOf(p);
 }
 
-// The node's members as RowBuilder reads them; `payload` must outlive the view.
-NodeView ViewOf(const TreeNode& n, const simdjson::dom::element* payload) {
-  NodeView v;
-  v.name = n.name;
-  v.layer = n.layer;
-  v.family = n.family;
-  v.domain = n.domain;
-  v.copy_kind = n.copy_kind;
-  v.start = n.start;
-  v.end = n.end;
-  v.thread_id = n.thread_id;
-  v.correlation_id = n.correlation_id;
-  v.cbid = n.cbid;
-  v.return_code = n.return_code;
-  v.stream = n.stream;
-  v.device = n.device;
-  v.bytes = n.bytes;
-  v.graph_id = n.graph_id;
-  v.graph_node_id = n.graph_node_id;
-  for (int i = 0; i < 3; ++i) {
-    v.grid[i] = n.grid[i];
-    v.block[i] = n.block[i];
-  }
-  if (n.has_payload) {
-    v.payload = PayloadOfElement;
-    v.payload_arg = payload;
-  }
-  return v;
-}
-
 }  // namespace
 
 struct TreeRows::Impl {
@@ -191,9 +161,12 @@ Status TreeRows::Impl::Walk(simdjson::dom::object root, RowSink* sink) {
       bad_child = true;
       continue;
     }
-    const TreeNode n = ScanTreeNode(o);
-    const NodeView v = ViewOf(n, &n.payload);
-    Result<RowBuilder::Context> inner = rows.Visit(v, ctx, sink);
+    TreeNode n = ScanTreeNode(o);
+    if (n.has_payload) {
+      n.view.payload = PayloadOfElement;
+      n.view.payload_arg = &n.payload;
+    }
+    Result<RowBuilder::Context> inner = rows.Visit(n.view, ctx, sink);
     if (!inner.ok()) return inner.status();
     push(n, *inner);
   }
