@@ -1,7 +1,7 @@
 // RunDatabase: truffld-merge --sqlite (see truffld/merge/run_database.h). One thread walks the
 // trees as trees.jsonl lists them and turns each node into the NodeView that trees.jsonl's line
-// would give truffld-export (the same members present and absent: EventFields and RenderExtra
-// in write_trees.cc), feeding RowBuilder into RowBatches; a TableWriter thread inserts them.
+// would give truffld-export (the same members present and absent: event_members.h), feeding
+// RowBuilder into RowBatches; a TableWriter thread inserts them.
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -21,6 +21,7 @@
 #include "truffld/atomic_file.h"
 #include "truffld/merge/classify.h"
 #include "truffld/merge/run_database.h"
+#include "writers/event_members.h"
 #include "writers/step_phase.h"
 #include "writers/tree_lines.h"
 
@@ -56,32 +57,26 @@ rundb::CommPayload CommPayloadOfNode(const void* arg) {
   return p.empty() ? rundb::CommPayload{} : rundb::CommPayloadFromText(p, s.parser);
 }
 
-// The event's members as trees.jsonl writes them (write_trees.cc: EventFields, RenderExtra).
-void EventMembers(const MergeResult& r, const Node& n, const Event& e, rundb::NodeView* v) {
+// The event's members as trees.jsonl writes them (event_members.h).
+void EventMembersOf(const MergeResult& r, const Node& n, const Event& e, rundb::NodeView* v) {
   const TraceFile& f = r.files[n.file];
   const EventExtra& x = f.Extra(e);
   if (x.domain != kNoStr) v->domain = f.strings.Get(x.domain);
-  const bool api = IsApiLayer(n.layer), device = IsDeviceLayer(n.layer);
-  if (api || device || n.layer == Layer::kSync) v->correlation_id = Present(f.Correlation(e));
+  if (CarriesCorrelation(n.layer)) v->correlation_id = Present(f.Correlation(e));
   if (e.extra == kNoExtra) return;  // the defaults write nothing
-  if (api) {
-    if (x.cbid >= 0) v->cbid = Present(x.cbid);
-    if (x.return_code) v->return_code = Present(x.return_code);
-  }
-  if (device || (api && x.stream >= 0)) {
-    if (x.stream >= 0) v->stream = Present(x.stream);
-    if (x.device >= 0) v->device = Present(x.device);
-  }
-  if (x.bytes >= 0) v->bytes = Present(x.bytes);
-  if (x.copy_kind != kNoStr) v->copy_kind = f.strings.Get(x.copy_kind);
-  if (!device) return;
-  v->graph_id = Present(x.graph_id);
-  v->graph_node_id = Present(x.graph_node_id);
-  if (e.kind == EventKind::kKernel && (x.grid[0] || x.block[0])) {
-    for (int i = 0; i < 3; ++i) {
-      v->grid[i] = x.grid[i];
-      v->block[i] = x.block[i];
-    }
+  const EventMembers m = MembersOf(x, n.layer, e.kind == EventKind::kKernel);
+  v->cbid = Present(m.cbid);
+  v->return_code = Present(m.return_code);
+  v->stream = Present(m.stream);
+  v->device = Present(m.device);
+  v->bytes = Present(m.bytes);
+  if (m.copy_kind != kNoStr) v->copy_kind = f.strings.Get(m.copy_kind);
+  v->graph_id = Present(m.graph_id);
+  v->graph_node_id = Present(m.graph_node_id);
+  if (!m.geometry) return;
+  for (int i = 0; i < 3; ++i) {
+    v->grid[i] = m.grid[i];
+    v->block[i] = m.block[i];
   }
 }
 
@@ -170,7 +165,7 @@ class TreeWalker {
     v.thread_id = Present(r_.ThreadOf(n));
     const Event* e = r_.EventOf(n);
     if (!e) return v;
-    EventMembers(r_, n, *e, &v);
+    EventMembersOf(r_, n, *e, &v);
     if (n.layer == Layer::kComm) {
       payload_ = PayloadSource{&r_, i, &parser_};
       v.payload = CommPayloadOfNode;

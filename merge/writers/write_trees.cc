@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "writers/event_members.h"
 #include "writers/interned_json.h"
 #include "writers/step_phase.h"
 #include "writers/tree_lines.h"
@@ -151,7 +152,7 @@ class TreeWriter {
     const StringPool& sp = r_.files[n.file].strings;
     const EventExtra& x = r_.files[n.file].Extra(e);
     if (x.domain != kNoStr && !sp.Get(x.domain).empty()) { out_.Raw(",\"domain\":"); strings_.Write(n.file, x.domain); }
-    if (IsApiLayer(n.layer) || IsDeviceLayer(n.layer) || n.layer == Layer::kSync) {
+    if (CarriesCorrelation(n.layer)) {
       if (const int64_t corr = r_.files[n.file].Correlation(e); corr != kNone) {
         out_.Raw(",\"correlation_id\":");
         out_.Int(corr);
@@ -195,29 +196,21 @@ class TreeWriter {
       out->Raw(key);
       out->Int(v);
     };
-    const bool api = IsApiLayer(n.layer);
-    const bool device = IsDeviceLayer(n.layer);
-    if (api) {
-      if (x.cbid >= 0) opt(",\"cbid\":", x.cbid);
-      if (x.return_code) opt(",\"return_code\":", x.return_code);
-    }
-    if (device || (api && x.stream >= 0)) {
-      if (x.stream >= 0) opt(",\"stream\":", x.stream);
-      if (x.device >= 0) opt(",\"device\":", x.device);
-    }
-    if (x.bytes >= 0) opt(",\"bytes\":", x.bytes);
-    if (x.copy_kind != kNoStr) { out->Raw(",\"copy_kind\":"); out->String(r_.files[n.file].strings.Get(x.copy_kind)); }
-    if (device) {
-      opt(",\"graph_id\":", x.graph_id);
-      opt(",\"graph_node_id\":", x.graph_node_id);
-      if (kernel && (x.grid[0] || x.block[0])) {
-        out->Raw(",\"grid\":[");
-        out->Int(x.grid[0]); out->Char(','); out->Int(x.grid[1]); out->Char(','); out->Int(x.grid[2]);
-        out->Raw("],\"block\":[");
-        out->Int(x.block[0]); out->Char(','); out->Int(x.block[1]); out->Char(','); out->Int(x.block[2]);
-        out->Char(']');
-      }
-    }
+    const EventMembers m = MembersOf(x, n.layer, kernel);
+    opt(",\"cbid\":", m.cbid);
+    opt(",\"return_code\":", m.return_code);
+    opt(",\"stream\":", m.stream);
+    opt(",\"device\":", m.device);
+    opt(",\"bytes\":", m.bytes);
+    if (m.copy_kind != kNoStr) { out->Raw(",\"copy_kind\":"); out->String(r_.files[n.file].strings.Get(m.copy_kind)); }
+    opt(",\"graph_id\":", m.graph_id);
+    opt(",\"graph_node_id\":", m.graph_node_id);
+    if (!m.geometry) return;
+    out->Raw(",\"grid\":[");
+    out->Int(m.grid[0]); out->Char(','); out->Int(m.grid[1]); out->Char(','); out->Int(m.grid[2]);
+    out->Raw("],\"block\":[");
+    out->Int(m.block[0]); out->Char(','); out->Int(m.block[1]); out->Char(','); out->Int(m.block[2]);
+    out->Char(']');
   }
 
   struct Cached {
