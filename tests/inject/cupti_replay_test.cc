@@ -351,6 +351,37 @@ TEST(CuptiReplay, ASlowStepOpensAWindowWithTheDeviceActivityOfTheNextSteps) {
   for (const auto& r : OfType(w.dump, "DEVICE_WINDOW")) EXPECT_EQ(r["trigger"], "slow_step");
 }
 
+TEST(CuptiReplay, ExitWithAWindowOpenKeepsItsActivityAndAValidDump) {
+  // "steps:8:3" over 10 steps: the window of steps 8-10 is still open when the program
+  // returns after step 9. Its device activity (steps 8 and 9, the launch between them and the
+  // one after step 9) reaches the dump at exit, and the process exits cleanly.
+  TempDir dir;
+  WindowRun w = PlayWindows("steps:8:3", 10, 0, dir);
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(w.exit.err, "");
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 10u);
+  ASSERT_EQ(w.windows.size(), 2u) << "steps 0-2 and 8-";
+  const std::set<uint64_t> want = {1000, 1001, 1005, 5000, 1010, 1011, 1015, 5001, 1020, 1021, 1025,
+                                   1080, 1081, 1085, 5008, 1090, 1091, 1095, 5009};
+  EXPECT_EQ(w.device, want);
+  ExpectWholeStepsAndExactActivity(w);
+}
+
+TEST(CuptiReplay, ExitRightAfterASlowStepWithItsWindowPending) {
+  // The last step is the slow one: its window would open at the next step's push, which never
+  // comes, so no window and no device activity are recorded, and the exit is clean.
+  TempDir dir;
+  WindowRun w = PlayWindows("requested", 12, 3, dir, 11, {"TRUFFLD_WINDOW_SLOW=100", "TRUFFLD_WINDOW_STEPS=3"});
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(w.exit.err, "");
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 12u);
+  EXPECT_TRUE(w.windows.empty());
+  EXPECT_TRUE(w.device.empty());
+  EXPECT_EQ(w.launches.size(), 12u * 4u) << "API calls still recorded";
+}
+
 TEST(CuptiReplay, DeviceWindowsAllAndOff) {
   {
     TempDir dir;
