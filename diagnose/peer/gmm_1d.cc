@@ -1,11 +1,9 @@
 // One-dimensional EM and k-means (see gmm_1d.h).
 #include "peer/gmm_1d.h"
 
-#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
-#include <type_traits>
 #include <vector>
 
 namespace truffld::diagnose::detail {
@@ -34,47 +32,30 @@ struct Params1D {
   std::vector<double> w, mu, var;
 };
 
-// Per-component scratch of an E-step: a fixed array for a K known when compiling (kept in
-// registers), a vector for K = 0 (any K, the model's).
-template <size_t K>
-using ComponentBuf = std::conditional_t<K == 0, std::vector<double>, std::array<double, K>>;
-template <size_t K>
-ComponentBuf<K> ZeroBuf(size_t k) {
-  if constexpr (K == 0) {
-    return std::vector<double>(k, 0.0);
-  } else {
-    (void)k;
-    return ComponentBuf<K>{};
-  }
-}
-
-// One E-step over x with the running sums of the M-step; returns the mean log-likelihood. K > 0
-// fixes the number of components when compiling; every value is computed by the same operations
-// in the same order for any K.
-template <size_t K>
-double EStepK(const double* x, Eigen::Index n, const Params1D& p, std::vector<double>* sr_out,
-              std::vector<double>* sx_out, std::vector<double>* sx2_out) {
-  const size_t k = K > 0 ? K : p.w.size();
-  ComponentBuf<K> c = ZeroBuf<K>(k), inv = ZeroBuf<K>(k), mu = ZeroBuf<K>(k), e = ZeroBuf<K>(k);
-  ComponentBuf<K> sr = ZeroBuf<K>(k), sx = ZeroBuf<K>(k), sx2 = ZeroBuf<K>(k);
+// One E-step over x with the running sums of the M-step; returns the mean log-likelihood.
+double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<double>* sr, std::vector<double>* sx,
+             std::vector<double>* sx2) {
+  const size_t k = p.w.size();
+  std::vector<double> c(k), inv(k), e(k);
   for (size_t j = 0; j < k; ++j) {
     c[j] = -0.5 * (kLog2Pi + std::log(p.var[j])) + std::log(p.w[j]);
     inv[j] = 1 / p.var[j];
-    mu[j] = p.mu[j];
   }
+  sr->assign(k, 0);
+  sx->assign(k, 0);
+  sx2->assign(k, 0);
   double lp_sum = 0, prod = 1;
   int in_prod = 0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double xi = x[i];
     double mx = -std::numeric_limits<double>::infinity();
     for (size_t j = 0; j < k; ++j) {
-      const double d = xi - mu[j];
+      const double d = xi - p.mu[j];
       e[j] = c[j] - 0.5 * d * d * inv[j];
       mx = std::max(mx, e[j]);
     }
-    // exp(0) is exactly 1: the largest term (every term when K = 1) costs no call into libm. Nor
-    // does a term below kExpUnderflow, whose exp rounds to exactly 0 (a point far out in a narrow
-    // component's tail).
+    // exp(0) is exactly 1: the largest term (every term when k = 1) costs no call into libm. Nor does a term below
+    // kExpUnderflow, whose exp rounds to exactly 0 (a point far out in a narrow component's tail).
     double s = 0;
     for (size_t j = 0; j < k; ++j) {
       const double d = e[j] - mx;
@@ -86,27 +67,13 @@ double EStepK(const double* x, Eigen::Index n, const Params1D& p, std::vector<do
     const double inv_s = 1 / s;
     for (size_t j = 0; j < k; ++j) {
       const double r = e[j] * inv_s;
-      sr[j] += r;
-      sx[j] += r * xi;
-      sx2[j] += r * xi * xi;
+      (*sr)[j] += r;
+      (*sx)[j] += r * xi;
+      (*sx2)[j] += r * xi * xi;
     }
   }
   FoldProduct(&prod, &in_prod, &lp_sum);
-  sr_out->assign(sr.begin(), sr.end());
-  sx_out->assign(sx.begin(), sx.end());
-  sx2_out->assign(sx2.begin(), sx2.end());
   return lp_sum / double(n);
-}
-
-// EStepK for the model's K (Stage I fits K <= 3; a larger K takes the instance for any K).
-double EStep(const double* x, Eigen::Index n, const Params1D& p, std::vector<double>* sr, std::vector<double>* sx,
-             std::vector<double>* sx2) {
-  switch (p.w.size()) {
-    case 1: return EStepK<1>(x, n, p, sr, sx, sx2);
-    case 2: return EStepK<2>(x, n, p, sr, sx, sx2);
-    case 3: return EStepK<3>(x, n, p, sr, sx, sx2);
-    default: return EStepK<0>(x, n, p, sr, sx, sx2);
-  }
 }
 
 Result<GmmModel> ToModel(const Params1D& p) {
