@@ -341,20 +341,21 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     f.info.regime = k.graph ? "graph" : "eager";
     models[idx] = std::move(f.info);
   });
+  // A unit with any unit-level witness is judged; then its rows with only layer peers count too.
+  // Two passes over the rows: p-values in and units judged, then the combination.
+  std::vector<uint8_t> judged_units(t.steps.size(), 0);
   for (uint32_t r = 0; r < rows.size(); ++r) {
     for (int s = 0; s < kPeerSourceCount; ++s) rows[r].p[static_cast<size_t>(s)] = p_of[s][r];
     rows[r].p_group = p_group[r];
+    judged_units[rows[r].unit] |= Judged(rows[r]);
   }
   ScoringResult out;
   for (auto& m : models) {
     (m.method == "gmm" ? out.fits : out.fallbacks) += 1;
     out.models.push_back(std::move(m));
   }
-  // A unit with any unit-level witness is judged; then its rows with only layer peers count too.
-  std::vector<uint8_t> judged_units(t.steps.size(), 0);
-  for (const auto& row : rows) judged_units[row.unit] |= Judged(row);
-  for (auto& row : rows) row.unit_judged = judged_units[row.unit] != 0;
   for (auto& row : rows) {
+    row.unit_judged = judged_units[row.unit] != 0;
     const Combined c = Combine(row);
     row.p_value = c.p;
     row.effective_expected = static_cast<float>(c.expected);
