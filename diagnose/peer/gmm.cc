@@ -211,8 +211,13 @@ Result<GmmModel> FitGmm(const Eigen::MatrixXd& x, const GmmOptions& o) {
   if (x.rows() < o.k) return InvalidArgument("GMM fit: fewer samples than components");
   std::optional<GmmModel> best;
   Status last;
+  Eigen::MatrixXd last_resp;
   for (int r = 0; r < std::max(1, o.n_init); ++r) {
     Eigen::MatrixXd resp = KMeansResp(x, o.k, o.kmeans_iter, o.seed + 7919ull * r);
+    // A start that seeds the same partition as the one before runs the same EM to the same fit,
+    // which cannot beat it (nor fail differently).
+    if (r > 0 && resp == last_resp) continue;
+    last_resp = resp;
     auto init = MStep(x, resp, o.covariance, o.reg_covar);
     if (!init.ok()) { last = init.status(); continue; }
     auto fit = FitGmmFrom(x, *init, o);

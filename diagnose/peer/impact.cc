@@ -46,17 +46,24 @@ std::vector<ReplayCut> CutsOf(const std::vector<const TestRow*>& unit_rows, cons
 // The units with blame of each (rank, step), both views: a late peer's own blame.
 using PeerUnits = std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>>;
 
+// The late peers' graphs of one unit's step, by the peer's rank, built once for all of the
+// unit's SharePeerCuts calls: a graph depends on the peer's step only, and the entries it wrote
+// into the peers' item_of buffer stay (the peers of one step hold disjoint instances).
+using PeerGraphs = std::map<int64_t, StepGraph>;
+
 // The peer_entry_shift of `g`'s collectives whose late peer blamed one of `families` (family,
 // metric) in the same step: how much earlier that peer's replay with the cuts of those families
 // enters the collective, as (item, shift > 0) pairs. `items_u`: g's item per instance
-// (BuildStepGraph's item_of); `item_of`: a second such buffer for the peers' graphs.
+// (BuildStepGraph's item_of); `item_of`: a second such buffer for the peers' graphs, which
+// `graphs` (empty for a new unit) holds.
 std::vector<std::pair<uint32_t, double>> SharePeerCuts(
     const InstanceTable& t, const std::vector<CommTiming>& comm, const PeerUnits& peers,
     const std::vector<std::vector<const TestRow*>>& by_unit, const std::vector<std::vector<BlamedFamily>>& blame,
     uint32_t u, const std::vector<std::pair<uint32_t, Metric>>& families, const std::vector<uint32_t>& items_u,
-    std::vector<uint32_t>* item_of, const StepGraph& g) {
+    std::vector<uint32_t>* item_of, PeerGraphs* graphs, const StepGraph& g) {
   std::vector<std::pair<uint32_t, double>> out;
-  struct Peer { StepGraph graph; std::vector<double> shift; };
+  static const StepGraph kNoGraph;
+  struct Peer { const StepGraph* graph = &kNoGraph; std::vector<double> shift; };
   std::map<int64_t, Peer> replayed;  // by the late peer's rank
   const int64_t step = t.steps[u].step_index;
   auto matches = [&](const BlamedFamily& b) {
@@ -80,7 +87,10 @@ std::vector<std::pair<uint32_t, double>> SharePeerCuts(
       if (it != peers.end())
         for (uint32_t pu : it->second) shared = shared || std::any_of(blame[pu].begin(), blame[pu].end(), matches);
       if (shared) {
-        p.graph = BuildStepGraph(t, it->second.front(), comm, item_of);
+        auto built = graphs->find(comm[i].last_rank);
+        if (built == graphs->end())
+          built = graphs->emplace(comm[i].last_rank, BuildStepGraph(t, it->second.front(), comm, item_of)).first;
+        p.graph = &built->second;
         std::vector<ReplayCut> cuts;
         for (uint32_t pu : it->second)
           for (const BlamedFamily& b : blame[pu]) {
@@ -88,14 +98,14 @@ std::vector<std::pair<uint32_t, double>> SharePeerCuts(
             const std::vector<ReplayCut> c = CutsOf(by_unit[pu], b, *item_of);
             cuts.insert(cuts.end(), c.begin(), c.end());
           }
-        p.shift = ReplayedDeviceShifts(p.graph, cuts);
+        p.shift = ReplayedDeviceShifts(*p.graph, cuts);
       }
       cached = replayed.emplace(comm[i].last_rank, std::move(p)).first;
     }
     const Peer& p = cached->second;
     double shift = 0;
     for (uint32_t j = 0; j < p.shift.size(); ++j)  // the peer's side: it entered at last_arrival
-      if (p.graph.items[j].collective && p.graph.items[j].device_start == comm[i].last_arrival)
+      if (p.graph->items[j].collective && p.graph->items[j].device_start == comm[i].last_arrival)
         shift = std::max(shift, p.shift[j]);
     if (shift > 0) out.emplace_back(k, shift);
   }
@@ -184,9 +194,10 @@ void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const
     std::vector<ReplayCut> all;
     std::vector<std::pair<uint32_t, Metric>> families;
     double excess = 0;
+    PeerGraphs peer_graphs;
     auto impact = [&](const BlamedFamily& b, const std::vector<ReplayCut>& cuts) {
       return bounded ? JointImpact(g, SharePeerCuts(t, comm, peers, by_unit, *blame, u, {{b.family, b.metric}}, item_of,
-                                                    &peer_item_of, g), cuts)
+                                                    &peer_item_of, &peer_graphs, g), cuts)
                      : ReplayImpactNs(g, cuts);
     };
     for (BlamedFamily& b : blamed) {
@@ -205,7 +216,7 @@ void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const
       if (b.effect_of == kNoString) excess += b.excess_ns;  // an effect's time is its cause's
     UnitVerdict& v = d->units[u];
     v.impact_ns = bounded ? JointImpact(g, SharePeerCuts(t, comm, peers, by_unit, *blame, u, families, item_of,
-                                                         &peer_item_of, g), all)
+                                                         &peer_item_of, &peer_graphs, g), all)
                           : ReplayImpactNs(g, all);
     v.absorbed_ns = std::max(0.0, excess - v.impact_ns);
   }

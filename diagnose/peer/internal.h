@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "read/hash_mix.h"
@@ -32,6 +33,11 @@ void ForChunks(size_t n, int threads, Fn&& fn) {
   const size_t chunks = std::min<size_t>(n, static_cast<size_t>(threads) * 16);
   ParallelFor(chunks, threads, [&](size_t c) { fn(n * c / chunks, n * (c + 1) / chunks); });
 }
+
+// Sorts (key, index) pairs whose indices ascend in `v` into std::sort's order (key, then index):
+// a stable least-significant-digit radix sort on the key, 11 bits a pass, passes whose digit is
+// the same in every key skipped. Linear in v's size: for the table-wide groupings.
+void RadixSortByKey(std::vector<std::pair<uint64_t, uint32_t>>* v);
 
 // Median of v (reorders v); NaN when empty.
 double MedianOf(std::vector<double>& v);

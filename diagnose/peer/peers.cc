@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "peer/internal.h"
 #include "peer/robust_stats.h"
@@ -60,6 +61,22 @@ double MedianOf(std::vector<double>& v) {
   return MedianInPlace(v.data(), v.size());
 }
 
+void RadixSortByKey(std::vector<std::pair<uint64_t, uint32_t>>* v) {
+  constexpr int kBits = 11, kPasses = (64 + kBits - 1) / kBits;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  std::vector<size_t> count(kPasses * kBuckets, 0);
+  for (const auto& e : *v)
+    for (int p = 0; p < kPasses; ++p) ++count[p * kBuckets + ((e.first >> (p * kBits)) & (kBuckets - 1))];
+  std::vector<std::pair<uint64_t, uint32_t>> tmp(v->size());
+  for (int p = 0; p < kPasses; ++p) {
+    size_t* c = &count[p * kBuckets];
+    if (std::find(c, c + kBuckets, v->size()) != c + kBuckets) continue;  // one digit: order stays
+    for (size_t b = 0, sum = 0; b < kBuckets; ++b) sum += std::exchange(c[b], sum);
+    for (const auto& e : *v) tmp[c[(e.first >> (p * kBits)) & (kBuckets - 1)]++] = e;
+    v->swap(tmp);
+  }
+}
+
 // Row indices ordered by a key (runs of equal keys are the groups), without hash maps of vectors.
 std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& keys, uint64_t RowKeys::*field,
                                                    const std::vector<TestRow>& rows) {
@@ -69,7 +86,7 @@ std::vector<std::pair<uint64_t, uint32_t>> SortedBy(const std::vector<RowKeys>& 
     if (rows[r].shared_tp || rows[r].group_cost) continue;  // no TP peers for these
     order.emplace_back(keys[r].*field, r);
   }
-  std::sort(order.begin(), order.end());
+  RadixSortByKey(&order);  // the indices ascend
   return order;
 }
 

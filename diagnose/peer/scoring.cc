@@ -140,14 +140,11 @@ Fitted FitGroup(const std::vector<double>& r, const ScoringOptions& o) {
     sample.push_back(r[static_cast<size_t>(i)]);
   }
   f.info.samples = static_cast<int>(r.size());
-  {
-    const double med = Median(sample);
-    f.guard_mu = med;
-    f.guard_sigma = std::max(1.4826 * Mad(sample, med), o.min_scale);
-  }
+  const double med = Median(sample);
+  const double mad = 1.4826 * Mad(sample, med);
+  f.guard_mu = med;
+  f.guard_sigma = std::max(mad, o.min_scale);
   auto fallback = [&]() {
-    const double med = Median(sample);
-    const double mad = 1.4826 * Mad(sample, med);
     f.central = {{med, std::max({mad, o.small_group_scale, o.min_scale})}};
     f.weight = {1.0};
     f.info.method = "median-mad";
@@ -315,7 +312,12 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     if (k.position != 0) go.min_fit = std::numeric_limits<int>::max();
     Fitted f = FitGroup(r, go);
     // Upper tail of the null mixture, guarded (see FitGroup), no sigma below `floor`.
+    // A lone central component equal to the guard (a robust Gaussian whose MAD is above
+    // small_group_scale, or any sigma once both are floored) has the guard's tail: one erfc.
+    const bool guard_only = f.central.size() == 1 && f.weight[0] == 1.0 && f.central[0].first == f.guard_mu;
     auto tail = [&](double x, double floor) {
+      if (guard_only && std::max(f.central[0].second, floor) == std::max(f.guard_sigma, floor))
+        return std::clamp(UpperTailP((x - f.guard_mu) / std::max(f.guard_sigma, floor)), kSmallestRowP, 1.0);
       double p = 0;
       for (size_t c = 0; c < f.central.size(); ++c) {
         p += f.weight[c] * UpperTailP((x - f.central[c].first) / std::max(f.central[c].second, floor));
@@ -339,20 +341,21 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     f.info.regime = k.graph ? "graph" : "eager";
     models[idx] = std::move(f.info);
   });
+  // A unit with any unit-level witness is judged; then its rows with only layer peers count too.
+  // Two passes over the rows: p-values in and units judged, then the combination.
+  std::vector<uint8_t> judged_units(t.steps.size(), 0);
   for (uint32_t r = 0; r < rows.size(); ++r) {
     for (int s = 0; s < kPeerSourceCount; ++s) rows[r].p[static_cast<size_t>(s)] = p_of[s][r];
     rows[r].p_group = p_group[r];
+    judged_units[rows[r].unit] |= Judged(rows[r]);
   }
   ScoringResult out;
   for (auto& m : models) {
     (m.method == "gmm" ? out.fits : out.fallbacks) += 1;
     out.models.push_back(std::move(m));
   }
-  // A unit with any unit-level witness is judged; then its rows with only layer peers count too.
-  std::vector<uint8_t> judged_units(t.steps.size(), 0);
-  for (const auto& row : rows) judged_units[row.unit] |= Judged(row);
-  for (auto& row : rows) row.unit_judged = judged_units[row.unit] != 0;
   for (auto& row : rows) {
+    row.unit_judged = judged_units[row.unit] != 0;
     const Combined c = Combine(row);
     row.p_value = c.p;
     row.effective_expected = static_cast<float>(c.expected);
