@@ -33,7 +33,7 @@ cases = [
     (["x"], "step_execute_model", "decode", 2 ** 62, 0),
     (["r-%%04d_x" %% i for i in range(300)], "step_execute_model", "decode", 300, 4096),
 ]
-same = [build(*c) == naming.step_name(c[0], c[1], False, *c[2:]) for c in cases]
+same = [build(*c) == naming.step_name_py(c[0], c[1], False, *c[2:]) for c in cases]
 plain = [build(*c) is None for c in [
     (iter(["a"]), "s", None, None, None), (["a", 1], "s", None, None, None),
     (["a"], "s", 1, None, None), (["a"], "s", None, True, None), (["a"], "s", None, None, 2 ** 70),
@@ -66,7 +66,7 @@ RUN = """
 import ctypes, json, os
 import torch.nn.functional as F
 import truffld_hooks
-from truffld_hooks import detail, nvtx, windows
+from truffld_hooks import detail, engines, nvtx, windows
 tool = ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
 seen = []
 for i, state in enumerate([0, 0, 1, 1, 0, 0, 1, 0]):
@@ -74,7 +74,18 @@ for i, state in enumerate([0, 0, 1, 1, 0, 0, 1, 0]):
     with truffld_hooks.step_range(["r_%d" % i, "s"], phase="decode", tokens=2, ctx=i) as name:
         seen.append([name, detail.ACTIVE[0], hasattr(F.relu, "__truffld_wrapped__")])
 seen.append([F.relu.__module__, detail.ACTIVE[0]])
+cfg = truffld_hooks._fallback_config()
+for i, state in enumerate([1, 1, 0, 0]):   # the engine hooks' run_step, nested steps, odd ids
+    tool.fake_detail_set(state)
+    seen.append(engines.run_step("step_execute_model[e%d]" % i, cfg, lambda: [
+        detail.ACTIVE[0], hasattr(F.relu, "__truffld_wrapped__"),
+        engines.run_step("inner", cfg, lambda: windows._thread_state().depth)]))
+    with truffld_hooks.step_range(iter(["g_%d" % i]), tokens=True) as name:
+        seen.append([name, detail.ACTIVE[0], windows._thread_state().depth])
+native = truffld_hooks._native
 print(json.dumps({"seen": seen, "native": nvtx.get().native is not None,
+                  "c_path": native is not None and truffld_hooks.step_range is native.StepRange
+                  and windows.enter_step is native.enter_step, "steps": engines.counters,
                   "fused": windows._fused[0] is not None, "windows": windows.snapshot()}))
 """
 
@@ -85,8 +96,9 @@ class PystepTest(unittest.TestCase):
     def _run(self, code, **env):
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "nvtx.log")
-            env = hookstest.hooks_env(TRUFFLD_PYNVTX_LIB=SHIM, NVTX_INJECTION64_PATH=TOOL,
-                                      FAKE_NVTX_LOG=log, **env)
+            env = hookstest.hooks_env(**dict(dict(TRUFFLD_PYNVTX_LIB=SHIM,
+                                                  NVTX_INJECTION64_PATH=TOOL, FAKE_NVTX_LOG=log),
+                                             **env))
             proc = subprocess.run([hookstest.PYTHON, "-c", code], env=env, capture_output=True,
                                   text=True, timeout=120)
             self.assertEqual(0, proc.returncode, proc.stderr)
@@ -114,8 +126,10 @@ class PystepTest(unittest.TestCase):
         native, native_log = self._run(RUN, FAKE_DETAIL_WINDOW="0")
         fallback, fallback_log = self._run(RUN, FAKE_DETAIL_WINDOW="0", TRUFFLD_HOOKS_NATIVE="0")
         native, fallback = __import__("json").loads(native), __import__("json").loads(fallback)
-        self.assertTrue(native["native"] and native["fused"])
-        self.assertFalse(fallback["native"])
+        self.assertTrue(native["native"] and native["fused"] and native["c_path"])
+        self.assertFalse(fallback["native"] or fallback["c_path"])
+        self.assertEqual(fallback["steps"], native["steps"])
+        self.assertEqual(20, native["steps"]["steps"])
         self.assertTrue(fallback["fused"])
         self.assertEqual(fallback["seen"], native["seen"])
         self.assertEqual(fallback["windows"], native["windows"])
@@ -134,9 +148,11 @@ class PystepTest(unittest.TestCase):
             bogus = "_truffld_pystep" + importlib.machinery.EXTENSION_SUFFIXES[0]
             with open(os.path.join(tmp, bogus), "w") as handle:
                 handle.write("not a shared object")
-            out, _ = self._run("from truffld_hooks import nvtx\n"
-                               "em = nvtx.create(%r)\nprint(em.kind, em.native)" % shim)
-        self.assertEqual("shim None", out)
+            out, _ = self._run("import truffld_hooks\nfrom truffld_hooks import nvtx\n"
+                               "em = nvtx.create(%r)\nprint(em.kind, em.native, "
+                               "truffld_hooks.step_range.__module__)" % shim,
+                               TRUFFLD_PYNVTX_LIB=shim)
+        self.assertEqual("shim None truffld_hooks", out)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,22 @@ def exit_step(config, token):
     step_ended(config, outermost == 1)
 
 
+py_enter_step, py_exit_step = enter_step, exit_step
+
+
+def use_native(module, package, engines, naming):
+    """Hands the step boundary to the _truffld_pystep extension module (pystep_boundary.c):
+    ``enter_step``/``exit_step`` become its C copies of the two functions above, which read and
+    write this module's state (and engines.counters) and call ``_began``/``_ended`` and the
+    Python functions exactly where these would; returns its StepRange type for step_range."""
+    global enter_step, exit_step
+    module.configure((module, package, nvtx, _tls, _thread_state, _fused, counters, detail.ACTIVE,
+                      engines.counters, _began, _ended, py_enter_step, py_exit_step,
+                      naming.step_name, naming.STEP_EXECUTE))
+    enter_step, exit_step = module.enter_step, module.exit_step
+    return module.StepRange
+
+
 def _switch(config, on):
     if detail.set_active(on):
         config_mod.debug_log(config, "detail %s (window generation %d)"
