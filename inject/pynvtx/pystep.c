@@ -236,6 +236,8 @@ static PyMethodDef pystep_methods[] = {
      "step_pop(depth, generation_address) -> packed: truffld_pynvtx_step_pop."},
     {"configure", pystep_configure, METH_VARARGS,
      "configure(state): the hooks' objects the step boundary reads (see pystep_boundary.c)."},
+    {"forget_threads", pystep_forget_threads, METH_NOARGS,
+     "forget_threads(): each thread's step state is looked up again (windows.reset_for_tests)."},
     {"enter_step", (PyCFunction)(void (*)(void))pystep_enter_step, METH_FASTCALL,
      "enter_step(config, name) -> token: windows.enter_step in C."},
     {"exit_step", (PyCFunction)(void (*)(void))pystep_exit_step, METH_FASTCALL,

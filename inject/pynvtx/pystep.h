@@ -27,6 +27,7 @@ const char* pystep_name_text(PyObject* name, PyObject** encoded);
 
 extern PyTypeObject pystep_StepRangeType;
 PyObject* pystep_configure(PyObject* self, PyObject* args);
+PyObject* pystep_forget_threads(PyObject* self, PyObject* unused);
 PyObject* pystep_enter_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
 PyObject* pystep_exit_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs);
 int pystep_boundary_init(PyObject* module);   /* interned names, the type; -1 on error */

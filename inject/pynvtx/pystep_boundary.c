@@ -67,12 +67,47 @@ static PyObject* config_of(PyObject* given) {
   return PyObject_CallMethodNoArgs(g.package, s_fallback_config);
 }
 
-/* windows._tls.t, made by windows._thread_state() the first time (new reference). */
+/* This thread's windows._tls.t as last looked up (a strong reference kept for the thread's
+ * life), valid while its epoch is g_epoch: windows.py replaces _tls.t only in reset_for_tests,
+ * which calls forget_threads. */
+static _Thread_local PyObject* t_thread = NULL;
+static _Thread_local void* t_buffer = NULL;   /* its .address (fixed for its life) */
+static _Thread_local unsigned long t_epoch = 0;
+static unsigned long g_epoch = 1;
+
+/* windows._tls.t, made by windows._thread_state() the first time (new reference); t_buffer
+ * is then its generation buffer. */
 static PyObject* thread_get(void) {
+  if (t_thread != NULL && t_epoch == g_epoch) {
+    Py_INCREF(t_thread);
+    return t_thread;
+  }
   PyObject* thread = PyObject_GetAttr(g.tls, s_t);
-  if (thread != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) return thread;
-  PyErr_Clear();
-  return PyObject_CallNoArgs(g.thread_state);
+  if (thread == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();
+    thread = PyObject_CallNoArgs(g.thread_state);
+  }
+  PyObject* address = thread != NULL ? PyObject_GetAttr(thread, s_address) : NULL;
+  void* buffer = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
+  Py_XDECREF(address);
+  if (buffer == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the generation buffer is 0");
+    Py_XDECREF(thread);
+    return NULL;
+  }
+  Py_INCREF(thread);
+  Py_XSETREF(t_thread, thread);
+  t_buffer = buffer;
+  t_epoch = g_epoch;
+  return thread;
+}
+
+/* forget_threads(): every thread looks windows._tls.t up again at its next step. */
+PyObject* pystep_forget_threads(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  ++g_epoch;
+  Py_RETURN_NONE;
 }
 
 /* 1 when windows.py's fused path with this module applies (windows resolved to the shim's
@@ -157,10 +192,9 @@ static PyObject* enter(PyObject* config, PyObject* name) {
     Py_XDECREF(cfg);
     return token;
   }
-  PyObject *address = PyObject_GetAttr(thread, s_address), *encoded = NULL;
-  void* buffer = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
-  Py_XDECREF(address);
-  const char* text = buffer != NULL ? pystep_name_text(name, &encoded) : NULL;
+  PyObject* encoded = NULL;
+  void* buffer = t_buffer;
+  const char* text = pystep_name_text(name, &encoded);
   PyObject* one = text != NULL ? PyLong_FromLong(1) : NULL;
   int packed = 0;
   if (one != NULL) packed = g_step_push(NULL, text, (unsigned long long*)buffer);
@@ -209,10 +243,8 @@ static PyObject* leave(PyObject* config, PyObject* token_object) {
   if (thread == NULL) return NULL;
   long long depth = long_attr(thread, s_depth);
   PyObject* lower = depth > 0 ? PyLong_FromLongLong(depth - 1) : NULL;
-  PyObject* address = PyObject_GetAttr(thread, s_address);
-  void* buffer = address != NULL ? PyLong_AsVoidPtr(address) : NULL;
-  Py_XDECREF(address);
-  int ok = !PyErr_Occurred() && buffer != NULL &&
+  void* buffer = t_buffer;
+  int ok = !PyErr_Occurred() &&
            (lower == NULL || PyObject_SetAttr(thread, s_depth, lower) == 0);
   Py_XDECREF(lower);
   if (ok) ok = after_pop(config, thread, g_step_pop((int)(token >> 1),
@@ -256,25 +288,61 @@ typedef struct {
   PyObject* token;   /* None until entered */
 } StepRange;
 
-static int range_init(StepRange* self, PyObject* args, PyObject* kwargs) {
-  static char* keywords[] = {"request_ids", "base", "phase", "tokens", "ctx", NULL};
-  PyObject *v[5] = {NULL, NULL, Py_None, Py_None, Py_None}, *name;
-  if (!configured() || !PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO", keywords, &v[0],
-                                                    &v[1], &v[2], &v[3], &v[4])) {
-    return -1;
+static PyObject* s_keywords[5];   /* request_ids, base, phase, tokens, ctx (interned) */
+
+/* The arguments of step_range(request_ids, base=STEP_EXECUTE, phase=None, tokens=None,
+ * ctx=None) from a vectorcall, into v (borrowed); -1 with TypeError for anything else. */
+static int range_arguments(PyObject* const* args, size_t nargsf, PyObject* kwnames,
+                           PyObject** v) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+  v[0] = NULL, v[1] = g.default_base, v[2] = v[3] = v[4] = Py_None;
+  if (nargs > 5) goto bad;
+  for (Py_ssize_t i = 0; i < nargs; ++i) v[i] = args[i];
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    int at = -1;
+    for (int i = 0; i < 5 && at < 0; ++i) {
+      if (key == s_keywords[i] || PyUnicode_Compare(key, s_keywords[i]) == 0) at = i;
+    }
+    if (at < nargs) goto bad;   /* unknown, or given twice */
+    v[at] = args[nargs + k];
   }
-  if (v[1] == NULL) v[1] = g.default_base;
-  name = pystep_step_name(NULL, v, 5);
+  if (v[0] != NULL) return 0;
+bad:
+  if (!PyErr_Occurred()) {
+    PyErr_SetString(PyExc_TypeError, "step_range(request_ids, base='step_execute_model', "
+                                     "phase=None, tokens=None, ctx=None)");
+  }
+  return -1;
+}
+
+/* step_range(...): called through vectorcall (no argument tuple or dict built). */
+static PyObject* range_new(PyObject* type, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  PyObject* v[5];
+  if (!configured() || range_arguments(args, nargsf, kwnames, v) < 0) return NULL;
+  PyObject* name = pystep_step_name(NULL, v, 5);
   if (name == Py_None) {   /* outside the plain cases: naming.step_name builds it */
     Py_DECREF(name);
     name = PyObject_CallFunctionObjArgs(g.step_name, v[0], v[1], Py_False, v[2], v[3], v[4],
                                         NULL);
   }
-  if (name == NULL) return -1;
-  Py_XSETREF(self->name, name);
+  if (name == NULL) return NULL;
+  StepRange* self = (StepRange*)((PyTypeObject*)type)->tp_alloc((PyTypeObject*)type, 0);
+  if (self == NULL) {
+    Py_DECREF(name);
+    return NULL;
+  }
+  self->name = name;
   Py_INCREF(Py_None);
-  Py_XSETREF(self->token, Py_None);
-  return 0;
+  self->token = Py_None;
+  return (PyObject*)self;
+}
+
+/* The same through tp_call (a call with an argument tuple and dict). */
+static PyObject* range_new_tuple(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  return PyVectorcall_Call((PyObject*)type, args, kwargs);
 }
 
 /* engines.counters["steps"] += 1 */
@@ -343,8 +411,8 @@ PyTypeObject pystep_StepRangeType = {
     .tp_doc = "step_range(request_ids, base='step_execute_model', phase=None, tokens=None, "
               "ctx=None): a step range for custom engines, ``with step_range(ids) as name:``; "
               "truffld_hooks' Python step_range with its boundary in C (pystep_boundary.c).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)range_init,
+    .tp_new = range_new_tuple,
+    .tp_vectorcall = range_new,
     .tp_dealloc = (destructor)range_dealloc,
     .tp_methods = range_methods,
     .tp_members = range_members,
@@ -358,6 +426,10 @@ int pystep_boundary_init(PyObject* module) {
                         &s_emitter, &s_answer, &s_steps, &s_config, &s_fallback_config};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
     if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return -1;
+  }
+  static const char* const keywords[] = {"request_ids", "base", "phase", "tokens", "ctx"};
+  for (int i = 0; i < 5; ++i) {
+    if ((s_keywords[i] = PyUnicode_InternFromString(keywords[i])) == NULL) return -1;
   }
   if (PyType_Ready(&pystep_StepRangeType) < 0) return -1;
   Py_INCREF(&pystep_StepRangeType);

@@ -223,6 +223,7 @@ def exit_step(config, token):
 
 
 py_enter_step, py_exit_step = enter_step, exit_step
+_native = [None]   # the extension module once use_native handed it the boundary
 
 
 def use_native(module, package, engines, naming):
@@ -231,6 +232,7 @@ def use_native(module, package, engines, naming):
     write this module's state (and engines.counters) and call ``_began``/``_ended`` and the
     Python functions exactly where these would; returns its StepRange type for step_range."""
     global enter_step, exit_step
+    _native[0] = module
     module.configure((module, package, nvtx, _tls, _thread_state, _fused, counters, detail.ACTIVE,
                       engines.counters, _began, _ended, py_enter_step, py_exit_step,
                       naming.step_name, naming.STEP_EXECUTE))
@@ -256,3 +258,5 @@ def reset_for_tests():
     _fn, _resolved, _fused[0] = None, False, None
     mode[0] = "unresolved"
     _tls.t = _Thread()
+    if _native[0] is not None:
+        _native[0].forget_threads()
