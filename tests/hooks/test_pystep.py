@@ -61,6 +61,29 @@ for state, name in ((0, "s0"), (1, "s1"), (1, "s2")):
 print(" ".join(map(str, out + [generation.value, em.depth()])))
 """
 
+# step_range's calls: the C type and the Python class take the same arguments, name the same.
+ARGS = """
+import json
+import truffld_hooks
+calls = [((["a", "b"],), {}), ((["a"], "base"), {"ctx": 3}), ((), {"request_ids": ()}),
+         ((["x"],), {"phase": "decode", "tokens": 2}), ((iter(["a_b"]),), {"tokens": True}),
+         ((["a"], "b", "mixed", 1, 2), {}), ((), {}), ((["a"],), {"bogus": 1}),
+         ((["a"], "b"), {"base": "c"}), ((["a"], "b", None, None, None, 6), {})]
+def outcome(kind):
+    out = []
+    for args, kwargs in calls:
+        if args and args[0].__class__.__name__ == "list_iterator":
+            args = (iter(["a_b"]),) + args[1:]
+        try:
+            out.append(kind(*args, **kwargs).name)
+        except TypeError:
+            out.append("TypeError")
+    return out
+print(json.dumps({"c": truffld_hooks.step_range is not truffld_hooks._PyStepRange,
+                  "native": outcome(truffld_hooks.step_range),
+                  "python": outcome(truffld_hooks._PyStepRange)}))
+"""
+
 # Steps on the fused path (no emitter trace) while the stand-in's window opens and closes.
 RUN = """
 import ctypes, json, os
@@ -140,6 +163,12 @@ class PystepTest(unittest.TestCase):
         self.assertEqual(["torch.nn.functional", False], native["seen"][8])
         self.assertIn("push step_execute_model[request_ids:r\\_2_s][phase:decode][tokens:2]"
                       "[ctx:2]", native_log)
+
+    def test_step_range_takes_the_python_class_arguments(self):
+        out = __import__("json").loads(self._run(ARGS)[0])
+        self.assertTrue(out["c"])
+        self.assertEqual(out["python"], out["native"])
+        self.assertEqual(["TypeError"] * 3, out["native"][-3:])
 
     def test_a_module_that_cannot_load_falls_back_to_ctypes(self):
         with tempfile.TemporaryDirectory() as tmp:

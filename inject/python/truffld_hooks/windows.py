@@ -20,6 +20,10 @@ the NVTX shim (libtruffld_pynvtx.so), so that a step's push and the query are on
 (``enter_step``), its pop and the query another (``exit_step``), and a boundary where nothing
 changed reads nothing back: in a real step the boundary's cost is set by how much code it runs,
 far more than by its time in a tight loop (tests/bench/hooks_windows_bench.py, ``--paired``).
+Where the _truffld_pystep extension module loads, ``use_native`` replaces ``enter_step`` and
+``exit_step`` by its C copies (inject/pynvtx/pystep_boundary.c), which keep to this module's
+state and call ``_began``/``_ended`` and the Python functions (``py_enter_step``/``py_exit_step``)
+where these would.
 
 The generation tells windows the hooks never saw open apart from a window that is still the same:
 ``counters["missed"]`` counts windows that opened and closed between two boundaries (a step of
