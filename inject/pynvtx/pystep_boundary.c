@@ -13,13 +13,11 @@
  * nested step, an emitter trace, the ctypes path) goes to windows.py's own functions.
  *
  * ``configure`` hands the objects over once (truffld_hooks' import); before it, StepRange and
- * the two functions raise RuntimeError.
+ * the two functions raise RuntimeError. The StepRange type itself is in pystep_range.c.
  *
  * Thread-safety: holds the GIL throughout; per-thread state is windows.py's thread-local.
  */
 #include "pystep.h"
-
-#include <structmember.h>
 
 /* The hooks' objects (strong references, set once by configure). */
 static struct {
@@ -176,7 +174,7 @@ static int after_push(PyObject* config, PyObject* thread, int packed) {
 }
 
 /* windows.enter_step(config, name) with config NULL meaning the package's (see config_of). */
-static PyObject* enter(PyObject* config, PyObject* name) {
+PyObject* pystep_enter(PyObject* config, PyObject* name) {
   int fused = fused_applies();
   PyObject* thread = fused > 0 ? thread_get() : NULL;
   long long depth = thread != NULL ? long_attr(thread, s_depth) : 0;
@@ -227,7 +225,7 @@ static int after_pop(PyObject* config, PyObject* thread, int packed) {
 }
 
 /* windows.exit_step(config, token); config NULL as for enter. */
-static PyObject* leave(PyObject* config, PyObject* token_object) {
+PyObject* pystep_leave(PyObject* config, PyObject* token_object) {
   long long token = PyLong_AsLongLong(token_object);
   if (token == -1 && PyErr_Occurred()) return NULL;
   int fused = (token & 1) ? fused_applies() : 0;
@@ -257,7 +255,7 @@ static PyObject* leave(PyObject* config, PyObject* token_object) {
   Py_RETURN_NONE;
 }
 
-static int configured(void) {
+int pystep_configured(void) {
   if (g.self != NULL) return 1;
   PyErr_SetString(PyExc_RuntimeError, "_truffld_pystep: step boundary used before configure");
   return 0;
@@ -269,7 +267,7 @@ PyObject* pystep_enter_step(PyObject* self, PyObject* const* args, Py_ssize_t na
     PyErr_SetString(PyExc_TypeError, "enter_step(config, name)");
     return NULL;
   }
-  return configured() ? enter(args[0], args[1]) : NULL;
+  return pystep_configured() ? pystep_enter(args[0], args[1]) : NULL;
 }
 
 PyObject* pystep_exit_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -278,75 +276,11 @@ PyObject* pystep_exit_step(PyObject* self, PyObject* const* args, Py_ssize_t nar
     PyErr_SetString(PyExc_TypeError, "exit_step(config, token)");
     return NULL;
   }
-  return configured() ? leave(args[0], args[1]) : NULL;
-}
-
-/* StepRange: truffld_hooks.step_range as a C type (the docstring below says what it does). */
-typedef struct {
-  PyObject_HEAD
-  PyObject* name;
-  PyObject* token;   /* None until entered */
-} StepRange;
-
-static PyObject* s_keywords[5];   /* request_ids, base, phase, tokens, ctx (interned) */
-
-/* The arguments of step_range(request_ids, base=STEP_EXECUTE, phase=None, tokens=None,
- * ctx=None) from a vectorcall, into v (borrowed); -1 with TypeError for anything else. */
-static int range_arguments(PyObject* const* args, size_t nargsf, PyObject* kwnames,
-                           PyObject** v) {
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
-  v[0] = NULL, v[1] = g.default_base, v[2] = v[3] = v[4] = Py_None;
-  if (nargs > 5) goto bad;
-  for (Py_ssize_t i = 0; i < nargs; ++i) v[i] = args[i];
-  for (Py_ssize_t k = 0; k < nkw; ++k) {
-    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
-    int at = -1;
-    for (int i = 0; i < 5 && at < 0; ++i) {
-      if (key == s_keywords[i] || PyUnicode_Compare(key, s_keywords[i]) == 0) at = i;
-    }
-    if (at < nargs) goto bad;   /* unknown, or given twice */
-    v[at] = args[nargs + k];
-  }
-  if (v[0] != NULL) return 0;
-bad:
-  if (!PyErr_Occurred()) {
-    PyErr_SetString(PyExc_TypeError, "step_range(request_ids, base='step_execute_model', "
-                                     "phase=None, tokens=None, ctx=None)");
-  }
-  return -1;
-}
-
-/* step_range(...): called through vectorcall (no argument tuple or dict built). */
-static PyObject* range_new(PyObject* type, PyObject* const* args, size_t nargsf,
-                           PyObject* kwnames) {
-  PyObject* v[5];
-  if (!configured() || range_arguments(args, nargsf, kwnames, v) < 0) return NULL;
-  PyObject* name = pystep_step_name(NULL, v, 5);
-  if (name == Py_None) {   /* outside the plain cases: naming.step_name builds it */
-    Py_DECREF(name);
-    name = PyObject_CallFunctionObjArgs(g.step_name, v[0], v[1], Py_False, v[2], v[3], v[4],
-                                        NULL);
-  }
-  if (name == NULL) return NULL;
-  StepRange* self = (StepRange*)((PyTypeObject*)type)->tp_alloc((PyTypeObject*)type, 0);
-  if (self == NULL) {
-    Py_DECREF(name);
-    return NULL;
-  }
-  self->name = name;
-  Py_INCREF(Py_None);
-  self->token = Py_None;
-  return (PyObject*)self;
-}
-
-/* The same through tp_call (a call with an argument tuple and dict). */
-static PyObject* range_new_tuple(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  return PyVectorcall_Call((PyObject*)type, args, kwargs);
+  return pystep_configured() ? pystep_leave(args[0], args[1]) : NULL;
 }
 
 /* engines.counters["steps"] += 1 */
-static int count_step(void) {
+int pystep_count_step(void) {
   PyObject* steps = PyDict_GetItemWithError(g.steps, s_steps);   /* borrowed */
   if (steps == NULL) {
     if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, s_steps);
@@ -360,63 +294,15 @@ static int count_step(void) {
   return rc;
 }
 
-static PyObject* range_enter(StepRange* self, PyObject* unused) {
-  (void)unused;
-  if (self->name == NULL || !configured()) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "step_range not initialised");
-    return NULL;
-  }
-  if (count_step() < 0) return NULL;
-  PyObject* token = enter(NULL, self->name);
-  if (token == NULL) return NULL;
-  Py_XSETREF(self->token, token);
-  Py_INCREF(self->name);
-  return self->name;
+/* The step name for step_range's arguments v[5]: the C builder's, else naming.step_name's. */
+PyObject* pystep_build_name(PyObject** v) {
+  PyObject* name = pystep_step_name(NULL, v, 5);
+  if (name != Py_None) return name;
+  Py_DECREF(name);   /* outside the plain cases */
+  return PyObject_CallFunctionObjArgs(g.step_name, v[0], v[1], Py_False, v[2], v[3], v[4], NULL);
 }
 
-static PyObject* range_exit(StepRange* self, PyObject* const* args, Py_ssize_t nargs) {
-  (void)args;
-  (void)nargs;
-  if (!configured()) return NULL;
-  PyObject* token = self->token != NULL && self->token != Py_None ? self->token : NULL;
-  PyObject* zero = token == NULL ? PyLong_FromLong(0) : NULL;
-  PyObject* done = token != NULL || zero != NULL ? leave(NULL, token != NULL ? token : zero)
-                                                 : NULL;
-  Py_XDECREF(zero);
-  if (done == NULL) return NULL;
-  Py_DECREF(done);
-  Py_RETURN_FALSE;
-}
-
-static void range_dealloc(StepRange* self) {
-  Py_XDECREF(self->name);
-  Py_XDECREF(self->token);
-  Py_TYPE(self)->tp_free((PyObject*)self);
-}
-
-static PyMethodDef range_methods[] = {
-    {"__enter__", (PyCFunction)range_enter, METH_NOARGS, "Pushes the step; returns its name."},
-    {"__exit__", (PyCFunction)(void (*)(void))range_exit, METH_FASTCALL,
-     "Closes the step (and every range opened inside it); returns False."},
-    {NULL, NULL, 0, NULL}};
-
-static PyMemberDef range_members[] = {
-    {"name", T_OBJECT, offsetof(StepRange, name), 0, "the step range's name"},
-    {NULL, 0, 0, 0, NULL}};
-
-PyTypeObject pystep_StepRangeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "truffld_hooks.step_range",
-    .tp_basicsize = sizeof(StepRange),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "step_range(request_ids, base='step_execute_model', phase=None, tokens=None, "
-              "ctx=None): a step range for custom engines, ``with step_range(ids) as name:``; "
-              "truffld_hooks' Python step_range with its boundary in C (pystep_boundary.c).",
-    .tp_new = range_new_tuple,
-    .tp_vectorcall = range_new,
-    .tp_dealloc = (destructor)range_dealloc,
-    .tp_methods = range_methods,
-    .tp_members = range_members,
-};
+PyObject* pystep_default_base(void) { return g.default_base; }
 
 int pystep_boundary_init(PyObject* module) {
   static const char* const names[] = {"t", "depth", "address", "backend", "trace", "native",
@@ -427,11 +313,5 @@ int pystep_boundary_init(PyObject* module) {
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
     if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return -1;
   }
-  static const char* const keywords[] = {"request_ids", "base", "phase", "tokens", "ctx"};
-  for (int i = 0; i < 5; ++i) {
-    if ((s_keywords[i] = PyUnicode_InternFromString(keywords[i])) == NULL) return -1;
-  }
-  if (PyType_Ready(&pystep_StepRangeType) < 0) return -1;
-  Py_INCREF(&pystep_StepRangeType);
-  return PyModule_AddObject(module, "StepRange", (PyObject*)&pystep_StepRangeType);
+  return pystep_range_init(module);
 }
