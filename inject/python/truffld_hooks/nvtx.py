@@ -212,8 +212,7 @@ def native_module(shim_path=""):
         return _native[0]
     if os.environ.get("TRUFFLD_HOOKS_NATIVE", "1") == "0":
         return None
-    import importlib.machinery
-    import importlib.util
+    import importlib.machinery   # not importlib.util: this runs at every interpreter start-up
     folders = [os.path.dirname(os.path.abspath(shim_path))] if shim_path else []
     explicit = os.environ.get("TRUFFLD_PYNVTX_LIB", "")
     folders += [os.path.dirname(p) for p in shim_candidates(explicit)
@@ -225,9 +224,10 @@ def native_module(shim_path=""):
             if module is not None or not os.path.exists(path):
                 continue
             try:
-                spec = importlib.util.spec_from_file_location(_NATIVE_NAME, path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
+                loader = importlib.machinery.ExtensionFileLoader(_NATIVE_NAME, path)
+                module = loader.create_module(importlib.machinery.ModuleSpec(
+                    _NATIVE_NAME, loader, origin=path))
+                loader.exec_module(module)
             except (ImportError, OSError):
                 module = None
     _native[:] = [module]
