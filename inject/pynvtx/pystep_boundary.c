@@ -65,8 +65,8 @@ static PyObject* config_of(PyObject* given) {
   return PyObject_CallMethodNoArgs(g.package, s_fallback_config);
 }
 
-/* This thread's windows._tls.t as last looked up (a strong reference kept for the thread's
- * life), valid while its epoch is g_epoch: windows.py replaces _tls.t only in reset_for_tests,
+/* This thread's windows._tls.t as last looked up (a strong reference, never released: one
+ * small object per thread that ever ran a step), valid while its epoch is g_epoch: windows.py replaces _tls.t only in reset_for_tests,
  * which calls forget_threads. */
 static _Thread_local PyObject* t_thread = NULL;
 static _Thread_local void* t_buffer = NULL;   /* its .address (fixed for its life) */

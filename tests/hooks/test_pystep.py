@@ -84,6 +84,40 @@ print(json.dumps({"c": truffld_hooks.step_range is not truffld_hooks._PyStepRang
                   "python": outcome(truffld_hooks._PyStepRange)}))
 """
 
+# Exceptions through a step, ranges left open, nested steps, another thread, exit without enter,
+# reset_for_tests between steps.
+EDGES = """
+import ctypes, json, os, threading
+import truffld_hooks
+from truffld_hooks import nvtx, windows, engines, detail
+tool = ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
+out = []
+for i, st in enumerate([0, 1, 0, 1, 1, 0]):
+    tool.fake_detail_set(st)
+    try:
+        with truffld_hooks.step_range(["x%d" % i]) as n:
+            nvtx.get().push("left-open")
+            with truffld_hooks.step_range(["nested"]):
+                nvtx.get().push("inner-open")
+            if i % 2:
+                raise KeyError(i)
+    except KeyError as e:
+        out.append(["exc", i])
+    out.append([n, nvtx.get().depth(), detail.ACTIVE[0], windows._thread_state().depth])
+def worker():
+    for st in [1, 0]:
+        tool.fake_detail_set(st)
+        with truffld_hooks.step_range(["thr"]):
+            pass
+t = threading.Thread(target=worker); t.start(); t.join()
+s = truffld_hooks.step_range(["never"]); s.__exit__(None, None, None)
+windows.reset_for_tests()
+with truffld_hooks.step_range(["after-reset"]):
+    out.append(["in", windows._thread_state().depth])
+out.append(dict(engines.counters)); out.append(windows.snapshot())
+print(json.dumps(out))
+"""
+
 # Steps on the fused path (no emitter trace) while the stand-in's window opens and closes.
 RUN = """
 import ctypes, json, os
@@ -163,6 +197,15 @@ class PystepTest(unittest.TestCase):
         self.assertEqual(["torch.nn.functional", False], native["seen"][8])
         self.assertIn("push step_execute_model[request_ids:r\\_2_s][phase:decode][tokens:2]"
                       "[ctx:2]", native_log)
+
+    def test_edge_cases_are_the_same_without_it(self):
+        native, native_log = self._run(EDGES, FAKE_DETAIL_WINDOW="0")
+        fallback, fallback_log = self._run(EDGES, FAKE_DETAIL_WINDOW="0",
+                                           TRUFFLD_HOOKS_NATIVE="0")
+        self.assertEqual(fallback, native)
+        self.assertEqual(fallback_log, native_log)
+        self.assertIn("exc", native)
+        self.assertEqual(15, __import__("json").loads(native)[-2]["steps"])
 
     def test_step_range_takes_the_python_class_arguments(self):
         out = __import__("json").loads(self._run(ARGS)[0])
