@@ -19,15 +19,12 @@
  * Thread-safety: ``bind`` is called once before any step call (under the windows lookup); the
  * step calls may run on any thread (the shim keeps its state per thread).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "pystep.h"
+
 #include <string.h>
 
-typedef int (*step_push_fn)(void* domain, const char* name, unsigned long long* generation);
-typedef int (*step_pop_fn)(int depth, unsigned long long* generation);
-
-static step_push_fn g_step_push = NULL;
-static step_pop_fn g_step_pop = NULL;
+step_push_fn g_step_push = NULL;
+step_pop_fn g_step_pop = NULL;
 
 /* bind(push_address, pop_address): the shim's truffld_pynvtx_step_push and _step_pop. */
 static PyObject* pystep_bind(PyObject* self, PyObject* args) {
@@ -52,6 +49,20 @@ static unsigned long long* generation_of(PyObject* address) {
   return buffer;
 }
 
+const char* pystep_name_text(PyObject* name, PyObject** encoded) {
+  *encoded = NULL;
+  if (PyBytes_CheckExact(name)) return PyBytes_AS_STRING(name);
+  if (!PyUnicode_Check(name)) {
+    PyErr_SetString(PyExc_TypeError, "step_push: the name must be str or bytes");
+    return NULL;
+  }
+  const char* text = PyUnicode_AsUTF8(name);   /* cached in the str after the first call */
+  if (text != NULL) return text;
+  PyErr_Clear();                                /* lone surrogates: replaced, as nvtx.py does */
+  *encoded = PyUnicode_AsEncodedString(name, "utf-8", "replace");
+  return *encoded != NULL ? PyBytes_AS_STRING(*encoded) : NULL;
+}
+
 /* step_push(name, generation_address) -> the shim's packed answer (see pynvtx.c). */
 static PyObject* pystep_step_push(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
@@ -65,23 +76,9 @@ static PyObject* pystep_step_push(PyObject* self, PyObject* const* args, Py_ssiz
   }
   unsigned long long* generation = generation_of(args[1]);
   if (generation == NULL) return NULL;
-  PyObject* name = args[0];
   PyObject* encoded = NULL;
-  const char* text;
-  if (PyBytes_CheckExact(name)) {
-    text = PyBytes_AS_STRING(name);
-  } else if (PyUnicode_Check(name)) {
-    text = PyUnicode_AsUTF8(name);   /* cached in the str after the first call */
-    if (text == NULL) {              /* lone surrogates: replace them, as nvtx.py does */
-      PyErr_Clear();
-      encoded = PyUnicode_AsEncodedString(name, "utf-8", "replace");
-      if (encoded == NULL) return NULL;
-      text = PyBytes_AS_STRING(encoded);
-    }
-  } else {
-    PyErr_SetString(PyExc_TypeError, "step_push: the name must be str or bytes");
-    return NULL;
-  }
+  const char* text = pystep_name_text(args[0], &encoded);
+  if (text == NULL) return NULL;
   int packed = g_step_push(NULL, text, generation);
   Py_XDECREF(encoded);
   return PyLong_FromLong(packed);
@@ -187,7 +184,7 @@ static char* write_name(char* out, const char* base, Py_ssize_t base_size, PyObj
 /* step_name(ids, base, phase, tokens, ctx) -> the name naming.step_name builds (not a dummy
  * step), for a list or tuple of str ids, a str base, a str or None phase and exact int or None
  * counts; None for anything else (naming.step_name then builds it). */
-static PyObject* pystep_step_name(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+PyObject* pystep_step_name(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
   if (nargs != 5) {
     PyErr_SetString(PyExc_TypeError, "step_name(ids, base, phase, tokens, ctx)");
@@ -237,6 +234,14 @@ static PyMethodDef pystep_methods[] = {
      "domain."},
     {"step_pop", (PyCFunction)(void (*)(void))pystep_step_pop, METH_FASTCALL,
      "step_pop(depth, generation_address) -> packed: truffld_pynvtx_step_pop."},
+    {"configure", pystep_configure, METH_VARARGS,
+     "configure(state): the hooks' objects the step boundary reads (see pystep_boundary.c)."},
+    {"forget_threads", pystep_forget_threads, METH_NOARGS,
+     "forget_threads(): each thread's step state is looked up again (windows.reset_for_tests)."},
+    {"enter_step", (PyCFunction)(void (*)(void))pystep_enter_step, METH_FASTCALL,
+     "enter_step(config, name) -> token: windows.enter_step in C."},
+    {"exit_step", (PyCFunction)(void (*)(void))pystep_exit_step, METH_FASTCALL,
+     "exit_step(config, token): windows.exit_step in C."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef pystep_module = {
@@ -244,4 +249,8 @@ static struct PyModuleDef pystep_module = {
     "truffld's step boundary calls into libtruffld_pynvtx.so without ctypes.", -1,
     pystep_methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__truffld_pystep(void) { return PyModule_Create(&pystep_module); }
+PyMODINIT_FUNC PyInit__truffld_pystep(void) {
+  PyObject* module = PyModule_Create(&pystep_module);
+  if (module != NULL && pystep_boundary_init(module) < 0) Py_CLEAR(module);
+  return module;
+}

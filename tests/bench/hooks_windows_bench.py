@@ -21,8 +21,10 @@ Settings, each in a fresh process, interleaved round by round (the order rotates
                 passes 3x the median and opens a window) shows apart
   stand-in PLAN the stand-in again with each other plan of --plans (default steps:50:2 and
                 steps:250:2)
-  two-tier (ctypes step calls)  two-tier with TRUFFLD_HOOKS_NATIVE=0: the step boundary calls
-                through ctypes instead of the _truffld_pystep extension module
+  two-tier (ctypes step calls)  two-tier with TRUFFLD_HOOKS_NATIVE=0: the step boundary in
+                Python, its calls through ctypes instead of the _truffld_pystep extension module
+  two-tier (baseline hooks)  two-tier with the hooks of --baseline-hooks (another checkout's
+                inject/python) on PYTHONPATH: an A/B of the hooks' code in the same rounds
   all           ``truffld-env --capture all`` (every layer always on, injector records all)
 
 Reports per setting the median over rounds of the paired ratio (setting / the same round's
@@ -161,7 +163,7 @@ def _clean_env():
     return env
 
 
-def settings(build, shim, tool, out_dir, extra_plans):
+def settings(build, shim, tool, out_dir, extra_plans, baseline_hooks=""):
     found, skipped = {}, []
     found["untraced"] = _clean_env()
     hooks = dict(_clean_env(), PYTHONPATH=hookstest.HOOKS_SRC, BENCH_TRACED="1")
@@ -179,6 +181,8 @@ def settings(build, shim, tool, out_dir, extra_plans):
         if name == "two-tier":
             found["two-tier (no slow trigger)"] = dict(env, TRUFFLD_WINDOW_SLOW="0")
             found["two-tier (ctypes step calls)"] = dict(env, TRUFFLD_HOOKS_NATIVE="0")
+            if baseline_hooks:
+                found["two-tier (baseline hooks)"] = dict(env, PYTHONPATH=baseline_hooks)
         if name == "two-tier" and tool:
             plan = env["TRUFFLD_DEVICE_WINDOWS"]
             for label, each in [("two-tier (stand-in)", plan)] + [
@@ -249,6 +253,9 @@ def main():
                         help="after the timed steps, this many more steps alternating with and "
                         "without step_range in blocks of 4 (the in-process pair; 0: none)")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--baseline-hooks", default="",
+                        help="another checkout's inject/python: adds the setting *two-tier "
+                        "(baseline hooks)*, two-tier with those hooks (an A/B of hooks code)")
     parser.add_argument("--only", help="run only these settings (comma-separated names; "
                         "untraced is always run)")
     args = parser.parse_args()
@@ -256,7 +263,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="truffld-bench-") as out_dir:
         found, skipped = settings(build, os.environ.get("TRUFFLD_PYNVTX_LIB", ""),
                                   os.environ.get("TRUFFLD_TEST_NVTX_TOOL", ""), out_dir,
-                                  [p for p in args.plans.split(",") if p])
+                                  [p for p in args.plans.split(",") if p],
+                                  os.path.abspath(args.baseline_hooks) if args.baseline_hooks
+                                  else "")
         if args.only:
             wanted = {"untraced"} | {n.strip() for n in args.only.split(",")}
             missing = wanted - set(found)

@@ -4,15 +4,18 @@ CPU µs per step, in a tight loop and between the steps of a model (issue #41).
 ``truffld_hooks.step_range(ids, phase=, tokens=, ctx=)`` is what an engine step pays outside
 detail windows. Its parts, each timed alone:
 
-  name           naming.step_name: the step range's name from 4 ids and 3 tags
+  name           naming.step_name_py: the step range's name from 4 ids and 3 tags in Python
   name (C)       the same name from the extension module's step_name
   enter/exit     windows.enter_step + exit_step with a ready name: the fused push + window
-                 query and pop + query, with the Python bookkeeping around them
+                 query and pop + query, with the bookkeeping around them (in C where the
+                 extension module loaded: pystep_boundary.c)
+  enter/exit (Python)  windows.py's own enter_step + exit_step, the extension module's calls
   enter/exit (ctypes)  the same with the shim called through ctypes (the extension unloaded)
   native calls   _truffld_pystep.step_push + step_pop alone (the extension module's two calls)
   ctypes calls   the shim's truffld_pynvtx_step_push + step_pop through ctypes alone
   query          the injector's truffld_detail_window through ctypes alone
   step_range     the whole ``with step_range(...)``: name, counters, enter and exit
+  step_range (Python)  the same with the package's Python step_range class (_PyStepRange)
 
 *Tight loop*: best of 7 repetitions of 5,000 calls (per call). *Beside the model*: the eager
 model of hooks_windows_bench.py (8 small transformer blocks, Debian's torch) runs a step, then
@@ -59,13 +62,23 @@ def enter_exit_ctypes():
     finally:
         emitter.native = native
 
+py_name = getattr(naming, "step_name_py", naming.step_name)
+py_enter = getattr(windows, "py_enter_step", None)
+
+def enter_exit_python():
+    windows.py_exit_step(cfg, py_enter(cfg, name))
+
+def whole_python():
+    with truffld_hooks._PyStepRange(ids, phase="decode", tokens=4, ctx=64):
+        pass
+
 def whole():
     with truffld_hooks.step_range(ids, phase="decode", tokens=4, ctx=64):
         pass
 
 parts = {
     "empty": lambda: None,
-    "name": lambda: naming.step_name(ids, naming.STEP_EXECUTE, False, "decode", 4, 64),
+    "name": lambda: py_name(ids, naming.STEP_EXECUTE, False, "decode", 4, 64),
     "enter/exit": enter_exit,
     "enter/exit (ctypes)": enter_exit_ctypes,
     "ctypes calls": lambda: lib.truffld_pynvtx_step_pop(
@@ -73,6 +86,9 @@ parts = {
     "query": lambda: query(thread.ref),
     "step_range": whole,
 }
+if py_enter is not None and windows.enter_step is not py_enter:
+    parts["enter/exit (Python)"] = enter_exit_python
+    parts["step_range (Python)"] = whole_python
 if native is not None:
     parts["native calls"] = lambda: native.step_pop(
         native.step_push(name, thread.address) >> 3, thread.address)

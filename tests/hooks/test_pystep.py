@@ -33,7 +33,7 @@ cases = [
     (["x"], "step_execute_model", "decode", 2 ** 62, 0),
     (["r-%%04d_x" %% i for i in range(300)], "step_execute_model", "decode", 300, 4096),
 ]
-same = [build(*c) == naming.step_name(c[0], c[1], False, *c[2:]) for c in cases]
+same = [build(*c) == naming.step_name_py(c[0], c[1], False, *c[2:]) for c in cases]
 plain = [build(*c) is None for c in [
     (iter(["a"]), "s", None, None, None), (["a", 1], "s", None, None, None),
     (["a"], "s", 1, None, None), (["a"], "s", None, True, None), (["a"], "s", None, None, 2 ** 70),
@@ -61,12 +61,69 @@ for state, name in ((0, "s0"), (1, "s1"), (1, "s2")):
 print(" ".join(map(str, out + [generation.value, em.depth()])))
 """
 
+# step_range's calls: the C type and the Python class take the same arguments, name the same.
+ARGS = """
+import json
+import truffld_hooks
+calls = [((["a", "b"],), {}), ((["a"], "base"), {"ctx": 3}), ((), {"request_ids": ()}),
+         ((["x"],), {"phase": "decode", "tokens": 2}), ((iter(["a_b"]),), {"tokens": True}),
+         ((["a"], "b", "mixed", 1, 2), {}), ((), {}), ((["a"],), {"bogus": 1}),
+         ((["a"], "b"), {"base": "c"}), ((["a"], "b", None, None, None, 6), {})]
+def outcome(kind):
+    out = []
+    for args, kwargs in calls:
+        if args and args[0].__class__.__name__ == "list_iterator":
+            args = (iter(["a_b"]),) + args[1:]
+        try:
+            out.append(kind(*args, **kwargs).name)
+        except TypeError:
+            out.append("TypeError")
+    return out
+print(json.dumps({"c": truffld_hooks.step_range is not truffld_hooks._PyStepRange,
+                  "native": outcome(truffld_hooks.step_range),
+                  "python": outcome(truffld_hooks._PyStepRange)}))
+"""
+
+# Exceptions through a step, ranges left open, nested steps, another thread, exit without enter,
+# reset_for_tests between steps.
+EDGES = """
+import ctypes, json, os, threading
+import truffld_hooks
+from truffld_hooks import nvtx, windows, engines, detail
+tool = ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
+out = []
+for i, st in enumerate([0, 1, 0, 1, 1, 0]):
+    tool.fake_detail_set(st)
+    try:
+        with truffld_hooks.step_range(["x%d" % i]) as n:
+            nvtx.get().push("left-open")
+            with truffld_hooks.step_range(["nested"]):
+                nvtx.get().push("inner-open")
+            if i % 2:
+                raise KeyError(i)
+    except KeyError as e:
+        out.append(["exc", i])
+    out.append([n, nvtx.get().depth(), detail.ACTIVE[0], windows._thread_state().depth])
+def worker():
+    for st in [1, 0]:
+        tool.fake_detail_set(st)
+        with truffld_hooks.step_range(["thr"]):
+            pass
+t = threading.Thread(target=worker); t.start(); t.join()
+s = truffld_hooks.step_range(["never"]); s.__exit__(None, None, None)
+windows.reset_for_tests()
+with truffld_hooks.step_range(["after-reset"]):
+    out.append(["in", windows._thread_state().depth])
+out.append(dict(engines.counters)); out.append(windows.snapshot())
+print(json.dumps(out))
+"""
+
 # Steps on the fused path (no emitter trace) while the stand-in's window opens and closes.
 RUN = """
 import ctypes, json, os
 import torch.nn.functional as F
 import truffld_hooks
-from truffld_hooks import detail, nvtx, windows
+from truffld_hooks import detail, engines, nvtx, windows
 tool = ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
 seen = []
 for i, state in enumerate([0, 0, 1, 1, 0, 0, 1, 0]):
@@ -74,7 +131,18 @@ for i, state in enumerate([0, 0, 1, 1, 0, 0, 1, 0]):
     with truffld_hooks.step_range(["r_%d" % i, "s"], phase="decode", tokens=2, ctx=i) as name:
         seen.append([name, detail.ACTIVE[0], hasattr(F.relu, "__truffld_wrapped__")])
 seen.append([F.relu.__module__, detail.ACTIVE[0]])
+cfg = truffld_hooks._fallback_config()
+for i, state in enumerate([1, 1, 0, 0]):   # the engine hooks' run_step, nested steps, odd ids
+    tool.fake_detail_set(state)
+    seen.append(engines.run_step("step_execute_model[e%d]" % i, cfg, lambda: [
+        detail.ACTIVE[0], hasattr(F.relu, "__truffld_wrapped__"),
+        engines.run_step("inner", cfg, lambda: windows._thread_state().depth)]))
+    with truffld_hooks.step_range(iter(["g_%d" % i]), tokens=True) as name:
+        seen.append([name, detail.ACTIVE[0], windows._thread_state().depth])
+native = truffld_hooks._native
 print(json.dumps({"seen": seen, "native": nvtx.get().native is not None,
+                  "c_path": native is not None and truffld_hooks.step_range is native.StepRange
+                  and windows.enter_step is native.enter_step, "steps": engines.counters,
                   "fused": windows._fused[0] is not None, "windows": windows.snapshot()}))
 """
 
@@ -85,8 +153,9 @@ class PystepTest(unittest.TestCase):
     def _run(self, code, **env):
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "nvtx.log")
-            env = hookstest.hooks_env(TRUFFLD_PYNVTX_LIB=SHIM, NVTX_INJECTION64_PATH=TOOL,
-                                      FAKE_NVTX_LOG=log, **env)
+            env = hookstest.hooks_env(**dict(dict(TRUFFLD_PYNVTX_LIB=SHIM,
+                                                  NVTX_INJECTION64_PATH=TOOL, FAKE_NVTX_LOG=log),
+                                             **env))
             proc = subprocess.run([hookstest.PYTHON, "-c", code], env=env, capture_output=True,
                                   text=True, timeout=120)
             self.assertEqual(0, proc.returncode, proc.stderr)
@@ -114,8 +183,10 @@ class PystepTest(unittest.TestCase):
         native, native_log = self._run(RUN, FAKE_DETAIL_WINDOW="0")
         fallback, fallback_log = self._run(RUN, FAKE_DETAIL_WINDOW="0", TRUFFLD_HOOKS_NATIVE="0")
         native, fallback = __import__("json").loads(native), __import__("json").loads(fallback)
-        self.assertTrue(native["native"] and native["fused"])
-        self.assertFalse(fallback["native"])
+        self.assertTrue(native["native"] and native["fused"] and native["c_path"])
+        self.assertFalse(fallback["native"] or fallback["c_path"])
+        self.assertEqual(fallback["steps"], native["steps"])
+        self.assertEqual(20, native["steps"]["steps"])
         self.assertTrue(fallback["fused"])
         self.assertEqual(fallback["seen"], native["seen"])
         self.assertEqual(fallback["windows"], native["windows"])
@@ -127,6 +198,21 @@ class PystepTest(unittest.TestCase):
         self.assertIn("push step_execute_model[request_ids:r\\_2_s][phase:decode][tokens:2]"
                       "[ctx:2]", native_log)
 
+    def test_edge_cases_are_the_same_without_it(self):
+        native, native_log = self._run(EDGES, FAKE_DETAIL_WINDOW="0")
+        fallback, fallback_log = self._run(EDGES, FAKE_DETAIL_WINDOW="0",
+                                           TRUFFLD_HOOKS_NATIVE="0")
+        self.assertEqual(fallback, native)
+        self.assertEqual(fallback_log, native_log)
+        self.assertIn("exc", native)
+        self.assertEqual(15, __import__("json").loads(native)[-2]["steps"])
+
+    def test_step_range_takes_the_python_class_arguments(self):
+        out = __import__("json").loads(self._run(ARGS)[0])
+        self.assertTrue(out["c"])
+        self.assertEqual(out["python"], out["native"])
+        self.assertEqual(["TypeError"] * 3, out["native"][-3:])
+
     def test_a_module_that_cannot_load_falls_back_to_ctypes(self):
         with tempfile.TemporaryDirectory() as tmp:
             shim = os.path.join(tmp, os.path.basename(SHIM))
@@ -134,9 +220,11 @@ class PystepTest(unittest.TestCase):
             bogus = "_truffld_pystep" + importlib.machinery.EXTENSION_SUFFIXES[0]
             with open(os.path.join(tmp, bogus), "w") as handle:
                 handle.write("not a shared object")
-            out, _ = self._run("from truffld_hooks import nvtx\n"
-                               "em = nvtx.create(%r)\nprint(em.kind, em.native)" % shim)
-        self.assertEqual("shim None", out)
+            out, _ = self._run("import truffld_hooks\nfrom truffld_hooks import nvtx\n"
+                               "em = nvtx.create(%r)\nprint(em.kind, em.native, "
+                               "truffld_hooks.step_range.__module__)" % shim,
+                               TRUFFLD_PYNVTX_LIB=shim)
+        self.assertEqual("shim None truffld_hooks", out)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ truffld does not know, ``stats()``.
 """
 
 import _thread
+import sys
 
 from . import backend, comm, config as config_mod, detail, engines, frontend, importhook, naming
 from . import nvtx, patching, windows
@@ -86,8 +87,9 @@ def installed():
     return _config is not None
 
 
-class step_range(object):
-    """A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
+class _PyStepRange(object):
+    """``step_range`` where the _truffld_pystep extension module does not load (its StepRange
+    type, the same in C, otherwise). A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
 
     Ids are escaped as the merge expects; no suffix stripping; ``phase`` ("prefill", "decode" or
     "mixed") adds the ``[phase:X]`` tag, ``tokens`` (tokens scheduled in the step) and ``ctx``
@@ -100,10 +102,7 @@ class step_range(object):
     __slots__ = ("name", "_token")
 
     def __init__(self, request_ids, base=naming.STEP_EXECUTE, phase=None, tokens=None, ctx=None):
-        build = _native_step_name[0]   # the extension module's copy of naming.step_name
-        name = build(request_ids, base, phase, tokens, ctx) if build is not None else None
-        self.name = name if name is not None else naming.step_name(request_ids, base, False,
-                                                                   phase, tokens, ctx)
+        self.name = naming.step_name(request_ids, base, False, phase, tokens, ctx)
         self._token = 0
 
     def __enter__(self):
@@ -117,7 +116,10 @@ class step_range(object):
 
 
 _fallback = []
-_native_step_name = nvtx.native_step_name
+_native = nvtx.native_module()
+# the boundary in C where the extension module loads (windows.use_native), else in Python
+step_range = windows.use_native(_native, sys.modules[__name__], engines, naming) \
+    if _native is not None else _PyStepRange
 
 
 def _fallback_config():

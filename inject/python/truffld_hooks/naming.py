@@ -59,7 +59,21 @@ def _count(value):
     return value
 
 
+# _truffld_pystep's step_name (its C copy of step_name_py's plain cases) once loaded (nvtx.py)
+NATIVE_STEP_NAME = [None]
+
+
 def step_name(request_ids, base=STEP_EXECUTE, dummy=False, phase=None, tokens=None, ctx=None):
+    """The step range's name (``step_name_py``), built in C where the extension module loaded."""
+    build = NATIVE_STEP_NAME[0]
+    if build is not None and not dummy:
+        name = build(request_ids, base, phase, tokens, ctx)
+        if name is not None:
+            return name
+    return step_name_py(request_ids, base, dummy, phase, tokens, ctx)
+
+
+def step_name_py(request_ids, base=STEP_EXECUTE, dummy=False, phase=None, tokens=None, ctx=None):
     """Builds a step range name from an iterable of ids (already normalised, order kept);
     ``phase`` (one of PHASES), ``tokens`` and ``ctx`` (whole numbers >= 0) add their tags after
     the ids; other values are ignored. Runs once per engine step: ids of plain strings without

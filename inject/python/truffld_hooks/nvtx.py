@@ -18,6 +18,8 @@ import _thread
 import os
 import sys
 
+from . import naming
+
 _SHIM_NAME = "libtruffld_pynvtx.so"
 _ABI = 2
 
@@ -180,38 +182,57 @@ def _load_shim(path):
 
 
 _NATIVE_NAME = "_truffld_pystep"
-# the extension's step_name (naming.step_name's plain cases in C) once it loaded, else None
-native_step_name = [None]
 
 
 def _load_native(lib, shim_path):
-    """The _truffld_pystep extension module (inject/pynvtx/pystep.c) bound to ``lib``'s step
-    calls, from the shim's folder or the shim's candidate folders; None when it is absent, cannot
-    load (another interpreter's build) or TRUFFLD_HOOKS_NATIVE=0: the step calls then go
-    through ctypes."""
-    if os.environ.get("TRUFFLD_HOOKS_NATIVE", "1") == "0":
+    """The _truffld_pystep extension module (inject/pynvtx/pystep.c, ``native_module``) bound to
+    ``lib``'s step calls; None when it is absent, cannot load (another interpreter's build) or
+    TRUFFLD_HOOKS_NATIVE=0: the step calls then go through ctypes."""
+    module = native_module(shim_path)
+    if module is None:
         return None
     import ctypes
-    import importlib.machinery
-    import importlib.util
-    folders = [os.path.dirname(os.path.abspath(shim_path))]
-    folders += [os.path.dirname(p) for p in shim_candidates() if os.path.dirname(p) not in folders]
+    try:
+        module.bind(ctypes.cast(lib.truffld_pynvtx_step_push, ctypes.c_void_p).value,
+                    ctypes.cast(lib.truffld_pynvtx_step_pop, ctypes.c_void_p).value)
+    except (AttributeError, ValueError):
+        return None
+    return module
+
+
+_native = []   # [module or None] once searched
+
+
+def native_module(shim_path=""):
+    """The _truffld_pystep extension module, loaded once per process from the folder of
+    ``shim_path`` or of the shim's candidates (``shim_candidates``: $TRUFFLD_PYNVTX_LIB, the
+    package's folders); None when absent, unloadable, or TRUFFLD_HOOKS_NATIVE=0. Unbound: its
+    step calls need ``bind`` (``_load_native``)."""
+    if _native and (_native[0] is not None or not shim_path):
+        return _native[0]
+    if os.environ.get("TRUFFLD_HOOKS_NATIVE", "1") == "0":
+        return None
+    import importlib.machinery   # not importlib.util: this runs at every interpreter start-up
+    folders = [os.path.dirname(os.path.abspath(shim_path))] if shim_path else []
+    explicit = os.environ.get("TRUFFLD_PYNVTX_LIB", "")
+    folders += [os.path.dirname(p) for p in shim_candidates(explicit)
+                if os.path.dirname(p) not in folders]
+    module = None
     for folder in folders:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(folder, _NATIVE_NAME + suffix)
-            if not os.path.exists(path):
+            if module is not None or not os.path.exists(path):
                 continue
             try:
-                spec = importlib.util.spec_from_file_location(_NATIVE_NAME, path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                module.bind(ctypes.cast(lib.truffld_pynvtx_step_push, ctypes.c_void_p).value,
-                            ctypes.cast(lib.truffld_pynvtx_step_pop, ctypes.c_void_p).value)
-                native_step_name[0] = module.step_name
-                return module
-            except (ImportError, OSError, AttributeError, ValueError):
-                continue
-    return None
+                loader = importlib.machinery.ExtensionFileLoader(_NATIVE_NAME, path)
+                module = loader.create_module(importlib.machinery.ModuleSpec(
+                    _NATIVE_NAME, loader, origin=path))
+                loader.exec_module(module)
+            except (ImportError, OSError):
+                module = None
+    _native[:] = [module]
+    naming.NATIVE_STEP_NAME[0] = getattr(module, "step_name", None)
+    return module
 
 
 def shim_candidates(explicit=""):

@@ -20,6 +20,10 @@ the NVTX shim (libtruffld_pynvtx.so), so that a step's push and the query are on
 (``enter_step``), its pop and the query another (``exit_step``), and a boundary where nothing
 changed reads nothing back: in a real step the boundary's cost is set by how much code it runs,
 far more than by its time in a tight loop (tests/bench/hooks_windows_bench.py, ``--paired``).
+Where the _truffld_pystep extension module loads, ``use_native`` replaces ``enter_step`` and
+``exit_step`` by its C copies (inject/pynvtx/pystep_boundary.c), which keep to this module's
+state and call ``_began``/``_ended`` and the Python functions (``py_enter_step``/``py_exit_step``)
+where these would.
 
 The generation tells windows the hooks never saw open apart from a window that is still the same:
 ``counters["missed"]`` counts windows that opened and closed between two boundaries (a step of
@@ -222,6 +226,24 @@ def exit_step(config, token):
     step_ended(config, outermost == 1)
 
 
+py_enter_step, py_exit_step = enter_step, exit_step
+_native = [None]   # the extension module once use_native handed it the boundary
+
+
+def use_native(module, package, engines, naming):
+    """Hands the step boundary to the _truffld_pystep extension module (pystep_boundary.c):
+    ``enter_step``/``exit_step`` become its C copies of the two functions above, which read and
+    write this module's state (and engines.counters) and call ``_began``/``_ended`` and the
+    Python functions exactly where these would; returns its StepRange type for step_range."""
+    global enter_step, exit_step
+    _native[0] = module
+    module.configure((module, package, nvtx, _tls, _thread_state, _fused, counters, detail.ACTIVE,
+                      engines.counters, _began, _ended, py_enter_step, py_exit_step,
+                      naming.step_name, naming.STEP_EXECUTE))
+    enter_step, exit_step = module.enter_step, module.exit_step
+    return module.StepRange
+
+
 def _switch(config, on):
     if detail.set_active(on):
         config_mod.debug_log(config, "detail %s (window generation %d)"
@@ -240,3 +262,5 @@ def reset_for_tests():
     _fn, _resolved, _fused[0] = None, False, None
     mode[0] = "unresolved"
     _tls.t = _Thread()
+    if _native[0] is not None:
+        _native[0].forget_threads()
