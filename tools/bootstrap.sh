@@ -17,6 +17,8 @@ PACKAGES=(
   # libraries
   nlohmann-json3-dev libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libsimdjson-dev libzstd-dev libsqlite3-dev zlib1g-dev libisal-dev libre2-dev
+  # truffld-diagnose's malloc (TRUFFLD_DIAGNOSE_ALLOCATOR=auto takes it when present)
+  libjemalloc-dev
   # tests: schema validation, scikit-learn reference values and baselines, CPU torch for hooks,
   # pandas.read_sql on truffld-export's database
   python3 python3-jsonschema python3-numpy python3-sklearn python3-torch python3-pandas
