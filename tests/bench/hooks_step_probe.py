@@ -13,10 +13,16 @@ median paired ratio to untraced with its range. Run from the build folder:
 
 Needs inject/pynvtx/libtruffld_pynvtx.so and tests/hooks/libtruffld_test_nvtx_tool.so there.
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks_windows_bench.py")
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def model_source():
     """The model definition of hooks_windows_bench.py's child (one copy of the model)."""

@@ -89,7 +89,8 @@ def installed():
 
 class _PyStepRange(object):
     """``step_range`` where the _truffld_pystep extension module does not load (its StepRange
-    type, the same in C, otherwise). A step range for custom engines: ``with step_range(["a", "b"]) as name: model(...)``.
+    type, the same in C, otherwise). A step range for custom engines:
+    ``with step_range(["a", "b"]) as name: model(...)``.
 
     Ids are escaped as the merge expects; no suffix stripping; ``phase`` ("prefill", "decode" or
     "mixed") adds the ``[phase:X]`` tag, ``tokens`` (tokens scheduled in the step) and ``ctx``
