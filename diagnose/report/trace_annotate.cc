@@ -68,6 +68,16 @@ Lookup Index(const TraceOverlay& o, int64_t origin) {
   return l;
 }
 
+// False when the line cannot be a target or a step: its first `,"ts":` (in a slice
+// ParseSliceHead accepts, the slice's own: a name or category cannot hold `,"` unescaped) has
+// a time the filter rules out, or none. Most lines of a trace end here, without the full parse.
+bool MaybeOverlaid(std::string_view line, const Lookup& l) {
+  constexpr std::string_view kTs = ",\"ts\":";
+  size_t p = line.find(kTs);
+  int64_t ts = 0;
+  return p != std::string_view::npos && MicrosField(line, &p, kTs, &ts) && l.Maybe(ts);
+}
+
 bool RankMatches(const std::optional<int64_t>& rank, int64_t pid) { return !rank || *rank == pid; }
 
 // The line with `insert` placed before its last `}` (the event's), or before the one before
@@ -83,6 +93,7 @@ std::string Insert(std::string_view line, std::string_view insert, bool inside_a
 // One merge event line (without its trailing ','), annotated where it matches; nullopt when it
 // is copied as it is (most lines: no copy made).
 std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
+  if (!MaybeOverlaid(line, *l)) return std::nullopt;
   size_t rest = 0;
   const auto s = ParseSliceHead(line, &rest);
   if (!s || !l->Maybe(s->ts_ns)) return std::nullopt;

@@ -17,9 +17,10 @@ namespace truffld::diagnose {
 namespace {
 
 // Rank 0: step 0 (vertical) with two aten::mm instances and one aten::add; step 1 normal.
-InstanceTable Table() {
+// `mm_name` replaces aten::mm's family name.
+InstanceTable Table(const std::string& mm_name = "aten::mm") {
   InstanceTable t;
-  const uint32_t mm = t.strings.Intern("aten::mm"), add = t.strings.Intern("aten::add"),
+  const uint32_t mm = t.strings.Intern(mm_name), add = t.strings.Intern("aten::add"),
                  layer = t.strings.Intern("backend_op");
   for (int s = 0; s < 2; ++s) {
     StepInfo st;
@@ -173,13 +174,14 @@ TEST(TraceAnnotate, HeadGivesTheOriginAndRefusesOtherFiles) {
 }
 
 // A merge trace of step 0 of Table() (origin 0): the step, the two mm slices and the add.
-std::string MergeTrace(bool closed) {
+// `mm_json`: aten::mm's name as the trace writes it (JSON-escaped).
+std::string MergeTrace(bool closed, const std::string& mm_json = "aten::mm") {
   std::ostringstream s;
   s << R"({"displayTimeUnit":"ns","otherData":{"generator":"truffld-merge","clock":"realtime","time_origin_ns":"0"},"traceEvents":[)" "\n"
     << R"({"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"rank 0"}},)" "\n"
     << R"({"ph":"X","name":"step","cat":"step","pid":0,"tid":5,"ts":1000.000,"dur":90.000,"args":{"step_index":0,"rank":0,"request_count":1,"requests":["*"],"phase":"unknown"}},)" "\n"
-    << R"({"ph":"X","name":"aten::mm","cat":"backend_op","pid":0,"tid":5,"ts":1001.000,"dur":50.000},)" "\n"
-    << R"({"ph":"X","name":"aten::mm","cat":"backend_op","pid":0,"tid":5,"ts":1030.000,"dur":10.000,"args":{"op_id":2}},)" "\n"
+    << R"({"ph":"X","name":")" << mm_json << R"(","cat":"backend_op","pid":0,"tid":5,"ts":1001.000,"dur":50.000},)" "\n"
+    << R"({"ph":"X","name":")" << mm_json << R"(","cat":"backend_op","pid":0,"tid":5,"ts":1030.000,"dur":10.000,"args":{"op_id":2}},)" "\n"
     << R"({"ph":"X","name":"aten::add","cat":"backend_op","pid":1,"tid":5,"ts":1045.000,"dur":15.000})" "\n";
   if (closed) s << "]}\n";
   return s.str();
@@ -219,6 +221,28 @@ TEST(TraceAnnotate, LinksMarkersToTheirSlicesAndKeepsEverythingElse) {
   const Status cut = AnnotateTrace(in, o, out, &st);
   EXPECT_FALSE(cut.ok());
   EXPECT_NE(cut.message().find("trace.json"), std::string::npos) << cut.message();
+  fs::remove_all(dir);
+}
+
+// The annotation looks for a slice's time at its first `,"ts":` before parsing the whole line;
+// a name holding that text escaped (`,\"ts\":`) neither hides the slice's own time nor stands
+// for it.
+TEST(TraceAnnotate, NamesHoldingTimeTextDoNotMisleadTheSearch) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("trace_annotate_ts_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string in = (dir / "trace.json").string(), out = (dir / "out.json").string();
+  const std::string family = R"(mm","ts":7.000,"x)", escaped = R"(mm\",\"ts\":7.000,\"x)";
+  std::ofstream(in) << MergeTrace(true, escaped);
+  const TraceOverlay o = BuildTraceOverlay({Unit(0, Verdict::kAbnormal, {family})}, Table(family));
+  AnnotateStats st;
+  ASSERT_TRUE(AnnotateTrace(in, o, out, &st).ok());
+  EXPECT_EQ(st.flows, 2u);  // both slices of the odd family, found at their own times
+  EXPECT_EQ(st.steps_annotated, 1u);
+  std::ifstream f(out);
+  const nlohmann::json t = nlohmann::json::parse(f);
+  EXPECT_EQ(t["traceEvents"][2]["name"], family);
+  EXPECT_TRUE(t["traceEvents"][2]["flow_out"].get<bool>());
   fs::remove_all(dir);
 }
 
