@@ -1,7 +1,7 @@
-// The members of a tree node that every node's walk reads (layer, family, name, domain, start,
-// end, children), found in one pass over the node's members: an object lookup is a scan of its
-// members, and a node was looked up seven times or more. The first of duplicate members counts,
-// as with a lookup.
+// The members of a tree node that the walk reads (layer, family, name, domain, start, end,
+// children, thread_id, and a device op's bytes, copy_kind, grid and block), found in one pass
+// over the node's members: an object lookup is a scan of its members, and a node was looked up
+// seven times or more. The first of duplicate members counts, as with a lookup.
 // Thread-safety: pure functions over views into the caller's parsed document.
 #pragma once
 
@@ -13,9 +13,10 @@
 namespace truffld::diagnose::detail {
 
 struct NodeFields {
-  std::string_view layer, family, name, domain;  // "" when absent or not a string
-  simdjson::dom::element start, end, children;
-  bool has_start = false, has_end = false, has_children = false;
+  std::string_view layer, family, name, domain, copy_kind;  // "" when absent or not a string
+  simdjson::dom::element start, end, children, thread_id, bytes, grid, block;
+  bool has_start = false, has_end = false, has_children = false, has_thread_id = false, has_bytes = false,
+       has_grid = false, has_block = false;
 };
 
 inline void TakeString(simdjson::dom::element v, bool* seen, std::string_view* out) {
@@ -32,7 +33,7 @@ inline void TakeElement(simdjson::dom::element v, bool* seen, simdjson::dom::ele
 
 inline NodeFields ScanNode(simdjson::dom::object o) {
   NodeFields f;
-  bool seen_layer = false, seen_family = false, seen_name = false, seen_domain = false;
+  bool seen_layer = false, seen_family = false, seen_name = false, seen_domain = false, seen_copy_kind = false;
   for (simdjson::dom::key_value_pair kv : o) {
     const std::string_view k = kv.key;
     if (k == "layer") TakeString(kv.value, &seen_layer, &f.layer);
@@ -42,6 +43,11 @@ inline NodeFields ScanNode(simdjson::dom::object o) {
     else if (k == "start") TakeElement(kv.value, &f.has_start, &f.start);
     else if (k == "end") TakeElement(kv.value, &f.has_end, &f.end);
     else if (k == "children") TakeElement(kv.value, &f.has_children, &f.children);
+    else if (k == "thread_id") TakeElement(kv.value, &f.has_thread_id, &f.thread_id);
+    else if (k == "bytes") TakeElement(kv.value, &f.has_bytes, &f.bytes);
+    else if (k == "copy_kind") TakeString(kv.value, &seen_copy_kind, &f.copy_kind);
+    else if (k == "grid") TakeElement(kv.value, &f.has_grid, &f.grid);
+    else if (k == "block") TakeElement(kv.value, &f.has_block, &f.block);
   }
   return f;
 }

@@ -91,6 +91,7 @@ struct TreeReader::Impl {
     simdjson::dom::object node;
     std::string_view layer, family;
     int64_t start = 0, end = 0, call_start_in = INT64_MIN;
+    int64_t thread = -1;  // its thread_id, -1 when absent
     uint32_t fam_id = kNoString, parent_family = kNoString, child_parent = kNoString;
     bool is_op = false, graph_launch = false, has_children = false;
     bool child_op = false;  // the child being walked is an operator range
@@ -105,11 +106,11 @@ struct TreeReader::Impl {
   // Walk's parts: an API call, a device op, the wait of an outermost call, and the instance of an
   // operator node (skipped when the same (family, start, end, thread) was seen in the step).
   void AddCall(std::string_view layer, uint32_t fam_id, int64_t start, int64_t end, detail::SubtreeStats* agg);
-  void AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family, uint32_t fam_id,
-                 int64_t start, int64_t end, int64_t call_start, detail::SubtreeStats* agg);
+  void AddDevice(const detail::NodeFields& nf, std::string_view layer, uint32_t fam_id, int64_t start, int64_t end,
+                 int64_t call_start, detail::SubtreeStats* agg);
   void AddCallWait(std::string_view family, int64_t start, int64_t end, bool outermost, detail::SubtreeStats* agg);
-  void EmitInstance(simdjson::dom::object node, std::string_view layer, uint32_t fam_id, uint32_t parent_family,
-                    int64_t start, int64_t end,
+  void EmitInstance(simdjson::dom::object node, int64_t thread, std::string_view layer, uint32_t fam_id,
+                    uint32_t parent_family, int64_t start, int64_t end,
                     std::vector<std::pair<int64_t, int64_t>>& child_ops, const detail::SubtreeStats& agg);
 };
 

@@ -83,11 +83,6 @@ double GridBlocksOf(const simdjson::dom::element* grid, const simdjson::dom::ele
   return blocks;
 }
 
-double GridBlocks(simdjson::dom::object o, uint64_t* shape) {
-  simdjson::dom::element g, b;
-  return GridBlocksOf(o["grid"].get(g) ? nullptr : &g, o["block"].get(b) ? nullptr : &b, shape);
-}
-
 // One collective's payload is clamped to 2^48 bytes (256 TiB, far past any real one), so its
 // work-signature cast from double stays defined.
 constexpr int64_t kMaxCommBytes = int64_t{1} << 48;
@@ -131,7 +126,7 @@ void TreeReader::Impl::EmitGraphInstances(simdjson::dom::array children, int64_t
     n.is_kernel = layer == "kernel";
     std::string_view kf = f.family;
     n.kernel_family = strings.Intern(kf.empty() ? f.name : kf);
-    n.shape = MixHash(HashText(kf.empty() ? f.name : kf), static_cast<uint64_t>(n.bytes));
+    n.shape = MixHash(TextHash(n.kernel_family, strings), static_cast<uint64_t>(n.bytes));
     n.blocks = n.is_kernel ? GridBlocksOf(f.has_grid ? &f.grid : nullptr, f.has_block ? &f.block : nullptr, &n.shape) : 0;
     n.cap_name = GetStr(cap, "name");
     n.cap_layer = GetStr(cap, "layer");
@@ -170,7 +165,7 @@ void TreeReader::Impl::EmitGraphGroup(const GraphNode* g, size_t n, int64_t laun
   p.end = p.detail.device_end = gi.end;
   p.f = gi.f;
   p.thread = thread;
-  p.detail.signature = MixHash(MixHash(HashText(g[0].cap_layer), HashText(g[0].cap_family)), gi.shape);
+  p.detail.signature = MixHash(MixHash(TextHash(p.layer, strings), TextHash(family, strings)), gi.shape);
   double device = 0;
   for (size_t i = 0; i < n; ++i) device += static_cast<double>(std::max<int64_t>(0, g[i].end - g[i].start));
   p.detail.device_ns = static_cast<float>(device);
@@ -198,14 +193,15 @@ void TreeReader::Impl::AddCall(std::string_view layer, uint32_t fam_id, int64_t 
 }
 
 // A kernel, copy or memset: its time, work size, shape signature, and the step's workload facts.
-void TreeReader::Impl::AddDevice(simdjson::dom::object node, std::string_view layer, std::string_view family,
-                                 uint32_t fam_id, int64_t start, int64_t end, int64_t call_start, SubtreeStats* agg) {
+void TreeReader::Impl::AddDevice(const detail::NodeFields& nf, std::string_view layer, uint32_t fam_id,
+                                 int64_t start, int64_t end, int64_t call_start, SubtreeStats* agg) {
   agg->device.emplace_back(start, end);
   if (outside_time) detail::AddBusy(bucket, start, end);
-  const int64_t bytes = std::max<int64_t>(0, GetInt(node, "bytes", 0));
-  uint64_t shape = MixHash(HashText(family), static_cast<uint64_t>(bytes));
-  shape = MixHash(shape, HashText(GetStr(node, "copy_kind")));
-  const double blocks = layer == "kernel" ? GridBlocks(node, &shape) : 0;
+  const int64_t bytes = std::max<int64_t>(0, nf.has_bytes ? detail::IntOf(nf.bytes, 0) : 0);
+  uint64_t shape = MixHash(TextHash(fam_id, strings), static_cast<uint64_t>(bytes));  // the family's text hash
+  shape = MixHash(shape, HashText(nf.copy_kind));
+  const double blocks =
+      layer == "kernel" ? GridBlocksOf(nf.has_grid ? &nf.grid : nullptr, nf.has_block ? &nf.block : nullptr, &shape) : 0;
   const double time = static_cast<double>(std::max<int64_t>(0, end - start));
   agg->own.device_time += time;
   agg->own.blocks += blocks;
@@ -215,9 +211,9 @@ void TreeReader::Impl::AddDevice(simdjson::dom::object node, std::string_view la
   agg->own.has_device = true;
   bucket->info.work_blocks += blocks;
   if (layer == "memcpy") {
-    std::string_view kind = GetStr(node, "copy_kind");
+    const std::string_view kind = nf.copy_kind;
     if (kind.find("HtoD") != std::string_view::npos || kind.find("HostToDevice") != std::string_view::npos ||
-        (kind.empty() && GetStr(node, "name").find("HtoD") != std::string_view::npos)) {
+        (kind.empty() && nf.name.find("HtoD") != std::string_view::npos)) {
       bucket->info.h2d_bytes += static_cast<double>(bytes);
     }
   }
@@ -259,6 +255,7 @@ TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, 
   f.family = nf.family.empty() ? nf.name : nf.family;
   f.start = detail::TimeOf(nf.has_start ? &nf.start : nullptr, 0);
   f.end = detail::TimeOf(nf.has_end ? &nf.end : nullptr, f.start);
+  f.thread = nf.has_thread_id ? detail::IntOf(nf.thread_id, -1) : -1;
   f.is_op = IsOperatorLayer(f.layer);
   f.fam_id = (f.is_op || IsCallLayer(f.layer) || IsDeviceLayer(f.layer)) ? strings.Intern(f.family) : kNoString;
   f.child_parent = f.is_op ? f.fam_id : parent_family;
@@ -277,7 +274,7 @@ TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, 
     AddCall(f.layer, f.fam_id, f.start, f.end, &f.agg);
     f.agg.own.loads_code = IsCodeLoadCall(f.family);
   } else if (IsDeviceLayer(f.layer)) {
-    AddDevice(node, f.layer, f.family, f.fam_id, f.start, f.end, call_start, &f.agg);
+    AddDevice(nf, f.layer, f.fam_id, f.start, f.end, call_start, &f.agg);
   }
   f.has_children = nf.has_children && nf.children.get_array().get(f.children) == simdjson::SUCCESS;
   if (f.has_children) {
@@ -291,7 +288,7 @@ TreeReader::Impl::WalkFrame TreeReader::Impl::Enter(simdjson::dom::object node, 
 // outermost call, a call directly under the step, its own operator instance.
 SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
   if (f.graph_launch && f.has_children)
-    EmitGraphInstances(f.children, f.start, f.fam_id, GetInt(f.node, "thread_id", -1));
+    EmitGraphInstances(f.children, f.start, f.fam_id, f.thread);
   if (IsCallLayer(f.layer)) {
     AddCallWait(f.family, f.start, f.end, f.call_start_in == INT64_MIN, &f.agg);
     // A call with no operator range above it: judged as the step's own calls (outside_time.h).
@@ -303,10 +300,10 @@ SubtreeStats TreeReader::Impl::Leave(WalkFrame& f) {
         AddCall(f.layer, f.fam_id, f.start, f.end, &host_only);
         host_only.own.sig = HashText(f.family);
       }
-      detail::AddDirectCall(bucket, f.start, f.end, GetInt(f.node, "thread_id", -1), f.graph_launch ? host_only : f.agg);
+      detail::AddDirectCall(bucket, f.start, f.end, f.thread, f.graph_launch ? host_only : f.agg);
     }
   }
-  if (f.is_op) EmitInstance(f.node, f.layer, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
+  if (f.is_op) EmitInstance(f.node, f.thread, f.layer, f.fam_id, f.parent_family, f.start, f.end, f.child_ops, f.agg);
   return std::move(f.agg);
 }
 
@@ -343,10 +340,9 @@ SubtreeStats TreeReader::Impl::Walk(simdjson::dom::object root, uint32_t parent_
 }
 
 // One operator instance from its node and its subtree's aggregate (unless a duplicate).
-void TreeReader::Impl::EmitInstance(simdjson::dom::object node, std::string_view layer, uint32_t fam_id,
-                                    uint32_t parent_family, int64_t start, int64_t end,
+void TreeReader::Impl::EmitInstance(simdjson::dom::object node, int64_t thread, std::string_view layer,
+                                    uint32_t fam_id, uint32_t parent_family, int64_t start, int64_t end,
                                     std::vector<std::pair<int64_t, int64_t>>& child_ops, const SubtreeStats& agg) {
-  int64_t thread = GetInt(node, "thread_id", -1);
   DedupKey key{fam_id, start, end, thread};
   if (!bucket->seen.insert(key).second) {
     ++stats->duplicate_instances;
