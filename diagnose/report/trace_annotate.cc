@@ -93,10 +93,10 @@ std::string Insert(std::string_view line, std::string_view insert, bool inside_a
 // One merge event line (without its trailing ','), annotated where it matches; nullopt when it
 // is copied as it is (most lines: no copy made).
 std::optional<std::string> AnnotateLine(std::string_view line, const TraceOverlay& o, Lookup* l, AnnotateStats* st) {
-  if (!MaybeOverlaid(line, *l)) return std::nullopt;
+  if (!MaybeOverlaid(line, *l)) return std::nullopt;  // the filter has seen this slice's ts
   size_t rest = 0;
   const auto s = ParseSliceHead(line, &rest);
-  if (!s || !l->Maybe(s->ts_ns)) return std::nullopt;
+  if (!s) return std::nullopt;
   if (s->cat == "step") {
     auto [b, e] = l->steps.equal_range(s->ts_ns);
     for (auto it = b; it != e && s->has_args; ++it) {

@@ -76,8 +76,9 @@ def main():
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("TRUFFLD_", "NVTX_", "CUDA_INJECTION", "FAKE_"))}
     base.pop("PYTHONPATH", None)
-    base.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PROBE_MODEL_SRC=model_source(),
-                PROBE_STEPS=str(args.steps))
+    child = dict(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PROBE_MODEL_SRC=model_source(),
+                 PROBE_STEPS=str(args.steps))  # every setting's child
+    base.update(child)
     hooks = dict(base, PYTHONPATH=os.path.join(SRC, "inject", "python"),
                  TRUFFLD_PYNVTX_LIB=os.path.abspath("inject/pynvtx/libtruffld_pynvtx.so"),
                  NVTX_INJECTION64_PATH=os.path.abspath("tests/hooks/libtruffld_test_nvtx_tool.so"),
@@ -92,8 +93,7 @@ def main():
         env = hooks_windows_bench.truffld_env(".", "--output-dir", out_dir)
         if env is None:
             sys.exit("hooks_step_probe: tools/truffld-env --build-dir . failed (no injector built?)")
-        env.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PROBE_MODEL_SRC=model_source(),
-                   PROBE_STEPS=str(args.steps), PROBE_MODE="steps")
+        env.update(child, PROBE_MODE="steps")
         settings["injector, default windows"] = env
         settings["injector, no window"] = dict(env, TRUFFLD_DEVICE_WINDOWS="requested", TRUFFLD_WINDOW_SLOW="0")
     medians = {k: [] for k in settings}

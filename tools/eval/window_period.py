@@ -68,9 +68,8 @@ def main():
     if not tools.have("synth", "merge", "diagnose"):
         sys.exit("window_period: truffld-synth, truffld-merge or truffld-diagnose missing under " + a.bin)
     log = common.Log(a.work, "window_period")
-    captures = [("all", [])] + [("steps:%d:%d" % (int(n), a.window_steps),
-                                 ["--two-tier", "--device-windows", "steps:%d:%d" % (int(n), a.window_steps)])
-                                for n in a.periods.split(",")]
+    plans = ["steps:%d:%d" % (int(n), a.window_steps) for n in a.periods.split(",")]
+    captures = [("all", [])] + [(plan, ["--two-tier", "--device-windows", plan]) for plan in plans]
     rows = []
     for name, extra in captures:
         sdir = os.path.join(a.work, name.replace(":", "_"))
