@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace truffld::inject {
 
@@ -26,6 +30,29 @@ std::vector<std::string_view> Fields(std::string_view s) {
     s.remove_prefix(c + 1);
   }
 }
+
+// A percentage in (0, 100]: plain decimal digits with at most one point.
+bool ParsePercent(std::string_view s, double* out) {
+  if (s.empty() || s.size() > 16 || s.find_first_not_of("0123456789.") != std::string_view::npos ||
+      s.find('.') != s.rfind('.'))
+    return false;
+  const std::string text(s);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(v > 0) || v > 100) return false;
+  *out = v;
+  return true;
+}
+
+// The smallest power of two >= v (v <= 2^62).
+uint64_t Pow2Ceil(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// kCost: the shortest period windows of m steps may have (two windows never touch).
+uint64_t CostMinPeriod(uint64_t m) { return std::max(kCostMinPeriod, Pow2Ceil(2 * m)); }
 
 }  // namespace
 
@@ -57,8 +84,16 @@ bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why) 
     }
     p.on_ns = static_cast<int64_t>(on) * 1000000;
     p.period_ns = static_cast<int64_t>(period) * 1000000;
+  } else if (f[0] == "cost" && (f.size() == 2 || f.size() == 3)) {
+    p.mode = WindowPlan::Mode::kCost;
+    if (!ParsePercent(f[1], &p.cost_percent) || (f.size() == 3 && !ParseCount(f[2], &p.window_steps)) ||
+        p.window_steps > kCostMaxPeriod / 2) {
+      *why = "cost:PCT[:M] needs a percentage 0 < PCT <= 100 and whole steps 1 <= M <= " +
+             std::to_string(kCostMaxPeriod / 2);
+      return false;
+    }
   } else {
-    *why = "not all, off, requested, steps:N[:M] or time:ON_MS:PERIOD_MS";
+    *why = "not all, off, requested, steps:N[:M], time:ON_MS:PERIOD_MS or cost:PCT[:M]";
     return false;
   }
   p.slow_factor = plan->slow_factor;
@@ -77,6 +112,11 @@ std::string DescribeWindowPlan(const WindowPlan& p) {
       return "steps:" + std::to_string(p.every_steps) + ":" + std::to_string(p.window_steps);
     case WindowPlan::Mode::kTime:
       return "time:" + std::to_string(p.on_ns / 1000000) + ":" + std::to_string(p.period_ns / 1000000);
+    case WindowPlan::Mode::kCost: {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%g", p.cost_percent);
+      return "cost:" + std::string(pct) + ":" + std::to_string(p.window_steps);
+    }
   }
   return "all";
 }
@@ -141,8 +181,8 @@ bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
   if (open_steps_++ > 0 || !plan_.sampled()) return false;  // a step is already in progress
   bool planned = false;
   Trigger why = Trigger::kStep;
-  if (plan_.mode == WindowPlan::Mode::kSteps) {
-    planned = steps_begun_ % plan_.every_steps < plan_.window_steps;
+  if (plan_.mode == WindowPlan::Mode::kSteps || plan_.mode == WindowPlan::Mode::kCost) {
+    planned = steps_begun_ % period() < plan_.window_steps;
   } else if (plan_.mode == WindowPlan::Mode::kTime) {
     planned = InTimeWindow(now_ns);
     why = Trigger::kTime;
@@ -165,6 +205,8 @@ void DeviceWindows::CollectiveEnd(uint32_t cls, int64_t duration_ns) {
 
 bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge, StepSample sample) {
   if (open_steps_ == 0) return false;
+  if (plan_.mode == WindowPlan::Mode::kCost && open_ && open_why_ == Trigger::kStep && requested_left_ == 0)
+    MeasureCostStep(sample);
   // Every step is measured; a slow one asks for a window unless one is open (it then has its
   // detail already) or requested.
   if (sample.duration_ns >= 0 && plan_.sampled() && slow_.Add(sample.phase, sample.duration_ns) &&
@@ -175,11 +217,43 @@ bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge, StepSample sample) {
   if (requested_left_ > 0 && --requested_left_ > 0) return false;
   if (pending_) return false;  // a request opens (holds) the window at the next step
   bool keep = false;
-  if (plan_.mode == WindowPlan::Mode::kSteps)
-    keep = steps_begun_ % plan_.every_steps < plan_.window_steps;
+  if (plan_.mode == WindowPlan::Mode::kSteps || plan_.mode == WindowPlan::Mode::kCost)
+    keep = steps_begun_ % period() < plan_.window_steps;
   else if (plan_.mode == WindowPlan::Mode::kTime)
     keep = InTimeWindow(now_ns);
-  return !keep && Switch(false, open_why_, edge);
+  if (keep) return false;
+  const Trigger why = open_why_;
+  if (!Switch(false, why, edge)) return false;
+  if (plan_.mode == WindowPlan::Mode::kCost) {
+    if (why == Trigger::kStep) FinishCostWindow();
+    cost_excess_ = 0;
+    cost_measured_ = 0;
+  }
+  return true;
+}
+
+void DeviceWindows::MeasureCostStep(const StepSample& sample) {
+  if (sample.duration_ns < 0 || slow_.Known(sample.phase) < kSlowMinHistory) return;
+  const int64_t median = slow_.Median(sample.phase);
+  if (median <= 0) return;
+  cost_excess_ += static_cast<double>(sample.duration_ns - median) / static_cast<double>(median);
+  ++cost_measured_;
+}
+
+void DeviceWindows::FinishCostWindow() {
+  if (cost_measured_ < plan_.window_steps) return;  // a step without history: not a measurement
+  cost_recent_[cost_windows_++ % kCostHistory] = std::max(0.0, cost_excess_);
+  const size_t n = std::min(cost_windows_, kCostHistory);
+  double sorted[kCostHistory];
+  std::copy(cost_recent_, cost_recent_ + n, sorted);
+  std::sort(sorted, sorted + n);
+  const double excess = sorted[(n - 1) / 2];  // the median (the lower one of two)
+  // The period P keeps excess / P median steps within cost_percent % of the run.
+  const double want = std::ceil(excess * 100.0 / plan_.cost_percent);
+  const uint64_t lo = CostMinPeriod(plan_.window_steps);
+  cost_period_ = want >= static_cast<double>(kCostMaxPeriod)
+                     ? kCostMaxPeriod
+                     : std::max(lo, Pow2Ceil(static_cast<uint64_t>(std::max(1.0, want))));
 }
 
 bool DeviceWindows::Tick(int64_t now_ns, Edge* edge) {
@@ -200,6 +274,10 @@ void DeviceWindows::Reset(int64_t start_ns) {
   requested_left_ = 0;
   credit_ = static_cast<double>(plan_.request_steps);
   triggers_refused_ = 0;
+  cost_period_ = std::max(kCostStartPeriod, CostMinPeriod(plan_.window_steps));
+  cost_excess_ = 0;
+  cost_measured_ = 0;
+  cost_windows_ = 0;
   slow_.Reset();
   slow_comm_.Reset();
 }

@@ -3,8 +3,9 @@
 // Always-on capture keeps NVTX, steps and the essential CUDA API set all the time; CUPTI's
 // kernel tracing is what costs (1.09x-1.69x on launch-bound PyTorch loops). With
 // TRUFFLD_DEVICE_WINDOWS the injector records device activity only inside windows: one run of
-// M steps in every N (`steps:N[:M]`), or ON ms in every PERIOD ms (`time:ON:PERIOD`), only
-// when asked (`requested`), or never (`off`). In every sampled mode (steps, time, requested) a
+// M steps in every N (`steps:N[:M]`), or ON ms in every PERIOD ms (`time:ON:PERIOD`), or
+// M-step windows as often as their cost allows (`cost:PCT[:M]`, see WindowPlan), only when
+// asked (`requested`), or never (`off`). In every sampled mode (steps, time, requested) a
 // window can also be requested for the next K steps (WindowPlan::request_steps): by a step far
 // slower than the recent steps of its phase (window_triggers.h) or by the operator (the
 // control file, through Request); the triggers spend a budget of steps (trigger_budget), the
@@ -27,9 +28,18 @@
 namespace truffld::inject {
 
 struct WindowPlan {
-  enum class Mode { kAll, kOff, kSteps, kTime, kRequested };
+  enum class Mode { kAll, kOff, kSteps, kTime, kRequested, kCost };
   Mode mode = Mode::kAll;
   uint64_t every_steps = 1, window_steps = 1;   // kSteps: M = window_steps of every N steps
+  // kCost (`cost:PCT[:M]`): windows of M = window_steps steps whose period is a power of two
+  // between kCostMinPeriod (at least 2M) and kCostMaxPeriod steps, the shortest that keeps the
+  // windows' measured extra step time within cost_percent % of the run's step time. A window's
+  // extra time is the sum over its steps of (duration - the median of the last steps of the same
+  // phase), in units of that median; the period follows the median of the last kCostHistory
+  // windows (the lower of two). It starts at kCostStartPeriod (the first window, at step 0, meets warm-up steps
+  // and no history). Powers of two keep ranks that measure different costs aligned: the
+  // windows of the rank with the longer period are windows of the other rank too.
+  double cost_percent = 0;
   int64_t on_ns = 0, period_ns = 1;             // kTime
   // Requested windows (every sampled mode), set from their own variables, not from the text:
   double slow_factor = 3;      // TRUFFLD_WINDOW_SLOW: a step > F x its phase's median (0: off)
@@ -40,11 +50,15 @@ struct WindowPlan {
   // so the first trigger is always honoured. On a loaded host, descheduled steps look slow;
   // the budget bounds what such false triggers cost (see DeviceWindows::Request).
   double trigger_budget = 0.0025;
-  bool sampled() const { return mode == Mode::kSteps || mode == Mode::kTime || mode == Mode::kRequested; }
+  bool sampled() const {
+    return mode == Mode::kSteps || mode == Mode::kTime || mode == Mode::kRequested || mode == Mode::kCost;
+  }
 };
+inline constexpr uint64_t kCostMinPeriod = 16, kCostStartPeriod = 512, kCostMaxPeriod = 65536;
+inline constexpr size_t kCostHistory = 3;
 
 // Parses TRUFFLD_DEVICE_WINDOWS ("all", "off", "requested", "steps:N", "steps:N:M",
-// "time:ON_MS:PERIOD_MS"); the requested-window fields of `plan` are kept.
+// "time:ON_MS:PERIOD_MS", "cost:PCT", "cost:PCT:M"); the requested-window fields of `plan` are kept.
 // Returns false (and leaves `plan` alone) on malformed text, with the reason in *why.
 bool ParseWindowPlan(std::string_view text, WindowPlan* plan, std::string* why);
 // The text ParseWindowPlan reads back into `plan` (for META.config).
@@ -73,7 +87,9 @@ class DeviceWindows {
 
   DeviceWindows(WindowPlan plan, int64_t start_ns)
       : plan_(plan), start_ns_(start_ns), slow_(plan.slow_factor), slow_comm_(plan.slow_factor),
-        credit_(static_cast<double>(plan.request_steps)) {}
+        credit_(static_cast<double>(plan.request_steps)) {
+    Reset(start_ns);
+  }
 
   // A step begins / ends somewhere in the process. Return true with `*edge` filled when an
   // edge happens now (before the step's first event / after its last one). A step's end with
@@ -109,12 +125,18 @@ class DeviceWindows {
   uint64_t triggers_refused() const { return triggers_refused_; }
   int open_steps() const { return open_steps_; }
   const WindowPlan& plan() const { return plan_; }
+  // kCost: the period (steps) planned windows follow now; plan().every_steps in the other modes.
+  uint64_t period() const { return plan_.mode == WindowPlan::Mode::kCost ? cost_period_ : plan_.every_steps; }
   // Fork child: no step in progress, no window open, counting starts again.
   void Reset(int64_t start_ns);
 
  private:
   bool InTimeWindow(int64_t now_ns) const;
   bool Switch(bool open, Trigger why, Edge* edge);
+  // kCost: adds a planned window's step to the window's measured extra time; at the window's
+  // close, sets the period from the last windows' costs.
+  void MeasureCostStep(const StepSample& sample);
+  void FinishCostWindow();
 
   WindowPlan plan_;
   int64_t start_ns_;
@@ -130,6 +152,11 @@ class DeviceWindows {
   SlowSteps slow_comm_;
   double credit_ = 0;                      // trigger budget left, in steps (Reset fills it)
   uint64_t triggers_refused_ = 0;          // slow-step/collective requests the budget refused
+  uint64_t cost_period_ = kCostStartPeriod; // kCost: the planned windows' period now (steps)
+  double cost_excess_ = 0;                  // this window's extra time so far, in median steps
+  uint64_t cost_measured_ = 0;              // its steps measured (a median was known)
+  double cost_recent_[kCostHistory] = {};   // the last windows' extra times, in median steps
+  size_t cost_windows_ = 0;                 // windows measured in full (cost_recent_ holds min(n, 3))
 };
 
 }  // namespace truffld::inject

@@ -41,9 +41,9 @@ int64_t SlowSteps::Median(uint32_t phase) const {
 }
 
 bool SlowSteps::Add(uint32_t phase, int64_t duration_ns) {
-  if (factor_ <= 0 || duration_ns < 0) return false;
+  if (duration_ns < 0) return false;
   if (phase >= phases_.size()) phase = PhaseId({});  // an unknown class: the untagged one
-  const bool slow = phases_[phase].n >= kSlowMinHistory &&
+  const bool slow = factor_ > 0 && phases_[phase].n >= kSlowMinHistory &&
                     static_cast<double>(duration_ns) > factor_ * static_cast<double>(Median(phase));
   History& h = phases_[phase];
   h.d[h.next] = duration_ns;

@@ -31,7 +31,8 @@ std::string_view StepPhase(std::string_view step_name);
 // Per-phase history of step durations and the slow-step judgement.
 class SlowSteps {
  public:
-  // factor: a step is slow when it lasts more than factor x the median (0: never).
+  // factor: a step is slow when it lasts more than factor x the median (0: never; the durations
+  // are kept all the same, for Median).
   explicit SlowSteps(double factor) : factor_(factor) {}
 
   // The class of a phase text (interned; past kMaxStepPhases phases, the last class is shared).

@@ -9,9 +9,10 @@ detail window ever); the same without steps (a stepless program keeps every laye
 documented); and, with --injector, what ``tools/truffld-env`` sets (the real injector and its
 writer thread): with its default windows, and with no window at all
 (``TRUFFLD_DEVICE_WINDOWS=requested``, ``TRUFFLD_WINDOW_SLOW=0``), which is the always-on tier
-alone. Each process reports the median thread CPU of its timed steps and the process's CPU time
+alone; --plan PLAN adds the injector with TRUFFLD_DEVICE_WINDOWS=PLAN (another plan beside the
+default, in the same rounds). Each process reports the median thread CPU of its timed steps and the process's CPU time
 over them (writer thread included); printed: per setting the medians over rounds and the median
-paired ratios to untraced with their ranges. Run from the build folder:
+paired ratios to untraced with their 95 % bootstrap intervals (paired_ratio.py) and ranges. Run from the build folder:
 
     /usr/bin/python3 ../tests/bench/hooks_step_probe.py --rounds 12 [--steps 2000 --injector]
 
@@ -25,6 +26,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paired_ratio import bootstrap_median_ci  # noqa: E402
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks_windows_bench.py")
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,6 +73,8 @@ def main():
     parser.add_argument("--steps", type=int, default=500, help="timed steps per process (after 50 warm-up)")
     parser.add_argument("--injector", action="store_true",
                         help="add the real injector's settings (tools/truffld-env): default windows, and none")
+    parser.add_argument("--plan", action="append", default=[],
+                        help="with --injector: also the injector with this window plan (repeatable)")
     args = parser.parse_args()
     for need in ("inject/pynvtx/libtruffld_pynvtx.so", "tests/hooks/libtruffld_test_nvtx_tool.so"):
         if not os.path.exists(need):
@@ -96,6 +102,10 @@ def main():
         env.update(child, PROBE_MODE="steps")
         settings["injector, default windows"] = env
         settings["injector, no window"] = dict(env, TRUFFLD_DEVICE_WINDOWS="requested", TRUFFLD_WINDOW_SLOW="0")
+        for plan in args.plan:
+            settings["injector, " + plan] = dict(env, TRUFFLD_DEVICE_WINDOWS=plan)
+    elif args.plan:
+        sys.exit("hooks_step_probe: --plan needs --injector")
     medians = {k: [] for k in settings}
     for r in range(args.rounds):
         for name, env in settings.items():
@@ -112,10 +122,12 @@ def main():
     for name, values in medians.items():
         step = sorted(a[0] / b[0] for a, b in zip(values, medians["untraced"]))
         cpu = sorted(a[1] / b[1] for a, b in zip(values, medians["untraced"]))
-        print("%-26s median step %.1f us, paired ratio median %.4f (range %.3f-%.3f); "
-              "process CPU paired ratio median %.4f (range %.3f-%.3f)"
-              % (name, statistics.median(v[0] for v in values) / 1e3, statistics.median(step), step[0],
-                 step[-1], statistics.median(cpu), cpu[0], cpu[-1]))
+        _, s_lo, s_hi = bootstrap_median_ci(step)
+        _, c_lo, c_hi = bootstrap_median_ci(cpu)
+        print("%-26s median step %.1f us, paired ratio median %.4f (95%% bootstrap %.4f-%.4f, range "
+              "%.3f-%.3f); process CPU paired ratio median %.4f (95%% bootstrap %.4f-%.4f, range %.3f-%.3f)"
+              % (name, statistics.median(v[0] for v in values) / 1e3, statistics.median(step), s_lo, s_hi,
+                 step[0], step[-1], statistics.median(cpu), c_lo, c_hi, cpu[0], cpu[-1]))
 
 
 if __name__ == "__main__":

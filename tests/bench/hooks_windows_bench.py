@@ -10,12 +10,13 @@ Settings, each in a fresh process, interleaved round by round (the order rotates
   untraced      no hooks, no injector
   hooks only    the hooks on PYTHONPATH, no NVTX tool (every layer on: nothing says windows)
   two-tier      what ``truffld-env`` prints by default (the real injector through NVTX
-                injection, TRUFFLD_DEVICE_WINDOWS=steps:500:2, TRUFFLD_HOOKS_WINDOWS=1); the
+                injection, TRUFFLD_DEVICE_WINDOWS=cost:0.5:2, TRUFFLD_HOOKS_WINDOWS=1); the
                 hooks follow windows only if this injector exports truffld_detail_window (the
                 ``mode`` column says what the hooks found)
   two-tier (stand-in)  the hooks with tests/hooks/fake_nvtx_tool.c as the NVTX tool answering
-                truffld_detail_window on the same steps:500:2 plan and recording nothing: the
-                hooks' side of two-tier alone
+                truffld_detail_window on the same plan and recording nothing: the hooks' side
+                of two-tier alone (the stand-in plays steps:N:M plans only: with another
+                default plan this row is left out, and the --plans rows stand in for it)
   two-tier (no slow trigger)  two-tier with TRUFFLD_WINDOW_SLOW=0: the planned windows only, so
                 that the slow-step trigger's share (on a loaded machine a descheduled step
                 passes 3x the median and opens a window) shows apart
@@ -185,8 +186,11 @@ def settings(build, shim, tool, out_dir, extra_plans, baseline_hooks=""):
                 found["two-tier (baseline hooks)"] = dict(env, PYTHONPATH=baseline_hooks)
         if name == "two-tier" and tool:
             plan = env["TRUFFLD_DEVICE_WINDOWS"]
-            for label, each in [("two-tier (stand-in)", plan)] + [
-                    ("stand-in " + p, p) for p in extra_plans if p != plan]:
+            own = [("two-tier (stand-in)", plan)] if plan.startswith("steps:") else []
+            if not own:
+                skipped.append("two-tier (stand-in): the stand-in tool plays steps:N:M plans, not %s"
+                               % plan)
+            for label, each in own + [("stand-in " + p, p) for p in extra_plans if p != plan]:
                 found[label] = dict(hooks, NVTX_INJECTION64_PATH=tool, FAKE_DETAIL_WINDOW=each,
                                     TRUFFLD_DEVICE_WINDOWS=each, TRUFFLD_HOOKS_WINDOWS="1")
     if not tool:

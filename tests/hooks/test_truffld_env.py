@@ -66,13 +66,14 @@ class TruffldEnvTest(unittest.TestCase):
         proc = sh(tool + " --help")
         self.assertEqual(0, proc.returncode)
         for text in ("eval \"$(truffld-env", "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY", "--output-dir",
-                     "--capture MODE", "two-tier (default)", "steps:500:2",
+                     "--capture MODE", "two-tier (default)", "default cost:0.5:2", "steps:N[:M]",
                      'touch "$TRUFFLD_OUTPUT_DIR/truffld.detail"', "TRUFFLD_HOOKS_WINDOWS"):
             self.assertIn(text, proc.stdout)
         proc = sh(tool + " --bogus")
         self.assertEqual(2, proc.returncode)
         self.assertIn("unknown argument '--bogus'", proc.stderr)
-        for bad in ("--capture everything", "--windows all", "--windows steps:0", "--capture"):
+        for bad in ("--capture everything", "--windows all", "--windows steps:0", "--capture",
+                    "--windows cost:0", "--windows cost:101", "--windows cost:x", "--windows cost:1:40000"):
             proc = sh(tool + " " + bad)
             self.assertEqual(2, proc.returncode, bad)
             self.assertIn("truffld-env: --", proc.stderr)
@@ -88,7 +89,7 @@ class TruffldEnvTest(unittest.TestCase):
                 self.assertEqual(0, proc.returncode, proc.stderr)
                 lines[args] = proc.stdout.strip()
         self.assertTrue(lines[""].endswith(
-            " TRUFFLD_DEVICE_WINDOWS=steps:500:2 TRUFFLD_HOOKS_WINDOWS=1"), lines[""])
+            " TRUFFLD_DEVICE_WINDOWS=cost:0.5:2 TRUFFLD_HOOKS_WINDOWS=1"), lines[""])
         self.assertIn(" TRUFFLD_DEVICE_WINDOWS=time:100:5000 TRUFFLD_HOOKS_WINDOWS=1",
                       lines["--capture two-tier --windows time:100:5000"])
         self.assertIn(" TRUFFLD_DEVICE_WINDOWS=all TRUFFLD_HOOKS_WINDOWS=0", lines["--capture=all"])
