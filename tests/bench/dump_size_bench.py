@@ -5,7 +5,10 @@ forward one engine step through truffld_hooks.step_range with 4 request ids and 
 under the real injector with the variables `truffld-env` prints, once per mode:
   always-on only  two tiers with no window at all (--windows requested, TRUFFLD_WINDOW_SLOW=0):
                   steps, the time between them, the essential API calls; a step outside windows
-  two-tier        truffld-env's default (steps:500:2): always-on plus 2 detail steps in 500
+  two-tier        truffld-env's default (cost:0.5:2): always-on plus 2-step windows as often as
+                  keeps them within 0.5 % of the step time (every 2,048 steps on this model,
+                  512 until the first window was measured: run 4,096 steps or more to see it)
+  two-tier 500:2  a fixed plan (2 detail steps in 500)
   two-tier 50:2   a denser plan (2 detail steps in 50)
   all             --capture all: every layer on every step
 For each mode: dump bytes per step (plain JSONL as written, and compressed by zstd level 3 as
@@ -14,7 +17,7 @@ records per step, and for the two-tier modes the steps inside detail windows. On
 detail step also holds its kernels, copies and memsets (one record each, about 250 bytes): add
 them per window step. Never asserts a size.
 
-Run: /usr/bin/python3 tests/bench/dump_size_bench.py --build build [--steps 1000]
+Run: /usr/bin/python3 tests/bench/dump_size_bench.py --build build [--steps 4096]
 """
 
 import argparse
@@ -32,7 +35,8 @@ import hooks_windows_bench as hwb  # noqa: E402  (the workload and truffld-env's
 # (label, truffld-env arguments, extra variables); the always-on row also turns the slow-step
 # trigger off, so no window opens at all.
 MODES = (("always-on only", ("--windows", "requested"), {"TRUFFLD_WINDOW_SLOW": "0"}), ("two-tier", (), {}),
-         ("two-tier 50:2", ("--windows", "steps:50:2"), {}), ("all", ("--capture", "all"), {}))
+         ("two-tier 500:2", ("--windows", "steps:500:2"), {}), ("two-tier 50:2", ("--windows", "steps:50:2"), {}),
+         ("all", ("--capture", "all"), {}))
 
 
 def zstd_bytes(path):
@@ -68,7 +72,7 @@ def measure(build, label, args, extra, steps, warmup):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.environ.get("TRUFFLD_BUILD_DIR", ""))
-    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=4096)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--json", help="write the rows here")
     a = parser.parse_args()

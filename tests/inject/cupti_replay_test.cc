@@ -412,5 +412,29 @@ TEST(CuptiReplay, MissingLibcuptiIsOneLineAndNvtxContinues) {
   EXPECT_EQ(OfType(dumps[0], "NVTX_MARK").size(), 2u);
 }
 
+TEST(CuptiReplay, CostPlannedWindowsFollowWhatTheyCost) {
+  // cost:100:1 lets windows take all of the step time, so what these 1 ms steps cost in
+  // a window never stretches the period past its floor: the window at step 0 (not measured: no
+  // history), then 512 (the start period), then every 16 steps.
+  TempDir dir;
+  WindowRun w = PlayWindows("cost:100:1", 600, 1, dir);  // 1 ms steps: jitter stays small
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(ValidateAgainstSchema({w.dump}), "");
+  ASSERT_EQ(w.steps.size(), 600u);
+  EXPECT_EQ(w.dump.records.front()["config"]["device_windows"], "cost:100:1");
+  std::vector<size_t> opened;  // the step each window holds
+  for (const auto& [start, end] : w.windows) {
+    for (size_t s = 0; s < w.steps.size(); ++s) {
+      if (start <= w.steps[s].first && end >= w.steps[s].second) opened.push_back(s);
+    }
+  }
+  ASSERT_GE(opened.size(), 5u);
+  EXPECT_EQ(opened[0], 0u);
+  EXPECT_EQ(opened[1], 512u);
+  for (size_t k = 2; k < opened.size(); ++k) EXPECT_EQ(opened[k], 512u + 16 * (k - 1)) << "window " << k;
+  EXPECT_EQ(opened.size(), 7u) << "0, 512, 528, ..., 592";
+  ExpectWholeStepsAndExactActivity(w);
+}
+
 }  // namespace
 }  // namespace truffld::inject::testing
