@@ -309,6 +309,7 @@ void FormatStats(const StatsInfo& s, std::string& out) {
       .Raw("buffers", buffers.Finish()).UInt("write_errors", s.write_errors)
       .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)
       .Str("cupti_status", s.cupti_status);
+  if (s.window_period) j.UInt("window_period", s.window_period);
   j.End();
 }
 

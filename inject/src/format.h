@@ -127,6 +127,8 @@ struct StatsInfo {
   uint64_t ranges_dropped_start_end = 0;   // NVTX start/end ranges dropped whole
   uint64_t unbalanced_closes = 0;          // pops/ends lost although their open was written
   uint64_t window_triggers_refused = 0;    // slow-step/collective windows the budget refused
+  uint64_t window_period = 0;              // cost plan: the planned windows' period at the end
+                                           // (steps); 0: another plan (not written)
   uint64_t rings = 0;
   uint64_t ring_bytes = 0;
   uint64_t activity_buffers = 0;

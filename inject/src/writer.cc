@@ -151,6 +151,7 @@ void Tracer::WriteStats(std::string& out) {
   {
     std::lock_guard<std::mutex> lock(window_mu_);
     s.window_triggers_refused = windows_.triggers_refused();
+    if (windows_.plan().mode == WindowPlan::Mode::kCost) s.window_period = windows_.period();
   }
   s.rings = registry_.size();
   s.ring_bytes = registry_.bytes_reserved();

@@ -302,6 +302,7 @@ TEST(CuptiReplay, StepWindowsRecordDeviceActivityOfWholeSampledSteps) {
   ExpectWholeStepsAndExactActivity(w);
   EXPECT_EQ(w.dump.records.front()["config"]["device_windows"], "steps:4:1");
   for (const auto& r : OfType(w.dump, "DEVICE_WINDOW")) EXPECT_EQ(r["trigger"], "step");
+  for (const auto& r : OfType(w.dump, "STATS")) EXPECT_FALSE(r.contains("window_period")) << "cost plans only";
 }
 
 TEST(CuptiReplay, StepWindowsOfSeveralStepsStayOpenBetweenThem) {
@@ -434,6 +435,9 @@ TEST(CuptiReplay, CostPlannedWindowsFollowWhatTheyCost) {
   for (size_t k = 2; k < opened.size(); ++k) EXPECT_EQ(opened[k], 512u + 16 * (k - 1)) << "window " << k;
   EXPECT_EQ(opened.size(), 7u) << "0, 512, 528, ..., 592";
   ExpectWholeStepsAndExactActivity(w);
+  const auto stats = OfType(w.dump, "STATS");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0]["window_period"], 16) << "the period the plan settled on, for the reader";
 }
 
 }  // namespace
