@@ -10,7 +10,10 @@ Settings, each in a fresh process, interleaved round by round (the order rotates
   untraced      no hooks, no injector
   hooks only    the hooks on PYTHONPATH, no NVTX tool (every layer on: nothing says windows)
   two-tier      what ``truffld-env`` prints by default (the real injector through NVTX
-                injection, TRUFFLD_DEVICE_WINDOWS=cost:0.5:2, TRUFFLD_HOOKS_WINDOWS=1); the
+                injection, TRUFFLD_DEVICE_WINDOWS=cost:0.5:2, TRUFFLD_HOOKS_WINDOWS=1; its
+                period starts at 512 steps, so 500 timed steps after 50 warm-up ones meet one
+                planned window, at step 512, before the plan settles: hooks_step_probe.py
+                --steps 4000 --injector measures the settled plan); the
                 hooks follow windows only if this injector exports truffld_detail_window (the
                 ``mode`` column says what the hooks found)
   two-tier (stand-in)  the hooks with tests/hooks/fake_nvtx_tool.c as the NVTX tool answering
