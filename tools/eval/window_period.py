@@ -12,6 +12,7 @@ the other windows). Never asserts; prints one table row per capture.
 
 Run from the source root with a build (truffld-synth, truffld-merge, truffld-diagnose):
     /usr/bin/python3 tools/eval/window_period.py --bin build --work /tmp/wp [--periods 4,8,16,32,64]
+                                                 [--steps N]
 """
 import argparse
 import json
@@ -63,6 +64,8 @@ def main():
     p.add_argument("--periods", default="4,8,16,32,64", help="comma-separated N of steps:N:M")
     p.add_argument("--window-steps", type=int, default=2, help="M of steps:N:M")
     p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--steps", type=int, default=0,
+                   help="steps per rank (default: the suite preset's); a long run shows long periods")
     a = p.parse_args()
     tools = common.Tools(a.bin)
     if not tools.have("synth", "merge", "diagnose"):
@@ -73,7 +76,8 @@ def main():
     rows = []
     for name, extra in captures:
         sdir = os.path.join(a.work, name.replace(":", "_"))
-        if common.synth_and_merge(tools, sdir, ["--preset", "suite", "--seed", str(a.seed)] + extra, log,
+        length = ["--steps", str(a.steps)] if a.steps > 0 else []
+        if common.synth_and_merge(tools, sdir, ["--preset", "suite", "--seed", str(a.seed)] + length + extra, log,
                                   keep_dumps=False) is None:
             log("%s: synth or merge failed (see the log)" % name)
             continue
