@@ -2,6 +2,7 @@
 #include "device_windows.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -44,15 +45,8 @@ bool ParsePercent(std::string_view s, double* out) {
   return true;
 }
 
-// The smallest power of two >= v (v <= 2^62).
-uint64_t Pow2Ceil(uint64_t v) {
-  uint64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-
 // kCost: the shortest period windows of m steps may have (two windows never touch).
-uint64_t CostMinPeriod(uint64_t m) { return std::max(kCostMinPeriod, Pow2Ceil(2 * m)); }
+uint64_t CostMinPeriod(uint64_t m) { return std::max(kCostMinPeriod, std::bit_ceil(2 * m)); }
 
 }  // namespace
 
@@ -144,6 +138,15 @@ bool DeviceWindows::InTimeWindow(int64_t now_ns) const {
   return phase < plan_.on_ns;
 }
 
+bool DeviceWindows::Planned(int64_t now_ns) const {
+  switch (plan_.mode) {
+    case WindowPlan::Mode::kSteps:
+    case WindowPlan::Mode::kCost: return steps_begun_ % period() < plan_.window_steps;
+    case WindowPlan::Mode::kTime: return InTimeWindow(now_ns);
+    default: return false;
+  }
+}
+
 int64_t DeviceWindows::NextTimeEdgeIn(int64_t now_ns) const {
   if (plan_.mode != WindowPlan::Mode::kTime) return -1;
   int64_t phase = (now_ns - start_ns_) % plan_.period_ns;
@@ -179,14 +182,8 @@ bool DeviceWindows::Request(Trigger why) {
 
 bool DeviceWindows::StepBegin(int64_t now_ns, Edge* edge) {
   if (open_steps_++ > 0 || !plan_.sampled()) return false;  // a step is already in progress
-  bool planned = false;
-  Trigger why = Trigger::kStep;
-  if (plan_.mode == WindowPlan::Mode::kSteps || plan_.mode == WindowPlan::Mode::kCost) {
-    planned = steps_begun_ % period() < plan_.window_steps;
-  } else if (plan_.mode == WindowPlan::Mode::kTime) {
-    planned = InTimeWindow(now_ns);
-    why = Trigger::kTime;
-  }
+  const bool planned = Planned(now_ns);
+  const Trigger why = plan_.mode == WindowPlan::Mode::kTime ? Trigger::kTime : Trigger::kStep;
   ++steps_begun_;
   credit_ = std::min(static_cast<double>(plan_.request_steps), credit_ + plan_.trigger_budget);
   if (pending_) {  // a requested window covers this step and the next ones
@@ -216,12 +213,7 @@ bool DeviceWindows::StepEnd(int64_t now_ns, Edge* edge, StepSample sample) {
   if (--open_steps_ > 0 || !open_) return false;
   if (requested_left_ > 0 && --requested_left_ > 0) return false;
   if (pending_) return false;  // a request opens (holds) the window at the next step
-  bool keep = false;
-  if (plan_.mode == WindowPlan::Mode::kSteps || plan_.mode == WindowPlan::Mode::kCost)
-    keep = steps_begun_ % period() < plan_.window_steps;
-  else if (plan_.mode == WindowPlan::Mode::kTime)
-    keep = InTimeWindow(now_ns);
-  if (keep) return false;
+  if (Planned(now_ns)) return false;  // the next step is planned too: the window stays open
   const Trigger why = open_why_;
   if (!Switch(false, why, edge)) return false;
   if (plan_.mode == WindowPlan::Mode::kCost) {
@@ -253,7 +245,7 @@ void DeviceWindows::FinishCostWindow() {
   const uint64_t lo = CostMinPeriod(plan_.window_steps);
   cost_period_ = want >= static_cast<double>(kCostMaxPeriod)
                      ? kCostMaxPeriod
-                     : std::max(lo, Pow2Ceil(static_cast<uint64_t>(std::max(1.0, want))));
+                     : std::max(lo, std::bit_ceil(static_cast<uint64_t>(std::max(1.0, want))));
 }
 
 bool DeviceWindows::Tick(int64_t now_ns, Edge* edge) {

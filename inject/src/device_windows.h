@@ -132,6 +132,9 @@ class DeviceWindows {
 
  private:
   bool InTimeWindow(int64_t now_ns) const;
+  // Whether the plan (steps, cost or time) wants the next step to begin inside a window;
+  // steps_begun_ counts the steps begun before it.
+  bool Planned(int64_t now_ns) const;
   bool Switch(bool open, Trigger why, Edge* edge);
   // kCost: adds a planned window's step to the window's measured extra time; at the window's
   // close, sets the period from the last windows' costs.

@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace truffld::inject {
@@ -26,11 +28,7 @@ const char* RecordKindName(RecordKind k) noexcept {
   return "UNKNOWN";
 }
 
-static size_t RoundUpPow2(size_t n) {
-  size_t p = 64;
-  while (p < n) p <<= 1;
-  return p;
-}
+static size_t RoundUpPow2(size_t n) { return std::max<size_t>(64, std::bit_ceil(n)); }
 
 RecordRing::RecordRing(size_t slots, size_t hot_slots) {
   const size_t cap_slots = RoundUpPow2(slots);
