@@ -68,6 +68,10 @@ struct ReportRunData {
   double alpha = 0;
   double threshold[2] = {0, 0};  // [vertical, horizontal]
   int judged[2] = {0, 0}, flagged[2] = {0, 0}, insufficient[2] = {0, 0};
+  // Per view, the empirical null (peer/decision.h) the run was judged against: {0, 1} when the
+  // assumed null was kept; blind when a lone slow step could not be flagged under it.
+  double null_centre[2] = {0, 0}, null_scale[2] = {1, 1}, best_possible_p[2] = {0, 0};
+  bool null_blind[2] = {false, false};
   int64_t timer_resolution_ns = 1;
   double min_impact_share = 0;        // the impact floor: blame saving less of its step is not listed
   std::vector<std::string> run_findings;  // how the run behaves, reported once (patterns, persistent stragglers)

@@ -87,6 +87,10 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
     out.judged[v] = r.decision.views[v].judged;
     out.flagged[v] = r.decision.views[v].flagged;
     out.insufficient[v] = r.decision.views[v].insufficient;
+    out.null_centre[v] = r.decision.views[v].null_centre;
+    out.null_scale[v] = r.decision.views[v].null_scale;
+    out.best_possible_p[v] = r.decision.views[v].best_possible_p;
+    out.null_blind[v] = r.decision.views[v].single_step_blind;
     out.warmup_units[v] = r.warmup_tally.material[v];
     out.warmup_ns[v] = r.warmup_tally.excess_ns[v];
   }
@@ -183,7 +187,13 @@ ReportRunData ReportRunDataFromDiagnoses(const std::vector<StepDiagnosis>& d) {
     if (e.peer) {
       out.from_peer = true;
       out.alpha = e.peer->alpha;
-      if (!seen_view[v]) out.threshold[v] = e.peer->threshold;
+      if (!seen_view[v]) {
+        out.threshold[v] = e.peer->threshold;
+        out.null_centre[v] = e.peer->null_centre;
+        out.null_scale[v] = e.peer->null_scale;
+        out.best_possible_p[v] = e.peer->best_possible_p;
+        out.null_blind[v] = e.peer->null_blind;
+      }
       seen_view[v] = true;
     }
     out.flagged[v] += d[u].abnormal;

@@ -1,10 +1,12 @@
 // report.html headline: what is wrong, where, and what it cost the run, then the root causes
 // (root_causes.h) with a fault class and a hint of what to check (see html_report.h).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 
 #include "report/html_report_parts.h"
+#include "report/output.h"
 #include "report/root_causes.h"
 
 namespace truffld::diagnose::report {
@@ -50,7 +52,9 @@ std::string Sentence(const std::vector<StepDiagnosis>& d, const ReportRunData& r
     insufficient += s.label == Verdict::kInsufficient;
   }
   if (units == 0 && run.stragglers.empty()) {
-    std::string h = "<p class='headline ok'>No abnormal step: " + std::to_string(judged) + " units judged" +
+    // A view that could not flag a lone slow step (RenderHeadline's note) is no all-clear.
+    const bool blind = run.null_blind[0] || run.null_blind[1];
+    std::string h = std::string(blind ? "<p class='headline'>" : "<p class='headline ok'>") + "No abnormal step: " + std::to_string(judged) + " units judged" +
                     (run.alpha > 0 ? " at a " + Pct(run.alpha) + " false-alarm rate" : std::string()) + ".";
     if (insufficient) h += " " + std::to_string(insufficient) + " units could not be judged (see <a href='#run'>the run</a>).";
     return h + "</p>";
@@ -89,6 +93,14 @@ std::string RenderHeadline(const std::vector<StepDiagnosis>& d, const ReportRunD
   const std::vector<RootCause> causes = GroupRootCauses(d, run);
   const bool by_cost = AnyPeer(d);
   std::string h = "<section id='headline'><h2>What is wrong</h2>" + Sentence(d, run, causes);
+  for (int v = 0; v < 2; ++v) {
+    const std::string note = RunCalibrationNote(v == 0 ? "vertical" : "horizontal", run.null_centre[v],
+                                                run.null_scale[v], run.null_blind[v], run.best_possible_p[v]);
+    if (note.empty()) continue;
+    std::string text = HtmlEscape(note);
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+    h += "<p class='" + std::string(run.null_blind[v] ? "headline" : "muted") + "'>" + text + ".</p>";
+  }
   if (!causes.empty()) {
     h += "<table id='root-causes'><tr><th>#</th><th>fault class</th><th>what</th><th>where (units per rank)</th>"
          "<th>units</th>" + std::string(by_cost ? "<th>step time cost</th>" : "") + "<th>what to check</th></tr>";

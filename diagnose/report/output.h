@@ -51,9 +51,17 @@ struct StragglerRow;
 struct PersistentStraggler;
 Status WriteTests(const std::string& path, const InstanceTable& t, const PeerStageResult& r);
 // Three stdout lines for peer mode: the false-alarm rate, then per view the units judged,
-// abnormal and with insufficient evidence, and the stragglers found; a fourth when warm-up
-// (first use of GPU code) cost any unit at least the impact floor (no trailing newline).
+// abnormal and with insufficient evidence, and the stragglers found; then a "note:" line per view
+// judged against its own run (RunCalibrationNote), and one when warm-up (first use of GPU code)
+// cost any unit at least the impact floor (no trailing newline).
 std::string FormatPeerSummary(const PeerStageResult& r);
+// What a view's verdicts mean when its run is judged against itself (the empirical null of
+// decision.h is active: every step more surprising than the models expect): one sentence naming
+// the view, the null's centre and spread, and, when `blind`, that a lone slow step cannot be
+// flagged (best_possible_p: the strongest evidence's q), so that "no abnormal step" is not read
+// as "every step healthy". Empty when the assumed null was kept (centre 0, scale 1).
+std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
+                               double best_possible_p);
 // Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
 // "host" (its top blamed family's cost), or "no abnormal operator on the rank".
 std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s);

@@ -90,6 +90,23 @@ std::string PersistentStragglerSentence(const PersistentStraggler& p) {
          "reported once, not per step";
 }
 
+std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
+                               double best_possible_p) {
+  if (!(centre > 0 || scale > 1)) return {};
+  char fig[96];
+  std::snprintf(fig, sizeof fig, "their z-scores centre at %.1f, spread %.1f", centre, scale);
+  std::string out = "the " + view + " view is judged against this run's own steps (" + fig +
+                    ": the whole run is more surprising than the models expect), so a step is abnormal only "
+                    "when it stands out from the others";
+  if (blind) {
+    std::snprintf(fig, sizeof fig, "%.2g", best_possible_p);
+    out += "; even the strongest evidence reaches only q = " + std::string(fig) +
+           " there, so a lone slow step cannot be flagged: no abnormal step in this view means that none stood "
+           "out from the run's own spread, not that every step was healthy";
+  }
+  return out;
+}
+
 std::string FormatPeerSummary(const PeerStageResult& r) {
   const DecisionResult& d = r.decision;
   auto floor = [&](int v) {
@@ -103,6 +120,12 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
                 d.alpha, 100 * d.min_impact_share, d.views[0].judged, d.views[0].flagged, floor(0).c_str(), d.views[0].insufficient,
                 d.views[1].judged, d.views[1].flagged, floor(1).c_str(), d.views[1].insufficient, r.stragglers.stragglers.size());
   std::string out = line;
+  for (int v = 0; v < 2; ++v) {
+    const ViewDecision& vd = d.views[v];
+    const std::string note = RunCalibrationNote(v == 0 ? "vertical" : "horizontal", vd.null_centre, vd.null_scale,
+                                                vd.single_step_blind, vd.best_possible_p);
+    if (!note.empty()) out += "\n  note: " + note;
+  }
   for (const PersistentStraggler& p : r.stragglers.persistent) out += "\n  persistent straggler: " + PersistentStragglerSentence(p);
   const WarmupTally& w = r.warmup_tally;
   if (w.material[0] + w.material[1] > 0) {

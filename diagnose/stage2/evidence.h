@@ -88,6 +88,7 @@ struct PeerUnitEvidence {
   double null_centre = 0;           // the view's empirical null on the z scale;
   double null_scale = 1;            // {0, 1}: the assumed null
   bool null_blind = false;          // that null leaves a lone slow step no way to be flagged
+  double best_possible_p = 0;       // the strongest evidence's q under that null (0: any)
   double alpha = 0;                 // the stated false-alarm rate
   int tests = 0;                    // judged tests (operator costs with peers)
   int tp_peers = 0;                 // other ranks that ran this logical step

@@ -237,6 +237,7 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   e.null_centre = r.decision.views[view].null_centre;
   e.null_scale = r.decision.views[view].null_scale;
   e.null_blind = r.decision.views[view].single_step_blind;
+  e.best_possible_p = r.decision.views[view].best_possible_p;
   e.alpha = r.decision.alpha;
   e.tests = v.tests;
   e.tp_peers = tp_peers;

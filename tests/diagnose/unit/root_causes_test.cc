@@ -7,8 +7,10 @@
 #include <cmath>
 
 #include "read/instances.h"
+#include "report/output.h"
 #include "report/html_report.h"
 #include "report/root_causes.h"
+#include "peer/stage.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -184,8 +186,62 @@ TEST(RootCausesReport, AHealthyRunSaysSo) {
   const ReportRunData run = PeerRun(0.01);
   ctx.run = &run;
   const std::string html = RenderHtmlReport(d, ctx);
-  EXPECT_NE(std::string::npos, html.find("No abnormal step: 2 units judged at a 1.0% false-alarm rate."));
+  EXPECT_NE(std::string::npos, html.find("<p class='headline ok'>No abnormal step: 2 units judged at a 1.0% false-alarm rate."));
   EXPECT_EQ(std::string::npos, html.find("id='root-causes'"));
+  EXPECT_EQ(std::string::npos, html.find("judged against this run"));
+}
+
+// A run judged against itself says so under the headline; one where that leaves a lone slow
+// step no way to be flagged (a real eager engine's long healthy run) is no all-clear.
+TEST(RootCausesReport, ARunJudgedAgainstItselfSaysWhatItCanFlag) {
+  std::vector<StepDiagnosis> d = {Unit(0, 0, View::kVertical, {}), Unit(0, 1, View::kVertical, {})};
+  ReportContext ctx;
+  ReportRunData run = PeerRun(0.01);
+  run.null_centre[0] = 12.9;
+  run.null_scale[0] = 5.3;
+  ctx.run = &run;
+  std::string html = RenderHtmlReport(d, ctx);
+  EXPECT_NE(std::string::npos, html.find("<p class='headline ok'>No abnormal step"));
+  EXPECT_NE(std::string::npos,
+            html.find("<p class='muted'>The vertical view is judged against this run&#39;s own steps (their z-scores "
+                      "centre at 12.9, spread 5.3: the whole run is more surprising than the models expect), so a "
+                      "step is abnormal only when it stands out from the others.</p>"));
+  EXPECT_EQ(std::string::npos, html.find("cannot be flagged"));
+
+  run.null_centre[0] = 16.7;
+  run.null_scale[0] = 13.0;
+  run.null_blind[0] = true;
+  run.best_possible_p[0] = 0.0583;
+  html = RenderHtmlReport(d, ctx);
+  EXPECT_EQ(std::string::npos, html.find("<p class='headline ok'>"));
+  EXPECT_NE(std::string::npos, html.find("<p class='headline'>No abnormal step: 2 units judged"));
+  EXPECT_NE(std::string::npos, html.find("even the strongest evidence reaches only q = 0.058 there, so a lone slow "
+                                         "step cannot be flagged: no abnormal step in this view means that none "
+                                         "stood out from the run&#39;s own spread, not that every step was healthy."));
+  EXPECT_EQ(std::string::npos, html.find("The horizontal view is judged"));
+}
+
+TEST(RunCalibrationNote, TheStdoutSummaryNotesEachViewJudgedAgainstItself) {
+  PeerStageResult r;
+  r.decision.alpha = 0.01;
+  r.decision.min_impact_share = 0.01;
+  EXPECT_EQ(std::string::npos, FormatPeerSummary(r).find("note:"));
+  r.decision.views[0].null_centre = 16.7;
+  r.decision.views[0].null_scale = 13.0;
+  r.decision.views[0].single_step_blind = true;
+  r.decision.views[0].best_possible_p = 0.0583;
+  const std::string out = FormatPeerSummary(r);
+  EXPECT_NE(std::string::npos, out.find("\n  note: the vertical view is judged against this run's own steps (their "
+                                        "z-scores centre at 16.7, spread 13.0"));
+  EXPECT_NE(std::string::npos, out.find("q = 0.058 there, so a lone slow step cannot be flagged"));
+  EXPECT_EQ(std::string::npos, out.find("the horizontal view"));
+}
+
+TEST(RunCalibrationNote, EmptyUnderTheAssumedNull) {
+  EXPECT_EQ("", RunCalibrationNote("vertical", 0, 1, false, 0));
+  EXPECT_NE("", RunCalibrationNote("horizontal", 0, 1.5, false, 0));
+  EXPECT_EQ(0u, RunCalibrationNote("horizontal", 3.25, 1, false, 0).find("the horizontal view is judged against this "
+                                                                         "run's own steps (their z-scores centre at 3.2"));
 }
 
 }  // namespace
