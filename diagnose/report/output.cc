@@ -142,10 +142,19 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
   bool by_cost = false;  // peer detector: rank and show by excess time
   std::vector<const StepDiagnosis*> ab;
   size_t insufficient = 0;
+  const StepDiagnosis* first_unjudged = nullptr;  // its reason stands for all when none was judged
   for (const auto& x : d) {
     by_cost = by_cost || x.evidence.peer.has_value();
     insufficient += x.label == Verdict::kInsufficient;
+    if (x.label == Verdict::kInsufficient && !first_unjudged) first_unjudged = &x;
     if (x.abnormal) ab.push_back(&x);
+  }
+  if (!d.empty() && insufficient == d.size()) {
+    // Not an all-clear: say why nothing was judged (a profiler trace of one or two steps).
+    const auto& peer = first_unjudged->evidence.peer;
+    return "No unit could be judged: all " + std::to_string(d.size()) +
+           " (rank, step, view) units had insufficient evidence (see diagnosis.jsonl)" +
+           (peer && !peer->summary.empty() ? ", e.g. " + EscapeForTerminal(peer->summary) : std::string()) + ".\n";
   }
   auto impact = [](const StepDiagnosis* x) {
     double e = 0;

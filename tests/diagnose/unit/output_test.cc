@@ -58,6 +58,29 @@ TEST(Output, TableListsOnlyAbnormalUnits) {
   EXPECT_EQ(FormatAbnormalTable({normal}), "No abnormal unit among 1 (rank, step, view) units.\n");
 }
 
+// A trace too short to compare anything (one profiled step) is no all-clear: the summary says
+// that nothing was judged, and why, with the first unit's reason.
+TEST(Output, NothingJudgedSaysWhyInsteadOfNoAbnormalUnit) {
+  StepDiagnosis s = HostileStep();
+  s.abnormal = false;
+  s.faulty.clear();
+  s.label = Verdict::kInsufficient;
+  s.evidence.peer = PeerUnitEvidence{};
+  s.evidence.peer->summary = "rank 0, step 0 (prefill): insufficient evidence: no peers that did the same work";
+  StepDiagnosis other = s;
+  other.evidence.peer->summary = "rank 0, step 1: insufficient evidence: another reason";
+  EXPECT_EQ(FormatAbnormalTable({s, other}),
+            "No unit could be judged: all 2 (rank, step, view) units had insufficient evidence (see "
+            "diagnosis.jsonl), e.g. rank 0, step 0 (prefill): insufficient evidence: no peers that did the same "
+            "work.\n");
+  // One judged unit among them: the usual line, which counts the others.
+  StepDiagnosis judged = s;
+  judged.label = Verdict::kNormal;
+  EXPECT_EQ(FormatAbnormalTable({judged, other}),
+            "No abnormal unit among 2 (rank, step, view) units; 1 had insufficient evidence to judge (see "
+            "diagnosis.jsonl).\n");
+}
+
 // Trace names reach the terminal: control bytes are escaped, long names cut with an ellipsis,
 // and every table line holds exactly one entry of bounded width.
 TEST(Output, TableEscapesAndTruncatesNames) {

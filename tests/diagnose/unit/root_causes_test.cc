@@ -221,6 +221,23 @@ TEST(RootCausesReport, ARunJudgedAgainstItselfSaysWhatItCanFlag) {
   EXPECT_EQ(std::string::npos, html.find("The horizontal view is judged"));
 }
 
+TEST(RootCausesReport, NothingJudgedIsNoAllClear) {
+  std::vector<StepDiagnosis> d = {Unit(0, 0, View::kVertical, {}), Unit(0, 0, View::kHorizontal, {})};
+  for (StepDiagnosis& s : d) {
+    s.label = Verdict::kInsufficient;
+    s.evidence.peer->verdict = Verdict::kInsufficient;
+    s.evidence.peer->summary = "rank 0, step 0: insufficient evidence: no peers that did the same work";
+  }
+  ReportContext ctx;
+  const ReportRunData run = PeerRun(0.01);
+  ctx.run = &run;
+  const std::string html = RenderHtmlReport(d, ctx);
+  EXPECT_EQ(std::string::npos, html.find("headline ok"));
+  EXPECT_NE(std::string::npos, html.find("<p class='headline'>No unit could be judged: all 2 had insufficient evidence "
+                                         "(see <a href='#run'>the run</a>), e.g. rank 0, step 0: insufficient "
+                                         "evidence: no peers that did the same work.</p>"));
+}
+
 TEST(RunCalibrationNote, TheStdoutSummaryNotesEachViewJudgedAgainstItself) {
   PeerStageResult r;
   r.decision.alpha = 0.01;
