@@ -5,14 +5,19 @@
 #include <cstdio>
 
 namespace truffld::diagnose {
-namespace {
 
-std::string Fmt(const char* f, double v) {
+std::string FormatNumber(const char* format, double v) {
   char b[64];
-  std::snprintf(b, sizeof b, f, v);
+  std::snprintf(b, sizeof b, format, v);
   return b;
 }
 
+std::string NullFiguresText(double centre, double scale) {
+  return "their z-scores centre at " + FormatNumber("%.1f", centre) + ", spread " + FormatNumber("%.1f", scale);
+}
+
+namespace {
+std::string Fmt(const char* f, double v) { return FormatNumber(f, v); }
 }  // namespace
 
 std::string FormatNs(double ns) {

@@ -45,20 +45,11 @@ std::string What(const RootCause& c) {
 std::string Sentence(const std::vector<StepDiagnosis>& d, const ReportRunData& run, const std::vector<RootCause>& causes) {
   double total = 0;
   const double cost = RunCostNs(d, &total);
-  int units = 0, judged = 0, insufficient = 0;
-  const StepDiagnosis* first_unjudged = nullptr;
-  for (const StepDiagnosis& s : d) {
-    units += s.label == Verdict::kAbnormal;
-    judged += s.label != Verdict::kInsufficient;
-    insufficient += s.label == Verdict::kInsufficient;
-    if (s.label == Verdict::kInsufficient && !first_unjudged) first_unjudged = &s;
-  }
-  if (judged == 0 && first_unjudged) {  // not an all-clear: nothing was compared
-    const auto& peer = first_unjudged->evidence.peer;
-    return "<p class='headline'>No unit could be judged: all " + std::to_string(insufficient) +
-           " had insufficient evidence (see <a href='#run'>the run</a>)" +
-           (peer && !peer->summary.empty() ? ", e.g. " + HtmlEscape(peer->summary) : std::string()) + ".</p>";
-  }
+  const UnitTally tally = TallyUnits(d);
+  const int units = int(tally.abnormal), judged = int(tally.judged), insufficient = int(tally.insufficient);
+  if (judged == 0 && tally.first_unjudged)  // not an all-clear: nothing was compared
+    return "<p class='headline'>" +
+           NoUnitJudgedSentence(tally, "", "see <a href='#run'>the run</a>", HtmlEscape(UnjudgedReason(tally))) + "</p>";
   if (units == 0 && run.stragglers.empty()) {
     // A view that could not flag a lone slow step (RenderHeadline's note) is no all-clear.
     const bool blind = run.null_blind[0] || run.null_blind[1];

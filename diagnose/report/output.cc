@@ -130,6 +130,29 @@ Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagno
 constexpr size_t kRankWidth = 6, kStepWidth = 6, kViewWidth = 10, kPhaseWidth = 8, kFamilyWidth = 40;
 constexpr size_t kChainWidth = 60;
 
+UnitTally TallyUnits(const std::vector<StepDiagnosis>& d) {
+  UnitTally t;
+  for (const StepDiagnosis& x : d) {
+    t.abnormal += x.label == Verdict::kAbnormal;
+    t.judged += x.label != Verdict::kInsufficient;
+    t.insufficient += x.label == Verdict::kInsufficient;
+    if (x.label == Verdict::kInsufficient && !t.first_unjudged) t.first_unjudged = &x;
+  }
+  return t;
+}
+
+std::string UnjudgedReason(const UnitTally& t) {
+  if (!t.first_unjudged || !t.first_unjudged->evidence.peer) return {};
+  return t.first_unjudged->evidence.peer->summary;
+}
+
+std::string NoUnitJudgedSentence(const UnitTally& t, const std::string& what, const std::string& where,
+                                 const std::string& reason) {
+  if (t.judged > 0 || !t.first_unjudged) return {};
+  return "No unit could be judged: all " + std::to_string(t.insufficient) + what + " had insufficient evidence (" +
+         where + ")" + (reason.empty() ? std::string() : ", e.g. " + reason) + ".";
+}
+
 std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows) {
   auto row = [](const std::string& rank, const std::string& step, const std::string& view,
                 const std::string& phase, const std::string& family, const std::string& score,
@@ -141,21 +164,15 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
   // Peer mode: units by time impact (summed excess), across all ranks; legacy modes: in order.
   bool by_cost = false;  // peer detector: rank and show by excess time
   std::vector<const StepDiagnosis*> ab;
-  size_t insufficient = 0;
-  const StepDiagnosis* first_unjudged = nullptr;  // its reason stands for all when none was judged
   for (const auto& x : d) {
     by_cost = by_cost || x.evidence.peer.has_value();
-    insufficient += x.label == Verdict::kInsufficient;
-    if (x.label == Verdict::kInsufficient && !first_unjudged) first_unjudged = &x;
     if (x.abnormal) ab.push_back(&x);
   }
-  if (!d.empty() && insufficient == d.size()) {
-    // Not an all-clear: say why nothing was judged (a profiler trace of one or two steps).
-    const auto& peer = first_unjudged->evidence.peer;
-    return "No unit could be judged: all " + std::to_string(d.size()) +
-           " (rank, step, view) units had insufficient evidence (see diagnosis.jsonl)" +
-           (peer && !peer->summary.empty() ? ", e.g. " + EscapeForTerminal(peer->summary) : std::string()) + ".\n";
-  }
+  const UnitTally tally = TallyUnits(d);
+  const size_t insufficient = tally.insufficient;
+  if (!d.empty() && insufficient == d.size())  // not an all-clear (a trace of one or two steps)
+    return NoUnitJudgedSentence(tally, " (rank, step, view) units", "see diagnosis.jsonl",
+                                EscapeForTerminal(UnjudgedReason(tally))) + "\n";
   auto impact = [](const StepDiagnosis* x) {
     double e = 0;
     for (const auto& f : x->faulty) e += f.ExcessNs();

@@ -32,6 +32,20 @@ Status WriteDiagnosisJsonl(const std::string& path, const std::vector<StepDiagno
 // Table of abnormal steps and their faulty operators (at most max_rows steps), plus a count line.
 std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_rows = 50);
 
+// The units by label, for the stdout table and the report's headline.
+struct UnitTally {
+  size_t abnormal = 0, judged = 0, insufficient = 0;
+  const StepDiagnosis* first_unjudged = nullptr;  // the first unit with insufficient evidence
+};
+UnitTally TallyUnits(const std::vector<StepDiagnosis>& d);
+// Why the first unjudged unit had insufficient evidence (its peer summary; empty: none).
+std::string UnjudgedReason(const UnitTally& t);
+// When no unit was judged, the sentence the table and the headline lead with, not an all-clear:
+// "No unit could be judged: all <insufficient><what> had insufficient evidence (<where>), e.g.
+// <reason>." (`reason` escaped by the caller for its medium; ", e.g." left out when empty).
+std::string NoUnitJudgedSentence(const UnitTally& t, const std::string& what, const std::string& where,
+                                 const std::string& reason);
+
 // Writes phi(x) per instance: keys (rank, step_index, view, family, layer, start, end), raw
 // features, Stage I rho, and, when labels are given, the step label and whether the instance's
 // family is labelled faulty. CSV when the path ends in ".csv", JSONL otherwise.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "peer/format_ns.h"
 #include "report/output.h"
 #include "stage2/peer_evidence.h"
 #include "peer/stage.h"
@@ -93,14 +94,11 @@ std::string PersistentStragglerSentence(const PersistentStraggler& p) {
 std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
                                double best_possible_p) {
   if (!(centre > 0 || scale > 1)) return {};
-  char fig[96];
-  std::snprintf(fig, sizeof fig, "their z-scores centre at %.1f, spread %.1f", centre, scale);
-  std::string out = "the " + view + " view is judged against this run's own steps (" + fig +
+  std::string out = "the " + view + " view is judged against this run's own steps (" + NullFiguresText(centre, scale) +
                     ": the whole run is more surprising than the models expect), so a step is abnormal only "
                     "when it stands out from the others";
   if (blind) {
-    std::snprintf(fig, sizeof fig, "%.2g", best_possible_p);
-    out += "; even the strongest evidence reaches only q = " + std::string(fig) +
+    out += "; even the strongest evidence reaches only q = " + FormatNumber("%.2g", best_possible_p) +
            " there, so a lone slow step cannot be flagged: no abnormal step in this view means that none stood "
            "out from the run's own spread, not that every step was healthy";
   }

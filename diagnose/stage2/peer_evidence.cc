@@ -6,16 +6,13 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "peer/format_ns.h"
 #include "stage2/describe.h"
 
 namespace truffld::diagnose {
 namespace {
 
-std::string Fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string Fmt(const char* f, double v) { return FormatNumber(f, v); }
 
 std::string Where(const StepInfo& s) {
   return (s.rank ? "rank " + std::to_string(*s.rank) + ", " : std::string()) + "step " +
@@ -171,8 +168,7 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
          (d.views[view].threshold > 0 ? Fmt("%.2g", d.views[view].threshold) : std::string("none reached")) +
          " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
          (d.Null(view).Active()
-              ? ", judged against this run's steps: their z-scores centre at " + Fmt("%.1f", d.views[view].null_centre) +
-                    ", spread " + Fmt("%.1f", d.views[view].null_scale) +
+              ? ", judged against this run's steps: " + NullFiguresText(d.views[view].null_centre, d.views[view].null_scale) +
                     (d.views[view].single_step_blind
                          ? "; so wide that even the strongest evidence would reach only q = " +
                                Fmt("%.2g", d.views[view].best_possible_p) + ": a lone slow step of this view cannot be flagged"
