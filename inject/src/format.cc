@@ -93,17 +93,6 @@ char* Put8Digits(char* p, uint32_t v) {
   return p + 8;
 }
 
-// A timestamp's decimal digits (13 to 19 for ns since boot or the epoch), the low 8 and 16 at a
-// time from a digit-pair table; std::to_chars for the short and negative rest.
-char* PutNs(char* p, int64_t v) {
-  if (v < 100000000) return PutInt(p, v);
-  const auto u = static_cast<uint64_t>(v);
-  const uint64_t top = u / 100000000;
-  p = top < 100000000 ? PutInt(p, top)
-                      : Put8Digits(PutInt(p, top / 100000000), static_cast<uint32_t>(top % 100000000));
-  return Put8Digits(p, static_cast<uint32_t>(u % 100000000));
-}
-
 }  // namespace
 
 // The common NVTX record, formatted in one piece. The bytes are those of the general path in
@@ -128,7 +117,21 @@ char* FormatPlainNvtxTo(char* p, const Record& r, std::string_view data, int64_t
     default:
       return nullptr;
   }
-  return tail.PutAt(PutNs(p, r.t0), pid, r.tid);
+  return tail.PutAt(tail.PutTime(p, r.t0), pid, r.tid);
+}
+
+char* LineTail::PutTime(char* p, int64_t ns) {
+  if (ns < 100000000) return PutInt(p, ns);
+  const auto u = static_cast<uint64_t>(ns);
+  const uint64_t high = u / 100000000;
+  if (high != high_) {
+    char* e = high < 100000000 ? PutInt(high_text_, high)
+                               : Put8Digits(PutInt(high_text_, high / 100000000), static_cast<uint32_t>(high % 100000000));
+    high_len_ = static_cast<size_t>(e - high_text_);
+    high_ = high;
+  }
+  std::memcpy(p, high_text_, sizeof high_text_);  // a fixed-size copy; the line has the room
+  return Put8Digits(p + high_len_, static_cast<uint32_t>(u % 100000000));
 }
 
 std::string_view LineTail::For(int64_t pid, uint32_t tid) {

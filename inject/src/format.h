@@ -49,12 +49,18 @@ class LineTail {
     std::memcpy(p, text_, kBytes);
     return p + len_;
   }
+  // Writes the decimal digits of a time in ns at p, which has room for 20 + kBytes: the digits
+  // above the last 8 change every 0.1 s, so they are kept from the line before.
+  char* PutTime(char* p, int64_t ns);
 
  private:
   int64_t pid_ = 0;
   uint32_t tid_ = 0;
   size_t len_ = 0;  // 0: nothing kept yet
   char text_[kBytes] = {};
+  uint64_t high_ = ~uint64_t{0};  // a time's digits above the last 8 (none kept yet) ...
+  size_t high_len_ = 0;
+  char high_text_[16] = {};       // ... as text (at most 12 digits)
 };
 
 // Longest name FormatPlainNvtxTo takes, and the most bytes it writes (with LineTail's slack).

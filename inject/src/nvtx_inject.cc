@@ -244,9 +244,36 @@ nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return EmitAscii(RecordKind:
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { return EmitWide(RecordKind::kNvtxStart, m, NewRangeId()); }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { EmitBare(RecordKind::kNvtxEnd, nullptr, id); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Level(EmitAttr(RecordKind::kNvtxPush, nullptr, a, 0)); }
-int NVTX_API RangePushA(const char* m) { return Level(EmitAscii(RecordKind::kNvtxPush, m, 0)); }
+// nvtxRangePushA and nvtxRangePop, the calls PyTorch's emit_nvtx makes per operator: without
+// sampled windows (no step or collective to watch), on a thread with a ring, no dropped range
+// open and a depth with reservations, one compact record goes straight into the ring (no Record
+// built, as Dispatch would write it). Anything else, and a full ring, takes the general path,
+// which counts what it drops.
+bool FastNvtx(const ThreadState& t, int32_t level) {
+  return !g_sampling && t.ring && !t.drop_from && level >= 0 && level < kMaxReservedDepth;
+}
+int NVTX_API RangePushA(const char* m) {
+  const auto ticks = static_cast<int64_t>(ReadTicks());
+  const size_t len = m ? std::strlen(m) : 0;
+  ThreadState& t = CurrentThread();
+  if (__builtin_expect(FastNvtx(t, t.nvtx_depth) && len <= kMaxNameBytes, 1)) {
+    const PushResult pr = t.ring->TryPushCompact(RecordKind::kNvtxPush, t.tid, ticks, m, len, Reserve::kOpen);
+    if (pr == kPushOkWake) g_tracer->WakeWriter();
+    if (pr != kPushFull) return t.nvtx_depth++;
+  }
+  return Level(EmitAscii(RecordKind::kNvtxPush, m, 0));
+}
 int NVTX_API RangePushW(const wchar_t* m) { return Level(EmitWide(RecordKind::kNvtxPush, m, 0)); }
-int NVTX_API RangePop() { return Level(EmitBare(RecordKind::kNvtxPop, nullptr, 0)); }
+int NVTX_API RangePop() {
+  const auto ticks = static_cast<int64_t>(ReadTicks());
+  ThreadState& t = CurrentThread();
+  if (__builtin_expect(FastNvtx(t, t.nvtx_depth - 1), 1)) {
+    const PushResult pr = t.ring->TryPushCompact(RecordKind::kNvtxPop, t.tid, ticks, nullptr, 0, Reserve::kClose);
+    if (pr == kPushOkWake) g_tracer->WakeWriter();
+    if (pr != kPushFull) return --t.nvtx_depth;
+  }
+  return Level(EmitBare(RecordKind::kNvtxPop, nullptr, 0));
+}
 void NVTX_API NameCategoryA(uint32_t cat, const char* name) { if (name) g_tracer->nvtx().NameCategory(nullptr, cat, name); }
 void NVTX_API NameCategoryW(uint32_t cat, const wchar_t* name) {
   char buf[512];

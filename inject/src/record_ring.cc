@@ -76,40 +76,16 @@ uint64_t RecordRing::MaybeRewind(uint64_t h) noexcept {
 
 PushResult RecordRing::TryPush(const Record& head, const char* a, size_t a_len, const char* b,
                                size_t b_len, Reserve rv) noexcept {
-  const bool compact = IsCompact(head, b_len);
-  const size_t need = RingUnitsFor(compact, a_len + b_len);
-  uint64_t h = head_.load(std::memory_order_relaxed);
-  if (h >= next_rewind_check_) h = MaybeRewind(h);
-  const uint64_t cap = mask_ + 1;
-  // Units that must stay free once this record is in: the reservations of open pushes, one
-  // more for a push, one fewer for the pop of a reserved push.
-  uint64_t keep = reserved_;
-  if (rv == Reserve::kOpen) ++keep;
-  else if (rv == Reserve::kClose && keep) --keep;
-  keep *= kCloseUnits;
-  PushResult result = kPushOk;
-  if (h + need + keep - cached_tail_ > cap / kWakeFraction) {
-    cached_tail_ = tail_.load(std::memory_order_acquire);
-    if (h + need + keep - cached_tail_ > cap) return kPushFull;
-    if (h + need - cached_tail_ > cap / kWakeFraction && woke_at_tail_ != cached_tail_) {
-      woke_at_tail_ = cached_tail_;
-      result = kPushOkWake;
-    }
-  }
+  if (IsCompact(head, b_len)) return TryPushCompact(head.kind, head.tid, head.t0, a, a_len, rv);
+  const size_t need = RingUnitsFor(false, a_len + b_len);
+  uint64_t h;
+  PushResult result;
+  if (!Claim(need, rv, &h, &result)) return kPushFull;
   const size_t at = static_cast<size_t>(h) * kUnitBytes;
-  if (compact) {
-    const CompactHeader ch{static_cast<uint8_t>(kCompactTag | static_cast<uint8_t>(head.kind)), 0,
-                           static_cast<uint16_t>(a_len), head.tid, head.t0};
-    std::memcpy(bytes_ + (at & byte_mask_), &ch, sizeof ch);  // a unit: never wraps
-    if (a_len) CopyIn(at + kCompactHeaderBytes, a, a_len);
-  } else {
-    CopyIn(at, &head, kFullHeaderBytes);
-    if (a_len) CopyIn(at + kFullHeaderBytes, a, a_len);
-    if (b_len) CopyIn(at + kFullHeaderBytes + a_len, b, b_len);
-  }
-  if (rv == Reserve::kOpen) ++reserved_;
-  else if (rv == Reserve::kClose && reserved_) --reserved_;
-  head_.store(h + need, std::memory_order_release);
+  CopyIn(at, &head, kFullHeaderBytes);
+  if (a_len) CopyIn(at + kFullHeaderBytes, a, a_len);
+  if (b_len) CopyIn(at + kFullHeaderBytes + a_len, b, b_len);
+  Publish(h, need, rv);
   return result;
 }
 

@@ -24,8 +24,8 @@
 // ring empty, it "rewinds" both positions to the first unit of the next lap, so a quiet thread
 // keeps using the hot bytes and a thread's resident ring memory follows its bursts, not the
 // ring's size.
-// Thread-safety: TryPush/CountDrop from the owning thread only; Drain from one consumer thread;
-// dropped()/empty() from any thread. ResetForChild only in a fork child before any other thread
+// Thread-safety: TryPush/TryPushCompact/CountDrop from the owning thread only; Drain from one
+// consumer thread; dropped()/empty() from any thread. ResetForChild only in a fork child before any other thread
 // exists; ForgetReservations only while no thread owns the ring.
 #pragma once
 
@@ -90,6 +90,11 @@ class RecordRing {
   PushResult TryPush(const Record& head, const char* a, size_t a_len, const char* b = nullptr,
                      size_t b_len = 0, Reserve rv = Reserve::kNone) noexcept;
 
+  // The same for a compact record (a plain NVTX push, pop or mark: kind, thread, time and name),
+  // without a Record: the injector's fast path for nvtxRangePushA and nvtxRangePop.
+  PushResult TryPushCompact(RecordKind kind, uint32_t tid, int64_t t0, const char* a, size_t a_len,
+                            Reserve rv) noexcept;
+
   // Whether TryPush stores `head` (with `b_len` payload bytes) as a compact record: a plain NVTX
   // push, pop or mark whose other header fields are zero.
   static bool IsCompact(const Record& head, size_t b_len) noexcept {
@@ -152,6 +157,9 @@ class RecordRing {
   static_assert(sizeof(CompactHeader) == kCompactHeaderBytes);
   static constexpr uint8_t kCompactTag = 0x80;
 
+  bool Claim(size_t need, Reserve rv, uint64_t* head, PushResult* result) noexcept;
+  void Publish(uint64_t h, size_t need, Reserve rv) noexcept;
+
   static void Bump(std::atomic<uint64_t>& c) noexcept {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -194,6 +202,53 @@ class RecordRing {
   std::atomic<uint64_t> unbalanced_{0};
   std::atomic<uint64_t> rewinds_{0};
 };
+
+// Room for `need` units past the reservations `rv` leaves: the head to write at, and whether
+// to wake the consumer; false when the ring is full.
+inline bool RecordRing::Claim(size_t need, Reserve rv, uint64_t* head, PushResult* result) noexcept {
+  uint64_t h = head_.load(std::memory_order_relaxed);
+  if (h >= next_rewind_check_) h = MaybeRewind(h);
+  const uint64_t cap = mask_ + 1;
+  // Units that must stay free once this record is in: the reservations of open pushes, one
+  // more for a push, one fewer for the pop of a reserved push.
+  uint64_t keep = reserved_;
+  if (rv == Reserve::kOpen) ++keep;
+  else if (rv == Reserve::kClose && keep) --keep;
+  keep *= kCloseUnits;
+  *result = kPushOk;
+  if (h + need + keep - cached_tail_ > cap / kWakeFraction) {
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    if (h + need + keep - cached_tail_ > cap) return false;
+    if (h + need - cached_tail_ > cap / kWakeFraction && woke_at_tail_ != cached_tail_) {
+      woke_at_tail_ = cached_tail_;
+      *result = kPushOkWake;
+    }
+  }
+  *head = h;
+  return true;
+}
+
+// Makes the record at [h, h + need) visible to the consumer and books its reservation.
+inline void RecordRing::Publish(uint64_t h, size_t need, Reserve rv) noexcept {
+  if (rv == Reserve::kOpen) ++reserved_;
+  else if (rv == Reserve::kClose && reserved_) --reserved_;
+  head_.store(h + need, std::memory_order_release);
+}
+
+inline PushResult RecordRing::TryPushCompact(RecordKind kind, uint32_t tid, int64_t t0, const char* a,
+                                             size_t a_len, Reserve rv) noexcept {
+  const size_t need = RingUnitsFor(true, a_len);
+  uint64_t h;
+  PushResult result;
+  if (!Claim(need, rv, &h, &result)) return kPushFull;
+  const size_t at = static_cast<size_t>(h) * kUnitBytes;
+  const CompactHeader ch{static_cast<uint8_t>(kCompactTag | static_cast<uint8_t>(kind)), 0,
+                         static_cast<uint16_t>(a_len), tid, t0};
+  std::memcpy(bytes_ + (at & byte_mask_), &ch, sizeof ch);  // a unit: never wraps
+  if (a_len) CopyIn(at + kCompactHeaderBytes, a, a_len);
+  Publish(h, need, rv);
+  return result;
+}
 
 template <class Fn>
 size_t RecordRing::Drain(Fn&& fn, std::string& scratch) {

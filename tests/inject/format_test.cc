@@ -148,6 +148,35 @@ TEST(Format, KeptLineTailFollowsThreadAndProcessChanges) {
   }
 }
 
+// The kept LineTail also keeps a time's digits above the last 8 (they change every 0.1 s): a
+// sequence of times that cross those digits' changes, go back, shrink and grow in length must
+// each read back as written, with the bytes of a fresh LineTail.
+TEST(Format, KeptTimeDigitsFollowEveryChange) {
+  NvtxRegistry reg;
+  LineTail kept;
+  const int64_t times[] = {1732000000000000000, 1732000000099999999, 1732000000100000000,
+                           1732000000100000001, 1732000000000000000, 5, 100000000, 199999999,
+                           -7, 9999999999999999, 10000000000000000, INT64_MAX, INT64_MIN,
+                           1732000000100000000, 1832000000100000000};
+  int compared = 0;
+  for (int64_t t : times) {
+    for (RecordKind kind : {RecordKind::kNvtxPush, RecordKind::kNvtxPop}) {
+      Record r{};
+      r.kind = kind;
+      r.t0 = t;
+      r.tid = 7;
+      r.name_len = kind == RecordKind::kNvtxPop ? 0 : 4;
+      std::string with, without;
+      FormatRecord(r, "step", 42, reg, with, &kept);
+      FormatRecord(r, "step", 42, reg, without);
+      ASSERT_EQ(with, without) << t;
+      EXPECT_EQ(Line(with)["timestamp"].get<int64_t>(), t);
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 30);
+}
+
 TEST(Format, UnnamedCategoryIsANumberAndRegisteredNameIsUsed) {
   NvtxRegistry reg;
   NvtxString* s = reg.RegisterString("registered");
