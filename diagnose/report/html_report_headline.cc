@@ -47,9 +47,11 @@ std::string Sentence(const std::vector<StepDiagnosis>& d, const ReportRunData& r
   const double cost = RunCostNs(d, &total);
   const UnitTally tally = TallyUnits(d);
   const int units = int(tally.abnormal), judged = int(tally.judged), insufficient = int(tally.insufficient);
-  if (judged == 0 && tally.first_unjudged)  // not an all-clear: nothing was compared
-    return "<p class='headline'>" +
-           NoUnitJudgedSentence(tally, "", "see <a href='#run'>the run</a>", HtmlEscape(UnjudgedReason(tally))) + "</p>";
+  // Not an all-clear when nothing was compared.
+  if (const std::string none = NoUnitJudgedSentence(tally, "", "see <a href='#run'>the run</a>",
+                                                    HtmlEscape(UnjudgedReason(tally)));
+      !none.empty())
+    return "<p class='headline'>" + none + "</p>";
   if (units == 0 && run.stragglers.empty()) {
     // A view that could not flag a lone slow step (RenderHeadline's note) is no all-clear.
     const bool blind = run.null_blind[0] || run.null_blind[1];

@@ -170,9 +170,11 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
   }
   const UnitTally tally = TallyUnits(d);
   const size_t insufficient = tally.insufficient;
-  if (!d.empty() && insufficient == d.size())  // not an all-clear (a trace of one or two steps)
-    return NoUnitJudgedSentence(tally, " (rank, step, view) units", "see diagnosis.jsonl",
-                                EscapeForTerminal(UnjudgedReason(tally))) + "\n";
+  // Not an all-clear when nothing was judged (a trace of one or two steps).
+  if (const std::string none = NoUnitJudgedSentence(tally, " (rank, step, view) units", "see diagnosis.jsonl",
+                                                    EscapeForTerminal(UnjudgedReason(tally)));
+      !none.empty())
+    return none + "\n";
   auto impact = [](const StepDiagnosis* x) {
     double e = 0;
     for (const auto& f : x->faulty) e += f.ExcessNs();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "peer/decision.h"
 #include "peer/format_ns.h"
 #include "report/output.h"
 #include "stage2/peer_evidence.h"
@@ -93,7 +94,7 @@ std::string PersistentStragglerSentence(const PersistentStraggler& p) {
 
 std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
                                double best_possible_p) {
-  if (!(centre > 0 || scale > 1)) return {};
+  if (!EmpiricalNull{centre, scale}.Active()) return {};
   std::string out = "the " + view + " view is judged against this run's own steps (" + NullFiguresText(centre, scale) +
                     ": the whole run is more surprising than the models expect), so a step is abnormal only "
                     "when it stands out from the others";
