@@ -37,7 +37,8 @@ class RecordContext {
 // The end of a plain NVTX line, `,"process_id":P,"thread_id":T}\n`, formatted once and kept
 // while the process and thread ids stay the same: a drain walks one thread's ring at a time, so
 // consecutive records share it and the writer copies it instead of printing two integers a
-// record. Thread-safety: none; one per formatting thread (the writer).
+// record. It also keeps a time's digits above the last 8 (PutTime), which change every 0.1 s.
+// Thread-safety: none; one per formatting thread (the writer).
 class LineTail {
  public:
   static constexpr size_t kBytes = 64;  // room for the longest end (two 20-digit ids)

@@ -257,9 +257,7 @@ int NVTX_API RangePushA(const char* m) {
   const size_t len = m ? std::strlen(m) : 0;
   ThreadState& t = CurrentThread();
   if (__builtin_expect(FastNvtx(t, t.nvtx_depth) && len <= kMaxNameBytes, 1)) {
-    const PushResult pr = t.ring->TryPushCompact(RecordKind::kNvtxPush, t.tid, ticks, m, len, Reserve::kOpen);
-    if (pr == kPushOkWake) g_tracer->WakeWriter();
-    if (pr != kPushFull) return t.nvtx_depth++;
+    if (g_tracer->EmitCompact(t, RecordKind::kNvtxPush, ticks, m, len, Reserve::kOpen)) return t.nvtx_depth++;
   }
   return Level(EmitAscii(RecordKind::kNvtxPush, m, 0));
 }
@@ -268,9 +266,7 @@ int NVTX_API RangePop() {
   const auto ticks = static_cast<int64_t>(ReadTicks());
   ThreadState& t = CurrentThread();
   if (__builtin_expect(FastNvtx(t, t.nvtx_depth - 1), 1)) {
-    const PushResult pr = t.ring->TryPushCompact(RecordKind::kNvtxPop, t.tid, ticks, nullptr, 0, Reserve::kClose);
-    if (pr == kPushOkWake) g_tracer->WakeWriter();
-    if (pr != kPushFull) return --t.nvtx_depth;
+    if (g_tracer->EmitCompact(t, RecordKind::kNvtxPop, ticks, nullptr, 0, Reserve::kClose)) return --t.nvtx_depth;
   }
   return Level(EmitBare(RecordKind::kNvtxPop, nullptr, 0));
 }

@@ -25,8 +25,8 @@
 // keeps using the hot bytes and a thread's resident ring memory follows its bursts, not the
 // ring's size.
 // Thread-safety: TryPush/TryPushCompact/CountDrop from the owning thread only; Drain from one
-// consumer thread; dropped()/empty() from any thread. ResetForChild only in a fork child before any other thread
-// exists; ForgetReservations only while no thread owns the ring.
+// consumer thread; dropped()/empty() from any thread. ResetForChild only in a fork child before
+// any other thread exists; ForgetReservations only while no thread owns the ring.
 #pragma once
 
 #include <atomic>

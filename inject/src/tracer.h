@@ -127,6 +127,19 @@ class Tracer {
     return true;
   }
 
+  // The same for a compact record (RecordRing::TryPushCompact: kind, time and name) on a thread
+  // whose ring is attached: false, with nothing counted, when the ring is full, so that the
+  // caller's general path counts the drop.
+  bool EmitCompact(ThreadState& t, RecordKind kind, int64_t t0, const char* name, size_t len,
+                   Reserve rv) noexcept {
+    const PushResult pr = t.ring->TryPushCompact(kind, t.tid, t0, name, len, rv);
+    if (__builtin_expect(pr != kPushOk, 0)) {
+      if (pr == kPushFull) return false;
+      WakeWriter();
+    }
+    return true;
+  }
+
   // The calling thread's ring (attached on first use), or nullptr when it has none.
   RecordRing* ThreadRing() noexcept {
     ThreadState& t = t_thread;
