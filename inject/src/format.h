@@ -37,7 +37,8 @@ class RecordContext {
 // The end of a plain NVTX line, `,"process_id":P,"thread_id":T}\n`, formatted once and kept
 // while the process and thread ids stay the same: a drain walks one thread's ring at a time, so
 // consecutive records share it and the writer copies it instead of printing two integers a
-// record. It also keeps a time's digits above the last 8 (PutTime), which change every 0.1 s.
+// record. It also keeps a time's digits above the last 8 (PutTime), which change every 0.1 s,
+// and the first 4 of the last 8, which change every 10 µs.
 // Thread-safety: none; one per formatting thread (the writer).
 class LineTail {
  public:
@@ -51,7 +52,8 @@ class LineTail {
     return p + len_;
   }
   // Writes the decimal digits of a time in ns at p, which has room for 20 + kBytes: the digits
-  // above the last 8 change every 0.1 s, so they are kept from the line before.
+  // above the last 8 change every 0.1 s and the 4 below them every 10 µs, so both are kept from
+  // the line before.
   char* PutTime(char* p, int64_t ns);
 
  private:
@@ -62,6 +64,8 @@ class LineTail {
   uint64_t high_ = ~uint64_t{0};  // a time's digits above the last 8 (none kept yet) ...
   size_t high_len_ = 0;
   char high_text_[16] = {};       // ... as text (at most 12 digits)
+  uint32_t mid_ = ~uint32_t{0};   // the first 4 of the last 8 digits (none kept yet) ...
+  char mid_text_[4] = {};         // ... as text
 };
 
 // Longest name FormatPlainNvtxTo takes, and the most bytes it writes (with LineTail's slack).

@@ -59,6 +59,12 @@ enum class Reserve : uint8_t {
 
 // Ring geometry (see the layout above).
 inline constexpr size_t kUnitBytes = 16;
+// How far ahead the producer (for writing) and the drain (for reading once) prefetch the ring:
+// a ring far larger than the L2 is cold where it is written and again where it is drained, and
+// these distances, a few hundred ns of work ahead, hide most of those misses (BENCHMARKS.md,
+// the NVTX pair's cost). Only a hint: any distance is correct.
+inline constexpr size_t kDrainPrefetchBytes = 2048;
+inline constexpr size_t kPushPrefetchBytes = 1024;
 inline constexpr size_t kFullHeaderBytes = sizeof(Record);  // 96
 inline constexpr size_t kCompactHeaderBytes = 16;
 inline constexpr size_t kUnitsPerSlot = kSlotBytes / kUnitBytes;
@@ -242,6 +248,7 @@ inline PushResult RecordRing::TryPushCompact(RecordKind kind, uint32_t tid, int6
   PushResult result;
   if (!Claim(need, rv, &h, &result)) return kPushFull;
   const size_t at = static_cast<size_t>(h) * kUnitBytes;
+  __builtin_prefetch(bytes_ + ((at + kPushPrefetchBytes) & byte_mask_), 1, 3);
   const CompactHeader ch{static_cast<uint8_t>(kCompactTag | static_cast<uint8_t>(kind)), 0,
                          static_cast<uint16_t>(a_len), tid, t0};
   std::memcpy(bytes_ + (at & byte_mask_), &ch, sizeof ch);  // a unit: never wraps
@@ -262,6 +269,7 @@ size_t RecordRing::Drain(Fn&& fn, std::string& scratch) {
   Record full;
   while (tail < head) {
     const size_t at = static_cast<size_t>(tail) * kUnitBytes;
+    __builtin_prefetch(bytes_ + ((at + kDrainPrefetchBytes) & byte_mask_), 0, 0);
     Record* rec;
     size_t header_bytes, len;
     if (static_cast<uint8_t>(bytes_[at & byte_mask_]) & kCompactTag) {

@@ -148,16 +148,19 @@ TEST(Format, KeptLineTailFollowsThreadAndProcessChanges) {
   }
 }
 
-// The kept LineTail also keeps a time's digits above the last 8 (they change every 0.1 s): a
-// sequence of times that cross those digits' changes, go back, shrink and grow in length must
-// each read back as written, with the bytes of a fresh LineTail.
+// The kept LineTail also keeps a time's digits above the last 8 (they change every 0.1 s) and the
+// first 4 of the last 8 (every 10 µs): a sequence of times that cross those digits' changes
+// (either alone, both, the lower kept while the higher change), go back, shrink and grow in
+// length must each read back as written, with the bytes of a fresh LineTail.
 TEST(Format, KeptTimeDigitsFollowEveryChange) {
   NvtxRegistry reg;
   LineTail kept;
   const int64_t times[] = {1732000000000000000, 1732000000099999999, 1732000000100000000,
                            1732000000100000001, 1732000000000000000, 5, 100000000, 199999999,
                            -7, 9999999999999999, 10000000000000000, INT64_MAX, INT64_MIN,
-                           1732000000100000000, 1832000000100000000};
+                           1732000000100000000, 1832000000100000000, 1832000000100009999,
+                           1832000000100010000, 1832000000100010001, 1832000000200010001,
+                           1832000000200000001};
   int compared = 0;
   for (int64_t t : times) {
     for (RecordKind kind : {RecordKind::kNvtxPush, RecordKind::kNvtxPop}) {
@@ -174,7 +177,7 @@ TEST(Format, KeptTimeDigitsFollowEveryChange) {
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 30);
+  EXPECT_EQ(compared, 40);
 }
 
 TEST(Format, UnnamedCategoryIsANumberAndRegisteredNameIsUsed) {
