@@ -69,5 +69,29 @@ TEST(JsonEscape, PlainPrefixFindsTheFirstSpecialByteAtEveryOffset) {
   EXPECT_TRUE(JsonNeedsNoEscape("plain ascii ~"));
 }
 
+// Two special bytes, anywhere, in strings read from any offset: the first from that offset is
+// found (the vector scan's last load overlaps bytes it already checked), as a byte loop finds it.
+TEST(JsonEscape, PlainPrefixFindsTheFirstOfTwoFromAnyOffset) {
+  auto reference = [](const char* p, size_t n) {
+    size_t i = 0;
+    while (i < n && !JsonSpecialByte(static_cast<unsigned char>(p[i]))) ++i;
+    return i;
+  };
+  int checked = 0;
+  for (size_t n = 0; n < 48; ++n)
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = a; b < n; ++b) {
+        std::string t(n, 'x');
+        t[a] = '"';
+        t[b] = '\x1f';
+        for (size_t from = 0; from <= n; from += 3) {
+          ASSERT_EQ(JsonPlainPrefix(t.data() + from, n - from), reference(t.data() + from, n - from))
+              << n << " " << a << " " << b << " " << from;
+          ++checked;
+        }
+      }
+  EXPECT_GT(checked, 10000);
+}
+
 }  // namespace
 }  // namespace truffld

@@ -5,7 +5,8 @@
 // a backslash; \n, \r and \t by their short forms; other bytes below 0x20 as \u00xx (lowercase
 // hex); valid UTF-8 (truffld/utf8.h: no overlong forms, surrogates or code points above
 // U+10FFFF) is copied as is; every byte that does not start a valid sequence becomes the escape
-// \ufffd. Plain runs are found 16 bytes at a time with SSE2, 8 with a word trick elsewhere.
+// \ufffd. Plain runs are found 16 bytes at a time with SSE2 (a last, overlapping 16 for the
+// rest), 8 with a word trick elsewhere.
 // Header-only (the injector links nothing). Pure functions; thread-safe. Little-endian loads.
 #pragma once
 
@@ -50,6 +51,13 @@ inline size_t JsonPlainPrefix(const char* p, size_t n) noexcept {
     const __m128i special =
         _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
     if (const unsigned m = unsigned(_mm_movemask_epi8(special))) return i + size_t(__builtin_ctz(m));
+  }
+  if (i < n && n >= 16) {  // the rest in one load of the last 16 bytes, overlapping those checked
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16));
+    const __m128i special =
+        _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
+    const unsigned m = unsigned(_mm_movemask_epi8(special)) >> (i - (n - 16));  // bytes from i on
+    return m ? i + size_t(__builtin_ctz(m)) : n;
   }
 #endif
   for (; i + 8 <= n; i += 8) {
