@@ -112,3 +112,29 @@ def trace_merge_diagnose(tools, env, workload, tmp):
     run_tool([tools["TRUFFLD_MERGE"], *files, "-o", merged, "--no-trace-json"])
     run_tool([tools["TRUFFLD_DIAGNOSE"], merged, "-o", diag, "--llm", "off", "--no-html", "--quiet"])
     return merged, diag
+
+
+# Per-step timing a workload records for machine_slowdowns: wall ms of each step, and the wall
+# ms its thread did not run (preempted). Python source, for the workloads' loops.
+STEP_TIMING_SETUP = "_wall, _lost = [], []\n"
+STEP_TIMING_SAVE = """
+import json as _json, os as _os
+with open(_os.environ["TRUFFLD_TEST_TIMING_OUT"], "w") as _f:
+    _json.dump({"wall": _wall, "lost": _lost}, _f)
+"""
+
+
+def machine_slowdowns(vertical, steps, timing):
+    """Of the abnormal `steps` (vertical: step index -> diagnosis unit), those the machine
+    explains: (preempted, slower). A loaded machine preempts a loop now and then, and a shared VM
+    can also run it slower for a while without preempting it: real host stalls, which the
+    diagnosis rightly flags. Preempted: its thread lost over 0.3 ms of wall time while not
+    running. Slower: it really took longer than the median step, by at least half the cost the
+    diagnosis gives it. What is left are alarms on steps that were not slower (false alarms).
+    `timing`: {"wall": [ms per step], "lost": [ms per step]} as the workload measured them."""
+    wall, lost = timing["wall"], timing["lost"]
+    median = sorted(wall)[len(wall) // 2] if wall else 0.0
+    preempted = [s for s in steps if s < len(lost) and lost[s] > 0.3]
+    slower = [s for s in steps if s not in preempted and s < len(wall) and
+              wall[s] - median >= 0.5e-6 * vertical[s].get("impact_ns", float("inf"))]
+    return preempted, slower
