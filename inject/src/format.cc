@@ -83,15 +83,15 @@ constexpr char kDigitPairs[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-// The 8 decimal digits of v < 10^8, zero-padded, at p.
-char* Put8Digits(char* p, uint32_t v) {
-  const uint32_t hi = v / 10000, lo = v % 10000;
-  std::memcpy(p, kDigitPairs + 2 * (hi / 100), 2);
-  std::memcpy(p + 2, kDigitPairs + 2 * (hi % 100), 2);
-  std::memcpy(p + 4, kDigitPairs + 2 * (lo / 100), 2);
-  std::memcpy(p + 6, kDigitPairs + 2 * (lo % 100), 2);
-  return p + 8;
+// The 4 decimal digits of v < 10^4, zero-padded, at p.
+char* Put4Digits(char* p, uint32_t v) {
+  std::memcpy(p, kDigitPairs + 2 * (v / 100), 2);
+  std::memcpy(p + 2, kDigitPairs + 2 * (v % 100), 2);
+  return p + 4;
 }
+
+// The 8 decimal digits of v < 10^8, zero-padded, at p.
+char* Put8Digits(char* p, uint32_t v) { return Put4Digits(Put4Digits(p, v / 10000), v % 10000); }
 
 }  // namespace
 
@@ -136,14 +136,11 @@ char* LineTail::PutTime(char* p, int64_t ns) {
   const auto low = static_cast<uint32_t>(u % 100000000);
   const uint32_t mid = low / 10000, last = low % 10000;
   if (mid != mid_) {
-    std::memcpy(mid_text_, kDigitPairs + 2 * (mid / 100), 2);
-    std::memcpy(mid_text_ + 2, kDigitPairs + 2 * (mid % 100), 2);
+    Put4Digits(mid_text_, mid);
     mid_ = mid;
   }
   std::memcpy(p, mid_text_, 4);
-  std::memcpy(p + 4, kDigitPairs + 2 * (last / 100), 2);
-  std::memcpy(p + 6, kDigitPairs + 2 * (last % 100), 2);
-  return p + 8;
+  return Put4Digits(p + 4, last);
 }
 
 std::string_view LineTail::For(int64_t pid, uint32_t tid) {

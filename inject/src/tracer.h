@@ -116,15 +116,9 @@ class Tracer {
       return false;
     }
     r.tid = t.tid;
-    const PushResult pr = t.ring->TryPush(r, a, a_len, b, b_len, rv);
-    if (__builtin_expect(pr != kPushOk, 0)) {
-      if (pr == kPushFull) {
-        if (count_drop) t.ring->CountDrop(r.kind);
-        return false;
-      }
-      WakeWriter();
-    }
-    return true;
+    if (Landed(t.ring->TryPush(r, a, a_len, b, b_len, rv))) return true;
+    if (count_drop) t.ring->CountDrop(r.kind);
+    return false;
   }
 
   // The same for a compact record (RecordRing::TryPushCompact: kind, time and name) on a thread
@@ -132,7 +126,11 @@ class Tracer {
   // caller's general path counts the drop.
   bool EmitCompact(ThreadState& t, RecordKind kind, int64_t t0, const char* name, size_t len,
                    Reserve rv) noexcept {
-    const PushResult pr = t.ring->TryPushCompact(kind, t.tid, t0, name, len, rv);
+    return Landed(t.ring->TryPushCompact(kind, t.tid, t0, name, len, rv));
+  }
+  // Whether a push's record went in (not kPushFull); wakes the writer when the push asks for a
+  // drain (kPushOkWake).
+  bool Landed(PushResult pr) noexcept {
     if (__builtin_expect(pr != kPushOk, 0)) {
       if (pr == kPushFull) return false;
       WakeWriter();

@@ -46,17 +46,16 @@ inline size_t JsonPlainPrefix(const char* p, size_t n) noexcept {
 #if defined(__SSE2__)
   // A signed compare with 0x20 takes both the controls and every byte >= 0x80 (negative).
   const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+  auto special_at = [&](const char* q) {  // one bit per special byte of q[0, 16)
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    return unsigned(_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)))));
+  };
   for (; i + 16 <= n; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    const __m128i special =
-        _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
-    if (const unsigned m = unsigned(_mm_movemask_epi8(special))) return i + size_t(__builtin_ctz(m));
+    if (const unsigned m = special_at(p + i)) return i + size_t(__builtin_ctz(m));
   }
   if (i < n && n >= 16) {  // the rest in one load of the last 16 bytes, overlapping those checked
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16));
-    const __m128i special =
-        _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
-    const unsigned m = unsigned(_mm_movemask_epi8(special)) >> (i - (n - 16));  // bytes from i on
+    const unsigned m = special_at(p + n - 16) >> (i - (n - 16));  // bytes from i on
     return m ? i + size_t(__builtin_ctz(m)) : n;
   }
 #endif
