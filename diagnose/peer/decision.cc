@@ -85,9 +85,13 @@ double CalibratedP(const EmpiricalNull& null, double p) {
   return p >= 0.5 ? 1.0 : UpperTailP((UpperTailZ(p) - null.centre) / null.scale);
 }
 
-bool DecisionResult::Passes(int view, double raw_p) const {
+bool DecisionResult::Passes(int view, double raw_p, bool assumed_null) const {
   const ViewDecision& v = views[view];
-  return v.calibrated_threshold > 0 && CalibratedP(v.Null(), raw_p) <= v.calibrated_threshold;
+  return v.calibrated_threshold > 0 && (assumed_null ? raw_p : CalibratedP(v.Null(), raw_p)) <= v.calibrated_threshold;
+}
+
+double DecisionResult::UnitThreshold(int view, uint32_t u) const {
+  return u < units.size() && units[u].long_step ? views[view].calibrated_threshold : views[view].threshold;
 }
 
 double RowRatio(const TestRow& row) {
@@ -185,10 +189,12 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
 
 }  // namespace
 
-DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o) {
+DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o,
+                           const std::vector<double>* step_expected_ns) {
   DecisionResult d;
   d.alpha = o.alpha;
   d.min_impact_share = o.min_impact_share;
+  d.long_step_ratio = o.long_step_ratio;
   d.units.resize(t.steps.size());
   d.support_p = SupportPValues(t, rows, o);
   std::vector<double> min_p(t.steps.size(), 1.0);
@@ -201,9 +207,14 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     min_p[rows[r].unit] = std::min(min_p[rows[r].unit], d.support_p[r]);
   }
   std::vector<double> per_view[2];
+  std::vector<char> long_in_view[2];
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     UnitVerdict& v = d.units[u];
     const int view = ViewIndex(t.steps[u].view);
+    if (step_expected_ns != nullptr && u < step_expected_ns->size() && (*step_expected_ns)[u] > 0) {
+      v.step_ratio = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns) / (*step_expected_ns)[u];
+      v.long_step = o.long_step_ratio > 0 && v.step_ratio >= o.long_step_ratio;
+    }
     if (v.tests == 0) {
       v.verdict = Verdict::kInsufficient;
       v.reason = InsufficientReason(t, u, v);
@@ -212,7 +223,9 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     }
     v.p_value = std::min(1.0, min_p[u] * static_cast<double>(v.tests));
     per_view[view].push_back(v.p_value);
+    long_in_view[view].push_back(v.long_step);
     ++d.views[view].judged;
+    d.views[view].long_steps += v.long_step;
   }
   for (int view = 0; view < 2; ++view) {
     const EmpiricalNull null = FitEmpiricalNull(per_view[view], o.min_null_units);
@@ -221,16 +234,23 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     // BH on the recalibrated p-values; the threshold mapped back to the raw scale.
     std::vector<double> calibrated;
     calibrated.reserve(per_view[view].size());
-    for (double p : per_view[view]) calibrated.push_back(CalibratedP(null, p));
+    for (size_t i = 0; i < per_view[view].size(); ++i) {
+      const double p = per_view[view][i];
+      calibrated.push_back(long_in_view[view][i] ? p : CalibratedP(null, p));
+    }
     const double thr = BenjaminiHochbergThreshold(calibrated, o.alpha);
     d.views[view].calibrated_threshold = thr;
+    const auto passed = std::count_if(calibrated.begin(), calibrated.end(), [&](double p) { return thr > 0 && p <= thr; });
+    d.views[view].long_step_row_cut = calibrated.empty() ? 0 : o.alpha * static_cast<double>(passed) / static_cast<double>(calibrated.size());
     // Reported on the raw scale as the largest raw p-value that passes (exact: mapping the cut
     // back through the normal tail loses the last digits near underflow).
     d.views[view].threshold = thr;
     if (null.Active()) {
       d.views[view].threshold = 0;
       for (size_t i = 0; thr > 0 && i < calibrated.size(); ++i) {
-        if (calibrated[i] <= thr) d.views[view].threshold = std::max(d.views[view].threshold, per_view[view][i]);
+        if (calibrated[i] <= thr && !long_in_view[view][i]) {
+          d.views[view].threshold = std::max(d.views[view].threshold, per_view[view][i]);
+        }
       }
       // Row p-values stop at 1e-300 (scoring.cc), so a unit's evidence cannot exceed it: a
       // null wide enough leaves no step that a single fault could get flagged.
@@ -242,7 +262,7 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
     UnitVerdict& v = d.units[u];
     if (v.tests == 0) continue;
     const int view = ViewIndex(t.steps[u].view);
-    const bool flagged = d.Passes(view, v.p_value);
+    const bool flagged = d.Passes(view, v.p_value, v.long_step);
     v.verdict = flagged ? Verdict::kAbnormal : Verdict::kNormal;
     d.views[view].flagged += flagged;
   }
@@ -252,7 +272,9 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
 bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r) {
   const UnitVerdict& v = d.units[rows[r].unit];
   if (v.verdict != Verdict::kAbnormal) return false;
-  return d.Passes(ViewIndex(t.steps[rows[r].unit].view), d.support_p[r] * static_cast<double>(v.tests));
+  const int view = ViewIndex(t.steps[rows[r].unit].view);
+  const double p = d.support_p[r] * static_cast<double>(v.tests);
+  return d.Passes(view, p, v.long_step) || (v.long_step && p <= d.views[view].long_step_row_cut);
 }
 
 }  // namespace truffld::diagnose

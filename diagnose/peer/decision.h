@@ -31,6 +31,12 @@
 // It needs `min_null_units` judged units in the view; BH then runs on the recalibrated p-values
 // and decides there, and the threshold is reported on the raw scale as the largest raw p-value
 // that passed (the map is monotone), so a unit's p-value is at or below it exactly when it passed.
+// The run's null speaks only for units that cost what the run's other steps cost: a step that
+// took at least `long_step_ratio` times the median duration of its similar steps (the nearest
+// units the similar-steps source reads) differs from them in the one quantity a user sees, so
+// it keeps the assumed null (its raw p-value enters BH as it is; its threshold is the cut on the
+// recalibrated scale). Otherwise a run whose healthy steps all carry surprising jitter (a loaded
+// host's 100 us hiccups) widens its null until a step five times as long passes as normal.
 // Pure; thread-safety: reentrant.
 #pragma once
 
@@ -65,6 +71,10 @@ struct UnitVerdict {
   // Labelled normal as an ordinary member of a run pattern (run_patterns.h): the index of its
   // RunFinding, else -1.
   int run_finding = -1;
+  // Its duration over the median duration of its similar steps (0: no similar steps known), and
+  // whether that reached DecisionOptions::long_step_ratio, so the assumed null judged it.
+  double step_ratio = 0;
+  bool long_step = false;
 };
 
 // The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
@@ -90,12 +100,19 @@ struct ViewDecision {
   int judged = 0, flagged = 0, insufficient = 0;
   int immaterial = 0;               // significant but below the impact floor (not in flagged)
   int run_pattern = 0;              // significant but an ordinary member of a run pattern (not in flagged)
+  int long_steps = 0;               // judged units with UnitVerdict::long_step
+  // The BH critical value alpha * k / n (k units passed of n judged; 0: none passed): a row of a
+  // long step is significant up to it (the assumed null holds there, and no unit lies between
+  // the threshold and it), so the operator that made the step long is blamed even when another
+  // row of the unit was more surprising.
+  double long_step_row_cut = 0;
   EmpiricalNull Null() const { return {null_centre, null_scale}; }
 };
 
 struct DecisionResult {
   double alpha = 0.01;
   double min_impact_share = 0;        // the impact floor applied (verdict.h)
+  double long_step_ratio = 0;         // DecisionOptions::long_step_ratio applied
   // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
   // and an instance at least SingleRatio times its expectation stand on their own; any other
   // instance needs a witness and contributes max(own, witness): the best other instance of its
@@ -107,7 +124,10 @@ struct DecisionResult {
   EmpiricalNull Null(int view) const { return views[view].Null(); }
   // Whether a raw unit-level p-value of `view` is at or below the run's cut (compared on the
   // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
-  bool Passes(int view, double raw_p) const;
+  // `assumed_null`: the unit is a long step, judged against the assumed null.
+  bool Passes(int view, double raw_p, bool assumed_null = false) const;
+  // The raw-scale threshold of unit `u` (ViewDecision::threshold, or the cut itself for a long step).
+  double UnitThreshold(int view, uint32_t u) const;
 };
 
 // The smallest p-value a row's tail test returns (scoring.cc clamps there: the normal tail
@@ -136,6 +156,10 @@ struct DecisionOptions {
   double min_impact_share = 0.01;
   // Judged units a view needs before its own null is estimated (fewer: the assumed null).
   int min_null_units = 20;
+  // A unit at least this many times the median duration of its similar steps keeps the assumed
+  // null (see the top of this file); 0 turns the rule off. 2: a step twice as long as the steps
+  // that did the same work cost a user as much again, whatever else the run's steps show.
+  double long_step_ratio = 2.0;
   double cluster_window = 0.1;  // share of the unit's duration around a device row
   int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {
@@ -144,14 +168,17 @@ struct DecisionOptions {
   }
 };
 
-// `rows` must be scored (TestRow::p_value set).
-DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o);
+// `rows` must be scored (TestRow::p_value set). `step_expected_ns`: per unit, the median duration
+// of its similar steps in ns (BuildTests; NaN: unknown); null or empty: no unit is a long step.
+DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o,
+                           const std::vector<double>* step_expected_ns = nullptr);
 
 // observed / expectation (BestExpected in blame.h); 0 when the row has none.
 double RowRatio(const TestRow& row);
 
 // Whether row `r` is significant evidence in an abnormal unit: its support p-value times the
-// unit's number of tests is at or below the view's threshold.
+// unit's number of tests is at or below the view's threshold (for a long step, at or below the
+// view's long_step_row_cut when that is larger).
 bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r);
 
 // Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).

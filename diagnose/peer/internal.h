@@ -54,11 +54,15 @@ void FillTp(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys, int th
 // Similar steps of the same shape: the median over the nearest units (NearestUnits) that hold
 // the row's time key.
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
-                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t);
+                   const std::vector<std::vector<uint32_t>>& near, const PeerOptions& o, const InstanceTable& t);
 // Per unit, up to 12 x time_neighbours other units of its rank, view and regime within
 // max_workload_distance, nearest first (candidates within 4,096 steps of it).
 std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
                                                 const PeerOptions& o);
+// Per unit, the median duration (ns) of its nearest `time_neighbours` units in `near`; NaN with
+// fewer than min_time_neighbours of them.
+std::vector<double> StepExpectations(const InstanceTable& t, const std::vector<std::vector<uint32_t>>& near,
+                                     const PeerOptions& o);
 // Similar-steps expectation by a local log-log fit, for rows FillTimeExact left empty.
 void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                  const std::vector<UnitWorkload>& w, const PeerOptions& o);

@@ -260,7 +260,7 @@ void ExactFromNeighbours(const std::vector<uint32_t>& list, const std::vector<ui
 }  // namespace
 
 void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
-                   const std::vector<UnitWorkload>& w, const PeerOptions& o, const InstanceTable& t) {
+                   const std::vector<std::vector<uint32_t>>& near, const PeerOptions& o, const InstanceTable& t) {
   // Per unit: its rows sorted by time key, and (time key, median observed) per distinct key.
   std::vector<std::vector<uint32_t>> by_unit(t.steps.size());
   for (uint32_t r = 0; r < rows.size(); ++r) by_unit[rows[r].unit].push_back(r);
@@ -279,7 +279,6 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
       }
     }
   });
-  const std::vector<std::vector<uint32_t>> near = NearestUnits(t, w, o);
   ForChunks(t.steps.size(), o.threads, [&](size_t first, size_t last) {
     std::vector<double> vals;
     std::vector<float> found;
@@ -290,12 +289,30 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
   });
 }
 
+std::vector<double> StepExpectations(const InstanceTable& t, const std::vector<std::vector<uint32_t>>& near,
+                                     const PeerOptions& o) {
+  std::vector<double> expected(t.steps.size(), std::nan(""));
+  std::vector<double> vals;
+  const size_t want = static_cast<size_t>(std::max(o.time_neighbours, 1));
+  for (size_t u = 0; u < t.steps.size() && u < near.size(); ++u) {
+    vals.clear();
+    for (size_t k = 0; k < near[u].size() && vals.size() < want; ++k) {
+      const StepInfo& s = t.steps[near[u][k]];
+      vals.push_back(static_cast<double>(s.end_ns - s.start_ns));
+    }
+    if (static_cast<int>(vals.size()) >= std::max(o.min_time_neighbours, 1)) expected[u] = MedianOf(vals);
+  }
+  return expected;
+}
+
 }  // namespace detail
 
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
-                                const std::vector<CommTiming>& comm, const PeerOptions& o) {
+                                const std::vector<CommTiming>& comm, const PeerOptions& o,
+                                std::vector<double>* step_expected_ns) {
   std::vector<TestRow> rows;
   std::vector<detail::RowKeys> keys;
+  if (step_expected_ns != nullptr) step_expected_ns->assign(t.steps.size(), std::nan(""));
   if (t.detail.size() != t.size() || t.size() == 0) return rows;
   const std::vector<UnitWorkload> w = ComputeWorkloads(t);
   // Family rows first into their own vectors, so the rows (instance rows, then family rows) are
@@ -314,7 +331,9 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   keys.insert(keys.end(), family_keys.begin(), family_keys.end());
   detail::FillLayer(rows, keys, o);
   detail::FillTp(rows, keys, o.threads);
-  detail::FillTimeExact(rows, keys, w, o, t);
+  const std::vector<std::vector<uint32_t>> near = detail::NearestUnits(t, w, o);
+  detail::FillTimeExact(rows, keys, near, o, t);
+  if (step_expected_ns != nullptr) *step_expected_ns = detail::StepExpectations(t, near, o);
   detail::FillTimeFit(t, rows, keys, w, o);
   return rows;
 }

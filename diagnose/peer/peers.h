@@ -32,9 +32,13 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t);
 // +inf when the regimes differ.
 double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b);
 
-// All test rows of the table, expectations filled. Needs t.detail (no rows without it).
+// All test rows of the table, expectations filled. Needs t.detail (no rows without it). When
+// `step_expected_ns` is given it receives, per unit, the median duration in ns of its similar
+// steps (the same nearest units the similar-steps source reads; NaN with fewer than
+// min_time_neighbours of them, or when no row was built).
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
-                                const std::vector<CommTiming>& comm, const PeerOptions& options);
+                                const std::vector<CommTiming>& comm, const PeerOptions& options,
+                                std::vector<double>* step_expected_ns = nullptr);
 
 // Observed value of an instance for a metric, or a negative value when the metric does not
 // apply (a replayed instance has no host time; an instance without device work no device time).

@@ -33,6 +33,7 @@ struct PeerStageResult {
   UnitGroups groups;
   std::vector<CommTiming> comm;          // per instance
   std::vector<TestRow> rows;
+  std::vector<double> step_expected_ns;  // per unit: median duration of its similar steps (NaN: none)
   ScoringResult scoring;
   DecisionResult decision;
   std::vector<std::vector<BlamedFamily>> blame;  // per unit

@@ -38,8 +38,10 @@ struct Judgement {
   std::vector<RunFinding> findings;               // run patterns, reported once
 };
 
-// `rows` must be scored (TestRow::p_value set); `comm` is MatchCollectives' (may be empty).
+// `rows` must be scored (TestRow::p_value set); `comm` is MatchCollectives' (may be empty);
+// `step_expected_ns` as DecideUnits takes it.
 Judgement JudgeUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
-                     const DecisionOptions& decision, const BlameOptions& blame, const RunPatternOptions& patterns);
+                     const DecisionOptions& decision, const BlameOptions& blame, const RunPatternOptions& patterns,
+                     const std::vector<double>* step_expected_ns = nullptr);
 
 }  // namespace truffld::diagnose

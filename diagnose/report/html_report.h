@@ -74,6 +74,7 @@ struct ReportRunData {
   bool null_blind[2] = {false, false};
   int64_t timer_resolution_ns = 1;
   double min_impact_share = 0;        // the impact floor: blame saving less of its step is not listed
+  double long_step_ratio = 0;         // --long-step-ratio (0: off or unknown)
   std::vector<std::string> run_findings;  // how the run behaves, reported once (patterns, persistent stragglers)
   int warmup_units[2] = {0, 0};       // units whose first use of GPU code cost the impact floor
   double warmup_ns[2] = {0, 0};       // warm-up excess over all units (not judged)

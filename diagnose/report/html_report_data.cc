@@ -96,6 +96,7 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
   }
   out.timer_resolution_ns = r.timer_resolution_ns;
   out.min_impact_share = r.decision.min_impact_share;
+  out.long_step_ratio = r.decision.long_step_ratio;
   for (const RunFinding& f : r.findings) out.run_findings.push_back(f.sentence);
   for (const PersistentStraggler& p : r.stragglers.persistent) out.run_findings.push_back(PersistentStragglerSentence(p));
   for (const StragglerRow& s : r.stragglers.stragglers) {
@@ -194,6 +195,7 @@ ReportRunData ReportRunDataFromDiagnoses(const std::vector<StepDiagnosis>& d) {
         out.best_possible_p[v] = e.peer->best_possible_p;
         out.null_blind[v] = e.peer->null_blind;
       }
+      out.long_step_ratio = e.peer->long_step_ratio;
       seen_view[v] = true;
     }
     out.flagged[v] += d[u].abnormal;

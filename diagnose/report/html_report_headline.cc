@@ -96,7 +96,8 @@ std::string RenderHeadline(const std::vector<StepDiagnosis>& d, const ReportRunD
   std::string h = "<section id='headline'><h2>What is wrong</h2>" + Sentence(d, run, causes);
   for (int v = 0; v < 2; ++v) {
     const std::string note = RunCalibrationNote(v == 0 ? "vertical" : "horizontal", run.null_centre[v],
-                                                run.null_scale[v], run.null_blind[v], run.best_possible_p[v]);
+                                                run.null_scale[v], run.null_blind[v], run.best_possible_p[v],
+                                                run.long_step_ratio);
     if (note.empty()) continue;
     std::string text = HtmlEscape(note);
     text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));

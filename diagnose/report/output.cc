@@ -42,7 +42,9 @@ void AddPeerVerdict(nlohmann::json& j, const StepEvidence& step) {
   j["calibration"] = {{"p_value", e.p_value}, {"threshold", e.threshold},
                       {"false_alarm_rate", e.alpha}, {"tests", e.tests},
                       {"null", {{"centre", e.null_centre}, {"scale", e.null_scale},
-                                {"lone_step_detectable", !e.null_blind}}}};
+                                {"lone_step_detectable", !e.null_blind}}},
+                      {"long_step", e.long_step}};
+  if (e.step_ratio > 0) j["calibration"]["step_ratio"] = e.step_ratio;
   j["peers"] = {{"tp_ranks", e.tp_peers}, {"tests_with_similar_steps", e.with_similar_steps},
                 {"tests_with_layers", e.with_layers}};
   if (!e.warmup.empty()) {

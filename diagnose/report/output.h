@@ -73,9 +73,10 @@ std::string FormatPeerSummary(const PeerStageResult& r);
 // decision.h is active: every step more surprising than the models expect): one sentence naming
 // the view, the null's centre and spread, and, when `blind`, that a lone slow step cannot be
 // flagged (best_possible_p: the strongest evidence's q), so that "no abnormal step" is not read
-// as "every step healthy". Empty when the assumed null was kept (centre 0, scale 1).
+// as "every step healthy", and, when `long_step_ratio` > 0, that a step that long against its
+// similar steps is judged on the assumed null. Empty when the assumed null was kept (centre 0, scale 1).
 std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
-                               double best_possible_p);
+                               double best_possible_p, double long_step_ratio = 0);
 // Why a straggler was late, from its own vertical unit in the same step: "compute", "copy" or
 // "host" (its top blamed family's cost), or "no abnormal operator on the rank".
 std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s);

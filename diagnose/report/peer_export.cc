@@ -93,14 +93,19 @@ std::string PersistentStragglerSentence(const PersistentStraggler& p) {
 }
 
 std::string RunCalibrationNote(const std::string& view, double centre, double scale, bool blind,
-                               double best_possible_p) {
+                               double best_possible_p, double long_step_ratio) {
   if (!EmpiricalNull{centre, scale}.Active()) return {};
+  const std::string unless = long_step_ratio > 0 ? " unless it took at least " + FormatNumber("%g", long_step_ratio) +
+                                                       "x as long as its similar steps" : std::string();
   std::string out = "the " + view + " view is judged against this run's own steps (" + NullFiguresText(centre, scale) +
                     ": the whole run is more surprising than the models expect), so a step is abnormal only "
-                    "when it stands out from the others";
+                    "when it stands out from the others" +
+                    (long_step_ratio > 0 ? " or took at least " + FormatNumber("%g", long_step_ratio) +
+                                               "x as long as its similar steps (judged on the assumed null)"
+                                         : std::string());
   if (blind) {
     out += "; even the strongest evidence reaches only q = " + FormatNumber("%.2g", best_possible_p) +
-           " there, so a lone slow step cannot be flagged: no abnormal step in this view means that none stood "
+           " there, so a lone slow step cannot be flagged" + unless + ": no abnormal step in this view means that none stood "
            "out from the run's own spread, not that every step was healthy";
   }
   return out;
@@ -122,7 +127,7 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
   for (int v = 0; v < 2; ++v) {
     const ViewDecision& vd = d.views[v];
     const std::string note = RunCalibrationNote(v == 0 ? "vertical" : "horizontal", vd.null_centre, vd.null_scale,
-                                                vd.single_step_blind, vd.best_possible_p);
+                                                vd.single_step_blind, vd.best_possible_p, d.long_step_ratio);
     if (!note.empty()) out += "\n  note: " + note;
   }
   for (const PersistentStraggler& p : r.stragglers.persistent) out += "\n  persistent straggler: " + PersistentStragglerSentence(p);

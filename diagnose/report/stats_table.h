@@ -72,6 +72,8 @@ namespace truffld::diagnose {
   X(false_alarm_rate, "number", r.decision.alpha, "--false-alarm-rate: the Benjamini-Hochberg level per view.") \
   X(min_impact_share, "number", r.decision.min_impact_share,                                             \
     "--min-impact-share: the share of its step an abnormal unit's blamed operators must explain.")       \
+  X(long_step_ratio, "number", r.decision.long_step_ratio,                                               \
+    "--long-step-ratio: a unit this many times its similar steps' median duration keeps the assumed null (0: off).") \
   X(vertical, "peer_view", PeerViewStatsJson(r, View::kVertical), "The vertical view (stats_peer_view).") \
   X(horizontal, "peer_view", PeerViewStatsJson(r, View::kHorizontal), "The horizontal view (stats_peer_view).") \
   X(tests, "integer", r.rows.size(), "Tested costs (instance and family rows).")                          \
@@ -98,6 +100,8 @@ namespace truffld::diagnose {
     "Units significant but labelled normal: their blame cost the step less than the impact floor.")      \
   X(run_pattern, "integer", r.decision.views[i].run_pattern,                                              \
     "Units significant but labelled normal: ordinary members of a run finding.")                         \
+  X(long_steps, "integer", r.decision.views[i].long_steps,                                                \
+    "Judged units that took at least --long-step-ratio times their similar steps: judged on the assumed null.") \
   X(warmup, "object", WarmupStatsJson(r.warmup_tally, i),                                                 \
     "First use of GPU code, reported and not judged: units, units above the impact floor, excess ns.")   \
   X(null, "object", NullStatsJson(r.decision, i),                                                         \

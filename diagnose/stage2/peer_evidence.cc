@@ -151,6 +151,25 @@ std::string WarmupClause(const InstanceTable& t, const std::vector<WarmupCost>& 
          Fmt(" (%.1f%% of the step)", 100 * std::min(1.0, share));
 }
 
+// How the unit was calibrated, when the view has its own null: against the run's steps, or, for
+// a long step, against the assumed null with its duration beside its similar steps'.
+std::string NullClause(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d, int view) {
+  const ViewDecision& vd = d.views[view];
+  if (!d.Null(view).Active()) return {};
+  if (v.long_step) {
+    const double dur = static_cast<double>(s.end_ns - s.start_ns);
+    return ", judged against the assumed null: the step took " + FormatNs(dur) + Fmt(", %.1fx", v.step_ratio) +
+           " the " + FormatNs(dur / v.step_ratio) + " of its similar steps, which the run's own spread (" +
+           NullFiguresText(vd.null_centre, vd.null_scale) + ") cannot speak for";
+  }
+  return ", judged against this run's steps: " + NullFiguresText(vd.null_centre, vd.null_scale) +
+         (vd.single_step_blind
+              ? "; so wide that even the strongest evidence would reach only q = " + Fmt("%.2g", vd.best_possible_p) +
+                    ": a lone slow step of this view cannot be flagged" +
+                    (d.long_step_ratio > 0 ? Fmt(" unless it takes %gx its similar steps", d.long_step_ratio) : std::string())
+              : std::string());
+}
+
 std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const DecisionResult& d,
                          const std::vector<BlamedFamily>& blamed, const InstanceTable& t,
                          const UnitWait& w, const std::vector<WarmupCost>& warmup,
@@ -163,17 +182,11 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
   std::string out = Where(s) + (what.empty() ? "" : " (" + what + ")") + ": ";
   if (v.verdict == Verdict::kInsufficient) return out + "insufficient evidence: " + v.reason;
   const int view = ViewIndex(s.view);
+  const double threshold = v.long_step ? d.views[view].calibrated_threshold : d.views[view].threshold;
   out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
          std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
-         (d.views[view].threshold > 0 ? Fmt("%.2g", d.views[view].threshold) : std::string("none reached")) +
-         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" +
-         (d.Null(view).Active()
-              ? ", judged against this run's steps: " + NullFiguresText(d.views[view].null_centre, d.views[view].null_scale) +
-                    (d.views[view].single_step_blind
-                         ? "; so wide that even the strongest evidence would reach only q = " +
-                               Fmt("%.2g", d.views[view].best_possible_p) + ": a lone slow step of this view cannot be flagged"
-                         : std::string())
-              : std::string()) + ")";
+         (threshold > 0 ? Fmt("%.2g", threshold) : std::string("none reached")) +
+         " at a " + Fmt("%g", 100 * d.alpha) + "% false-alarm rate" + NullClause(s, v, d, view) + ")";
   if (!blamed.empty()) {
     double total = 0;
     for (const auto& b : blamed)
@@ -229,7 +242,10 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   PeerUnitEvidence e;
   e.verdict = v.verdict;
   e.p_value = v.p_value;
-  e.threshold = r.decision.views[view].threshold;
+  e.threshold = r.decision.UnitThreshold(view, u);
+  e.long_step_ratio = r.decision.long_step_ratio;
+  e.step_ratio = v.step_ratio;
+  e.long_step = v.long_step;
   e.null_centre = r.decision.views[view].null_centre;
   e.null_scale = r.decision.views[view].null_scale;
   e.null_blind = r.decision.views[view].single_step_blind;

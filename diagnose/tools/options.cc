@@ -55,6 +55,11 @@ void AddPeerOptions(CLI::App& app, Args* a) {
                  "its time (0.01 = 1%; the step time saved without them, by what-if replay); a significant unit "
                  "below it is labelled normal and its evidence says why")
       ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
+  app.add_option("--long-step-ratio", a->peer.decision.long_step_ratio,
+                 "peer mode: a step that took at least this many times the median of its similar steps is "
+                 "judged against the assumed null, never against the run's own spread, so a run of noisy "
+                 "steps cannot hide it (0 turns this off)")
+      ->check(truffld::FiniteRange(0.0, 100.0))->capture_default_str();
   app.add_option("--export-tests", a->export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_flag("--step-features", a->step_features,
                "peer mode: write OUTDIR/step_features.jsonl, one compact line per (rank, step): workload, step "

@@ -7,6 +7,7 @@
 
 #include "../peer_table.h"
 #include "peer/decision.h"
+#include "peer/scoring.h"
 #include "peer/stage.h"
 
 namespace truffld::diagnose {
@@ -80,6 +81,82 @@ TEST(EmpiricalNull, AWideNullCannotFlagALoneStepAndSaysSo) {
   EXPECT_GT(CalibratedP(wide, kSmallestRowP), 0.01 / 61);
   const EmpiricalNull usual{11.9, 6.0};  // the eager run that still flags its stalls
   EXPECT_LT(CalibratedP(usual, kSmallestRowP), 0.01 / 58);
+}
+
+// 40 steps of 4 ms whose one family-sum row each has z ~ 10 +- 8 under the assumed null (a
+// loaded host's 100 us hiccups in every step), and step 25, 20 ms long, whose row has p = 1e-150
+// (z = 26): the run's own null is too wide to flag it.
+struct NoisyRunWithALongStep {
+  testing::PeerTableBuilder b;
+  std::vector<TestRow> rows;
+  std::vector<double> expected;
+  NoisyRunWithALongStep() {
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> z(10.0, 8.0);
+    for (int s = 0; s < 40; ++s) {
+      const int64_t t0 = int64_t{s} * 30000000;
+      b.Unit(0, s, "vertical", {"r"}, t0, t0 + (s == 25 ? 20000000 : 4000000));
+      b.Add({"op"});
+      TestRow row;
+      row.unit = static_cast<uint32_t>(s);
+      row.instance = kFamilyRow;
+      row.metric = Metric::kHost;
+      row.family = b.t.family[static_cast<size_t>(s)];
+      row.expected[static_cast<int>(PeerSource::kTime)] = 100000;
+      row.peers[static_cast<int>(PeerSource::kTime)] = 10;
+      row.observed = s == 25 ? 16100000 : 200000;
+      row.p_value = s == 25 ? 1e-150 : UpperTailP(std::max(0.0, z(rng)));
+      rows.push_back(row);
+    }
+    expected.assign(40, 4000000.0);
+  }
+};
+
+TEST(LongStep, ARunsOwnNullCannotHideAStepFiveTimesItsPeers) {
+  NoisyRunWithALongStep run;
+  DecisionOptions o;
+  const DecisionResult without = DecideUnits(run.b.t, run.rows, o);  // no step durations known
+  ASSERT_TRUE(without.Null(0).Active());
+  EXPECT_EQ(without.units[25].verdict, Verdict::kNormal) << "the null absorbs it: the case this rule exists for";
+  EXPECT_FALSE(without.units[25].long_step);
+
+  const DecisionResult with = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  EXPECT_EQ(with.units[25].verdict, Verdict::kAbnormal);
+  EXPECT_TRUE(with.units[25].long_step);
+  EXPECT_DOUBLE_EQ(with.units[25].step_ratio, 5.0);
+  EXPECT_EQ(with.views[0].long_steps, 1);
+  EXPECT_EQ(with.views[0].flagged, 1) << "no other step changes";
+  for (uint32_t u = 0; u < 40; ++u) {
+    EXPECT_DOUBLE_EQ(with.units[u].step_ratio, u == 25 ? 5.0 : 1.0);
+    // A unit's p-value is at or below its own threshold exactly when it passed.
+    EXPECT_EQ(with.units[u].p_value <= with.UnitThreshold(0, u), with.units[u].verdict == Verdict::kAbnormal) << u;
+  }
+  EXPECT_TRUE(Significant(with, run.b.t, run.rows, 25));
+  // A second row of the long step, less surprising than the first but far below the BH critical
+  // value alpha * 1 / 40, is significant too: the stall that made the step long is blamed even
+  // when a jittery row of the same step was more surprising.
+  TestRow second = run.rows[25];
+  second.p_value = 1e-20;
+  run.rows.push_back(second);
+  const DecisionResult two = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  EXPECT_DOUBLE_EQ(two.views[0].long_step_row_cut, 0.01 / 40);
+  EXPECT_TRUE(Significant(two, run.b.t, run.rows, 40));
+  run.rows.pop_back();
+
+  o.long_step_ratio = 0;  // off
+  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
+  o.long_step_ratio = 6;  // 5x is below it
+  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
+}
+
+TEST(LongStep, ALongStepWithNothingSurprisingStaysNormal) {
+  NoisyRunWithALongStep run;
+  run.rows[25].p_value = 0.3;  // as long, but no cost beyond its peers
+  const DecisionResult d = DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.expected);
+  EXPECT_TRUE(d.units[25].long_step);
+  EXPECT_EQ(d.units[25].verdict, Verdict::kNormal);
+  std::vector<double> unknown(40, std::nan(""));  // fewer than 3 similar steps: no ratio
+  EXPECT_EQ(DecideUnits(run.b.t, run.rows, DecisionOptions{}, &unknown).units[25].step_ratio, 0.0);
 }
 
 TEST(EmpiricalNull, NeedsEnoughUnits) {

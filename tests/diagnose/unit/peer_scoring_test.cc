@@ -177,6 +177,27 @@ TEST(BenjaminiHochberg, ThresholdIsTheLargestQualifyingPValue) {
   EXPECT_DOUBLE_EQ(BenjaminiHochbergThreshold({}, 0.05), 0.0);
 }
 
+TEST(PeerExpectations, StepDurationsOfSimilarSteps) {
+  // 16 steps of 900 us on two ranks; rank 1's step 5 made 3x as long.
+  InstanceTable t = FourLayers(2, 16, 1.0, -1);
+  uint32_t slow = 0;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    if (t.steps[u].rank == 1 && t.steps[u].step_index == 5) slow = u;
+  }
+  t.steps[slow].end_ns = t.steps[slow].start_ns + 2700000;
+  const UnitGroups g = GroupUnits(t);
+  std::vector<double> expected;
+  BuildTests(t, g, MatchCollectives(t, g), PeerOptions{}, &expected);
+  ASSERT_EQ(expected.size(), t.steps.size());
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    EXPECT_DOUBLE_EQ(expected[u], 900000) << u;  // the slow step is outvoted in its peers' medians
+  }
+  PeerOptions few;
+  few.min_time_neighbours = 16;  // more than any unit has
+  BuildTests(t, g, MatchCollectives(t, g), few, &expected);
+  EXPECT_TRUE(std::isnan(expected[slow]));
+}
+
 TEST(DecideUnits, LoneMildInstanceNeedsASecondOrAFamilySum) {
   PeerTableBuilder b;
   b.Unit(0, 0, "vertical", {"a"}, 0, 1000);

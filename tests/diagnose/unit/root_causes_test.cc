@@ -261,5 +261,13 @@ TEST(RunCalibrationNote, EmptyUnderTheAssumedNull) {
                                                                          "run's own steps (their z-scores centre at 3.2"));
 }
 
+TEST(RunCalibrationNote, SaysALongStepIsStillJudged) {
+  const std::string note = RunCalibrationNote("vertical", 16.7, 13.0, true, 0.058, 2.0);
+  EXPECT_NE(std::string::npos, note.find("or took at least 2x as long as its similar steps (judged on the assumed null)"));
+  EXPECT_NE(std::string::npos, note.find("a lone slow step cannot be flagged unless it took at least 2x as long as its "
+                                         "similar steps: no abnormal step"));
+  EXPECT_EQ(std::string::npos, RunCalibrationNote("vertical", 16.7, 13.0, true, 0.058, 0).find("similar steps"));
+}
+
 }  // namespace
 }  // namespace truffld::diagnose
