@@ -32,7 +32,8 @@
 // and decides there, and the threshold is reported on the raw scale as the largest raw p-value
 // that passed (the map is monotone), so a unit's p-value is at or below it exactly when it passed.
 // The run's null speaks only for units that cost what the run's other steps cost: a step that
-// took at least `long_step_ratio` times the median duration of its similar steps (the nearest
+// took at least `long_step_ratio` times the median cycle of its similar steps (its duration and
+// the time between steps before it, StepCycleNs in peers.h; the nearest
 // units the similar-steps source reads) differs from them in the one quantity a user sees, so
 // it keeps the assumed null (its raw p-value enters BH as it is; its threshold is the cut on the
 // recalibrated scale). Otherwise a run whose healthy steps all carry surprising jitter (a loaded
@@ -71,10 +72,13 @@ struct UnitVerdict {
   // Labelled normal as an ordinary member of a run pattern (run_patterns.h): the index of its
   // RunFinding, else -1.
   int run_finding = -1;
-  // Its duration over the median duration of its similar steps (0: no similar steps known), and
-  // whether that reached DecisionOptions::long_step_ratio, so the assumed null judged it.
+  // Its cycle (StepCycleNs: duration and the time between steps before it) over the median
+  // cycle of its similar steps (0: no similar steps known), and whether that reached
+  // DecisionOptions::long_step_ratio, so the assumed null judged it.
   double step_ratio = 0;
   bool long_step = false;
+  double step_extra_ns = 0;   // its StepCycleNs minus its similar steps' median (0: unknown)
+  double gap_before_ns = 0;   // of that cycle, the time between steps before it
 };
 
 // The empirical null of a view's unit p-values (see the top of this file): {centre, scale} on
@@ -113,6 +117,7 @@ struct DecisionResult {
   double alpha = 0.01;
   double min_impact_share = 0;        // the impact floor applied (verdict.h)
   double long_step_ratio = 0;         // DecisionOptions::long_step_ratio applied
+  double long_step_row_share = 0.25;  // DecisionOptions::long_step_row_share applied
   // Per row (same order as the rows): the p-value it contributes as evidence. A family-sum row
   // and an instance at least SingleRatio times its expectation stand on their own; any other
   // instance needs a witness and contributes max(own, witness): the best other instance of its
@@ -160,6 +165,9 @@ struct DecisionOptions {
   // null (see the top of this file); 0 turns the rule off. 2: a step twice as long as the steps
   // that did the same work cost a user as much again, whatever else the run's steps show.
   double long_step_ratio = 2.0;
+  // In a long step, a row whose excess is at least this share of the step's extra time (over its
+  // similar steps) is significant when its own p-value passes alpha (see Significant).
+  double long_step_row_share = 0.25;
   double cluster_window = 0.1;  // share of the unit's duration around a device row
   int64_t cluster_min_ns = 50000;
   double SingleRatio(const TestRow& r) const {
@@ -177,8 +185,9 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
 double RowRatio(const TestRow& row);
 
 // Whether row `r` is significant evidence in an abnormal unit: its support p-value times the
-// unit's number of tests is at or below the view's threshold (for a long step, at or below the
-// view's long_step_row_cut when that is larger).
+// unit's number of tests is at or below the view's threshold. In a long step also when that is
+// at or below the view's long_step_row_cut, or when the row's own support p-value is at most
+// alpha and its excess is at least long_step_row_share of the step's extra time.
 bool Significant(const DecisionResult& d, const InstanceTable& t, const std::vector<TestRow>& rows, uint32_t r);
 
 // Largest p such that p <= alpha * k / n for the k-th smallest of `p` (0 when none qualifies).

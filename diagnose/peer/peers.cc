@@ -291,21 +291,31 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
 
 std::vector<double> StepExpectations(const InstanceTable& t, const std::vector<std::vector<uint32_t>>& near,
                                      const PeerOptions& o) {
-  std::vector<double> expected(t.steps.size(), std::nan(""));
+  std::vector<double> expected(t.steps.size(), std::nan("")), cycle(t.steps.size());
+  for (uint32_t u = 0; u < t.steps.size(); ++u) cycle[u] = StepCycleNs(t, u);
   std::vector<double> vals;
   const size_t want = static_cast<size_t>(std::max(o.time_neighbours, 1));
   for (size_t u = 0; u < t.steps.size() && u < near.size(); ++u) {
     vals.clear();
-    for (size_t k = 0; k < near[u].size() && vals.size() < want; ++k) {
-      const StepInfo& s = t.steps[near[u][k]];
-      vals.push_back(static_cast<double>(s.end_ns - s.start_ns));
-    }
+    for (size_t k = 0; k < near[u].size() && vals.size() < want; ++k) vals.push_back(cycle[near[u][k]]);
     if (static_cast<int>(vals.size()) >= std::max(o.min_time_neighbours, 1)) expected[u] = MedianOf(vals);
   }
   return expected;
 }
 
 }  // namespace detail
+
+double StepCycleNs(const InstanceTable& t, uint32_t u) {
+  const StepInfo& s = t.steps[u];
+  double cycle = static_cast<double>(s.end_ns - s.start_ns);
+  if (t.detail.size() != t.size()) return cycle;
+  for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
+    if ((t.detail[i].flags & kDetailOutside) && t.strings.Get(t.family[i]) == kBetweenStepsFamily) {
+      cycle += std::max(0.0f, t.detail[i].host_ns);
+    }
+  }
+  return cycle;
+}
 
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
                                 const std::vector<CommTiming>& comm, const PeerOptions& o,

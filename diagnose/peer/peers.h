@@ -32,8 +32,13 @@ std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t);
 // +inf when the regimes differ.
 double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b);
 
+// What a unit cost the engine, in ns: its duration, plus, for a vertical unit, the time between
+// steps before it that its (between steps) pseudo-instance holds (the engine had work pending
+// across the gap; read/outside_time.h). An idle engine's wait for requests is not in it.
+double StepCycleNs(const InstanceTable& t, uint32_t u);
+
 // All test rows of the table, expectations filled. Needs t.detail (no rows without it). When
-// `step_expected_ns` is given it receives, per unit, the median duration in ns of its similar
+// `step_expected_ns` is given it receives, per unit, the median StepCycleNs of its similar
 // steps (the same nearest units the similar-steps source reads; NaN with fewer than
 // min_time_neighbours of them, or when no row was built).
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,

@@ -73,7 +73,7 @@ namespace truffld::diagnose {
   X(min_impact_share, "number", r.decision.min_impact_share,                                             \
     "--min-impact-share: the share of its step an abnormal unit's blamed operators must explain.")       \
   X(long_step_ratio, "number", r.decision.long_step_ratio,                                               \
-    "--long-step-ratio: a unit this many times its similar steps' median duration keeps the assumed null (0: off).") \
+    "--long-step-ratio: a unit this many times its similar steps' median cycle (duration and the time between steps before it) keeps the assumed null (0: off).") \
   X(vertical, "peer_view", PeerViewStatsJson(r, View::kVertical), "The vertical view (stats_peer_view).") \
   X(horizontal, "peer_view", PeerViewStatsJson(r, View::kHorizontal), "The horizontal view (stats_peer_view).") \
   X(tests, "integer", r.rows.size(), "Tested costs (instance and family rows).")                          \

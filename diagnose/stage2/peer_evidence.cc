@@ -157,10 +157,12 @@ std::string NullClause(const StepInfo& s, const UnitVerdict& v, const DecisionRe
   const ViewDecision& vd = d.views[view];
   if (!d.Null(view).Active()) return {};
   if (v.long_step) {
-    const double dur = static_cast<double>(s.end_ns - s.start_ns);
-    return ", judged against the assumed null: the step took " + FormatNs(dur) + Fmt(", %.1fx", v.step_ratio) +
-           " the " + FormatNs(dur / v.step_ratio) + " of its similar steps, which the run's own spread (" +
-           NullFiguresText(vd.null_centre, vd.null_scale) + ") cannot speak for";
+    const double dur = static_cast<double>(s.end_ns - s.start_ns), cycle = dur + v.gap_before_ns;
+    return ", judged against the assumed null: the step took " + FormatNs(dur) +
+           (v.gap_before_ns > 0 ? " after " + FormatNs(v.gap_before_ns) + " between steps" : std::string()) +
+           Fmt(", %.1fx", v.step_ratio) + " the " + FormatNs(cycle / v.step_ratio) +
+           " of its similar steps, which the run's own spread (" + NullFiguresText(vd.null_centre, vd.null_scale) +
+           ") cannot speak for";
   }
   return ", judged against this run's steps: " + NullFiguresText(vd.null_centre, vd.null_scale) +
          (vd.single_step_blind

@@ -56,9 +56,9 @@ void AddPeerOptions(CLI::App& app, Args* a) {
                  "below it is labelled normal and its evidence says why")
       ->check(truffld::FiniteRange(0.0, 1.0))->capture_default_str();
   app.add_option("--long-step-ratio", a->peer.decision.long_step_ratio,
-                 "peer mode: a step that took at least this many times the median of its similar steps is "
-                 "judged against the assumed null, never against the run's own spread, so a run of noisy "
-                 "steps cannot hide it (0 turns this off)")
+                 "peer mode: a step that took at least this many times the median of its similar steps (its "
+                 "duration and the time between steps before it) is judged against the assumed null, never "
+                 "against the run's own spread, so a run of noisy steps cannot hide it (0 turns this off)")
       ->check(truffld::FiniteRange(0.0, 100.0))->capture_default_str();
   app.add_option("--export-tests", a->export_tests, "peer mode: write every tested cost with its peer expectations (CSV)");
   app.add_flag("--step-features", a->step_features,

@@ -7,6 +7,7 @@
 
 #include "../peer_table.h"
 #include "peer/decision.h"
+#include "peer/peers.h"
 #include "peer/scoring.h"
 #include "peer/stage.h"
 
@@ -86,22 +87,35 @@ TEST(EmpiricalNull, AWideNullCannotFlagALoneStepAndSaysSo) {
 // 40 steps of 4 ms whose one family-sum row each has z ~ 10 +- 8 under the assumed null (a
 // loaded host's 100 us hiccups in every step), and step 25, 20 ms long, whose row has p = 1e-150
 // (z = 26): the run's own null is too wide to flag it.
+// With `gap_ns`, step 25 is 4 ms long instead, after `gap_ns` between steps (a (between steps)
+// pseudo-instance, gap_instance).
 struct NoisyRunWithALongStep {
   testing::PeerTableBuilder b;
   std::vector<TestRow> rows;
   std::vector<double> expected;
-  NoisyRunWithALongStep() {
+  uint32_t gap_instance = 0;
+  explicit NoisyRunWithALongStep(int64_t gap_ns = 0) {
     std::mt19937_64 rng(7);
     std::normal_distribution<double> z(10.0, 8.0);
     for (int s = 0; s < 40; ++s) {
       const int64_t t0 = int64_t{s} * 30000000;
-      b.Unit(0, s, "vertical", {"r"}, t0, t0 + (s == 25 ? 20000000 : 4000000));
-      b.Add({"op"});
+      b.Unit(0, s, "vertical", {"r"}, t0, t0 + (s == 25 && gap_ns == 0 ? 20000000 : 4000000));
+      const uint32_t op = b.Add({"op"});
+      if (s == 25 && gap_ns > 0) {
+        testing::PeerTableBuilder::Op gap;
+        gap.family = kBetweenStepsFamily;
+        gap.layer = "other";
+        gap.start = t0 - gap_ns;
+        gap.end = t0;
+        gap.host_ns = static_cast<double>(gap_ns);
+        gap_instance = b.Add(gap);
+        b.t.detail[gap_instance].flags |= kDetailOutside;
+      }
       TestRow row;
       row.unit = static_cast<uint32_t>(s);
       row.instance = kFamilyRow;
       row.metric = Metric::kHost;
-      row.family = b.t.family[static_cast<size_t>(s)];
+      row.family = b.t.family[op];
       row.expected[static_cast<int>(PeerSource::kTime)] = 100000;
       row.peers[static_cast<int>(PeerSource::kTime)] = 10;
       row.observed = s == 25 ? 16100000 : 200000;
@@ -147,6 +161,39 @@ TEST(LongStep, ARunsOwnNullCannotHideAStepFiveTimesItsPeers) {
   EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
   o.long_step_ratio = 6;  // 5x is below it
   EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
+}
+
+TEST(LongStep, TheTimeBetweenStepsCountsAndItsGapIsBlamed) {
+  // Step 25 is 4 ms long like the others, but the engine spent 12 ms between steps 24 and 25
+  // with work pending: its cycle is 16 ms, 4x its peers'. The (between steps) row's family is
+  // heavy-tailed on a loaded host, so its own p-value is only 2e-3, far from the Bonferroni
+  // cut, while a jittery row of the same step (+200 us) is far more surprising.
+  NoisyRunWithALongStep run(12000000);
+  EXPECT_DOUBLE_EQ(StepCycleNs(run.b.t, 25), 16000000.0);
+  EXPECT_DOUBLE_EQ(StepCycleNs(run.b.t, 26), 4000000.0);
+  run.rows[25].observed = 300000;  // the jittery row
+  run.rows[25].p_value = 1e-40;
+  TestRow row = run.rows[25];
+  row.instance = run.gap_instance;
+  row.family = run.b.t.family[run.gap_instance];
+  row.observed = 12000000;
+  row.expected[static_cast<int>(PeerSource::kTime)] = 20000;
+  row.p_value = 2e-3;
+  run.rows.push_back(row);
+  const uint32_t gap_row = static_cast<uint32_t>(run.rows.size() - 1);
+  DecisionOptions o;
+  const DecisionResult d = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  EXPECT_TRUE(d.units[25].long_step);
+  EXPECT_DOUBLE_EQ(d.units[25].step_ratio, 4.0);
+  EXPECT_DOUBLE_EQ(d.units[25].gap_before_ns, 12000000.0);
+  EXPECT_EQ(d.units[25].verdict, Verdict::kAbnormal);
+  EXPECT_GT(d.support_p[gap_row] * d.units[25].tests, d.views[0].long_step_row_cut);
+  EXPECT_TRUE(Significant(d, run.b.t, run.rows, gap_row)) << "it explains the extra time";
+  o.long_step_row_share = 1.01;  // it explains 12 of the 12 ms extra: just under that share
+  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, o, &run.expected), run.b.t, run.rows, gap_row));
+  run.rows[gap_row].p_value = 0.02;  // not significant at alpha on its own
+  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.expected), run.b.t, run.rows,
+                           gap_row));
 }
 
 TEST(LongStep, ALongStepWithNothingSurprisingStaysNormal) {
