@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "peer/blame.h"
-#include "peer/peers.h"
 #include "peer/scoring.h"
 
 namespace truffld::diagnose {
@@ -91,8 +90,8 @@ bool DecisionResult::Passes(int view, double raw_p, bool assumed_null) const {
   return v.calibrated_threshold > 0 && (assumed_null ? raw_p : CalibratedP(v.Null(), raw_p)) <= v.calibrated_threshold;
 }
 
-double DecisionResult::UnitThreshold(int view, uint32_t u) const {
-  return u < units.size() && units[u].long_step ? views[view].calibrated_threshold : views[view].threshold;
+double DecisionResult::UnitThreshold(int view, const UnitVerdict& v) const {
+  return v.long_step ? views[view].calibrated_threshold : views[view].threshold;
 }
 
 double RowRatio(const TestRow& row) {
@@ -188,10 +187,10 @@ std::vector<double> SupportPValues(const InstanceTable& t, const std::vector<Tes
   return support;
 }
 
-// Unit u's cycle against `expected_ns` (its similar steps' median; NaN or 0: unknown).
-void MarkLongStep(const InstanceTable& t, uint32_t u, double expected_ns, const DecisionOptions& o, UnitVerdict* v) {
+// Unit u's cycle against its similar steps' (`expected_ns`; NaN or 0: unknown).
+void MarkLongStep(const InstanceTable& t, uint32_t u, double cycle, double expected_ns, const DecisionOptions& o,
+                  UnitVerdict* v) {
   if (!(expected_ns > 0)) return;
-  const double cycle = StepCycleNs(t, u);
   v->step_ratio = cycle / expected_ns;
   v->step_extra_ns = cycle - expected_ns;
   v->gap_before_ns = cycle - static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
@@ -201,7 +200,7 @@ void MarkLongStep(const InstanceTable& t, uint32_t u, double expected_ns, const 
 }  // namespace
 
 DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o,
-                           const std::vector<double>* step_expected_ns) {
+                           const StepCycles* cycles) {
   DecisionResult d;
   d.alpha = o.alpha;
   d.min_impact_share = o.min_impact_share;
@@ -223,7 +222,7 @@ DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& r
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     UnitVerdict& v = d.units[u];
     const int view = ViewIndex(t.steps[u].view);
-    if (step_expected_ns != nullptr && u < step_expected_ns->size()) MarkLongStep(t, u, (*step_expected_ns)[u], o, &v);
+    if (cycles != nullptr && u < cycles->similar_ns.size()) MarkLongStep(t, u, cycles->ns[u], cycles->similar_ns[u], o, &v);
     if (v.tests == 0) {
       v.verdict = Verdict::kInsufficient;
       v.reason = InsufficientReason(t, u, v);

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "read/instances.h"
+#include "peer/peers.h"
 #include "peer/types.h"
 
 namespace truffld::diagnose {
@@ -131,8 +132,9 @@ struct DecisionResult {
   // recalibrated scale: mapping the cut back to the raw scale loses precision near underflow).
   // `assumed_null`: the unit is a long step, judged against the assumed null.
   bool Passes(int view, double raw_p, bool assumed_null = false) const;
-  // The raw-scale threshold of unit `u` (ViewDecision::threshold, or the cut itself for a long step).
-  double UnitThreshold(int view, uint32_t u) const;
+  // The raw-scale threshold of a unit of `view` (ViewDecision::threshold, or the cut itself for a
+  // long step).
+  double UnitThreshold(int view, const UnitVerdict& v) const;
 };
 
 // The smallest p-value a row's tail test returns (scoring.cc clamps there: the normal tail
@@ -176,10 +178,10 @@ struct DecisionOptions {
   }
 };
 
-// `rows` must be scored (TestRow::p_value set). `step_expected_ns`: per unit, the median duration
-// of its similar steps in ns (BuildTests; NaN: unknown); null or empty: no unit is a long step.
+// `rows` must be scored (TestRow::p_value set). `cycles`: every unit's cycle and its similar
+// steps' (BuildTests); null or empty: no unit is a long step.
 DecisionResult DecideUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const DecisionOptions& o,
-                           const std::vector<double>* step_expected_ns = nullptr);
+                           const StepCycles* cycles = nullptr);
 
 // observed / expectation (BestExpected in blame.h); 0 when the row has none.
 double RowRatio(const TestRow& row);

@@ -59,10 +59,10 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
 // max_workload_distance, nearest first (candidates within 4,096 steps of it).
 std::vector<std::vector<uint32_t>> NearestUnits(const InstanceTable& t, const std::vector<UnitWorkload>& w,
                                                 const PeerOptions& o);
-// Per unit, the median duration (ns) of its nearest `time_neighbours` units in `near`; NaN with
-// fewer than min_time_neighbours of them.
-std::vector<double> StepExpectations(const InstanceTable& t, const std::vector<std::vector<uint32_t>>& near,
-                                     const PeerOptions& o);
+// Per unit, the median of `cycle_ns` over its nearest `time_neighbours` units in `near`; NaN
+// with fewer than min_time_neighbours of them.
+std::vector<double> SimilarCycles(const std::vector<double>& cycle_ns, const std::vector<std::vector<uint32_t>>& near,
+                                  const PeerOptions& o);
 // Similar-steps expectation by a local log-log fit, for rows FillTimeExact left empty.
 void FillTimeFit(const InstanceTable& t, std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
                  const std::vector<UnitWorkload>& w, const PeerOptions& o);

@@ -289,15 +289,14 @@ void FillTimeExact(std::vector<TestRow>& rows, const std::vector<RowKeys>& keys,
   });
 }
 
-std::vector<double> StepExpectations(const InstanceTable& t, const std::vector<std::vector<uint32_t>>& near,
-                                     const PeerOptions& o) {
-  std::vector<double> expected(t.steps.size(), std::nan("")), cycle(t.steps.size());
-  for (uint32_t u = 0; u < t.steps.size(); ++u) cycle[u] = StepCycleNs(t, u);
+std::vector<double> SimilarCycles(const std::vector<double>& cycle_ns, const std::vector<std::vector<uint32_t>>& near,
+                                  const PeerOptions& o) {
+  std::vector<double> expected(cycle_ns.size(), std::nan(""));
   std::vector<double> vals;
   const size_t want = static_cast<size_t>(std::max(o.time_neighbours, 1));
-  for (size_t u = 0; u < t.steps.size() && u < near.size(); ++u) {
+  for (size_t u = 0; u < cycle_ns.size() && u < near.size(); ++u) {
     vals.clear();
-    for (size_t k = 0; k < near[u].size() && vals.size() < want; ++k) vals.push_back(cycle[near[u][k]]);
+    for (size_t k = 0; k < near[u].size() && vals.size() < want; ++k) vals.push_back(cycle_ns[near[u][k]]);
     if (static_cast<int>(vals.size()) >= std::max(o.min_time_neighbours, 1)) expected[u] = MedianOf(vals);
   }
   return expected;
@@ -319,10 +318,14 @@ double StepCycleNs(const InstanceTable& t, uint32_t u) {
 
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
                                 const std::vector<CommTiming>& comm, const PeerOptions& o,
-                                std::vector<double>* step_expected_ns) {
+                                StepCycles* cycles) {
   std::vector<TestRow> rows;
   std::vector<detail::RowKeys> keys;
-  if (step_expected_ns != nullptr) step_expected_ns->assign(t.steps.size(), std::nan(""));
+  if (cycles != nullptr) {
+    cycles->ns.resize(t.steps.size());
+    for (uint32_t u = 0; u < t.steps.size(); ++u) cycles->ns[u] = StepCycleNs(t, u);
+    cycles->similar_ns.assign(t.steps.size(), std::nan(""));
+  }
   if (t.detail.size() != t.size() || t.size() == 0) return rows;
   const std::vector<UnitWorkload> w = ComputeWorkloads(t);
   // Family rows first into their own vectors, so the rows (instance rows, then family rows) are
@@ -343,7 +346,7 @@ std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups
   detail::FillTp(rows, keys, o.threads);
   const std::vector<std::vector<uint32_t>> near = detail::NearestUnits(t, w, o);
   detail::FillTimeExact(rows, keys, near, o, t);
-  if (step_expected_ns != nullptr) *step_expected_ns = detail::StepExpectations(t, near, o);
+  if (cycles != nullptr) cycles->similar_ns = detail::SimilarCycles(cycles->ns, near, o);
   detail::FillTimeFit(t, rows, keys, w, o);
   return rows;
 }

@@ -37,13 +37,18 @@ double WorkloadDistance(const UnitWorkload& a, const UnitWorkload& b);
 // across the gap; read/outside_time.h). An idle engine's wait for requests is not in it.
 double StepCycleNs(const InstanceTable& t, uint32_t u);
 
+// Per unit, in ns: its StepCycleNs, and the median of that over its similar steps (the same
+// nearest units the similar-steps source reads; NaN with fewer than min_time_neighbours of
+// them, or when no test row was built).
+struct StepCycles {
+  std::vector<double> ns, similar_ns;
+};
+
 // All test rows of the table, expectations filled. Needs t.detail (no rows without it). When
-// `step_expected_ns` is given it receives, per unit, the median StepCycleNs of its similar
-// steps (the same nearest units the similar-steps source reads; NaN with fewer than
-// min_time_neighbours of them, or when no row was built).
+// `cycles` is given it receives every unit's StepCycles.
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,
                                 const std::vector<CommTiming>& comm, const PeerOptions& options,
-                                std::vector<double>* step_expected_ns = nullptr);
+                                StepCycles* cycles = nullptr);
 
 // Observed value of an instance for a metric, or a negative value when the metric does not
 // apply (a replayed instance has no host time; an instance without device work no device time).

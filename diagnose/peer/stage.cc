@@ -28,14 +28,14 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.groups = GroupUnits(t);
   r.comm = MatchCollectives(t, r.groups);
   o.peers.threads = o.threads;
-  r.rows = BuildTests(t, r.groups, r.comm, o.peers, &r.step_expected_ns);
+  r.rows = BuildTests(t, r.groups, r.comm, o.peers, &r.cycles);
   MarkWarmupRows(t, r.rows);
   ScoringOptions so = o.scoring;
   so.floor_ns = o.peers.floor_ns;
   so.threads = o.threads;
   r.scoring = ScoreRows(t, r.rows, so);
   r.warmup = WarmupCosts(t, r.rows);
-  Judgement judged = JudgeUnits(t, r.rows, r.comm, o.decision, o.blame, o.run_patterns, &r.step_expected_ns);
+  Judgement judged = JudgeUnits(t, r.rows, r.comm, o.decision, o.blame, o.run_patterns, &r.cycles);
   r.decision = std::move(judged.decision);
   r.blame = std::move(judged.blame);
   r.findings = std::move(judged.findings);

@@ -33,7 +33,7 @@ struct PeerStageResult {
   UnitGroups groups;
   std::vector<CommTiming> comm;          // per instance
   std::vector<TestRow> rows;
-  std::vector<double> step_expected_ns;  // per unit: median duration of its similar steps (NaN: none)
+  StepCycles cycles;                     // per unit: its cycle and its similar steps' (peers.h)
   ScoringResult scoring;
   DecisionResult decision;
   std::vector<std::vector<BlamedFamily>> blame;  // per unit

@@ -80,9 +80,9 @@ void SetAsideUnseenPeers(const InstanceTable& t, const std::vector<CommTiming>& 
 
 Judgement JudgeUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
                      const DecisionOptions& decision, const BlameOptions& blame, const RunPatternOptions& patterns,
-                     const std::vector<double>* step_expected_ns) {
+                     const StepCycles* cycles) {
   Judgement j;
-  j.decision = DecideUnits(t, rows, decision, step_expected_ns);
+  j.decision = DecideUnits(t, rows, decision, cycles);
   j.blame = BlameUnits(t, rows, j.decision, blame);
   SetAsideUnseenPeers(t, comm, &j.decision, &j.blame);
   ReplayBlame(t, rows, comm, &j.decision, &j.blame, IdleCauseCandidates(t, rows, j.decision, j.blame));

@@ -39,9 +39,9 @@ struct Judgement {
 };
 
 // `rows` must be scored (TestRow::p_value set); `comm` is MatchCollectives' (may be empty);
-// `step_expected_ns` as DecideUnits takes it.
+// `cycles` as DecideUnits takes it.
 Judgement JudgeUnits(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,
                      const DecisionOptions& decision, const BlameOptions& blame, const RunPatternOptions& patterns,
-                     const std::vector<double>* step_expected_ns = nullptr);
+                     const StepCycles* cycles = nullptr);
 
 }  // namespace truffld::diagnose

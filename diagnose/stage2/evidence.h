@@ -90,7 +90,7 @@ struct PeerUnitEvidence {
   bool null_blind = false;          // that null leaves a lone slow step no way to be flagged
   double best_possible_p = 0;       // the strongest evidence's q under that null (0: any)
   double long_step_ratio = 0;       // --long-step-ratio applied (0: off)
-  double step_ratio = 0;            // duration / median of its similar steps (0: unknown)
+  double step_ratio = 0;            // cycle / median cycle of its similar steps (0: unknown)
   bool long_step = false;           // at least long_step_ratio: judged on the assumed null
   double alpha = 0;                 // the stated false-alarm rate
   int tests = 0;                    // judged tests (operator costs with peers)

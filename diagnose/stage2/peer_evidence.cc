@@ -184,7 +184,7 @@ std::string UnitSentence(const StepInfo& s, const UnitVerdict& v, const Decision
   std::string out = Where(s) + (what.empty() ? "" : " (" + what + ")") + ": ";
   if (v.verdict == Verdict::kInsufficient) return out + "insufficient evidence: " + v.reason;
   const int view = ViewIndex(s.view);
-  const double threshold = v.long_step ? d.views[view].calibrated_threshold : d.views[view].threshold;
+  const double threshold = d.UnitThreshold(view, v);
   out += std::string(VerdictName(v.verdict)) + ", p = " + Fmt("%.2g", v.p_value) + " over " +
          std::to_string(v.tests) + " test" + (v.tests == 1 ? "" : "s") + " (run threshold " +
          (threshold > 0 ? Fmt("%.2g", threshold) : std::string("none reached")) +
@@ -244,7 +244,7 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   PeerUnitEvidence e;
   e.verdict = v.verdict;
   e.p_value = v.p_value;
-  e.threshold = r.decision.UnitThreshold(view, u);
+  e.threshold = r.decision.UnitThreshold(view, v);
   e.long_step_ratio = r.decision.long_step_ratio;
   e.step_ratio = v.step_ratio;
   e.long_step = v.long_step;

@@ -92,7 +92,7 @@ TEST(EmpiricalNull, AWideNullCannotFlagALoneStepAndSaysSo) {
 struct NoisyRunWithALongStep {
   testing::PeerTableBuilder b;
   std::vector<TestRow> rows;
-  std::vector<double> expected;
+  StepCycles cycles;  // every step's similar steps cost 4 ms
   uint32_t gap_instance = 0;
   explicit NoisyRunWithALongStep(int64_t gap_ns = 0) {
     std::mt19937_64 rng(7);
@@ -122,7 +122,8 @@ struct NoisyRunWithALongStep {
       row.p_value = s == 25 ? 1e-150 : UpperTailP(std::max(0.0, z(rng)));
       rows.push_back(row);
     }
-    expected.assign(40, 4000000.0);
+    for (uint32_t u = 0; u < 40; ++u) cycles.ns.push_back(StepCycleNs(b.t, u));
+    cycles.similar_ns.assign(40, 4000000.0);
   }
 };
 
@@ -134,7 +135,7 @@ TEST(LongStep, ARunsOwnNullCannotHideAStepFiveTimesItsPeers) {
   EXPECT_EQ(without.units[25].verdict, Verdict::kNormal) << "the null absorbs it: the case this rule exists for";
   EXPECT_FALSE(without.units[25].long_step);
 
-  const DecisionResult with = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  const DecisionResult with = DecideUnits(run.b.t, run.rows, o, &run.cycles);
   EXPECT_EQ(with.units[25].verdict, Verdict::kAbnormal);
   EXPECT_TRUE(with.units[25].long_step);
   EXPECT_DOUBLE_EQ(with.units[25].step_ratio, 5.0);
@@ -143,7 +144,7 @@ TEST(LongStep, ARunsOwnNullCannotHideAStepFiveTimesItsPeers) {
   for (uint32_t u = 0; u < 40; ++u) {
     EXPECT_DOUBLE_EQ(with.units[u].step_ratio, u == 25 ? 5.0 : 1.0);
     // A unit's p-value is at or below its own threshold exactly when it passed.
-    EXPECT_EQ(with.units[u].p_value <= with.UnitThreshold(0, u), with.units[u].verdict == Verdict::kAbnormal) << u;
+    EXPECT_EQ(with.units[u].p_value <= with.UnitThreshold(0, with.units[u]), with.units[u].verdict == Verdict::kAbnormal) << u;
   }
   EXPECT_TRUE(Significant(with, run.b.t, run.rows, 25));
   // A second row of the long step, less surprising than the first but far below the BH critical
@@ -152,15 +153,15 @@ TEST(LongStep, ARunsOwnNullCannotHideAStepFiveTimesItsPeers) {
   TestRow second = run.rows[25];
   second.p_value = 1e-20;
   run.rows.push_back(second);
-  const DecisionResult two = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  const DecisionResult two = DecideUnits(run.b.t, run.rows, o, &run.cycles);
   EXPECT_DOUBLE_EQ(two.views[0].long_step_row_cut, 0.01 / 40);
   EXPECT_TRUE(Significant(two, run.b.t, run.rows, 40));
   run.rows.pop_back();
 
   o.long_step_ratio = 0;  // off
-  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
+  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.cycles).units[25].verdict, Verdict::kNormal);
   o.long_step_ratio = 6;  // 5x is below it
-  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.expected).units[25].verdict, Verdict::kNormal);
+  EXPECT_EQ(DecideUnits(run.b.t, run.rows, o, &run.cycles).units[25].verdict, Verdict::kNormal);
 }
 
 TEST(LongStep, TheTimeBetweenStepsCountsAndItsGapIsBlamed) {
@@ -182,7 +183,7 @@ TEST(LongStep, TheTimeBetweenStepsCountsAndItsGapIsBlamed) {
   run.rows.push_back(row);
   const uint32_t gap_row = static_cast<uint32_t>(run.rows.size() - 1);
   DecisionOptions o;
-  const DecisionResult d = DecideUnits(run.b.t, run.rows, o, &run.expected);
+  const DecisionResult d = DecideUnits(run.b.t, run.rows, o, &run.cycles);
   EXPECT_TRUE(d.units[25].long_step);
   EXPECT_DOUBLE_EQ(d.units[25].step_ratio, 4.0);
   EXPECT_DOUBLE_EQ(d.units[25].gap_before_ns, 12000000.0);
@@ -190,19 +191,20 @@ TEST(LongStep, TheTimeBetweenStepsCountsAndItsGapIsBlamed) {
   EXPECT_GT(d.support_p[gap_row] * d.units[25].tests, d.views[0].long_step_row_cut);
   EXPECT_TRUE(Significant(d, run.b.t, run.rows, gap_row)) << "it explains the extra time";
   o.long_step_row_share = 1.01;  // it explains 12 of the 12 ms extra: just under that share
-  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, o, &run.expected), run.b.t, run.rows, gap_row));
+  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, o, &run.cycles), run.b.t, run.rows, gap_row));
   run.rows[gap_row].p_value = 0.02;  // not significant at alpha on its own
-  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.expected), run.b.t, run.rows,
+  EXPECT_FALSE(Significant(DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.cycles), run.b.t, run.rows,
                            gap_row));
 }
 
 TEST(LongStep, ALongStepWithNothingSurprisingStaysNormal) {
   NoisyRunWithALongStep run;
   run.rows[25].p_value = 0.3;  // as long, but no cost beyond its peers
-  const DecisionResult d = DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.expected);
+  const DecisionResult d = DecideUnits(run.b.t, run.rows, DecisionOptions{}, &run.cycles);
   EXPECT_TRUE(d.units[25].long_step);
   EXPECT_EQ(d.units[25].verdict, Verdict::kNormal);
-  std::vector<double> unknown(40, std::nan(""));  // fewer than 3 similar steps: no ratio
+  StepCycles unknown = run.cycles;  // fewer than 3 similar steps: no ratio
+  unknown.similar_ns.assign(40, std::nan(""));
   EXPECT_EQ(DecideUnits(run.b.t, run.rows, DecisionOptions{}, &unknown).units[25].step_ratio, 0.0);
 }
 

@@ -186,16 +186,17 @@ TEST(PeerExpectations, StepDurationsOfSimilarSteps) {
   }
   t.steps[slow].end_ns = t.steps[slow].start_ns + 2700000;
   const UnitGroups g = GroupUnits(t);
-  std::vector<double> expected;
-  BuildTests(t, g, MatchCollectives(t, g), PeerOptions{}, &expected);
-  ASSERT_EQ(expected.size(), t.steps.size());
+  StepCycles cycles;
+  BuildTests(t, g, MatchCollectives(t, g), PeerOptions{}, &cycles);
+  ASSERT_EQ(cycles.similar_ns.size(), t.steps.size());
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    EXPECT_DOUBLE_EQ(expected[u], 900000) << u;  // the slow step is outvoted in its peers' medians
+    EXPECT_DOUBLE_EQ(cycles.similar_ns[u], 900000) << u;  // the slow step is outvoted in its peers' medians
   }
+  EXPECT_DOUBLE_EQ(cycles.ns[slow], 2700000);  // no time between steps in this table
   PeerOptions few;
   few.min_time_neighbours = 16;  // more than any unit has
-  BuildTests(t, g, MatchCollectives(t, g), few, &expected);
-  EXPECT_TRUE(std::isnan(expected[slow]));
+  BuildTests(t, g, MatchCollectives(t, g), few, &cycles);
+  EXPECT_TRUE(std::isnan(cycles.similar_ns[slow]));
 }
 
 TEST(DecideUnits, LoneMildInstanceNeedsASecondOrAFamilySum) {
