@@ -115,8 +115,17 @@ def trace_merge_diagnose(tools, env, workload, tmp):
 
 
 # Per-step timing a workload records for machine_slowdowns: wall ms of each step, and the wall
-# ms its thread did not run (preempted). Python source, for the workloads' loops.
-STEP_TIMING_SETUP = "_wall, _lost = [], []\n"
+# ms its thread did not run (preempted). Python source for the workloads: SETUP before the loop
+# (each step: `_t = _step_begin()` before it, `_step_end(_t)` after it), SAVE after it.
+STEP_TIMING_SETUP = """
+import time as _time
+_wall, _lost = [], []
+def _step_begin():
+    return _time.perf_counter(), _time.thread_time()
+def _step_end(t):
+    _wall.append(1e3 * (_time.perf_counter() - t[0]))
+    _lost.append(_wall[-1] - 1e3 * (_time.thread_time() - t[1]))
+"""
 STEP_TIMING_SAVE = """
 import json as _json, os as _os
 with open(_os.environ["TRUFFLD_TEST_TIMING_OUT"], "w") as _f:

@@ -37,15 +37,14 @@ x = torch.randn(64, 512)
 for step in range(%(steps)d):
     if step == %(between)d:
         time.sleep(%(sleep)f)
-    w, c = time.perf_counter(), time.thread_time()
+    _t = _step_begin()
     with truffld_hooks.step_range([]):
         y = lin1(x)
         if step == %(gap)d:
             time.sleep(%(sleep)f)
         z = torch.relu(lin2(y))
         s = z.sum()
-    _wall.append(1e3 * (time.perf_counter() - w))
-    _lost.append(_wall[-1] - 1e3 * (time.thread_time() - c))
+    _step_end(_t)
 %(save)s
 print(json.dumps({"steps": %(steps)d}))
 """ % {"steps": STEPS, "between": BETWEEN_STEP, "gap": GAP_STEP, "sleep": SLEEP_S,

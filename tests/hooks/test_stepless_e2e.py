@@ -48,10 +48,9 @@ x = torch.randn(32, 256)
 %(setup)s
 with torch.no_grad():
     for step in range(%(steps)d):
-        w, c = time.perf_counter(), time.thread_time()
+        _t = _step_begin()
         y = model(x)
-        _wall.append(1e3 * (time.perf_counter() - w))
-        _lost.append(_wall[-1] - 1e3 * (time.thread_time() - c))
+        _step_end(_t)
 %(save)s
 print(json.dumps({"steps": %(steps)d}))
 """ % {"steps": STEPS, "stall": STALL_STEP, "sleep": SLEEP_S, "setup": hookstest.STEP_TIMING_SETUP,

@@ -25,7 +25,7 @@ ACTIVE = 6
 
 # Iteration N is ProfilerStep#N; its wall and preempted ms go to TRUFFLD_TEST_TIMING_OUT.
 WORKLOAD = """
-import sys, time
+import sys
 import torch
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -35,11 +35,10 @@ x = torch.randn(32, 256)
 schedule = torch.profiler.schedule(wait=1, warmup=1, active=%(active)d, repeat=1)
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule) as prof:
     for _ in range(%(iterations)d):
-        w, c = time.perf_counter(), time.thread_time()
+        _t = _step_begin()
         with torch.no_grad():
             model(x).sum()
-        _wall.append(1e3 * (time.perf_counter() - w))
-        _lost.append(_wall[-1] - 1e3 * (time.thread_time() - c))
+        _step_end(_t)
         prof.step()
 prof.export_chrome_trace(sys.argv[1])
 %(save)s
