@@ -34,6 +34,16 @@ constexpr std::string_view kDriverWork[] = {
     "cuModuleLoad", "cuLibraryLoad", "cuCtxCreate", "cuDevicePrimaryCtxRetain", "cuInit",
     "cuProfilerStart", "cuProfilerStop", "cuCtxDestroy", "cuDevicePrimaryCtxReset"};
 
+// Prefixes of calls made once per operator that return without waiting (the detail tier), in
+// both APIs; besides these, any name ending in "Async" (copies, memsets, stream-ordered
+// allocation, prefetches) is per operator.
+constexpr std::string_view kPerOperator[] = {
+    "cudaLaunch", "cudaEventRecord", "cudaStreamWaitEvent", "cudaStreamAddCallback",
+    "cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig",
+    "cudaConfigureCall", "cudaSetupArgument",
+    "cuLaunch", "cuEventRecord", "cuStreamWaitEvent", "cuStreamWaitValue", "cuStreamWriteValue",
+    "cuStreamBatchMemOp", "cuMemPrefetch"};
+
 // Prefixes of runtime queries that come in families.
 constexpr std::string_view kRuntimeQueryPrefixes[] = {"cudaOccupancy"};
 
@@ -50,8 +60,9 @@ std::string_view BaseApiName(std::string_view n) {
   return n;
 }
 
-bool EssentialApi(bool driver, std::string_view name) {
-  const std::string_view base = BaseApiName(name);
+namespace {
+
+bool Essential(bool driver, std::string_view base) {
   if (driver) {
     for (std::string_view p : kDriverWork)
       if (StartsWith(base, p)) return true;
@@ -62,6 +73,24 @@ bool EssentialApi(bool driver, std::string_view name) {
   for (std::string_view p : kRuntimeQueryPrefixes)
     if (StartsWith(base, p)) return false;
   return true;
+}
+
+bool PerOperator(std::string_view base) {
+  // cudaGraphLaunch / cuGraphLaunch start with neither "cudaLaunch" nor "cuLaunch": they stay
+  // always on (one call per replayed step, and the regime of the step).
+  constexpr std::string_view kAsync = "Async";
+  if (base.size() >= kAsync.size() && base.substr(base.size() - kAsync.size()) == kAsync) return true;
+  for (std::string_view p : kPerOperator)
+    if (StartsWith(base, p)) return true;
+  return false;
+}
+
+}  // namespace
+
+ApiTier TierOf(bool driver, std::string_view name) {
+  const std::string_view base = BaseApiName(name);
+  if (!Essential(driver, base)) return ApiTier::kNone;
+  return PerOperator(base) ? ApiTier::kDetail : ApiTier::kAlways;
 }
 
 }  // namespace truffld::inject

@@ -149,8 +149,10 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   }
   if (const char* a = env("TRUFFLD_CUPTI_API_SET"); a && *a) {
     const std::string s = a;
-    if (s == "all") c.all_api_calls = true;
-    else if (s != "essential") w->push_back("TRUFFLD_CUPTI_API_SET='" + s + "' is not 'essential' or 'all'; using essential");
+    if (s == "all") c.api_set = Config::ApiSet::kAll;
+    else if (s == "essential") c.api_set = Config::ApiSet::kEssential;
+    else if (s != "tiered")
+      w->push_back("TRUFFLD_CUPTI_API_SET='" + s + "' is not 'tiered', 'essential' or 'all'; using tiered");
   }
   if (const char* l = env("TRUFFLD_CUPTI_LIBRARY")) c.cupti_library = l;
   if (const char* m = env("TRUFFLD_FILE_MODE"); m && *m) {
@@ -193,7 +195,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"clock_sync_s", std::to_string(clock_sync_s)},
           {"cupti", cupti ? "1" : "0"},
           {"cupti_api", api},
-          {"cupti_api_set", all_api_calls ? "all" : "essential"},
+          {"cupti_api_set", api_set == ApiSet::kAll ? "all" : api_set == ApiSet::kEssential ? "essential" : "tiered"},
           {"file_mode", mode},
           {"tsc", use_counter ? "1" : "0"},
           {"device_windows", DescribeWindowPlan(device_windows)},

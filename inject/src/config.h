@@ -45,7 +45,11 @@ struct Config {
   bool cupti = true;                      // TRUFFLD_CUPTI=1|0
   bool trace_runtime = true;              // TRUFFLD_CUPTI_API contains "runtime"
   bool trace_driver = true;               // TRUFFLD_CUPTI_API contains "driver"
-  bool all_api_calls = false;             // TRUFFLD_CUPTI_API_SET=all (default essential)
+  // TRUFFLD_CUPTI_API_SET: kTiered (default) records the essential set's detail tier only
+  // inside sampled device windows (api_filter.h); kEssential records the whole essential set
+  // all the time; kAll every callback.
+  enum class ApiSet { kTiered, kEssential, kAll };
+  ApiSet api_set = ApiSet::kTiered;
   std::string cupti_library;              // TRUFFLD_CUPTI_LIBRARY (empty = search)
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1

@@ -6,8 +6,12 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <atomic>
+#include <bitset>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api_filter.h"
 #include "tracer.h"
@@ -40,6 +44,23 @@ struct CuptiApi {
 
 CuptiApi g_api;
 Tracer* g_tracer = nullptr;
+
+// The detail tier's API callbacks (api_filter.h), when they follow the device windows
+// (TRUFFLD_CUPTI_API_SET=tiered with sampled windows): the subscriber and the ids, written once
+// at start-up before the window switch is installed, then switched under the tracer's window
+// lock. `is_detail` answers per callback id for the API stack (api_stack.h).
+struct DetailTier {
+  CUpti_SubscriberHandle sub = nullptr;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> ids;
+  static constexpr uint32_t kMaxId = 4096;
+  std::bitset<kMaxId> is_detail[2];  // [0] runtime, [1] driver
+  bool IsDetail(CUpti_CallbackDomain d, CUpti_CallbackId cbid) const {
+    return cbid < kMaxId && is_detail[d == CUPTI_CB_DOMAIN_DRIVER_API][cbid];
+  }
+};
+DetailTier g_detail;
+// Whether the detail tier's callbacks are on now (always, without tiers).
+std::atomic<bool> g_detail_on{true};
 clockid_t g_clock = CLOCK_MONOTONIC_RAW;
 
 std::string ResultText(CUptiResult r) {
@@ -110,8 +131,7 @@ void RuntimeArgs(CUpti_CallbackId cbid, const void* params, Record& r) {
 void OnApi(ThreadState& t, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
     *cb->correlationData = ReadTicks();
-    if (t.corr_depth < 8) t.corr_stack[t.corr_depth] = cb->correlationId;
-    ++t.corr_depth;
+    t.api.Enter(cb->correlationId, g_detail.IsDetail(domain, cbid), g_detail_on.load(std::memory_order_relaxed));
     const bool flush_point =
         (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) ||
         (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
@@ -122,7 +142,10 @@ void OnApi(ThreadState& t, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
     return;
   }
   const int64_t end = static_cast<int64_t>(ReadTicks());
-  if (t.corr_depth > 0) --t.corr_depth;
+  if (!t.api.Exit(cb->correlationId)) {  // its enter was not seen: its start is unknown
+    g_tracer->AddApiUnpaired();
+    return;
+  }
   Record r;
   std::memset(static_cast<void*>(&r), 0, sizeof(Record));
   r.kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RecordKind::kRuntime : RecordKind::kDriver;
@@ -152,7 +175,7 @@ void OnGraphNode(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
   r.kind = RecordKind::kGraphNode;
   r.t0 = static_cast<int64_t>(ReadTicks());
   const ThreadState& t = t_thread;
-  r.id = t.corr_depth > 0 ? t.corr_stack[0] : 0;  // the outermost (user-visible) API call
+  r.id = t.api.Outermost();  // the outermost (user-visible) API call
   r.a = gid;
   r.b = nid;
   uint64_t orig = 0;
@@ -195,17 +218,26 @@ void CUPTIAPI OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer,
 constexpr CUpti_ActivityKind kDeviceKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                               CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
-// Tracer::DeviceSwitch: called at window edges, never in the middle of a step.
+// Tracer::DeviceSwitch: called at window edges, never in the middle of a step. The detail
+// tier's API callbacks follow the device activity: a launch outside a window has no kernel
+// record to bind. The flag goes on before them and off after them, so that a thread entering a
+// call meanwhile never takes a live entry for a stale one.
 void SwitchDeviceActivity(bool on) {
   for (CUpti_ActivityKind k : kDeviceKinds) {
     if (on) g_api.ActivityEnable(k); else g_api.ActivityDisable(k);
   }
+  if (g_detail.ids.empty()) return;
+  if (on) g_detail_on.store(true, std::memory_order_relaxed);
+  for (const auto& [domain, cbid] : g_detail.ids) g_api.EnableCallback(on ? 1 : 0, g_detail.sub, domain, cbid);
+  if (!on) g_detail_on.store(false, std::memory_order_relaxed);
 }
 
 // Turns on API callbacks of `domain`: all of them, or the essential set (api_filter.h) one
-// callback id at a time. Without cuptiGetCallbackName the essential set cannot be chosen and the
-// whole domain is enabled (noted in STATS' cupti_status).
-void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bool all, std::string* notes) {
+// callback id at a time. With `tiered`, the detail tier's ids are kept in g_detail for the
+// window switch. Without cuptiGetCallbackName the essential set cannot be chosen and the whole
+// domain is enabled (noted in STATS' cupti_status).
+void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bool all, bool tiered,
+                     std::string* notes) {
   if (all || !g_api.GetCallbackName || !g_api.EnableCallback) {
     if (!all) *notes += "; cuptiGetCallbackName missing: every API call is recorded";
     g_api.EnableDomain(1, sub, domain);
@@ -218,7 +250,14 @@ void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bo
   for (uint32_t cbid = 1; cbid < limit; ++cbid) {
     const char* name = nullptr;
     if (g_api.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
-    if (EssentialApi(driver, name)) g_api.EnableCallback(1, sub, domain, cbid);
+    const ApiTier tier = TierOf(driver, name);
+    if (tier == ApiTier::kNone) continue;
+    if (tier == ApiTier::kDetail && tiered && cbid < DetailTier::kMaxId) {  // known before it fires
+      g_detail.sub = sub;
+      g_detail.ids.emplace_back(domain, cbid);
+      g_detail.is_detail[driver][cbid] = true;
+    }
+    g_api.EnableCallback(1, sub, domain, cbid);
   }
 }
 
@@ -297,8 +336,11 @@ bool StartCupti(Tracer* tracer) {
     notes += "; activity kind " + std::to_string(static_cast<int>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) +
              " off: " + ResultText(r);
   }
-  // Sampled: device activity follows the windows from now on (off until the first one opens).
-  if (sampled) tracer->SetDeviceSwitch(&SwitchDeviceActivity);
+  // Sampled: device activity (and the detail tier's API callbacks, once enabled below) follow
+  // the windows from then on, off until the first one opens.
+  auto follow_windows = [&] {
+    if (sampled) tracer->SetDeviceSwitch(&SwitchDeviceActivity);
+  };
   // Never destroyed: the tracer's atexit handler uses it after static destructors may have run.
   static auto* source = new CuptiActivitySource;
   tracer->SetActivitySource(source);
@@ -307,18 +349,24 @@ bool StartCupti(Tracer* tracer) {
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     Tracer::Log("another CUPTI subscriber is active (a profiler?): API callbacks and GRAPH_NODE records are off, device activity and NVTX continue");
     tracer->SetCuptiStatus("activity only: another subscriber is active" + notes);
+    follow_windows();
     return true;
   }
   if (r != CUPTI_SUCCESS) {
     Tracer::Log("cuptiSubscribe failed (" + ResultText(r) + "): API callbacks are off, device activity and NVTX continue");
     tracer->SetCuptiStatus("activity only: cuptiSubscribe " + ResultText(r) + notes);
+    follow_windows();
     return true;
   }
   const Config& cfg = tracer->config();
-  if (cfg.trace_runtime) EnableApiDomain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, cfg.all_api_calls, &notes);
-  if (cfg.trace_driver) EnableApiDomain(sub, CUPTI_CB_DOMAIN_DRIVER_API, cfg.all_api_calls, &notes);
+  const bool all = cfg.api_set == Config::ApiSet::kAll;
+  const bool tiered = cfg.api_set == Config::ApiSet::kTiered && sampled;
+  if (cfg.trace_runtime) EnableApiDomain(sub, CUPTI_CB_DOMAIN_RUNTIME_API, all, tiered, &notes);
+  if (cfg.trace_driver) EnableApiDomain(sub, CUPTI_CB_DOMAIN_DRIVER_API, all, tiered, &notes);
+  if (!g_detail.ids.empty()) notes += "; per-operator API calls inside device windows only";
   g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   g_api.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  follow_windows();
   tracer->SetCuptiStatus("ok" + notes);
   return true;
 }

@@ -317,6 +317,7 @@ void FormatStats(const StatsInfo& s, std::string& out) {
   j.Str("type", "STATS").Raw("records_written", written.Finish())
       .Raw("records_dropped", dropped.Finish()).Raw("ranges_dropped", ranges.Finish())
       .UInt("unbalanced_closes", s.unbalanced_closes).UInt("cupti_dropped", s.cupti_dropped)
+      .UInt("api_unpaired", s.api_unpaired)
       .UInt("window_triggers_refused", s.window_triggers_refused)
       .Raw("buffers", buffers.Finish()).UInt("write_errors", s.write_errors)
       .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)

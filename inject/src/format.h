@@ -131,6 +131,7 @@ struct StatsInfo {
   uint64_t written[kNumRecordKinds] = {};
   uint64_t dropped[kNumRecordKinds] = {};
   uint64_t cupti_dropped = 0;
+  uint64_t api_unpaired = 0;                // API calls left out: one callback of the pair not seen
   uint64_t write_errors = 0;
   uint64_t payloads_too_large = 0;
   uint64_t names_truncated = 0;

@@ -213,6 +213,7 @@ void Tracer::ChildAfterFork() {
   wake_fd_ = -1;
   for (auto& w : written_) w = 0;
   cupti_dropped_.store(0);
+  api_unpaired_.store(0);
   payloads_too_large_.store(0);
   names_truncated_.store(0);
   for (auto& n : no_ring_ranges_dropped_) n.store(0);

@@ -27,6 +27,7 @@
 
 #include "buffer_pool.h"
 #include "config.h"
+#include "api_stack.h"
 #include "device_windows.h"
 #include "dump_sink.h"
 #include "end_queue.h"
@@ -52,8 +53,7 @@ struct ThreadState {
   uint32_t comm_class;       // its class (DeviceWindows::CollectiveOf)
   int64_t comm_begin_ns;     // and its begin (Now()), for the slow-collective trigger
   uint32_t attach_backoff;   // events to skip before retrying a failed ring attach
-  uint32_t corr_depth;       // CUDA API nesting on this thread
-  uint64_t corr_stack[8];    // correlation ids of the open API calls (innermost last)
+  ApiStack api;              // the CUDA API calls open on this thread (api_stack.h)
   bool is_tracer_thread;     // the writer thread: its own CUDA calls are not traced
 };
 extern thread_local ThreadState t_thread;
@@ -183,6 +183,8 @@ class Tracer {
   void SetActivitySource(ActivitySource* s) { activity_source_.store(s, std::memory_order_release); }
   void EnqueueActivityBuffer(uint8_t* buffer, size_t valid_bytes);
   void AddCuptiDropped(uint64_t n) { cupti_dropped_.fetch_add(n, std::memory_order_relaxed); }
+  // An API call left out because one of its callbacks was not seen (api_stack.h).
+  void AddApiUnpaired() { api_unpaired_.fetch_add(1, std::memory_order_relaxed); }
   void SetCuptiStatus(const std::string& status);
 
   // Sampled device windows (device_windows.h). The CUPTI adapter hands over how to switch
@@ -278,6 +280,7 @@ class Tracer {
   std::mutex status_mu_;
   std::string cupti_status_ = "not initialised (no CUDA injection seen)";
   std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> api_unpaired_{0};
   std::atomic<uint64_t> payloads_too_large_{0};
   std::atomic<uint64_t> names_truncated_{0};
   std::atomic<uint64_t> no_ring_ranges_dropped_[2] = {};

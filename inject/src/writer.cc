@@ -146,6 +146,7 @@ void Tracer::WriteStats(std::string& out) {
     s.unbalanced_closes += ring.unbalanced();
   });
   s.cupti_dropped = cupti_dropped_.load();
+  s.api_unpaired = api_unpaired_.load();
   s.payloads_too_large = payloads_too_large_.load();
   s.names_truncated = names_truncated_.load();
   {

@@ -9,11 +9,11 @@
 
 namespace truffld::merge {
 
-uint64_t InjectorNamesTruncated(std::string_view stats_json) {
+uint64_t InjectorCount(std::string_view stats_json, const char* key) {
   if (stats_json.empty()) return 0;
   const auto j = nlohmann::json::parse(stats_json, nullptr, false);
   if (!j.is_object()) return 0;
-  const auto it = j.find("names_truncated");
+  const auto it = j.find(key);
   return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
 
@@ -52,7 +52,8 @@ bool InsideAWindow(const DeviceWindows& windows, TimeNs start, TimeNs end) {
 
 void CountStepDetail(const TraceFile& file, const ClockMap& clock, const Rules& rules, FileTrees* trees,
                      MergeCounters* c) {
-  c->injector_names_truncated = InjectorNamesTruncated(file.meta.stats_json);
+  c->injector_names_truncated = InjectorCount(file.meta.stats_json, "names_truncated");
+  c->injector_api_unpaired = InjectorCount(file.meta.stats_json, "api_unpaired");
   // Window edges mean sampling even when META.config is missing or unreadable (not when it
   // says "all" outright).
   const bool sampled =

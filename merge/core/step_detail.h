@@ -29,9 +29,10 @@
 
 namespace truffld::merge {
 
-// STATS.names_truncated of an injector's STATS record (FileMeta::stats_json, verbatim); 0 when
-// the record is absent, not JSON, or holds no non-negative integer count.
-uint64_t InjectorNamesTruncated(std::string_view stats_json);
+// The count `key` (names_truncated, api_unpaired) of an injector's STATS record
+// (FileMeta::stats_json, verbatim); 0 when the record is absent, not JSON, or holds no
+// non-negative integer count there.
+uint64_t InjectorCount(std::string_view stats_json, const char* key);
 
 // A sampled file's device windows as [start, end] on the merged axis (ns), sorted by start;
 // start = INT64_MIN for a window without its start edge, end = INT64_MAX for one without its
@@ -44,8 +45,9 @@ DeviceWindows DeviceWindowsOf(const FileMeta& meta, const ClockMap& clock);
 // Whether [start, end] (merged axis) lies wholly inside one of `windows`: O(log windows).
 bool InsideAWindow(const DeviceWindows& windows, TimeNs start, TimeNs end);
 
-// Counts `trees`' named steps whose request list `rules` cannot read whole and the names the
-// injector cut (step_names_cut, injector_names_truncated), and, in a sampled file, marks the
+// Counts `trees`' named steps whose request list `rules` cannot read whole, the names the
+// injector cut and the API calls it left out unpaired (step_names_cut, injector_names_truncated,
+// injector_api_unpaired), and, in a sampled file, marks the
 // steps outside every device window (StepRoot::device_detail, steps_without_device_detail).
 // `clock`: the file's map onto the merged axis (the one its nodes were built with).
 void CountStepDetail(const TraceFile& file, const ClockMap& clock, const Rules& rules, FileTrees* trees,

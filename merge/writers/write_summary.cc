@@ -197,6 +197,10 @@ std::string FormatTextSummary(const MergeResult& r, const RunInfo& run) {
   if (c.step_names_cut || c.injector_names_truncated)
     s << "  truncated names: " << c.step_names_cut << " step(s) name only part of their requests, "
       << c.injector_names_truncated << " name(s) cut by the injector (ids beyond the cut are lost)\n";
+  if (c.injector_api_unpaired)
+    s << "  API calls left out: " << c.injector_api_unpaired
+      << " (the injector saw only one of their two callbacks: it started during the call, or a device "
+         "window's edge fell inside it)\n";
   for (const auto& [p, why] : run.failed_inputs) s << "  not merged: " << why << "\n";
   static constexpr std::pair<SkipKind, const char*> kSkipped[] = {
       {SkipKind::kNotTrace, "non-trace file(s) found in input directories"},

@@ -55,5 +55,43 @@ TEST(ApiFilter, DriverKeepsLaunchesCopiesAllocationAndWaitsOnly) {
   }
 }
 
+TEST(ApiFilter, PerOperatorCallsAreTheDetailTier) {
+  for (const char* detail : {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchHostFunc_v10000",
+                             "cudaMemcpyAsync_ptsz_v7000", "cudaMemcpy2DAsync_v3020", "cudaMemsetAsync_v3020",
+                             "cudaEventRecord_v3020", "cudaEventRecordWithFlags_v11010",
+                             "cudaStreamWaitEvent_v3020", "cudaMallocAsync_v11020", "cudaFreeAsync_v11020",
+                             "cudaFuncSetAttribute_v9000", "cudaMemPrefetchAsync_v8000"}) {
+    EXPECT_EQ(TierOf(false, detail), ApiTier::kDetail) << detail;
+  }
+  for (const char* detail : {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel_ptsz",
+                             "cuMemcpyHtoDAsync_v2", "cuMemcpyAsync", "cuMemsetD8Async", "cuMemAllocAsync",
+                             "cuMemFreeAsync", "cuEventRecord", "cuStreamWaitEvent", "cuStreamWaitValue32_v2",
+                             "cuStreamWriteValue64", "cuStreamBatchMemOp_v2", "cuMemPrefetchAsync"}) {
+    EXPECT_EQ(TierOf(true, detail), ApiTier::kDetail) << detail;
+  }
+}
+
+TEST(ApiFilter, BlockingAndRareCallsAreAlwaysOn) {
+  for (const char* always : {"cudaMemcpy_v3020", "cudaMemcpy2D_v3020", "cudaMemcpyToSymbol_v3020",
+                             "cudaMemset_v3020", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020",
+                             "cudaEventSynchronize_v3020", "cudaMalloc_v3020", "cudaFree_v3020",
+                             "cudaMallocHost_v3020", "cudaHostAlloc_v3020", "cudaGraphLaunch_v10000",
+                             "cudaGraphInstantiate_v10000", "cudaStreamBeginCapture_v10000",
+                             "cudaStreamEndCapture_v10000", "cudaDeviceReset_v3020", "cudaStreamCreate_v3020",
+                             "cudaEventCreate_v3020"}) {
+    EXPECT_EQ(TierOf(false, always), ApiTier::kAlways) << always;
+  }
+  for (const char* always : {"cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy", "cuMemsetD8_v2",
+                             "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemAlloc_v2",
+                             "cuMemFree_v2", "cuMemHostAlloc", "cuGraphLaunch", "cuGraphLaunch_ptsz",
+                             "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuStreamBeginCapture_v2",
+                             "cuModuleLoadData", "cuLibraryLoadData", "cuProfilerStop", "cuCtxDestroy_v2",
+                             "cuMemCreate", "cuMemMap"}) {
+    EXPECT_EQ(TierOf(true, always), ApiTier::kAlways) << always;
+  }
+  EXPECT_EQ(TierOf(false, "cudaGetDevice_v3020"), ApiTier::kNone);
+  EXPECT_EQ(TierOf(true, "cuCtxGetCurrent"), ApiTier::kNone);
+}
+
 }  // namespace
 }  // namespace truffld::inject

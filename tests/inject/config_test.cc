@@ -27,7 +27,7 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(c.compress, Compression::kNone);
   EXPECT_FALSE(c.clock_realtime);
   EXPECT_TRUE(c.cupti && c.trace_runtime && c.trace_driver);
-  EXPECT_FALSE(c.all_api_calls);  // the essential API set
+  EXPECT_EQ(c.api_set, Config::ApiSet::kTiered);  // the essential set, in two tiers
   EXPECT_EQ(c.file_mode, 0640u);
 }
 
@@ -38,7 +38,7 @@ TEST(Config, ValidValuesAreTaken) {
                               {"TRUFFLD_CUPTI_API", "runtime"}, {"TRUFFLD_FILE_MODE", "0600"},
                               {"TRUFFLD_PROCESS_FILTER", "vllm"}, {"TRUFFLD_CUPTI_API_SET", "all"}}), &w);
   EXPECT_TRUE(w.empty());
-  EXPECT_TRUE(c.all_api_calls);
+  EXPECT_EQ(c.api_set, Config::ApiSet::kAll);
   EXPECT_EQ(c.output_dir, "/data/t");
   EXPECT_EQ(c.flush_ms, 200);
   EXPECT_EQ(c.compress, Compression::kZstd);
@@ -49,13 +49,30 @@ TEST(Config, ValidValuesAreTaken) {
   EXPECT_EQ(c.process_filter, "vllm");
 }
 
+TEST(Config, ApiSetNamesEachChoice) {
+  for (const auto& [value, want] : {std::pair{"tiered", Config::ApiSet::kTiered},
+                                    std::pair{"essential", Config::ApiSet::kEssential},
+                                    std::pair{"all", Config::ApiSet::kAll}}) {
+    std::vector<std::string> w;
+    Config c = ParseConfig(Env({{"TRUFFLD_CUPTI_API_SET", value}}), &w);
+    EXPECT_TRUE(w.empty()) << value;
+    EXPECT_EQ(c.api_set, want) << value;
+    bool described = false;
+    for (const auto& [k, v] : c.Describe()) described |= k == "cupti_api_set" && v == value;
+    EXPECT_TRUE(described) << value;
+  }
+}
+
 TEST(Config, BadValuesWarnByNameAndKeepDefaults) {
   std::vector<std::string> w;
   Config c = ParseConfig(Env({{"TRUFFLD_FLUSH_MS", "soon"}, {"TRUFFLD_COMPRESS", "gzip"},
                               {"TRUFFLD_MAX_BUFFER_MB", "lots"}, {"TRUFFLD_CUPTI", "maybe"},
                               {"TRUFFLD_CUPTI_API_SET", "some"}}), &w);
   ASSERT_EQ(w.size(), 5u);
-  EXPECT_FALSE(c.all_api_calls);
+  EXPECT_EQ(c.api_set, Config::ApiSet::kTiered);
+  bool named = false;
+  for (const auto& m : w) named |= m.find("TRUFFLD_CUPTI_API_SET='some' is not 'tiered'") != std::string::npos;
+  EXPECT_TRUE(named);
   EXPECT_NE(w[0].find("TRUFFLD_FLUSH_MS"), std::string::npos);
   EXPECT_EQ(c.flush_ms, 500);
   EXPECT_EQ(c.compress, Compression::kNone);

@@ -153,7 +153,8 @@ TEST(CuptiReplay, NormalSessionIsRecordedCompletelyAndConsistently) {
   EXPECT_EQ(stats["cupti_status"], "ok");
   const json& meta = d.records.front();
   EXPECT_EQ(meta["cupti_version"], 130001);
-  EXPECT_EQ(meta["config"]["cupti_api_set"], "essential");
+  EXPECT_EQ(meta["config"]["cupti_api_set"], "tiered") << "without sampled windows: the essential set always";
+  EXPECT_EQ(stats["api_unpaired"], 0);
 }
 
 TEST(CuptiReplay, AllApiCallsOnRequest) {
@@ -298,8 +299,15 @@ TEST(CuptiReplay, StepWindowsRecordDeviceActivityOfWholeSampledSteps) {
   }
   const std::set<uint64_t> want = {1000, 1001, 1005, 1040, 1041, 1045, 1080, 1081, 1085};
   EXPECT_EQ(w.device, want) << "kernels and the copy of steps 0, 4, 8; nothing between steps";
-  EXPECT_EQ(w.launches.size(), 40u) << "the API calls are recorded all the time";
+  // Per-operator calls (the launches) inside windows only; the blocking copies all the time.
+  std::set<uint64_t> calls;
+  for (const auto& [corr, span] : w.launches) calls.insert(corr);
+  std::set<uint64_t> want_calls = {1000, 1001, 1040, 1041, 1080, 1081};
+  for (uint64_t i = 0; i < 10; ++i) want_calls.insert(1000 + 10 * i + 5);
+  EXPECT_EQ(calls, want_calls);
   ExpectWholeStepsAndExactActivity(w);
+  const std::string status = OfType(w.dump, "STATS").back()["cupti_status"];
+  EXPECT_NE(status.find("per-operator API calls inside device windows only"), std::string::npos) << status;
   EXPECT_EQ(w.dump.records.front()["config"]["device_windows"], "steps:4:1");
   for (const auto& r : OfType(w.dump, "DEVICE_WINDOW")) EXPECT_EQ(r["trigger"], "step");
   for (const auto& r : OfType(w.dump, "STATS")) EXPECT_FALSE(r.contains("window_period")) << "cost plans only";
@@ -380,7 +388,39 @@ TEST(CuptiReplay, ExitRightAfterASlowStepWithItsWindowPending) {
   ASSERT_EQ(w.steps.size(), 12u);
   EXPECT_TRUE(w.windows.empty());
   EXPECT_TRUE(w.device.empty());
-  EXPECT_EQ(w.launches.size(), 12u * 4u) << "API calls still recorded";
+  EXPECT_EQ(w.launches.size(), 12u) << "the blocking copies; launches only inside windows";
+}
+
+TEST(CuptiReplay, TheEssentialSetRecordsEveryLaunchOutsideWindowsToo) {
+  TempDir dir;
+  WindowRun w = PlayWindows("steps:4", 10, 0, dir, -1, {"TRUFFLD_CUPTI_API_SET=essential"});
+  ASSERT_EQ(w.exit.code, 0) << w.exit.err;
+  EXPECT_EQ(w.launches.size(), 40u) << "two launches and a copy a step, a launch between steps";
+  EXPECT_EQ(w.device.size(), 9u) << "device activity still follows the windows";
+  ExpectWholeStepsAndExactActivity(w);
+  EXPECT_EQ(w.dump.records.front()["config"]["cupti_api_set"], "essential");
+}
+
+TEST(CuptiReplay, HalfCallsAtAWindowEdgeAreCountedNotRecorded) {
+  // A launch entered as its window closed never exits; one that exits without its enter has no
+  // start: neither is written, the second is counted, and the whole calls around them are kept.
+  TempDir dir;
+  auto env = InjectEnv(dir.path());
+  env.push_back(std::string("TRUFFLD_CUPTI_LIBRARY=") + TRUFFLD_CUPTI_DOUBLE_PATH);
+  env.push_back("TRUFFLD_DEVICE_WINDOWS=steps:2");
+  env.push_back("TRUFFLD_WINDOW_SLOW=0");
+  Exit e = RunProgram({AppPath("truffld_cupti_replay_app"), "half_calls"}, env);
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto dumps = ReadDumps(dir.path());
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(ValidateAgainstSchema({dumps[0]}), "");
+  std::set<uint64_t> calls;
+  for (const auto& r : OfType(dumps[0], "RUNTIME")) {
+    calls.insert(r["correlation_id"].get<uint64_t>());
+    EXPECT_LE(r["start"].get<int64_t>(), r["end"].get<int64_t>());
+  }
+  EXPECT_EQ(calls, (std::set<uint64_t>{902, 903, 904}));
+  EXPECT_EQ(OfType(dumps[0], "STATS").back()["api_unpaired"], 1);
 }
 
 TEST(CuptiReplay, DeviceWindowsAllAndOff) {
@@ -397,7 +437,7 @@ TEST(CuptiReplay, DeviceWindowsAllAndOff) {
     ASSERT_EQ(w.exit.code, 0) << w.exit.err;
     EXPECT_TRUE(w.windows.empty());
     EXPECT_TRUE(w.device.empty()) << "no device activity at all";
-    EXPECT_EQ(w.launches.size(), 6u * 4u) << "API calls still recorded";
+    EXPECT_EQ(w.launches.size(), 6u * 4u) << "API calls still recorded (no windows: no tiers)";
   }
 }
 

@@ -380,6 +380,26 @@ __attribute__((visibility("default"))) void truffld_double_launch(unsigned corr,
   if (on) Append(Kernel("sampled_kernel", corr, 7, 0, 0));
 }
 
+// Half of a cudaLaunchKernel pair (correlation id `corr`), as CUPTI delivers a call whose
+// callback was switched during it: `site` 0 the enter only (switched off before the exit), 1 the
+// exit only (switched on after the enter). Delivered only while the callback is on.
+__attribute__((visibility("default"))) void truffld_double_half_launch(unsigned corr, int site) {
+  const CUpti_CallbackDomain rt = CUPTI_CB_DOMAIN_RUNTIME_API;
+  const CUpti_CallbackId cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  if (!g_subscribed || !g_callback || !Enabled(rt, cbid)) return;
+  cudaLaunchKernel_v7000_params lp{};
+  uint64_t slot = 12345;  // CUPTI's per-call slot: what an unseen enter left there
+  int ret = 0;
+  CUpti_CallbackData cb{};
+  cb.functionName = "cudaLaunchKernel";
+  cb.functionParams = &lp;
+  cb.functionReturnValue = &ret;
+  cb.correlationId = corr;
+  cb.correlationData = &slot;
+  cb.callbackSite = site == 0 ? CUPTI_API_ENTER : CUPTI_API_EXIT;
+  g_callback(g_userdata, rt, cbid, &cb);
+}
+
 // Must be set before InitializeInjection for scenarios that fail during start-up.
 __attribute__((visibility("default"))) void truffld_double_set_scenario(const char* scenario) {
   g_scenario = scenario ? scenario : "normal";

@@ -9,6 +9,9 @@
 // each with a nested range, two kernel launches with correlation ids 1000+10*I+{0,1} and a copy
 // 1000+10*I+5, then MS ms of sleep inside the step; step SLOW, if given, sleeps 150 ms more),
 // with a launch 5000+I between steps; run with TRUFFLD_DEVICE_WINDOWS to sample device activity.
+// SCENARIO half_calls: inside one step (a device window under TRUFFLD_DEVICE_WINDOWS=steps:2),
+// the enter of launch 900 whose exit never comes and the exit of launch 901 whose enter never
+// came, then launch 902 and copy 903 whole; after the step (the window closed), copy 904.
 // SCENARIO flush_point_reset / flush_point_profiler_stop: plays the session without a flush, checks
 // that no device activity is on disk yet, fires cudaDeviceReset / cuProfilerStop and checks that
 // the activity reaches the dump while the process is still running (exit 0), else exit 5. Run with
@@ -87,6 +90,18 @@ int main(int argc, char** argv) {
     }
     std::printf("kernel on disk before flush point: %d, after: %d\n", before, after);
     return !before && after ? 0 : 5;
+  }
+  if (sc == "half_calls") {
+    auto launch = reinterpret_cast<void (*)(unsigned, int)>(dlsym(dbl, "truffld_double_launch"));
+    auto half = reinterpret_cast<void (*)(unsigned, int)>(dlsym(dbl, "truffld_double_half_launch"));
+    nvtxRangePushA("step_execute_model[request_ids:r0]");
+    half(900, 0);
+    half(901, 1);
+    launch(902, 0);
+    launch(903, 1);
+    nvtxRangePop();
+    launch(904, 1);
+    return 0;
   }
   if (sc == "windows") {
     auto launch = reinterpret_cast<void (*)(unsigned, int)>(dlsym(dbl, "truffld_double_launch"));

@@ -60,7 +60,8 @@ TEST(StepDetail, CutRequestListsAndInjectorTruncationAreCounted) {
       Meta() + Step("step_execute_model[request_ids:a_b][phase:decode]", 100, 200) +
       Step("step_execute_model[request_ids:c_d_cm", 300, 400) +        // cut in the list
       Step("step_execute_model[request_ids:e][phase:dec", 500, 600) +  // cut after it
-      R"({"type":"STATS","records_written":{"NVTX_PUSH":3},"records_dropped":{"NVTX_PUSH":0},"names_truncated":2})" "\n";
+      R"({"type":"STATS","records_written":{"NVTX_PUSH":3},"records_dropped":{"NVTX_PUSH":0},"names_truncated":2,)"
+      R"("api_unpaired":3})" "\n";
   MergeResult r = MergeStepsText(dump);
   EXPECT_EQ(r.summary.total.steps, 3u);
   EXPECT_EQ(r.summary.total.step_names_cut, 2u);
@@ -68,6 +69,8 @@ TEST(StepDetail, CutRequestListsAndInjectorTruncationAreCounted) {
   EXPECT_EQ(r.summary.files[0].counters.step_names_cut, 2u);
   const std::string text = FormatTextSummary(r, RunInfo{});
   EXPECT_NE(text.find("truncated names: 2 step(s)"), std::string::npos) << text;
+  EXPECT_EQ(r.summary.total.injector_api_unpaired, 3u);
+  EXPECT_NE(text.find("API calls left out: 3"), std::string::npos) << text;
 }
 
 TEST(StepDetail, WholeNamesCountNothing) {
@@ -80,15 +83,18 @@ TEST(StepDetail, WholeNamesCountNothing) {
   EXPECT_EQ(implicit.summary.total.implicit_steps, 1u);
   EXPECT_EQ(implicit.summary.total.step_names_cut, 0u);
   EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("truncated names"), std::string::npos);
+  EXPECT_EQ(r.summary.total.injector_api_unpaired, 0u);
+  EXPECT_EQ(FormatTextSummary(r, RunInfo{}).find("API calls left out"), std::string::npos);
 }
 
-TEST(StepDetail, InjectorNamesTruncatedReadsOnlyACount) {
-  EXPECT_EQ(InjectorNamesTruncated(R"({"type":"STATS","names_truncated":5})"), 5u);
-  EXPECT_EQ(InjectorNamesTruncated(""), 0u);
-  EXPECT_EQ(InjectorNamesTruncated("not json"), 0u);
-  EXPECT_EQ(InjectorNamesTruncated(R"({"names_truncated":-1})"), 0u);
-  EXPECT_EQ(InjectorNamesTruncated(R"({"names_truncated":"7"})"), 0u);
-  EXPECT_EQ(InjectorNamesTruncated("[1]"), 0u);
+TEST(StepDetail, InjectorCountReadsOnlyACount) {
+  EXPECT_EQ(InjectorCount(R"({"type":"STATS","names_truncated":5,"api_unpaired":2})", "names_truncated"), 5u);
+  EXPECT_EQ(InjectorCount("", "names_truncated"), 0u);
+  EXPECT_EQ(InjectorCount("not json", "names_truncated"), 0u);
+  EXPECT_EQ(InjectorCount(R"({"names_truncated":-1})", "names_truncated"), 0u);
+  EXPECT_EQ(InjectorCount(R"({"names_truncated":"7"})", "names_truncated"), 0u);
+  EXPECT_EQ(InjectorCount("[1]", "names_truncated"), 0u);
+  EXPECT_EQ(InjectorCount(R"({"type":"STATS","names_truncated":5,"api_unpaired":2})", "api_unpaired"), 2u);
 }
 
 TEST(StepDetail, StepsOutsideSampledWindowsHaveNoDeviceDetail) {

@@ -66,6 +66,10 @@ const char* SeverityName(Severity s) noexcept;  // "info", "notice", "problem"
   X(injector_names_truncated, Count, kNotice,                                                            \
     "Names the injector cut at its name limit (STATS.names_truncated): request ids beyond the cut of such " \
     "a step name are lost.")                                                                              \
+  X(injector_api_unpaired, Count, kNotice,                                                               \
+    "CUDA API calls the injector left out because it saw only one of their two callbacks "              \
+    "(STATS.api_unpaired): it started during the call, or the per-operator calls' callbacks switched "   \
+    "at a device-window edge while another thread was inside one.")                                     \
   X(step_names_cut, Count, kNotice,                                                                      \
     "Steps whose name holds their request list only in part (a request_ids: list no ']' closes, or a name " \
     "cut after it; with a user request regex, a name longer than the 4 KiB it reads): their trees name "   \
