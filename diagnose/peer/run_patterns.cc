@@ -24,14 +24,17 @@ std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatte
     fams += (k ? ", " : "") + t.strings.Get(f.families[k]);
     idle = idle || IsDeviceIdleFamily(t.strings, f.families[k]);
   }
+  const std::string absorbed =
+      f.absorbed_ns > 0 ? " (the device queue absorbed " + FormatNs(f.absorbed_ns) + " of it in all)" : "";
   std::snprintf(b, sizeof b,
                 "%s%s view: %s beyond its peers in %d of %d judged steps (+%s to +%s, typically +%s; in %s%s), "
-                "costing each step %.1f-%.1f%% of its time: how this run behaves, reported once; a step is flagged "
-                "only when its excess is over %gx the typical one",
+                "costing each step %.1f-%.1f%% of its time%s: how this run behaves, reported once; a step is "
+                "flagged only when its excess is over %gx the typical one",
                 f.rank >= 0 ? ("rank " + std::to_string(f.rank) + ", ").c_str() : "", ViewName(f.view),
                 idle ? "host or device idle time" : "host time", f.units,
                 f.judged, FormatNs(f.min_excess_ns).c_str(), FormatNs(f.max_excess_ns).c_str(), FormatNs(f.typical_excess_ns).c_str(),
-                fams.c_str(), f.families.size() >= 3 ? ", ..." : "", 100 * f.min_share, 100 * f.max_share, o.factor);
+                fams.c_str(), f.families.size() >= 3 ? ", ..." : "", 100 * f.min_share, 100 * f.max_share,
+                absorbed.c_str(), o.factor);
   return b;
 }
 
@@ -82,6 +85,7 @@ std::vector<RunFinding> FindRunPatterns(const InstanceTable& t, const RunPattern
     const int index = static_cast<int>(out.size());
     for (const Member& m : members) {
       f.impact_ns += m.impact;
+      f.absorbed_ns += std::max(0.0, m.excess - m.impact);
       f.min_share = std::min(f.min_share, m.share);
       f.max_share = std::max(f.max_share, m.share);
       for (const BlamedFamily& b : (*blame)[m.unit])

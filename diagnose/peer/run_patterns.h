@@ -41,6 +41,7 @@ struct RunFinding {
   double min_excess_ns = 0, max_excess_ns = 0;
   double min_share = 0, max_share = 0;      // impact (else excess) / step duration over its units
   double impact_ns = 0;              // summed step time it cost (replayed; excess where not replayed)
+  double absorbed_ns = 0;            // summed excess the steps never paid (the device queue absorbed it)
   std::vector<uint32_t> families;    // the families with the most excess, at most 3
   std::string sentence;              // the finding in one sentence with numbers
 };

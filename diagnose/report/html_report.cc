@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "report/html_report_parts.h"
+#include "report/root_causes.h"
 #include "stage2/llm_cache.h"
 
 namespace truffld::diagnose {
@@ -73,8 +74,9 @@ std::string ViewLetter(View view) { return view == View::kHorizontal ? "h" : "v"
 std::string RankText(const StepEvidence& e) { return e.rank ? std::to_string(*e.rank) : "-"; }
 
 double Impact(const StepDiagnosis& s) {
+  if (s.evidence.peer) return UnitCostNs(s);
   double x = 0;
-  for (const FaultyOperator& f : s.faulty) x += s.evidence.peer ? f.ExcessNs() : f.score;
+  for (const FaultyOperator& f : s.faulty) x += f.score;
   return x;
 }
 
@@ -155,7 +157,11 @@ std::string Terms(bool by_cost) {
          "<i>layers</i> (its siblings in the other layers of the same step).</dd>"
          "<dt>expected</dt><dd>what the peers say it should have cost (their median).</dd>"
          "<dt>excess</dt><dd>observed minus expected time, in microseconds (us); <i>share</i> is the "
-         "excess as a part of the step's duration. A unit's <i>impact</i> is its operators' summed excess.</dd>"
+         "excess as a part of the step's duration.</dd>"
+         "<dt>cost</dt><dd>what an anomaly cost its step: the step time saved without it (the step "
+         "replayed with the anomaly at its expected cost), or its excess where the step could not be "
+         "replayed. Excess the step never paid (host time while the device still had queued work) is "
+         "<i>absorbed</i>. Units, families and ranks are ranked by cost.</dd>"
          "<dt>p-value</dt><dd>how surprising the unit is if nothing was wrong; a unit is abnormal when "
          "its p-value is at or below the view's threshold, chosen (Benjamini-Hochberg) so that at most "
          "the stated false-alarm rate of healthy units is flagged.</dd>"

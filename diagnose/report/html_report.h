@@ -5,7 +5,7 @@
 // reasons); an overview heat map of ranks x step bins counting abnormal units per view (each
 // cell links to its highest-impact unit; with JavaScript a click opens a step-by-step strip of
 // that range); per-rank and per-family tables; the straggler table (peer mode); one card per
-// abnormal unit, ranked by time impact (summed excess) across all ranks with a share reserved
+// abnormal unit, ranked by what it cost its step (root_causes.h UnitCostNs) across all ranks with a share reserved
 // for every rank, capped at ReportContext::max_cards; and an index naming every abnormal unit.
 // Each card gives the evidence sentence, each faulty operator's observed vs expected time and
 // excess in us, its share of the step, its ratio to each peer group, its call chain down to

@@ -239,10 +239,10 @@ std::string RenderCards(const std::vector<StepDiagnosis>& d, const ReportRunData
   h += "<p>" + std::to_string(plan.abnormal.size()) + " abnormal units" +
        (plan.cards.size() < plan.abnormal.size()
             ? "; the " + std::to_string(plan.cards.size()) + " cards below are those with the most " +
-                  (by_cost ? "excess time" : "score") + " across all ranks, each rank keeping at least its " +
+                  (by_cost ? "time cost" : "score") + " across all ranks, each rank keeping at least its " +
                   std::to_string(plan.per_rank_reserved) + " highest (the rest are in the <a href='#index'>index</a> "
                   "and in diagnosis.jsonl)"
-            : std::string(by_cost ? ", highest summed excess first, across all ranks" : "")) +
+            : std::string(by_cost ? ", highest cost first (the step time saved without the anomaly), across all ranks" : "")) +
        ".</p><p><input id='card-filter' hidden type='search' placeholder='filter cards by text, e.g. "
        "rank 3 &middot; or aten::mm'> <span id='card-count' class='muted'></span></p>";
   size_t n = 0;

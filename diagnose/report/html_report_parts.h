@@ -29,9 +29,11 @@ std::string Sci(double p);                     // "3.2e-05"
 std::string ViewLetter(View view);  // "v" | "h"
 std::string RankText(const StepEvidence& e);      // "3" or "-"
 
-// Impact of an abnormal unit: summed excess (peer mode) or summed score (legacy).
+// Impact of an abnormal unit: what it cost its step (peer mode, UnitCostNs: the step time saved
+// without it, its blame's summed excess where the step could not be replayed) or its summed
+// score (legacy).
 double Impact(const StepDiagnosis& s);
-// Whether any unit was judged by the peer detector (tables and cards then rank by excess time).
+// Whether any unit was judged by the peer detector (tables and cards then rank by time cost).
 bool AnyPeer(const std::vector<StepDiagnosis>& d);
 // The peer detector's sentence for the unit; "" in the legacy modes.
 const std::string& Summary(const StepEvidence& e);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "report/html_report_parts.h"
+#include "report/root_causes.h"
 
 namespace truffld::diagnose::report {
 namespace {
@@ -131,7 +132,7 @@ std::string RenderRankTable(const std::vector<StepDiagnosis>& d, const ReportRun
     r.caused += s.caused_ns;
   }
   std::string h = "<h2 id='ranks'>Per rank</h2><table><tr><th>rank</th><th>units V / H</th><th>abnormal V / H</th>"
-                  "<th>insufficient evidence</th><th>" + std::string(by_cost ? "total excess us" : "summed score") +
+                  "<th>insufficient evidence</th><th>" + std::string(by_cost ? "total cost us" : "summed score") +
                   "</th>" + (run.stragglers.empty() ? "" : "<th>steps as straggler</th><th>wait caused us</th>") +
                   "</tr>";
   for (const auto& [rank, r] : rows) {
@@ -158,7 +159,7 @@ std::string RenderFamilyTable(const std::vector<StepDiagnosis>& d, const CardPla
       r.view = ViewName(d[u].evidence.view);
       r.family = f.family;
       ++r.units;
-      const double x = by_cost ? f.ExcessNs() : f.score;
+      const double x = by_cost ? BlameCostNs(f) : f.score;
       r.total += x;
       if (x > r.top) { r.top = x; r.top_unit = u; }
       if (f.cost) ++r.metrics[MetricText(f)];
@@ -170,9 +171,10 @@ std::string RenderFamilyTable(const std::vector<StepDiagnosis>& d, const CardPla
   std::string h = "<h2 id='families'>Per family</h2>";
   if (order.empty()) return h + "<p>No family was found faulty.</p>";
   h += "<p>Families found faulty in abnormal units, " +
-       std::string(by_cost ? "by total excess" : "by summed score") +
+       std::string(by_cost ? "by total cost (the step time saved without them; their excess where a step could "
+                             "not be replayed)" : "by summed score") +
        ".</p><table><tr><th>view</th><th>family</th><th>abnormal units</th><th>" +
-       (by_cost ? "total excess us</th><th>largest excess us</th><th>cost" : "summed score</th><th>largest score") +
+       (by_cost ? "total cost us</th><th>largest cost us</th><th>metric" : "summed score</th><th>largest score") +
        "</th><th>worst unit</th></tr>";
   const size_t cap = 60;
   for (size_t i = 0; i < order.size() && i < cap; ++i) {

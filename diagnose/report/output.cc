@@ -1,6 +1,7 @@
 // diagnosis.jsonl, the stdout table and the feature export.
 #include "report/output.h"
 
+#include "report/root_causes.h"
 #include "stage2/peer_evidence.h"
 
 #include <cmath>
@@ -163,8 +164,8 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
            " " + TableCell(phase, kPhaseWidth) + " " + TableCell(family, kFamilyWidth) + " " + TableCell(score, 9) +
            " " + TableCell(prob, 12) + " " + TruncateForDisplay(EscapeForTerminal(chain), kChainWidth) + "\n";
   };
-  // Peer mode: units by time impact (summed excess), across all ranks; legacy modes: in order.
-  bool by_cost = false;  // peer detector: rank and show by excess time
+  // Peer mode: units by what they cost their step (UnitCostNs), across all ranks; legacy modes: in order.
+  bool by_cost = false;  // peer detector: rank by time cost, show excess
   std::vector<const StepDiagnosis*> ab;
   for (const auto& x : d) {
     by_cost = by_cost || x.evidence.peer.has_value();
@@ -177,13 +178,9 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
                                                     EscapeForTerminal(UnjudgedReason(tally)));
       !none.empty())
     return none + "\n";
-  auto impact = [](const StepDiagnosis* x) {
-    double e = 0;
-    for (const auto& f : x->faulty) e += f.ExcessNs();
-    return e;
-  };
   if (by_cost) {
-    std::stable_sort(ab.begin(), ab.end(), [&](const StepDiagnosis* a, const StepDiagnosis* b) { return impact(a) > impact(b); });
+    std::stable_sort(ab.begin(), ab.end(),
+                     [](const StepDiagnosis* a, const StepDiagnosis* b) { return UnitCostNs(*a) > UnitCostNs(*b); });
   }
   std::string rows;
   const size_t shown = std::min(ab.size(), max_rows);
@@ -221,7 +218,7 @@ std::string FormatAbnormalTable(const std::vector<StepDiagnosis>& d, size_t max_
   s += rows;
   s += std::to_string(ab.size()) + " of " + units + " abnormal" + unjudged +
        (ab.size() > shown ? " (the table shows the " + std::to_string(shown) +
-                                (by_cost ? " with the most excess time" : " first") + "; see diagnosis.jsonl)"
+                                (by_cost ? " that cost their steps most" : " first") + "; see diagnosis.jsonl)"
                           : "") + "\n";
   return s;
 }

@@ -8,6 +8,7 @@
 #include "report/output.h"
 #include "stage2/peer_evidence.h"
 #include "peer/stage.h"
+#include "truffld/terminal_text.h"
 
 namespace truffld::diagnose {
 
@@ -130,7 +131,9 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
                                                 vd.single_step_blind, vd.best_possible_p, d.long_step_ratio);
     if (!note.empty()) out += "\n  note: " + note;
   }
-  for (const PersistentStraggler& p : r.stragglers.persistent) out += "\n  persistent straggler: " + PersistentStragglerSentence(p);
+  for (const RunFinding& f : r.findings) out += "\n  run finding: " + EscapeForTerminal(f.sentence);
+  for (const PersistentStraggler& p : r.stragglers.persistent)
+    out += "\n  persistent straggler: " + EscapeForTerminal(PersistentStragglerSentence(p));
   const WarmupTally& w = r.warmup_tally;
   if (w.material[0] + w.material[1] > 0) {
     out += "\n  warm-up (first use of GPU code, not judged): " + std::to_string(w.material[0] + w.material[1]) +

@@ -58,7 +58,7 @@ nlohmann::json RunFindingsJson(const InstanceTable& t, const PeerStageResult& r)
                    {"typical_excess_ns", std::llround(f.typical_excess_ns)},
                    {"min_excess_ns", std::llround(f.min_excess_ns)}, {"max_excess_ns", std::llround(f.max_excess_ns)},
                    {"min_share", f.min_share}, {"max_share", f.max_share}, {"impact_ns", std::llround(f.impact_ns)},
-                   {"families", fams}, {"evidence", f.sentence}});
+                   {"absorbed_ns", std::llround(f.absorbed_ns)}, {"families", fams}, {"evidence", f.sentence}});
   }
   return out;
 }

@@ -85,7 +85,7 @@ namespace truffld::diagnose {
   X(persistent_stragglers, "array", PersistentStragglersJson(r),                                         \
     "Ranks that made their group wait in collectives in most logical steps (a run finding), with the typical delay.") \
   X(run_findings, "array", RunFindingsJson(t, r),                                                        \
-    "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost, families, sentence.")
+    "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost (impact_ns: the step time it cost; absorbed_ns: the excess the steps never paid), families, sentence.")
 
 // One view of the peer detector (parameters: r, v = View, i = its index).
 #define TRUFFLD_DIAGNOSE_PEER_VIEW_STATS(X)                                                                \

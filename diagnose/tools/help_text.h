@@ -11,8 +11,11 @@ Outputs (in OUTDIR):
                    (schema: schemas/diagnosis.schema.json)
   report.html      self-contained report (opens offline): heat map of abnormal units per rank
                    and step, per-rank/per-family/straggler tables, abnormal units ranked by
-                   excess time with their operators' observed vs expected us, call chains and
-                   cost histograms; anchors #r<rank>-s<step>-<v|h> for linking
+                   what they cost their steps (the step time saved without the anomaly) with
+                   their operators' observed vs expected us, call chains and cost histograms;
+                   anchors #r<rank>-s<step>-<v|h> for linking
+  requests.jsonl   one line per request: its steps, TTFT and TPOT where the steps show them,
+                   the abnormal units it went through and what they cost it
   stats.json       input problems, per-view thresholds and residual models, stragglers,
                    Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
@@ -25,6 +28,9 @@ Outputs (in OUTDIR):
                    "truffld diagnosis" process: abnormal units, faulty-operator markers with flow
                    arrows to their operator slices, verdicts in the step slices' args; open it in
                    ui.perfetto.dev or chrome://tracing (--no-trace: not written)
+  compare.json     with --compare, instead of the above: the cost changes against the baseline
+  hang.json        with --hang, or beside the diagnosis when the dumps stopped without a clean
+                   exit: the rank the others waited for and where it was
 
 Modes (Stage I):
   peer         (default) every operator instance is compared with peers that did the same work:

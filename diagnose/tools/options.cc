@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "stage2/llm_stage2.h"
 #include "truffld/cli_parse.h"
 
 namespace truffld::diagnose {
@@ -22,8 +23,10 @@ void AddGeneralOptions(CLI::App& app, Args* a) {
   app.add_flag("--outside-operators,!--no-outside-operators", a->outside_operators,
                "judge the time no operator range covers like an operator (default on): per step, "
                "'(host outside operators)' (host time between operators), '(between steps)' (from "
-               "the previous step's end, when the steps share a request or name none) and '(calls "
-               "under the step)' (CUDA calls with no operator around them, e.g. an input copy)");
+               "the previous step's end, when the steps share a request or name none), '(calls "
+               "under the step)' (CUDA calls with no operator around them, e.g. an input copy) and "
+               "'(device idle)' (time inside the step the device ran no kernel, copy or memset); a "
+               "step without operator detail is judged as '(whole step)'");
   app.add_option("--threads", a->s1.threads, "Stage I worker threads (0 = all cores)")->capture_default_str();
   app.add_flag("--wait-lock", a->wait_lock,
                "when another run is writing OUTDIR (it holds OUTDIR/.truffld.lock), wait for it "
@@ -73,7 +76,7 @@ void AddStageTwoOptions(CLI::App& app, Args* a) {
   app.add_option("--llm", a->llm, "Stage II: off | auto (LLM when --llm-url is set) | on (LLM required)")
       ->check(CLI::IsMember({"off", "auto", "on"}))->capture_default_str();
   app.add_option("--llm-url", a->llm_url, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1");
-  app.add_option("--llm-model", a->llm_model, "model name sent to the endpoint");
+  app.add_option("--llm-model", a->llm_model, "model name sent to the endpoint (default " + StageTwoConfig{}.model + ")");
   app.add_option("--llm-cache", a->llm_cache, "answer cache directory (default OUTDIR/llm-cache)");
 }
 
@@ -82,8 +85,8 @@ void AddOutputOptions(CLI::App& app, Args* a) {
   app.add_option("--labels", a->labels, "ground truth labels.jsonl: print and write metrics.json");
   app.add_option("--export-features", a->export_features, "write phi per instance (CSV if *.csv, else JSONL)");
   app.add_option("--report-cards", a->report_cards,
-                 "report.html: abnormal units shown as cards (highest impact, every rank keeps a share; "
-                 "the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
+                 "report.html: abnormal units shown as cards (those that cost their steps most, every rank "
+                 "keeps a share; the rest are listed in its index)")->check(CLI::Range(0, 100000))->capture_default_str();
   app.add_option("--trace", a->trace, "truffld-merge's trace.json to annotate (default: trace.json beside the trees)");
   app.add_flag("--no-trace", a->no_trace, "skip diagnosis.trace.json (an earlier run's in OUTDIR is removed)");
   app.add_option("--compare", a->compare,
@@ -93,7 +96,7 @@ void AddOutputOptions(CLI::App& app, Args* a) {
                  "the table (no diagnosis)");
   app.add_option("--compare-min-change", a->compare_min_change,
                  "with --compare: smallest change called significant (0.05 = 5%; the interval must also exclude no change)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
   app.add_flag("--hang", a->hang_only,
                "only localise a hang: read truffld-merge's summary.json (the input directory's, or the one beside "
                "the trees), name the rank the others waited for and where it was, write OUTDIR/hang.json and print "

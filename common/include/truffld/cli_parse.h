@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -51,6 +52,20 @@ inline CLI::Validator Finite() {
   return v;
 }
 
+// CLI11's help formatter without the "{false}" it prints after a negatable flag
+// ("--x,--no-x{false}"), which reads as "off by default"; each such flag says its default in
+// its text.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    std::string s = CLI::Formatter::make_option_name(opt, positional);
+    for (const std::string tag : {"{false}", "{true}"}) {
+      for (size_t p; (p = s.find(tag)) != std::string::npos;) s.erase(p, tag.size());
+    }
+    return s;
+  }
+};
+
 // Parses argv (the app takes the program's file name, argv[0] without its folder, unless it has
 // a name). nullopt: go on. Otherwise the tool should exit with the returned status: 0 after
 // --help/--version (printed), kExitUsage after a parse error (CLI11 printed the message, after
@@ -58,6 +73,9 @@ inline CLI::Validator Finite() {
 inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   // --help's usage line names the program, not the path it was started by.
   if (app.get_name().empty() && argc > 0) app.name(std::filesystem::path(argv[0]).filename().string());
+  auto formatter = std::make_shared<HelpFormatter>();
+  formatter->column_width(app.get_formatter()->get_column_width());
+  app.formatter(formatter);
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     const std::string tool = std::filesystem::path(a->get_name()).filename().string();
     return (tool.empty() ? std::string() : tool + ": ") + CLI::FailureMessage::simple(a, e);

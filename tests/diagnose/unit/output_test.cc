@@ -1,7 +1,10 @@
 // Output formatting: hostile operator names stay data (HTML, CSV, JSON), table and jsonl shape.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "report/html_report.h"
+#include "report/html_report_parts.h"
 #include "report/output.h"
 
 namespace truffld::diagnose {
@@ -60,6 +63,50 @@ TEST(Output, TableListsOnlyAbnormalUnits) {
 
 // A trace too short to compare anything (one profiled step) is no all-clear: the summary says
 // that nothing was judged, and why, with the first unit's reason.
+// A peer-mode abnormal unit on `rank` whose one blamed family has `excess_ns` of excess, of which
+// the step paid `impact_ns` (the rest absorbed by the device queue).
+StepDiagnosis PeerUnit(int rank, const std::string& family, double excess_ns, double impact_ns) {
+  StepDiagnosis s;
+  s.evidence.rank = rank;
+  s.evidence.step_index = 4;
+  s.evidence.view = View::kVertical;
+  s.evidence.start_ns = 0;
+  s.evidence.end_ns = 50'000'000;
+  s.evidence.peer = PeerUnitEvidence{};
+  s.evidence.peer->impact_ns = impact_ns;
+  s.evidence.peer->absorbed_ns = excess_ns - impact_ns;
+  FaultyOperator f;
+  f.family = family;
+  f.layer = "frontend_op";
+  f.cost = PeerCost{};
+  f.cost->excess_ns = excess_ns;
+  f.cost->impact_ns = impact_ns;
+  f.cost->absorbed_ns = excess_ns - impact_ns;
+  s.faulty = {f};
+  s.abnormal = true;
+  s.label = Verdict::kAbnormal;
+  return s;
+}
+
+TEST(Output, UnitsAreRankedByWhatTheyCostTheStepNotByExcess) {
+  // 10 ms of host excess the device queue absorbed but for 1 ms, against 5 ms the step paid.
+  const std::vector<StepDiagnosis> d = {PeerUnit(0, "absorbed_op", 10e6, 1e6), PeerUnit(1, "paid_op", 5e6, 5e6)};
+  const std::string table = FormatAbnormalTable(d, 1);
+  EXPECT_NE(table.find("paid_op"), std::string::npos) << table;
+  EXPECT_EQ(table.find("absorbed_op"), std::string::npos) << table;
+  EXPECT_NE(table.find("that cost their steps most"), std::string::npos) << table;
+  const report::CardPlan plan = report::PlanCards(d, 10);
+  ASSERT_EQ(plan.abnormal.size(), 2u);
+  EXPECT_EQ(plan.abnormal[0], 1u);
+  const std::string html = RenderHtmlReport(d, ReportContext{});
+  const size_t families = html.find("id='families'");
+  ASSERT_NE(families, std::string::npos);
+  EXPECT_LT(html.find("paid_op", families), html.find("absorbed_op", families)) << "the per-family table";
+  // Without a replay (NaN impact) the excess stands in for the cost.
+  std::vector<StepDiagnosis> unreplayed = {PeerUnit(0, "big_op", 10e6, std::nan("")), PeerUnit(1, "small_op", 5e6, std::nan(""))};
+  EXPECT_EQ(report::PlanCards(unreplayed, 10).abnormal[0], 0u);
+}
+
 TEST(Output, NothingJudgedSaysWhyInsteadOfNoAbnormalUnit) {
   StepDiagnosis s = HostileStep();
   s.abnormal = false;

@@ -254,6 +254,18 @@ TEST(RunCalibrationNote, TheStdoutSummaryNotesEachViewJudgedAgainstItself) {
   EXPECT_EQ(std::string::npos, out.find("the horizontal view"));
 }
 
+TEST(RunCalibrationNote, TheStdoutSummaryGivesEachRunFindingEscaped) {
+  PeerStageResult r;
+  r.decision.alpha = 0.01;
+  EXPECT_EQ(std::string::npos, FormatPeerSummary(r).find("run finding:"));
+  RunFinding f;
+  f.sentence = "rank 0, vertical view: host time beyond its peers in 5 of 6 judged steps (in \x1b[2Jevil)";
+  r.findings.push_back(f);
+  const std::string out = FormatPeerSummary(r);
+  EXPECT_NE(std::string::npos, out.find("\n  run finding: rank 0, vertical view: host time beyond its peers in 5 of 6"));
+  EXPECT_EQ(std::string::npos, out.find('\x1b')) << "a family name cannot drive the terminal";
+}
+
 TEST(RunCalibrationNote, EmptyUnderTheAssumedNull) {
   EXPECT_EQ("", RunCalibrationNote("vertical", 0, 1, false, 0));
   EXPECT_NE("", RunCalibrationNote("horizontal", 0, 1.5, false, 0));

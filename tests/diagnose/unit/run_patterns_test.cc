@@ -64,6 +64,23 @@ TEST(RunPatterns, HostStallsInMostStepsAreOneFindingAndAnOutlierStays) {
   EXPECT_NE(f[0].sentence.find("5 of 6 judged steps"), std::string::npos) << f[0].sentence;
 }
 
+TEST(RunPatterns, WhatTheDeviceQueueAbsorbedIsSaid) {
+  // Host stalls of 2-3 ms the steps paid only 0.5 ms of each: the rest ran while the device was busy.
+  Lane l = MakeLane(5, {{0, 2.5}, {1, 2.9}, {2, 2.3}, {3, 2.0}});
+  for (int u = 0; u < 4; ++u) l.d.units[u].impact_ns = 0.5e6;
+  const auto f = FindRunPatterns(l.t, RunPatternOptions{}, &l.d, &l.blame);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(f[0].impact_ns, 2e6);
+  EXPECT_NEAR(f[0].absorbed_ns, 7.7e6, 1);
+  EXPECT_NE(f[0].sentence.find("costing each step 0.5-0.5% of its time (the device queue absorbed 7.70 ms"),
+            std::string::npos) << f[0].sentence;
+  Lane paid = MakeLane(5, {{0, 2.5}, {1, 2.9}, {2, 2.3}, {3, 2.0}});
+  const auto g = FindRunPatterns(paid.t, RunPatternOptions{}, &paid.d, &paid.blame);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].absorbed_ns, 0);
+  EXPECT_EQ(g[0].sentence.find("absorbed"), std::string::npos) << g[0].sentence;
+}
+
 TEST(RunPatterns, AFewStallsAreNotAPattern) {
   Lane l = MakeLane(10, {{3, 2.5}, {7, 2.0}});
   EXPECT_TRUE(FindRunPatterns(l.t, RunPatternOptions{}, &l.d, &l.blame).empty());
