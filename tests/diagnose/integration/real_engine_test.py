@@ -8,8 +8,11 @@ ran, by the ground truth's count), names every request of the run in some step, 
 step's phase, tokens and context from the hooks' tags, closes every range and links kernels to
 their launches; the diagnosis validates against schemas/diagnosis.schema.json, judges or
 explains every step, and each abnormal unit blames operators with their excess time and an
-evidence sentence; the fault steps of the ground truth exist as units. Detection scores are not
-asserted here: they are benchmark figures (tools/eval/engine_runs.py, BENCHMARKS.md).
+evidence sentence; the fault steps of the ground truth exist as units. Issue 39's floor is
+asserted: a run without faults has at most one abnormal unit, and every delay (software) and
+copy (memcpy) fault step is abnormal with the faulted operator blamed first and the step time it
+cost (impact_ns) on the unit and on the blame. Fuller scores are benchmark figures
+(tools/eval/engine_runs.py, BENCHMARKS.md).
 
 Usage: real_engine_test.py --merge BIN --diag BIN --data DIR --schema FILE --work DIR
 Exit status 0 pass, 1 fail (each failure printed).
@@ -64,6 +67,38 @@ def check_merge(name, run, out, truth, result):
     return steps
 
 
+def blamed_first(unit, fault):
+    """The unit's blame with the largest excess, when it is the faulted operator (as
+    tools/eval/engine_runs.py scores it: any MLP forward, or aten::copy_); else None."""
+    faulty = [f for f in unit.get("faulty") or [] if not f.get("effect_of")]
+    if not faulty:
+        return None
+    top = max(faulty, key=lambda f: f.get("excess_ns") or 0)
+    chain = [top["family"]] + list(top.get("parent_chain") or [])
+    hit = top["family"] == "aten::copy_" if fault["class"] == "memcpy" else any("MLP" in n for n in chain)
+    return top if hit else None
+
+
+def check_floor(name, units, vertical, truth):
+    """Issue 39's floor on real runs: healthy runs raise at most one alarm; delay and copy faults
+    are found, blamed on the faulted operator, with what they cost the step."""
+    if not truth["faults"]:
+        abnormal = [(u["view"], u["step_index"]) for u in units if u["label"] == "abnormal"]
+        check(len(abnormal) <= 1, "%s: at most 1 abnormal unit in a healthy run (got %s)" % (name, abnormal))
+    for fault in truth["faults"]:
+        if fault["class"] not in ("software", "memcpy") or fault["step"] not in vertical:
+            continue
+        u = vertical[fault["step"]]
+        top = blamed_first(u, fault) if u["label"] == "abnormal" else None
+        check(top is not None, "%s: %s fault at step %d abnormal and blamed on %s (label %s, blame %s)"
+              % (name, fault["class"], fault["step"], fault["target"], u["label"],
+                 [f["family"] for f in u.get("faulty") or []][:3]))
+        if top is not None:
+            check(u.get("impact_ns", 0) > 0 and top.get("impact_ns", 0) > 0,
+                  "%s: step %d says what the fault cost it (unit impact_ns %s, blame impact_ns %s)"
+                  % (name, fault["step"], u.get("impact_ns"), top.get("impact_ns")))
+
+
 def check_diagnosis(name, ddir, steps, truth, schema):
     units = read_jsonl(os.path.join(ddir, "diagnosis.jsonl"))
     try:
@@ -86,6 +121,7 @@ def check_diagnosis(name, ddir, steps, truth, schema):
                   % (name, u["step_index"]))
     for fault in truth["faults"]:
         check(fault["step"] in vertical, "%s: fault step %d (%s) is a unit" % (name, fault["step"], fault["class"]))
+    check_floor(name, units, vertical, truth)
     # The reported threshold agrees with the verdicts: a judged unit's p-value is at or below it
     # exactly when the unit passed (abnormal, or normal only for being below the impact floor).
     for u in units:
