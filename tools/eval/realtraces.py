@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Verdicts on the real traces of the shared data folder (TRUFFLD_SHARED_DATA, else ../shared/data
 beside the checkout): every kineto/*.json.gz and nsys/*.sqlite is merged with truffld-merge and
-diagnosed with truffld-diagnose --llm off (peer mode). Per file and view: units by label, and
-the evidence sentence of the first abnormal unit (else of the first insufficient_evidence unit)
-so a reader sees the justification. Writes WORK/real.json; when the folder is absent it says so.
+diagnosed with truffld-diagnose --llm off (peer mode). Per file and view: units by label; each
+abnormal unit with what it cost its step (impact_ns, its share of the step); the run findings
+and persistent stragglers stats.json reports; and the evidence sentence of the first abnormal
+unit (else of the first insufficient_evidence unit) so a reader sees the justification. Writes WORK/real.json; when the folder is absent it says so.
 """
 import argparse
 import json
@@ -25,6 +26,26 @@ def first_evidence(units, label):
                 return {"view": v, "rank": k[1], "step": k[2], "evidence": u["evidence"],
                         "operator_evidence": u.get("top_blame_evidence", "")}
     return None
+
+
+def abnormal_costs(path):
+    """[{view, rank, step, impact_ns, share}] of the abnormal units, in file order."""
+    out = []
+    for u in common.read_jsonl(path):
+        if u.get("label") != "abnormal":
+            continue
+        dur = u.get("duration_ns") or 0
+        impact = u.get("impact_ns")
+        out.append({"view": u["view"], "rank": u.get("rank"), "step": u["step_index"], "impact_ns": impact,
+                    "share": impact / dur if impact is not None and dur > 0 else None})
+    return out
+
+
+def run_findings(stats_path):
+    """The run findings and persistent stragglers of stats.json's peer section: their sentences."""
+    with open(stats_path) as f:
+        peer = json.load(f).get("peer") or {}
+    return [x.get("evidence", "") for key in ("run_findings", "persistent_stragglers") for x in peer.get(key) or []]
 
 
 def main():
@@ -74,6 +95,8 @@ def diagnose_trace(tools, work, name, path, log):
             row["ranks"] = len(per_rank)
             row["max_steps_per_rank"] = max((len(x) for x in per_rank.values()), default=0)
             row["instances"] = common.instances(os.path.join(d, "diag", "stats.json"))
+            row["abnormal"] = abnormal_costs(os.path.join(d, "diag", "diagnosis.jsonl"))
+            row["run_findings"] = run_findings(os.path.join(d, "diag", "stats.json"))
             row["abnormal_example"] = first_evidence(units, "abnormal")
             row["insufficient_example"] = first_evidence(units, "insufficient_evidence")
         else:

@@ -154,12 +154,12 @@ def main():
           f"Produced by `{args.command}` on {now} ({platform.machine()}, {os.cpu_count()} cores, shared with other "
           f"jobs{'; ' + args.runtime if args.runtime else ''}). Rerun that command to regenerate this file; "
           "tools/eval/README.md describes the harness." + (" " + args.note if args.note else ""), ""]
-    md += T.summary(res, healthy, real) + T.targets(res, healthy, real, cost) + READING + detection(res)
-    md += ["## False alarms on healthy runs", "",
-           "`truffld-synth --faults none` over workload shapes, diagnosed in peer mode (default) and in the legacy "
-           "pooled mode.", ""] + T.healthy_table(healthy)
+    # Real data first: what truffld says on traces nobody here shaped, then the synthetic scores.
+    md += T.summary(res, healthy, real)
     md += ["## Real traces", "", "Each file of the shared data folder (`" + ((real or {}).get("data") or "?") +
-           "`) through `truffld-merge FILE` and `truffld-diagnose --llm off` (peer mode): units per view by label.",
+           "`) through `truffld-merge FILE` and `truffld-diagnose --llm off` (peer mode): units per view by label, "
+           "what each abnormal unit cost its step (the step time saved without the anomaly, by what-if replay; "
+           "its share of the step), and the run findings and persistent stragglers reported once for the run.",
            ""] + T.real_table(real)
     md += ["## Real serving engine", "",
            "transformers' continuous-batching engine serving a random Qwen2 on a GPU, traced by the injector and "
@@ -168,6 +168,10 @@ def main():
            "`truffld-merge` and `truffld-diagnose --llm off`, vertical view, scored against truth.json. False alarms: "
            "flagged steps without a fault (steps at the edge of a contention window excluded) over the judged "
            "fault-free steps.", ""] + T.engine_table(engine) + T.overhead_table(engine)
+    md += T.targets(res, healthy, real, cost) + READING + detection(res)
+    md += ["## False alarms on healthy runs", "",
+           "`truffld-synth --faults none` over workload shapes, diagnosed in peer mode (default) and in the legacy "
+           "pooled mode.", ""] + T.healthy_table(healthy)
     md += ["## Cost of Stage I", "", "`truffld-diagnose --llm off --no-html` wall time and peak RSS "
            f"({(cost or {}).get('cores', '?')} cores, default threads); instances = stats.json `input.instances`.",
            ""] + T.cost_table(cost)

@@ -30,24 +30,11 @@ def _row(rows, method):
 
 
 def summary(res, healthy, real):
-    md = ["## Summary", "", "Default suite, held-out test split (step F1 / operator Macro+ F1 / operator precision); "
-          "healthy runs: the highest false-alarm rate of any shape (pooled over its seeds); real traces: units "
-          "labelled abnormal.", "",
+    """Real traces first, then healthy synthetic shapes, then the default suite's scores."""
+    md = ["## Summary", "", "Real traces: units labelled abnormal; healthy runs: the highest false-alarm rate of any "
+          "shape (pooled over its seeds); default suite, held-out test split (step F1 / operator Macro+ F1 / "
+          "operator precision).", "",
           "| | vertical | horizontal |", "|---|---|---|"]
-    tables = (res or {}).get("suites", {}).get("default", {}).get("tables", {})
-    for m in (PEER, POOLED, "flag every step", "RandomForest", "SVM"):
-        cells = []
-        for v in VIEWS:
-            r = _row(tables.get(v, []), m)
-            cells.append("–" if r is None else f"F1 {r['f1']:.3f} / Macro+ F1 {r['mp_f1']:.3f} / op prec {f3(r['op_prec'])}")
-        md.append(f"| {m} | {cells[0]} | {cells[1]} |")
-    shapes = [s for s in (healthy or {}).get("shapes", []) if "peer" in s]
-    if shapes:
-        worst = []
-        for v in VIEWS:
-            s = max(shapes, key=lambda s: s["peer"][v]["fa"] or 0)
-            worst.append(f"{pct(s['peer'][v]['fa'], 2)} ({s['name']}); {len(shapes)} shapes")
-        md.append(f"| healthy false alarms, truffld (peer), worst shape | {worst[0]} | {worst[1]} |")
     traces = [t for t in (real or {}).get("traces", []) if "counts" in t]
     if traces:
         cells = []
@@ -58,6 +45,20 @@ def summary(res, healthy, real):
             files = sum(1 for t in traces if t["counts"][v]["abnormal"])
             cells.append(f"{ab} abnormal ({files} files), {ins} insufficient, of {tot} units in {len(traces)} files")
         md.append(f"| real traces, truffld (peer) | {cells[0]} | {cells[1]} |")
+    shapes = [s for s in (healthy or {}).get("shapes", []) if "peer" in s]
+    if shapes:
+        worst = []
+        for v in VIEWS:
+            s = max(shapes, key=lambda s: s["peer"][v]["fa"] or 0)
+            worst.append(f"{pct(s['peer'][v]['fa'], 2)} ({s['name']}); {len(shapes)} shapes")
+        md.append(f"| healthy false alarms, truffld (peer), worst shape | {worst[0]} | {worst[1]} |")
+    tables = (res or {}).get("suites", {}).get("default", {}).get("tables", {})
+    for m in (PEER, POOLED, "flag every step", "RandomForest", "SVM"):
+        cells = []
+        for v in VIEWS:
+            r = _row(tables.get(v, []), m)
+            cells.append("–" if r is None else f"F1 {r['f1']:.3f} / Macro+ F1 {r['mp_f1']:.3f} / op prec {f3(r['op_prec'])}")
+        md.append(f"| {m} | {cells[0]} | {cells[1]} |")
     return md + [""]
 
 
@@ -209,11 +210,12 @@ def real_table(r):
     if skipped:
         return skipped
     md = ["| trace | ranks | steps per rank (max) | instances | vertical normal / abnormal / insufficient | horizontal normal / "
-          "abnormal / insufficient | justification (first abnormal unit, else first insufficient one) |",
-          "|---|---|---|---|---|---|---|"]
+          "abnormal / insufficient | abnormal units: what each cost its step | run findings | "
+          "justification (first abnormal unit, else first insufficient one) |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for t in r["traces"]:
         if "counts" not in t:
-            md.append(f"| {t['name']} | | | | failed: {t.get('failed')} | | |")
+            md.append(f"| {t['name']} | | | | failed: {t.get('failed')} | | | | |")
             continue
         c = t["counts"]
         lab = " / ".join
@@ -224,9 +226,17 @@ def real_table(r):
             if ex.get("operator_evidence"):
                 why += f" — {cell(ex['operator_evidence'], 200)}"
         ins = "–" if t.get("instances") is None else f"{t['instances']:,}"
+        costs = "; ".join(
+            f"{a['view'][0].upper()} rank {a['rank'] if a['rank'] is not None else '-'} step {a['step']}: "
+            + (f"{a['impact_ns'] / 1e6:.2f} ms" if a.get("impact_ns") is not None else "not replayed")
+            + (f" ({100 * a['share']:.1f}%)" if a.get("share") is not None else "")
+            for a in t.get("abnormal") or []) or "–"
+        findings = t.get("run_findings")
+        found = "–" if findings is None else (str(len(findings)) + (": " + cell(findings[0], 160) if findings else ""))
         md.append(f"| {t['name']} | {t.get('ranks', '–')} | {t.get('max_steps_per_rank', '–')} | {ins} | "
                   f"{lab(str(c['vertical'][k]) for k in ('normal', 'abnormal', 'insufficient_evidence'))} | "
-                  f"{lab(str(c['horizontal'][k]) for k in ('normal', 'abnormal', 'insufficient_evidence'))} | {why} |")
+                  f"{lab(str(c['horizontal'][k]) for k in ('normal', 'abnormal', 'insufficient_evidence'))} | "
+                  f"{costs} | {found} | {why} |")
     return md + [""]
 
 
