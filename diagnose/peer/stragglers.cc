@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
+#include <utility>
 
 namespace truffld::diagnose {
 namespace {
@@ -34,6 +36,69 @@ std::vector<PersistentStraggler> Persistent(const std::map<int64_t, std::vector<
   return out;
 }
 
+// Whether every unit of the logical step was captured outside the sampled device windows.
+bool WithoutDeviceDetail(const InstanceTable& t, const std::vector<uint32_t>& members) {
+  for (uint32_t u : members)
+    if (t.steps[u].device_detail) return false;
+  return true;
+}
+
+// The straggler candidate of a logical step without device detail, from the host's entries into
+// its collectives (the comm ranges' starts; a pipeline send/recv, whose sides run at different
+// times by design, is left out). Collectives match by (operator, message bytes, occurrence in
+// the unit), as MatchCollectives matches them before it splits them by device end.
+bool HostEntryCandidate(const InstanceTable& t, uint32_t g, const std::vector<uint32_t>& members, StragglerRow* row) {
+  std::map<std::tuple<uint32_t, uint64_t, uint32_t>, std::vector<std::pair<int64_t, int64_t>>> sets;  // -> (entry, rank)
+  for (uint32_t u : members) {
+    const StepInfo& st = t.steps[u];
+    std::map<std::pair<uint32_t, uint64_t>, uint32_t> seen;
+    for (uint32_t i = st.first_instance; i < st.first_instance + st.instance_count; ++i) {
+      if (t.strings.Get(t.layer[i]) != "comm" || IsPointToPoint(t.strings.Get(t.family[i]))) continue;
+      const uint64_t bytes = static_cast<uint64_t>(t.features[i][kCommBytes]);
+      const uint32_t occurrence = seen[{t.family[i], bytes}]++;
+      sets[{t.family[i], bytes, occurrence}].emplace_back(t.start_ns[i], st.rank.value_or(-1));
+    }
+  }
+  // Hosts do not wait for each other at a collective (the call only enqueues it): a host that
+  // fell behind stays behind in every later collective of the step. The delay it caused is how
+  // far behind it fell at its worst, not the sum over the collectives.
+  std::map<int64_t, std::pair<double, int>> caused;  // rank -> (delay, times last)
+  int collectives = 0;
+  for (auto& [key, entries] : sets) {
+    if (entries.size() < 2) continue;
+    ++collectives;
+    std::sort(entries.begin(), entries.end());
+    auto& c = caused[entries.back().second];
+    c.first = std::max(c.first, static_cast<double>(entries.back().first - entries[entries.size() - 2].first));
+    c.second += 1;
+  }
+  if (caused.empty()) return false;
+  const auto best = std::max_element(caused.begin(), caused.end(),
+                                     [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+  row->group = g;
+  row->rank = best->first;
+  row->caused_ns = best->second.first;
+  row->last_in = best->second.second;
+  row->collectives = collectives;
+  row->host_entries = true;
+  for (uint32_t u : members) {
+    if (t.steps[u].rank.value_or(-1) != row->rank) continue;
+    row->step_index = t.steps[u].step_index;
+    row->step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
+  }
+  return true;
+}
+
+// The median delay of the candidates of one kind (device or host entries).
+double TypicalCaused(const std::vector<StragglerRow>& candidates, bool host_entries) {
+  std::vector<double> caused;
+  for (const auto& c : candidates)
+    if (c.host_entries == host_entries) caused.push_back(c.caused_ns);
+  if (caused.empty()) return 0.0;
+  std::nth_element(caused.begin(), caused.begin() + static_cast<std::ptrdiff_t>(caused.size() / 2), caused.end());
+  return caused[caused.size() / 2];
+}
+
 }  // namespace
 
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
@@ -45,6 +110,11 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
   for (uint32_t g = 0; g < groups.members.size(); ++g) {
     const auto& members = groups.members[g];
     if (members.size() < 2 || t.steps[members[0]].view != View::kHorizontal) continue;
+    if (WithoutDeviceDetail(t, members)) {
+      StragglerRow row;
+      if (HostEntryCandidate(t, g, members, &row)) candidates.push_back(row);
+      continue;
+    }
     // One participant set per (last_arrival, last_rank): its entries, to find the runner-up.
     std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> sets;
     for (uint32_t u : members) {
@@ -90,15 +160,13 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
     candidates.push_back(row);
   }
   // Someone always enters last; a straggler is unusually late for this run and consistently so.
-  std::vector<double> caused;
-  for (const auto& c : candidates) caused.push_back(c.caused_ns);
-  std::nth_element(caused.begin(), caused.begin() + static_cast<std::ptrdiff_t>(caused.size() / 2), caused.end());
-  const double typical = caused.empty() ? 0.0 : caused[caused.size() / 2];
+  // Host entries and device entries are different clocks of lateness: each kind has its median.
+  const double typical[2] = {TypicalCaused(candidates, false), TypicalCaused(candidates, true)};
   std::map<int64_t, std::vector<const StragglerRow*>> late;  // rank -> steps it held the group
   for (const auto& c : candidates) {
     const bool holds = c.step_ns > 0 && c.caused_ns >= min_share * c.step_ns && 2 * c.last_in >= c.collectives;
     if (holds) late[c.rank].push_back(&c);
-    if (holds && c.caused_ns >= unusual * typical) out.stragglers.push_back(c);
+    if (holds && c.caused_ns >= unusual * typical[c.host_entries]) out.stragglers.push_back(c);
   }
   out.persistent = Persistent(late, candidates.size());
   return out;

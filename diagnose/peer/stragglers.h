@@ -29,10 +29,15 @@ struct StragglerRow {
   uint32_t group = 0;          // logical step (UnitGroups index)
   int64_t step_index = 0;      // step index on the straggler's rank
   int64_t rank = -1;           // the straggler
-  double caused_ns = 0;        // summed delay it caused (entry minus the previous entrant's)
+  double caused_ns = 0;        // delay it caused: summed entry minus the previous entrant's (host
+                               // entries: the largest such gap, as a late host stays late)
   int last_in = 0;             // collectives it entered last
   int collectives = 0;         // matched collectives in the step (one per participant set)
   double step_ns = 0;          // the straggler's step duration
+  // Entries are the host's calls (the comm ranges' starts): a logical step outside the sampled
+  // device windows, whose collectives have no device times. Such a row sees a rank whose host
+  // was late, not one whose device was.
+  bool host_entries = false;
 };
 
 // A rank that made its group wait in most logical steps: how the run behaves, not a fault of
@@ -55,7 +60,9 @@ struct StragglerResult {
 
 // A logical step's straggler is reported when the delay it caused is at least `min_share` of its
 // step, at least `unusual` times the run's median caused delay (someone always enters last), and
-// it entered at least half of the step's collectives last. A rank that meets the first and last
+// it entered at least half of the step's collectives last. Logical steps without device detail
+// (every unit outside the sampled device windows) are judged on their host entries
+// (StragglerRow::host_entries), against the median of such steps. A rank that meets the first and last
 // of these in at least half of the logical steps (and at least 3) is a persistent straggler.
 StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
                                const std::vector<CommTiming>& comm, double min_share = 0.02,

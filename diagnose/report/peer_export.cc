@@ -74,13 +74,16 @@ size_t StragglerVerticalUnit(const InstanceTable& t, const StragglerRow& s) {
 }
 
 std::string StragglerCause(const InstanceTable& t, const PeerStageResult& r, const StragglerRow& s) {
+  // Outside the device windows the entries are host calls: a late host, never a late device.
+  const std::string how = s.host_entries ? "its host called the collectives late (a step without device detail: "
+                                           "entries are host calls); " : "";
   const size_t u = StragglerVerticalUnit(t, s);
-  if (u == SIZE_MAX) return "no vertical view of the rank in that step";
-  if (r.blame[u].empty()) return NoBlameCause(t, r, static_cast<uint32_t>(u));
+  if (u == SIZE_MAX) return how + "no vertical view of the rank in that step";
+  if (r.blame[u].empty()) return how + NoBlameCause(t, r, static_cast<uint32_t>(u));
   const BlamedFamily& b = r.blame[u][0];
   const std::string fam = t.strings.Get(b.family);
   const std::string kind = b.metric == Metric::kHost ? "host" : (fam.find("copy") != std::string::npos ? "copy" : "compute");
-  return kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
+  return how + kind + " (" + fam + " +" + FormatNs(b.excess_ns) + ")";
 }
 
 std::string PersistentStragglerSentence(const PersistentStraggler& p) {

@@ -8,7 +8,10 @@ test checks, on runs that differ only in the capture (same seed, same faults):
   (b) step-level classes are found in every step, inside or outside windows: a slow scheduler
       (time between steps) and slow collectives that cost their step at least 10%;
   (c) no step outside a window is abnormal on a healthy run, none is blamed on an operator or on
-      time between operators it never recorded, and stats.json counts the step-level steps.
+      time between operators it never recorded, and stats.json counts the step-level steps;
+  (d) outside windows, a rank whose host ran late (engine, host gap or software faults costing at
+      least 10% of the step) is named in the straggler table, from its host's entries into the
+      collectives (no device times there).
 Prints the figures per class. Exit 0 on success, 1 with the failed checks."""
 import argparse, collections, json, os, shutil, subprocess, sys
 
@@ -119,6 +122,25 @@ def missing_detail_blame(r):
     return bad
 
 
+HOST_CLASSES = {'engine', 'host_gap', 'software'}
+
+
+def host_stragglers_outside(r, share):
+    """[named, labelled]: vertical units outside windows with a host-side fault costing at least
+    `share` of the step, and how many of them the straggler table names (rank and step)."""
+    named = {(s['rank'], s['step_index']) for s in r.stats['peer']['stragglers']}
+    cell = [0, 0]
+    for key, lab in r.labels.items():
+        if key[2] != 'vertical' or not lab['abnormal'] or r.detail.get(key[:2], True):
+            continue
+        cf = lab.get('counterfactual_ns') or 0
+        if not (r.classes(lab) & HOST_CLASSES) or cf <= 0 or lab.get('cost_ns', 0) < share * cf:
+            continue
+        cell[0] += key[:2] in named
+        cell[1] += 1
+    return cell
+
+
 def show(title, table):
     print(title)
     for k in sorted(table):
@@ -195,6 +217,10 @@ def main():
     fa = false_alarms(t)
     print(f'  false alarms (no fault in the step\'s group): {dict(fa)}')
     check(fa['out'] == 0, 'operator faults: 0 false alarms outside windows')
+    # (d) Stragglers outside windows, from the hosts' entries into the collectives.
+    s_found, s_n = host_stragglers_outside(t, 0.10)
+    check(s_n > 0 and s_found >= 0.75 * s_n,
+          f'outside windows, host-side faults costing >= 10% of the step: straggler named {s_found}/{s_n} (>= 75%)')
     check(not missing_detail_blame(t), 'no unit outside a window blamed on what it did not record')
     if fails:
         print('FAILED: ' + '; '.join(fails))

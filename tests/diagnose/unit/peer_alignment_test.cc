@@ -146,6 +146,45 @@ TEST(MatchCollectives, AStragglerInEveryStepIsPersistent) {
   EXPECT_TRUE(FindStragglers(b.t, g, MatchCollectives(b.t, g)).persistent.empty());
 }
 
+// Steps outside the sampled device windows: collectives without device times. Rank 1's host
+// falls 400 us behind before the second of three all-reduces in step 4 and stays behind; in the
+// other steps the ranks take turns entering 10 us apart.
+TEST(MatchCollectives, WithoutDeviceDetailALateHostIsTheStraggler) {
+  PeerTableBuilder b;
+  for (int64_t step = 0; step < 6; ++step) {
+    for (int64_t rank : {0, 1}) {
+      const int64_t t0 = step * 20000000;
+      b.Unit(rank, step, "horizontal", {"r" + std::to_string(step)}, t0, t0 + 10000000);
+      for (int k = 0; k < 3; ++k) {
+        PeerTableBuilder::Op op;
+        op.family = "ncclAllReduce";
+        op.layer = "comm";
+        op.comm_bytes = 4096;
+        const int64_t late = step == 4 && rank == 1 && k >= 1 ? 400000 : (rank == step % 2 ? 10000 : 0);
+        op.start = t0 + 1000000 * (k + 1) + late;
+        op.end = op.start + 5000;
+        b.Add(op);
+      }
+    }
+  }
+  for (StepInfo& st : b.t.steps) st.device_detail = false;
+  const UnitGroups g = GroupUnits(b.t);
+  const std::vector<CommTiming> c = MatchCollectives(b.t, g);
+  for (const CommTiming& x : c) EXPECT_EQ(x.participants, 0) << "no device times: nothing matched on the device";
+  const StragglerResult s = FindStragglers(b.t, g, c);
+  ASSERT_EQ(s.stragglers.size(), 1u);
+  EXPECT_TRUE(s.stragglers[0].host_entries);
+  EXPECT_EQ(s.stragglers[0].rank, 1);
+  EXPECT_EQ(s.stragglers[0].step_index, 4);
+  // 400 us behind, less rank 0's own 10 us of that step: how far it fell behind, not the sum over collectives.
+  EXPECT_DOUBLE_EQ(s.stragglers[0].caused_ns, 390000);
+  EXPECT_EQ(s.stragglers[0].last_in, 2);
+  EXPECT_EQ(s.stragglers[0].collectives, 3);
+  // With device detail the same table has no device times to go by: no straggler.
+  for (StepInfo& st : b.t.steps) st.device_detail = true;
+  EXPECT_TRUE(FindStragglers(b.t, g, MatchCollectives(b.t, g)).stragglers.empty());
+}
+
 TEST(MatchCollectives, DifferentEndsAreDifferentCommunicators) {
   PeerTableBuilder b = TwoRankCollective(0);
   b.t.detail[1].device_end += 5000000;  // ends 5 ms later: another communicator's all-reduce
