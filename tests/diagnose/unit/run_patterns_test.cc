@@ -79,6 +79,13 @@ TEST(RunPatterns, WhatTheDeviceQueueAbsorbedIsSaid) {
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].absorbed_ns, 0);
   EXPECT_EQ(g[0].sentence.find("absorbed"), std::string::npos) << g[0].sentence;
+  // A few hundred ns absorbed out of ms of excess is not worth a word.
+  Lane stray = MakeLane(5, {{0, 2.5}, {1, 2.9}, {2, 2.3}, {3, 2.0}});
+  stray.d.units[0].impact_ns -= 584;
+  const auto h = FindRunPatterns(stray.t, RunPatternOptions{}, &stray.d, &stray.blame);
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_NEAR(h[0].absorbed_ns, 584, 1e-6);
+  EXPECT_EQ(h[0].sentence.find("absorbed"), std::string::npos) << h[0].sentence;
 }
 
 TEST(RunPatterns, AFewStallsAreNotAPattern) {
