@@ -8,6 +8,7 @@ The window source is the recording NVTX tool (fake_nvtx_tool.c) standing in for 
 runs in one fresh interpreter with the hooks enabled by PYTHONPATH, as a user would."""
 
 import os
+import subprocess
 import unittest
 
 import hookstest
@@ -209,6 +210,22 @@ print(json.dumps({"a": s, "b": step("b"), "stats": truffld_hooks.stats()}))
                 self.assert_on(out[key]["in"])
                 self.assertIn("aten", families(out[key]["ops"]))
             self.assertEqual(mode, out["stats"]["windows"]["mode"])
+
+    def test_a_process_without_steps_is_told_what_it_cost(self):
+        # Model code and no step: every layer stayed on; the note says so at exit, once.
+        def run(code, **env):
+            base = {"NVTX_INJECTION64_PATH": TOOL, "FAKE_DETAIL_WINDOW": "0"}
+            base.update(env)
+            proc = subprocess.run([hookstest.PYTHON, "-c", hookstest.PROLOGUE + MODEL + code],
+                                  env=hookstest.hooks_env(**base), capture_output=True, text=True,
+                                  timeout=120)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            return proc.stderr.count("ran model code without engine steps")
+        stepless = "with torch.no_grad():\n    model(x); model(x)\nprint('{}')\n"
+        self.assertEqual(1, run(stepless))
+        self.assertEqual(0, run("step('a')\nprint('{}')\n"), "steps ran: the windows decided")
+        self.assertEqual(0, run(stepless, TRUFFLD_HOOKS_WINDOWS="0"), "layers on by choice")
+        self.assertEqual(0, run("print('{}')\n"), "no model code ran")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ truffld does not know, ``stats()``.
 """
 
 import _thread
+import os
 import sys
 
 from . import backend, comm, config as config_mod, detail, engines, frontend, importhook, naming
@@ -64,6 +65,9 @@ def install(config=None):
             else:
                 _load_table(config)
         _config = config
+        if config.windows and os.environ.get("NVTX_INJECTION64_PATH"):
+            import atexit
+            atexit.register(windows.stepless_notice, config)
         config_mod.debug_log(config, "installed; watching %d modules"
                              % len(importhook.registered_names()))
         return config

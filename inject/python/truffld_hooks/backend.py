@@ -99,6 +99,10 @@ def ensure_thread(config):
     return _tls.state
 
 
+# [True] once a thread of this process entered its backend ranges as a program without steps.
+stepless_used = [False]
+
+
 def ensure_stepless(config):
     """Backend ranges for a program without steps (the outermost module call of a thread, while
     engines.stepless()): entered as at a step, so a plain PyTorch loop gets its backend ops
@@ -113,6 +117,7 @@ def ensure_stepless(config):
             return
     except Exception:  # an old torch without the query: no graphs to protect
         pass
+    stepless_used[0] = True
     ensure_thread(config)
 
 

@@ -250,6 +250,33 @@ def _switch(config, on):
                              % ("on" if on else "off", counters["generation"]))
 
 
+def stepless_notice(config, write=None):
+    """At exit (registered by install): a process that ran model code without ever crossing a
+    step boundary kept every operator layer on throughout, since windows open and close at step
+    boundaries: under two-tier capture it cost what ``--capture all`` costs. Says so once, on
+    stderr, with the fix. Nothing when steps ran, an engine was patched, or windows are off."""
+    from . import engines
+    if not backend.stepless_used[0] or not engines.stepless() or not getattr(config, "windows", True):
+        return False
+    if not os.environ.get("NVTX_INJECTION64_PATH"):
+        return False
+    (write or _stderr_write)(
+        "truffld_hooks[%d]: this process ran model code without engine steps, so every operator "
+        "layer stayed on throughout (detail windows open and close at step boundaries): it cost "
+        "what --capture all costs. truffld-merge makes steps of its repeated model call; to trace "
+        "it at the always-on cost instead, wrap each iteration in truffld_hooks.step_range(...). "
+        "TRUFFLD_HOOKS_WINDOWS=0 keeps the layers on without this note.\n" % os.getpid())
+    return True
+
+
+def _stderr_write(text):
+    import sys
+    try:
+        sys.stderr.write(text)
+    except Exception:  # a closed stderr at exit: nothing to tell
+        pass
+
+
 def snapshot():
     """Plain dict for truffld_hooks.stats()."""
     return dict(counters, mode=mode[0], detail=detail.snapshot())
