@@ -46,9 +46,44 @@ std::string ImpactClause(double impact_ns, double absorbed_ns, const StepInfo& s
   return out;
 }
 
+// How unit `u`'s device spent the time between steps before it: -1 no such gap or no device
+// work in the step (its idling says nothing), else how long it was still busy with the previous
+// step's work from the gap's start (0: idle throughout); `*gap` gets the gap's length.
+int64_t BusyInGap(const InstanceTable& t, uint32_t u, int64_t* gap) {
+  const StepInfo& s = t.steps[u];
+  const uint32_t end = s.first_instance + s.instance_count;
+  if (t.detail.size() != t.size()) return -1;
+  bool device = false;
+  for (uint32_t k = s.first_instance; k < end && !device; ++k) device = t.detail[k].flags & kDetailHasDevice;
+  for (uint32_t i = s.first_instance; i < end && device; ++i) {
+    if (!(t.detail[i].flags & kDetailOutside) || t.strings.Get(t.family[i]) != kBetweenStepsFamily) continue;
+    *gap = t.end_ns[i] - t.start_ns[i];
+    return std::clamp<int64_t>(s.prev_device_end - t.start_ns[i], 0, *gap);
+  }
+  return -1;
+}
+
+// ", as on the group's other 3 ranks" when the unit's logical-step peers' devices idled through
+// their own gap too (the whole group waited on the engine); "" otherwise.
+std::string GroupIdleClause(const InstanceTable& t, const UnitGroups& g, uint32_t u) {
+  if (u >= g.group.size() || g.group[u] >= g.members.size()) return "";
+  size_t peers = 0, idle = 0;
+  for (uint32_t m : g.members[g.group[u]]) {
+    if (m == u) continue;
+    ++peers;
+    int64_t gap = 0;
+    idle += BusyInGap(t, m, &gap) == 0;
+  }
+  if (peers == 0 || idle == 0) return "";
+  if (idle == peers) return peers == 1 ? ", as on the group's other rank" : ", as on the group's other " + std::to_string(peers) + " ranks";
+  return ", as on " + std::to_string(idle) + " of the group's other " + std::to_string(peers) + " ranks";
+}
+
 // The subject of a family sentence ("aten::mm on rank 2, step 41: device time"); the time no
-// operator covers (outside_time.h) is named for what it is, with where it went.
-std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b, const std::string& cost) {
+// operator covers (outside_time.h) is named for what it is, with where it went. `group_idle`:
+// GroupIdleClause, said after a between-steps gap the device idled through.
+std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b, const std::string& cost,
+                    const std::string& group_idle) {
   const std::string& name = t.strings.Get(b.family);
   const uint32_t end = s.first_instance + s.instance_count;
   uint32_t i = s.first_instance;
@@ -59,16 +94,15 @@ std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamil
   const int64_t from = t.start_ns[i], to = t.end_ns[i];
   if (name == kBetweenStepsFamily) {
     // The device idled from the later of the previous step's end and its device work's end.
-    const int64_t busy = std::clamp<int64_t>(s.prev_device_end - from, 0, to - from);
-    bool device = false;  // the step ran device work (else a device's idling says nothing)
-    for (uint32_t k = s.first_instance; k < end && !device; ++k) device = t.detail[k].flags & kDetailHasDevice;
+    int64_t span = to - from;
+    const int64_t busy = BusyInGap(t, t.step[i], &span);
     const std::string gap = FormatNs(static_cast<double>(to - from));
     return "the engine's time between steps " + std::to_string(s.step_index - 1) + " and " +
            std::to_string(s.step_index) + (s.rank ? " on rank " + std::to_string(*s.rank) : std::string()) +
-           (!device ? ": "
+           (busy < 0 ? ": "
             : busy > 0 ? " once the device had finished the previous step (of a " + gap + " gap, the device busy for the first " +
                              FormatNs(static_cast<double>(busy)) + "): "
-                       : " (" + gap + ", the device idle throughout): ");
+                       : " (" + gap + ", the device idle throughout" + group_idle + "): ");
   }
   if (name == kWholeStepFamily) return "the whole of " + rank + "step " + std::to_string(s.step_index) + ": ";
   if (name == kHostOutsideFamily) {
@@ -109,14 +143,15 @@ std::string IdleSentence(const InstanceTable& t, const StepInfo& s, const Blamed
                "wait, an event, a synchronisation), not on the host" + ImpactClause(b.impact_ns, b.absorbed_ns, s);
 }
 
-std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b) {
+std::string FamilySentence(const InstanceTable& t, const StepInfo& s, const BlamedFamily& b,
+                           const std::string& group_idle) {
   if (IsDeviceIdleFamily(t.strings, b.family)) {
     for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i)
       if (t.family[i] == b.family) return IdleSentence(t, s, b, t.start_ns[i], t.end_ns[i]);
   }
   const bool comm = s.view == View::kHorizontal && b.metric == Metric::kDevice;
   const std::string cost = comm ? "transfer" : (b.metric == Metric::kHost ? "host time" : "device time");
-  std::string out = Subject(t, s, b, cost) +
+  std::string out = Subject(t, s, b, cost, group_idle) +
                     FormatNs(b.observed_ns) + " vs " + FormatNs(b.expected_ns) + " expected (+" +
                     FormatNs(b.excess_ns) + ", " + Fmt("%.1f%%", 100 * b.share) + " of the step";
   if (b.instances > 1) {
@@ -271,7 +306,7 @@ PeerUnitEvidence UnitEvidence(const InstanceTable& t, const PeerStageResult& r, 
   return e;
 }
 
-PeerCost CostOf(const InstanceTable& t, const StepInfo& st, const BlamedFamily& b) {
+PeerCost CostOf(const InstanceTable& t, const StepInfo& st, const BlamedFamily& b, const std::string& group_idle) {
   PeerCost c;
   c.metric = b.metric;
   c.basis = b.basis;
@@ -285,7 +320,7 @@ PeerCost CostOf(const InstanceTable& t, const StepInfo& st, const BlamedFamily& 
     const double ratio = b.ratio[static_cast<size_t>(s)];
     if (ratio > 0) c.ratios.emplace_back(static_cast<PeerSource>(s), ratio);
   }
-  c.sentence = FamilySentence(t, st, b);
+  c.sentence = FamilySentence(t, st, b, group_idle);
   if (b.effect_of != kNoString) c.effect_of = t.strings.Get(b.effect_of);
   return c;
 }
@@ -322,7 +357,8 @@ std::vector<StepEvidence> BuildPeerEvidence(const InstanceTable& t, const PeerSt
     for (const BlamedFamily& b : r.blame[u]) {
       for (auto& f : e.families) {
         if (f.family != t.strings.Get(b.family)) continue;
-        f.cost = CostOf(t, t.steps[u], b);
+        const bool gap = t.strings.Get(b.family) == kBetweenStepsFamily;
+        f.cost = CostOf(t, t.steps[u], b, gap ? GroupIdleClause(t, r.groups, u) : std::string());
         ordered.push_back(f);
       }
     }

@@ -181,6 +181,13 @@ def main():
     f = generate(a, 'steplevel_full', step_args)
     show('step-level classes, two-tier (labelled units found):', found_by_class(t))
     show('step-level classes, full capture:', found_by_class(f))
+    # A scheduling gap with every device of the group idle says so (issue 39's "while both GPUs
+    # idled"), in full capture where the device timeline is known.
+    gaps = [x.get('evidence', '') for u in f.units.values() if u['label'] == 'abnormal'
+            for x in u['faulty'] if x['family'] == '(between steps)' and 'idle throughout' in x.get('evidence', '')]
+    grouped = sum("idle throughout, as on the group's other rank" in e for e in gaps)
+    check(gaps and grouped >= 0.9 * len(gaps),
+          f'between-steps blame with the device idle names the idle group: {grouped}/{len(gaps)} (>= 90%)')
     by = found_by_class(t)
     for tier in ('in', 'out'):
         n_found, n = by[('sched_delay', tier)]
