@@ -27,6 +27,12 @@
 
 namespace truffld::diagnose {
 
+// Whether what a step never paid of an excess is worth a word in a verdict sentence: at least 5%
+// of that excess (impact + absorbed), not a few stray ns.
+inline bool AbsorbedWorthSaying(double impact_ns, double absorbed_ns) {
+  return absorbed_ns > 0 && absorbed_ns >= 0.05 * (impact_ns + absorbed_ns);
+}
+
 // Sets BlamedFamily::impact_ns / absorbed_ns of every blamed family and UnitVerdict::impact_ns /
 // absorbed_ns of every unit with blame. `comm`: MatchCollectives' timings (may be empty).
 void ReplayBlame(const InstanceTable& t, const std::vector<TestRow>& rows, const std::vector<CommTiming>& comm,

@@ -306,14 +306,9 @@ std::vector<double> SimilarCycles(const std::vector<double>& cycle_ns, const std
 
 double StepCycleNs(const InstanceTable& t, uint32_t u) {
   const StepInfo& s = t.steps[u];
-  double cycle = static_cast<double>(s.end_ns - s.start_ns);
-  if (t.detail.size() != t.size()) return cycle;
-  for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
-    if ((t.detail[i].flags & kDetailOutside) && t.strings.Get(t.family[i]) == kBetweenStepsFamily) {
-      cycle += std::max(0.0f, t.detail[i].host_ns);
-    }
-  }
-  return cycle;
+  const double duration = static_cast<double>(s.end_ns - s.start_ns);
+  const int64_t gap = BetweenStepsInstance(t, u);
+  return gap < 0 ? duration : duration + std::max(0.0f, t.detail[static_cast<size_t>(gap)].host_ns);
 }
 
 std::vector<TestRow> BuildTests(const InstanceTable& t, const UnitGroups& groups,

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "peer/format_ns.h"
+#include "peer/impact.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -24,9 +25,9 @@ std::string Sentence(const InstanceTable& t, const RunFinding& f, const RunPatte
     fams += (k ? ", " : "") + t.strings.Get(f.families[k]);
     idle = idle || IsDeviceIdleFamily(t.strings, f.families[k]);
   }
-  // Said when it is a part worth naming (5% of the excess or more), not for a few stray ns.
-  const bool worth = f.absorbed_ns > 0 && f.absorbed_ns >= 0.05 * (f.absorbed_ns + f.impact_ns);
-  const std::string absorbed = worth ? " (the device queue absorbed " + FormatNs(f.absorbed_ns) + " of it in all)" : "";
+  const std::string absorbed = AbsorbedWorthSaying(f.impact_ns, f.absorbed_ns)
+                                   ? " (the device queue absorbed " + FormatNs(f.absorbed_ns) + " of it in all)"
+                                   : "";
   std::snprintf(b, sizeof b,
                 "%s%s view: %s beyond its peers in %d of %d judged steps (+%s to +%s, typically +%s; in %s%s), "
                 "costing each step %.1f-%.1f%% of its time%s: how this run behaves, reported once; a step is "

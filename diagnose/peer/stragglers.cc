@@ -36,6 +36,26 @@ std::vector<PersistentStraggler> Persistent(const std::map<int64_t, std::vector<
   return out;
 }
 
+// Logical step `g`'s candidate from `caused` (rank -> (delay, collectives it entered last)): the
+// rank that caused the most delay, with its own step. False when no rank caused any.
+bool CandidateRow(const InstanceTable& t, uint32_t g, const std::vector<uint32_t>& members,
+                  const std::map<int64_t, std::pair<double, int>>& caused, int collectives, StragglerRow* row) {
+  if (caused.empty()) return false;
+  const auto best = std::max_element(caused.begin(), caused.end(),
+                                     [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+  row->group = g;
+  row->rank = best->first;
+  row->caused_ns = best->second.first;
+  row->last_in = best->second.second;
+  row->collectives = collectives;
+  for (uint32_t u : members) {
+    if (t.steps[u].rank.value_or(-1) != row->rank) continue;
+    row->step_index = t.steps[u].step_index;
+    row->step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
+  }
+  return true;
+}
+
 // Whether every unit of the logical step was captured outside the sampled device windows.
 bool WithoutDeviceDetail(const InstanceTable& t, const std::vector<uint32_t>& members) {
   for (uint32_t u : members)
@@ -72,21 +92,8 @@ bool HostEntryCandidate(const InstanceTable& t, uint32_t g, const std::vector<ui
     c.first = std::max(c.first, static_cast<double>(entries.back().first - entries[entries.size() - 2].first));
     c.second += 1;
   }
-  if (caused.empty()) return false;
-  const auto best = std::max_element(caused.begin(), caused.end(),
-                                     [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
-  row->group = g;
-  row->rank = best->first;
-  row->caused_ns = best->second.first;
-  row->last_in = best->second.second;
-  row->collectives = collectives;
   row->host_entries = true;
-  for (uint32_t u : members) {
-    if (t.steps[u].rank.value_or(-1) != row->rank) continue;
-    row->step_index = t.steps[u].step_index;
-    row->step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
-  }
-  return true;
+  return CandidateRow(t, g, members, caused, collectives, row);
 }
 
 // The median delay of the candidates of one kind (device or host entries).
@@ -141,23 +148,8 @@ StragglerResult FindStragglers(const InstanceTable& t, const UnitGroups& groups,
       c.first += static_cast<double>(arrivals.back() - arrivals[arrivals.size() - 2]);
       c.second += 1;
     }
-    if (caused.empty()) continue;
-    auto best = std::max_element(caused.begin(), caused.end(), [](const auto& a, const auto& b) {
-      return a.second.first < b.second.first;
-    });
     StragglerRow row;
-    row.group = g;
-    row.rank = best->first;
-    row.caused_ns = best->second.first;
-    row.last_in = best->second.second;
-    row.collectives = static_cast<int>(sets.size());
-    for (uint32_t u : members) {
-      if (t.steps[u].rank.value_or(-1) == row.rank) {
-        row.step_index = t.steps[u].step_index;
-        row.step_ns = static_cast<double>(t.steps[u].end_ns - t.steps[u].start_ns);
-      }
-    }
-    candidates.push_back(row);
+    if (CandidateRow(t, g, members, caused, static_cast<int>(sets.size()), &row)) candidates.push_back(row);
   }
   // Someone always enters last; a straggler is unusually late for this run and consistently so.
   // Host entries and device entries are different clocks of lateness: each kind has its median.

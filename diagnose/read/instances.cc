@@ -25,6 +25,15 @@ bool IsSendFamily(std::string_view family) {
   return f.find("send") != std::string::npos && f.find("recv") == std::string::npos;
 }
 
+int64_t BetweenStepsInstance(const InstanceTable& t, uint32_t u) {
+  if (t.detail.size() != t.size()) return -1;
+  const StepInfo& s = t.steps[u];
+  for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count; ++i) {
+    if ((t.detail[i].flags & kDetailOutside) && t.strings.Get(t.family[i]) == kBetweenStepsFamily) return i;
+  }
+  return -1;
+}
+
 const char* FeatureName(int f) noexcept {
   static constexpr const char* kNames[kNumFeatures] = {
       "duration_ns",     "self_time_ns",   "runtime_time_ns", "runtime_count",

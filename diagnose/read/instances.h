@@ -198,6 +198,10 @@ struct InstanceTable {
                int64_t end, const FeatureVector& f);
 };
 
+// Unit `u`'s (between steps) pseudo-instance (outside_time.h): its table index, or -1 when it
+// has none (or the table has no detail to mark it). Pure.
+int64_t BetweenStepsInstance(const InstanceTable& t, uint32_t u);
+
 // Identity of a step across runs and label files.
 struct StepKey {
   int64_t rank = -1;  // -1 when the process had no rank

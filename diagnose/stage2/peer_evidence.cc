@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "peer/format_ns.h"
+#include "peer/impact.h"
 #include "stage2/describe.h"
 
 namespace truffld::diagnose {
@@ -41,26 +42,23 @@ std::string ImpactClause(double impact_ns, double absorbed_ns, const StepInfo& s
   if (std::isnan(impact_ns)) return "";
   const double dur = std::max(1.0, static_cast<double>(s.end_ns - s.start_ns));
   std::string out = "; it cost the step +" + FormatNs(impact_ns) + Fmt(" (%.1f%%)", 100 * std::min(1.0, impact_ns / dur));
-  if (absorbed_ns >= 0.05 * (impact_ns + absorbed_ns) && absorbed_ns > 0)
+  if (AbsorbedWorthSaying(impact_ns, absorbed_ns))
     out += ", " + FormatNs(absorbed_ns) + " absorbed (the device queue or a waiting peer hid it)";
   return out;
 }
 
-// How unit `u`'s device spent the time between steps before it: -1 no such gap or no device
-// work in the step (its idling says nothing), else how long it was still busy with the previous
-// step's work from the gap's start (0: idle throughout); `*gap` gets the gap's length.
-int64_t BusyInGap(const InstanceTable& t, uint32_t u, int64_t* gap) {
+// How long unit `u`'s device was still busy with the previous step's work from the start of
+// the time between steps before it (`gap`: its BetweenStepsInstance): 0 idle throughout; -1 no
+// such gap, or no device work in the step (its idling then says nothing).
+int64_t BusyInGap(const InstanceTable& t, uint32_t u, int64_t gap) {
+  if (gap < 0) return -1;
   const StepInfo& s = t.steps[u];
-  const uint32_t end = s.first_instance + s.instance_count;
-  if (t.detail.size() != t.size()) return -1;
   bool device = false;
-  for (uint32_t k = s.first_instance; k < end && !device; ++k) device = t.detail[k].flags & kDetailHasDevice;
-  for (uint32_t i = s.first_instance; i < end && device; ++i) {
-    if (!(t.detail[i].flags & kDetailOutside) || t.strings.Get(t.family[i]) != kBetweenStepsFamily) continue;
-    *gap = t.end_ns[i] - t.start_ns[i];
-    return std::clamp<int64_t>(s.prev_device_end - t.start_ns[i], 0, *gap);
-  }
-  return -1;
+  for (uint32_t k = s.first_instance; k < s.first_instance + s.instance_count && !device; ++k)
+    device = t.detail[k].flags & kDetailHasDevice;
+  if (!device) return -1;
+  const size_t i = static_cast<size_t>(gap);
+  return std::clamp<int64_t>(s.prev_device_end - t.start_ns[i], 0, t.end_ns[i] - t.start_ns[i]);
 }
 
 // ", as on the group's other 3 ranks" when the unit's logical-step peers' devices idled through
@@ -71,8 +69,7 @@ std::string GroupIdleClause(const InstanceTable& t, const UnitGroups& g, uint32_
   for (uint32_t m : g.members[g.group[u]]) {
     if (m == u) continue;
     ++peers;
-    int64_t gap = 0;
-    idle += BusyInGap(t, m, &gap) == 0;
+    idle += BusyInGap(t, m, BetweenStepsInstance(t, m)) == 0;
   }
   if (peers == 0 || idle == 0) return "";
   if (idle == peers) return peers == 1 ? ", as on the group's other rank" : ", as on the group's other " + std::to_string(peers) + " ranks";
@@ -94,8 +91,7 @@ std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamil
   const int64_t from = t.start_ns[i], to = t.end_ns[i];
   if (name == kBetweenStepsFamily) {
     // The device idled from the later of the previous step's end and its device work's end.
-    int64_t span = to - from;
-    const int64_t busy = BusyInGap(t, t.step[i], &span);
+    const int64_t busy = BusyInGap(t, t.step[i], i);
     const std::string gap = FormatNs(static_cast<double>(to - from));
     return "the engine's time between steps " + std::to_string(s.step_index - 1) + " and " +
            std::to_string(s.step_index) + (s.rank ? " on rank " + std::to_string(*s.rank) : std::string()) +

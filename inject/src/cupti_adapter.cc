@@ -244,6 +244,7 @@ void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bo
     return;
   }
   const bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  if (tiered) g_detail.sub = sub;
   // Ids past this header's count exist in newer CUPTIs; they are named, so they are judged too.
   const uint32_t limit = (driver ? static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE)
                                  : static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE)) + 512;
@@ -253,7 +254,6 @@ void EnableApiDomain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain, bo
     const ApiTier tier = TierOf(driver, name);
     if (tier == ApiTier::kNone) continue;
     if (tier == ApiTier::kDetail && tiered && cbid < DetailTier::kMaxId) {  // known before it fires
-      g_detail.sub = sub;
       g_detail.ids.emplace_back(domain, cbid);
       g_detail.is_detail[driver][cbid] = true;
     }

@@ -130,7 +130,7 @@ def label_truth(path, scen):
 def read_diagnosis(path, scen):
     """diagnosis.jsonl -> {view: {key: unit}}; unit = {label, fams (set), blames [(family, excess_ns)],
     evidence, top_blame_evidence (of the faulty operator with the largest excess), phase, requests,
-    tokens}. An abnormal unit without faulty operators carries the
+    tokens, impact_ns and duration_ns (None when absent)}. An abnormal unit without faulty operators carries the
     family '__abnormal__' so step metrics still see it. A faulty entry with effect_of (device idle
     that a host family's late launches caused) names its cause's time, not a blame: left out."""
     out = {v: {} for v in VIEWS}
@@ -146,7 +146,8 @@ def read_diagnosis(path, scen):
             "label": label, "fams": fams if label == "abnormal" else set(),
             "blames": [(f["family"], f.get("excess_ns")) for f in faulty] if label == "abnormal" else [],
             "evidence": d.get("evidence", ""), "top_blame_evidence": top.get("evidence", ""), "phase": d.get("phase", ""),
-            "requests": len(d.get("requests", []) or []), "tokens": int(m.group(1)) if m else None}
+            "requests": len(d.get("requests", []) or []), "tokens": int(m.group(1)) if m else None,
+            "impact_ns": d.get("impact_ns"), "duration_ns": d.get("duration_ns")}
     return out
 
 

@@ -28,16 +28,18 @@ def first_evidence(units, label):
     return None
 
 
-def abnormal_costs(path):
-    """[{view, rank, step, impact_ns, share}] of the abnormal units, in file order."""
+def abnormal_costs(units):
+    """[{view, rank, step, impact_ns, share}] of the abnormal units (read_diagnosis), by view, rank
+    and step."""
     out = []
-    for u in common.read_jsonl(path):
-        if u.get("label") != "abnormal":
-            continue
-        dur = u.get("duration_ns") or 0
-        impact = u.get("impact_ns")
-        out.append({"view": u["view"], "rank": u.get("rank"), "step": u["step_index"], "impact_ns": impact,
-                    "share": impact / dur if impact is not None and dur > 0 else None})
+    for v in VIEWS:
+        for k in sorted(units[v], key=lambda k: (k[1], k[2])):
+            u = units[v][k]
+            if u["label"] != "abnormal":
+                continue
+            dur, impact = u.get("duration_ns") or 0, u.get("impact_ns")
+            out.append({"view": v, "rank": k[1] or None, "step": k[2], "impact_ns": impact,
+                        "share": impact / dur if impact is not None and dur > 0 else None})
     return out
 
 
@@ -95,7 +97,7 @@ def diagnose_trace(tools, work, name, path, log):
             row["ranks"] = len(per_rank)
             row["max_steps_per_rank"] = max((len(x) for x in per_rank.values()), default=0)
             row["instances"] = common.instances(os.path.join(d, "diag", "stats.json"))
-            row["abnormal"] = abnormal_costs(os.path.join(d, "diag", "diagnosis.jsonl"))
+            row["abnormal"] = abnormal_costs(units)
             row["run_findings"] = run_findings(os.path.join(d, "diag", "stats.json"))
             row["abnormal_example"] = first_evidence(units, "abnormal")
             row["insufficient_example"] = first_evidence(units, "insufficient_evidence")
