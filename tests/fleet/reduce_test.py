@@ -1,6 +1,7 @@
 """Unit tests of the fleet reduce (tools/fleet/reduce.py) and the shard planner (plan.py) on
 hand-built feature lines: a healthy fleet raises nothing, a replica whose GPUs are slower in
-every step is named with its evidence (in a replica over hosts, the slow host alone), a replica
+every step is named with its evidence (in a replica over hosts, the slow host alone) and what it
+costs a step (against a twin fleet without the slowdown), a replica
 slow in a window is found in that window,
 workload differences alone raise nothing, planning groups dumps by host or replica map, and
 --dumps-local places each shard on its own host's workers."""
@@ -75,6 +76,25 @@ class ReduceTest(unittest.TestCase):
         self.assertIn("replica 5 (host node5): ", f["evidence"])
         self.assertIn("aten::mm device time 1.1", f["evidence"])
         self.assertIn("in every step", f["evidence"])
+
+    def test_finding_says_what_it_costs_a_step(self):
+        # The same seed without the slowdown is the twin: what replica 5 loses a step is the
+        # median difference of its step times.
+        slow, twin = fleet(slow={5: 1.18}, seed=3), fleet(seed=3)
+        lost = sorted(s["step_ns"] - t["step_ns"] for s, t in zip(slow, twin) if s["replica"] == "5")
+        truth = lost[len(lost) // 2]
+        f = reduce.reduce_fleet(slow)["findings"][0]
+        step = [m for m in f["metrics"] if m["metric"] == reduce.STEP_TIME][0]
+        self.assertEqual(f["cost_ns_per_step"], step["excess_ns_per_step"])
+        self.assertAlmostEqual(f["cost_ns_per_step"] / truth, 1.0, delta=0.1)
+        self.assertGreater(f["cost_share"], 0.1)
+        self.assertLess(f["cost_share"], 0.18)
+        self.assertIn("% of its step time) against its peers' pace", f["evidence"])
+        # Without a compared step time (a stage of a replica over hosts), the slower families' sum.
+        mm = [m for m in f["metrics"] if m["metric"] == "aten::mm"][0]
+        self.assertGreater(mm["excess_ns_per_step"], 0)
+        self.assertEqual(reduce._cost([("aten::mm", mm), ("attn", mm)]),
+                         (2 * mm["excess_ns_per_step"], 2 * mm["step_share"]))
 
     def test_replica_over_hosts_names_the_slow_host(self):
         rows = fleet(seed=4)

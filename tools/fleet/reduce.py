@@ -16,6 +16,11 @@ replicas of the same model, configuration and GPU type) and log(min_ratio), and 
 `min_share` of its steps are slower than their peers (by at least half of min_ratio); a pool of
 fewer than 3 judged replicas is not judged. The same test per time window finds replicas slow for a while. A healthy fleet's replicas
 differ by noise alone, far below min_ratio, so it raises nothing.
+What a finding costs: per compared step, the cost minus its expected value (the cost over its
+ratio), in ns and as a share of the unit's step time; a finding gives each cost's median over its
+steps, and in total the step time's (or, where the step time is not compared or not slower, the
+sum over the slower operator families': device work of one stage or rank delays its whole
+replica's step by about that much when it lies on the step's critical path).
 Pure logic: dicts in, findings and heat-map data out. Not thread-safe (plain data).
 """
 import bisect
@@ -77,7 +82,8 @@ def aggregate(rows):
         unit, slot = units[(rep, host)]
         # A pipeline stage's step time includes waiting for the other stages: only a whole
         # replica's is compared; its hosts are compared by their operators' device time.
-        costs = {STEP_TIME: statistics.fmean(r["step_ns"] for r in rs)} if unit == rep else {}
+        step_ns = statistics.fmean(r["step_ns"] for r in rs)
+        costs = {STEP_TIME: step_ns} if unit == rep else {}
         fam = {}
         for r in rs:
             for f in r.get("families", []):
@@ -89,14 +95,15 @@ def aggregate(rows):
         steps.append({"replica": rep, "unit": unit, "slot": slot, "pool": str(first.get("pool") or ""), "step_index": idx,
                       "phase": first.get("phase", "unknown"), "tokens": tokens,
                       "context": max(0, first.get("context") or 0), "start_ns": min(r["start_ns"] for r in rs),
+                      "step_ns": step_ns,
                       "hosts": [host], "ranks": sorted(r["rank"] for r in rs if r.get("rank") is not None),
                       "costs": costs, "abnormal": any(r.get("verdict") == "abnormal" for r in rs)})
     return steps
 
 
 def _ratios_for(steps, metric, o):
-    """{step position: (ratio, peer replicas)} for `metric` against other replicas' similar steps
-    (same pool, phase and slot)."""
+    """{step position: (ratio, peer replicas, excess ns, excess share of the step time)} for
+    `metric` against other replicas' similar steps (same pool, phase and slot)."""
     by_phase = {}
     for i, s in enumerate(steps):
         v = s["costs"].get(metric)
@@ -123,7 +130,10 @@ def _ratios_for(steps, metric, o):
             reps = frozenset(c[3] for c in cand)
             if len(cand) < 3 or len(reps) < 2:
                 continue
-            out[i] = (per_token / _expected(cand, lt), reps)
+            ratio = per_token / _expected(cand, lt)
+            excess = steps[i]["costs"][metric] * (1 - 1 / ratio)
+            step_ns = steps[i].get("step_ns") or 0
+            out[i] = (ratio, reps, excess, excess / step_ns if step_ns > 0 else 0.0)
     return out
 
 
@@ -148,18 +158,18 @@ def _robust(values):
 
 
 def _judge(per_replica, o):
-    """{replica: (median log ratio, n, n slower, peers)} -> {replica: stats} of the slow ones."""
+    """{replica: _summaries tuple} -> {replica: stats} of the slow ones."""
     judged = {r: v for r, v in per_replica.items() if v[1] >= o.min_steps}
     if len(judged) < 3:
         return {}, None
     centre, spread = _robust([v[0] for v in judged.values()])
     threshold = max(o.z * spread, math.log(o.min_ratio))
     slow = {}
-    for r, (m, n, up, peers) in judged.items():
+    for r, (m, n, up, peers, excess, share) in judged.items():
         if m - centre > threshold and up >= o.min_share * n:
             slow[r] = {"ratio": math.exp(m), "fleet_ratio": math.exp(centre),
                        "threshold_ratio": math.exp(centre + threshold), "steps": n, "steps_slower": up,
-                       "peer_replicas": peers}
+                       "peer_replicas": peers, "excess_ns_per_step": int(round(excess)), "step_share": share}
     return slow, (centre, threshold)
 
 
@@ -175,10 +185,12 @@ def _judge_pools(per_unit, pool_of, o):
 
 
 def _summaries(entries, margin):
-    """[(ratio, peer replicas)] -> (median log ratio, n, n slower (log ratio above `margin`), peer
-    replicas in all)."""
-    logs = [math.log(r) for r, _ in entries]
-    return (statistics.median(logs), len(logs), sum(1 for x in logs if x > margin), len(frozenset().union(*(p for _, p in entries))))
+    """[_ratios_for entry] -> (median log ratio, n, n slower (log ratio above `margin`), peer
+    replicas in all, median excess ns, median excess share of the step time)."""
+    logs = [math.log(e[0]) for e in entries]
+    return (statistics.median(logs), len(logs), sum(1 for x in logs if x > margin),
+            len(frozenset().union(*(e[1] for e in entries))), statistics.median(e[2] for e in entries),
+            statistics.median(e[3] for e in entries))
 
 
 def compare(steps, o):
@@ -204,15 +216,32 @@ def _metric_phrase(metric, st):
         what, st["ratio"], st["peer_replicas"], when)
 
 
+def _cost(flagged):
+    """(ns, share) a step the finding costs: the step time's excess when it was compared and found
+    slower, else the slower operator families' summed."""
+    for m, st in flagged:
+        if m == STEP_TIME:
+            return st["excess_ns_per_step"], st["step_share"]
+    fams = [st for _, st in flagged]
+    return sum(st["excess_ns_per_step"] for st in fams), sum(st["step_share"] for st in fams)
+
+
+def _ms(ns):
+    return "%.3g ms" % (ns / 1e6) if abs(ns) >= 1e5 else "%.3g us" % (ns / 1e3)
+
+
 def _finding(kind, info, flagged, window=None):
     # The step time first, then the costs slower in the most steps, then by ratio.
     flagged = sorted(flagged, key=lambda kv: (kv[0] != STEP_TIME, -kv[1]["steps"], -kv[1]["ratio"]))
+    cost_ns, share = _cost(flagged)
     evidence = _label(info["replica"], info["hosts"]) + ": " + "; ".join(_metric_phrase(m, st) for m, st in flagged[:4])
+    evidence += "; costing it about %s a step (%.1f%% of its step time) against its peers' pace" % (
+        _ms(cost_ns), 100 * share)
     if window:
         evidence += " (from %.3f s to %.3f s of the fleet's time)" % (window["from_s"], window["to_s"])
     f = {"schema": "truffld.fleet/1", "kind": kind, "replica": info["replica"], "hosts": info["hosts"],
          "ranks": info["ranks"], "pool": info["pool"],
-         "evidence": evidence,
+         "evidence": evidence, "cost_ns_per_step": int(cost_ns), "cost_share": round(share, 4),
          "metrics": [dict(metric=m, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()})
                      for m, st in flagged]}
     if window:
@@ -272,8 +301,8 @@ def heat_map(steps, ratios, window, span, o):
     replica_of = {s["unit"]: s["replica"] for s in steps}
     cells = {r: [[] for _ in range(o.windows)] for r in reps}
     abnormal = {r: [0] * o.windows for r in reps}
-    for i, (ratio, _) in ratios.get(STEP_TIME, {}).items():
-        cells[steps[i]["unit"]][window[i]].append(math.log(ratio))
+    for i, rp in ratios.get(STEP_TIME, {}).items():
+        cells[steps[i]["unit"]][window[i]].append(math.log(rp[0]))
     for i, s in enumerate(steps):
         abnormal[s["unit"]][window[i]] += s["abnormal"]
     t0, width = span
