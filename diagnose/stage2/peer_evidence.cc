@@ -8,6 +8,7 @@
 
 #include "peer/format_ns.h"
 #include "peer/impact.h"
+#include "stage2/gap_edges.h"
 #include "stage2/describe.h"
 
 namespace truffld::diagnose {
@@ -104,7 +105,7 @@ std::string Subject(const InstanceTable& t, const StepInfo& s, const BlamedFamil
   if (name == kHostOutsideFamily) {
     return "host time outside every operator range in " + rank + "step " + std::to_string(s.step_index) +
            " (the longest gap " + FormatNs(static_cast<double>(to - from)) + ", " +
-           FormatNs(static_cast<double>(from - s.start_ns)) + " into the step): ";
+           FormatNs(static_cast<double>(from - s.start_ns)) + " into the step" + HostGapEdges(t, s, from, to) + "): ";
   }
   std::string calls;
   for (const NameCount& c : i < t.api_calls.size() ? t.api_calls[i] : std::vector<NameCount>{}) {
@@ -126,7 +127,7 @@ std::string IdleSentence(const InstanceTable& t, const StepInfo& s, const Blamed
                     ", against " + FormatNs(b.expected_ns) + peers + " (+" + FormatNs(b.excess_ns) +
                     Fmt(", %.1f%% of the step; ", 100 * b.share) + "the longest idle stretch " +
                     FormatNs(static_cast<double>(to - from)) + ", " + FormatNs(static_cast<double>(from - s.start_ns)) +
-                    " into the step)";
+                    " into the step" + IdleEdges(t, s, from, to) + ")";
   const std::string ratios = RatioClause(b);
   if (!ratios.empty()) out += "; " + ratios;
   if (b.effect_of != kNoString)

@@ -5,7 +5,8 @@ user would trace their own program with `truffld-env` and `truffld_hooks.step_ra
 sleeps 50 ms between two operators, outside every operator range; before another step the loop
 sleeps 50 ms between steps (a slow scheduler). truffld-merge and truffld-diagnose (--llm off) must
 call both steps abnormal, blame `(host outside operators)` and `(between steps)` with an impact of
-most of the 50 ms, and leave most other steps normal (0-1 flagged on a quiet machine; at most 25%
+most of the 50 ms, say the gap lies between the two Linear layers, and leave most other steps
+normal (0-1 flagged on a quiet machine; at most 25%
 of those that were not really slower, since a loaded machine slows the loop now and then).
 
 Needs TRUFFLD_INJECTOR, TRUFFLD_MERGE and TRUFFLD_DIAGNOSE from the build and torch for the
@@ -13,6 +14,7 @@ system interpreter; exits 77 (ctest SKIP) naming what is missing."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,6 +73,9 @@ def main():
         if len(vertical) < STEPS - 1:
             fail("expected about %d vertical steps, got %d" % (STEPS, len(vertical)))
         check_blamed(vertical, GAP_STEP, "(host outside operators)")
+        gap = vertical[GAP_STEP]["faulty"][0]["evidence"]
+        if not re.search(r"into the step, between \S*Linear\S* and \S*Linear\S*\)", gap):
+            fail("step %d: the evidence does not name the two Linear layers around the sleep:\n%s" % (GAP_STEP, gap))
         check_blamed(vertical, BETWEEN_STEP, "(between steps)")
         others = [s for s, u in vertical.items() if s not in (GAP_STEP, BETWEEN_STEP) and u["label"] == "abnormal"]
         judged = sum(1 for u in vertical.values() if u["label"] in ("normal", "abnormal"))
