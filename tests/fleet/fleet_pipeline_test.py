@@ -6,7 +6,8 @@ is compared with the same stage of the other replicas. Checks that
   - it says what the slow stage costs a step: the finding's cost_ns_per_step is within 35% of
     the step time the stage really lost, measured against a twin run of the same seed without
     the slow host (the median per-step difference of the stage's step time);
-  - the twin run raises nothing.
+  - the twin run raises nothing;
+  - fleet.html lists that stage first among the replicas, with its cost a step.
 Usage: fleet_pipeline_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
 import json
@@ -71,6 +72,12 @@ def main():
              "cost per step %.1f us is within 35%% of the %.1f us the stage lost a step (twin run)" % (cost / 1e3, lost / 1e3))
     fc.check(0 < f["cost_share"] < 0.5 and "a step (" in f["evidence"], "the share of the step is stated: %s"
              % f["evidence"][f["evidence"].rfind(";") + 2:])
+    with open(os.path.join(a.work, "slow-fleet", "fleet.html"), encoding="utf-8") as h:
+        page = h.read()
+    table = page[page.find("<h2>Slowest replicas</h2>"):]
+    first = table[table.find("<tr><td"):table.find("</tr>", table.find("<tr><td"))]
+    fc.check("replica 1/node3" in first and "%.3g ms (" % (cost / 1e6) in first,
+             "fleet.html lists the slow stage first with its cost a step: %s" % first[:200])
     print("OK in %.1f s" % (time.monotonic() - t0))
 
 

@@ -2,8 +2,9 @@
 
 A replicas x time heat map (each cell: the replica's median step time per token against similar
 steps of other replicas in that window; a dot marks windows with steps its own diagnosis found
-abnormal), the slowest replicas with their evidence, failed shards with their reasons, and links
-to every replica's report.html. Pure: data in, HTML text out. Thread-safety: reentrant.
+abnormal), the findings with their evidence, failed shards with their reasons, the replicas from
+slowest with what a persistent finding costs each a step, and links to every replica's
+report.html. Pure: data in, HTML text out. Thread-safety: reentrant.
 """
 import html
 
@@ -72,15 +73,29 @@ def render(result, shards, bytes_per_rank_step):
                  "in other replicas (red: slower); &bull; steps its own diagnosis found abnormal.</small></p>")
     parts.append(_heat(result.get("heat"), links))
     parts.append("<h2>Slowest replicas</h2><table><tr><th class=l>replica</th><th class=l>hosts</th>"
-                 "<th>median over windows of the step time ratio</th><th>steps</th><th>abnormal steps</th></tr>")
+                 "<th>median over windows of the step time ratio</th><th>a persistent finding costs it a step</th>"
+                 "<th>steps</th><th>abnormal steps</th></tr>")
     heat = result.get("heat") or {"replicas": [], "replica_of": [], "ratio": []}
+    cost = {(f["replica"], tuple(f["hosts"])): f for f in finds
+            if f.get("kind") == "slow_replica" and "cost_ns_per_step" in f}
     overall = []
     for unit, rep, ratios in zip(heat["replicas"], heat["replica_of"], heat["ratio"]):
         vals = sorted(r for r in ratios if r is not None)
-        overall.append((vals[len(vals) // 2] if vals else 0.0, unit, rep))
-    for ratio, unit, rep in sorted(overall, reverse=True):
+        overall.append((vals[len(vals) // 2] if vals else None, unit, rep))
+    # Units without a compared step time (a pipeline stage: its step time includes waiting for the
+    # other stages, so it is compared by its operators' device time) come last, marked "-".
+    def unit_cost(rep, unit):
+        f = cost.get((rep, tuple(info.get(unit, {}).get("hosts", []))))
+        return f, (f["cost_ns_per_step"] if f else 0)
+
+    for ratio, unit, rep in sorted(overall, key=lambda o: (o[0] is not None, o[0] or 0.0, unit_cost(o[2], o[1])[1]),
+                                   reverse=True):
         i = info.get(unit, {"hosts": [], "steps": 0, "abnormal_steps": 0})
-        parts.append("<tr><td class=l>%s</td><td class=l>%s</td><td>%.3f</td><td>%d</td><td>%d</td></tr>" % (
-            links(rep, unit), html.escape(", ".join(i["hosts"])), ratio, i["steps"], i["abnormal_steps"]))
+        f = unit_cost(rep, unit)[0]
+        paid = "%.3g ms (%.1f%%)" % (f["cost_ns_per_step"] / 1e6, 100 * f["cost_share"]) if f else "&ndash;"
+        shown = "%.3f" % ratio if ratio is not None else (
+            "<span title=\"a pipeline stage: compared by its operators' device time, not its step time\">&ndash;</span>")
+        parts.append("<tr><td class=l>%s</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td></tr>" % (
+            links(rep, unit), html.escape(", ".join(i["hosts"])), shown, paid, i["steps"], i["abnormal_steps"]))
     parts.append("</table></body></html>\n")
     return "\n".join(parts)
