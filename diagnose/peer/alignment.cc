@@ -118,6 +118,7 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
   auto start_of = [&](uint32_t i) { return t.detail[i].device_start - shift(i); };
   auto end_of = [&](uint32_t i) { return t.detail[i].device_end - shift(i); };
   std::vector<uint8_t> p2p_of_family(t.strings.size(), 2);  // 2 = not yet known
+  uint32_t next_match = 0;
   for (const auto& members : groups.members) {
     if (members.size() < 1 || t.steps[members[0]].view != View::kHorizontal) continue;
     // key -> comm instances (one list per key across the group's units)
@@ -160,6 +161,7 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
           ++e;
         }
         if (e - b >= 2) {
+          ++next_match;
           int64_t last = INT64_MIN;
           int64_t last_rank = -1;
           for (size_t k = b; k < e; ++k) {
@@ -175,6 +177,7 @@ std::vector<CommTiming> MatchCollectives(const InstanceTable& t, const UnitGroup
             c.wait_ns = static_cast<float>(std::max<int64_t>(0, last - start_of(list[k])));
             c.transfer_ns = static_cast<float>(std::max<int64_t>(0, end_of(list[k]) - last));
             c.last_rank = last_rank;
+            c.match = next_match;
           }
         }
         b = e;

@@ -41,6 +41,7 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.findings = std::move(judged.findings);
   r.warmup_tally = TallyWarmup(t, r.warmup, o.decision.min_impact_share);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
+  r.pipelines = FindPipelineImbalance(t, r.groups, r.comm, o.pipeline_share);
   return r;
 }
 

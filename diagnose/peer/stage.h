@@ -12,6 +12,7 @@
 #include "peer/decision.h"
 #include "peer/scoring.h"
 #include "peer/peers.h"
+#include "peer/pipeline_stages.h"
 #include "peer/stragglers.h"
 #include "peer/verdict.h"
 #include "peer/warmup.h"
@@ -25,6 +26,7 @@ struct PeerStageOptions {
   DecisionOptions decision;       // false-alarm rate (alpha) and the lone-instance ratio
   RunPatternOptions run_patterns; // what counts as a pattern of the run (run_patterns.h)
   double straggler_share = 0.02;  // report stragglers causing at least this share of a step
+  double pipeline_share = 0.05;   // report a pipeline stage whose even split would save this share of a step
   int threads = 1;
 };
 
@@ -41,6 +43,7 @@ struct PeerStageResult {
   std::vector<std::vector<WarmupCost>> warmup;   // per unit: first use of GPU code (not judged)
   WarmupTally warmup_tally;
   StragglerResult stragglers;
+  std::vector<PipelineImbalance> pipelines;     // stages longer than the others (run findings)
 };
 
 // Runs the stage. The log-ratio floor (PeerOptions::floor_ns) is raised to five ticks of the

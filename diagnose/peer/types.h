@@ -41,6 +41,7 @@ struct CommTiming {
   float wait_ns = 0;          // last_arrival - arrival: time spent waiting for others
   float transfer_ns = 0;      // end - last_arrival (matched), else its device time
   int64_t last_rank = -1;     // the participant that entered last (participants > 1)
+  uint32_t match = 0;         // the matched collective's id, shared by its participants (0: unmatched)
 };
 
 // One tested quantity: an instance's metric, or (instance == kFamilyRow) the sum of a family's

@@ -137,6 +137,7 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
   for (const RunFinding& f : r.findings) out += "\n  run finding: " + EscapeForTerminal(f.sentence);
   for (const PersistentStraggler& p : r.stragglers.persistent)
     out += "\n  persistent straggler: " + EscapeForTerminal(PersistentStragglerSentence(p));
+  for (const PipelineImbalance& p : r.pipelines) out += "\n  pipeline: " + EscapeForTerminal(PipelineImbalanceSentence(p));
   const WarmupTally& w = r.warmup_tally;
   if (w.material[0] + w.material[1] > 0) {
     out += "\n  warm-up (first use of GPU code, not judged): " + std::to_string(w.material[0] + w.material[1]) +

@@ -48,6 +48,19 @@ nlohmann::json PersistentStragglersJson(const PeerStageResult& r) {
   return out;
 }
 
+nlohmann::json PipelinesJson(const PeerStageResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PipelineImbalance& p : r.pipelines) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const PipelineStage& s : p.stages)
+      stages.push_back({{"ranks", s.ranks}, {"hosts", s.hosts}, {"load_ns", std::llround(s.load_ns)}});
+    out.push_back({{"stages", stages}, {"longest", p.longest}, {"steps", p.steps}, {"steps_longest", p.steps_longest},
+                   {"saving_ns", std::llround(p.saving_ns)}, {"step_ns", std::llround(p.step_ns)}, {"share", p.share},
+                   {"evidence", PipelineImbalanceSentence(p)}});
+  }
+  return out;
+}
+
 nlohmann::json RunFindingsJson(const InstanceTable& t, const PeerStageResult& r) {
   nlohmann::json out = nlohmann::json::array();
   for (const RunFinding& f : r.findings) {

@@ -84,6 +84,8 @@ namespace truffld::diagnose {
   X(stragglers, "array", StragglersJson(t, r), "Per logical step, the rank that made the others wait most, with the cause.") \
   X(persistent_stragglers, "array", PersistentStragglersJson(r),                                         \
     "Ranks that made their group wait in collectives in most logical steps (a run finding), with the typical delay.") \
+  X(pipeline_imbalance, "array", PipelinesJson(r),                                                      \
+    "Pipeline replicas with a stage longer than the others (a run finding): each stage's ranks, hosts and median device compute a step (load_ns), the longest stage (index), the steps compared and those it was longest in, the median saving of an even split (saving_ns) against the median step (step_ns, share).") \
   X(run_findings, "array", RunFindingsJson(t, r),                                                        \
     "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost (impact_ns: the step time it cost; absorbed_ns: the excess the steps never paid), families, sentence.")
 

@@ -7,7 +7,9 @@ is compared with the same stage of the other replicas. Checks that
     the step time the stage really lost, measured against a twin run of the same seed without
     the slow host (the median per-step difference of the stage's step time);
   - the twin run raises nothing;
-  - fleet.html lists that stage first among the replicas, with its cost a step.
+  - fleet.html lists that stage first among the replicas, with its cost a step;
+  - inside replica 1, truffld-diagnose reports that stage as the longest of its pipeline in every
+    step (stats.json peer.pipeline_imbalance), with a larger saving than in the twin run.
 Usage: fleet_pipeline_test.py --synth BIN --merge BIN --diagnose BIN --work DIR
 """
 import json
@@ -72,6 +74,20 @@ def main():
              "cost per step %.1f us is within 35%% of the %.1f us the stage lost a step (twin run)" % (cost / 1e3, lost / 1e3))
     fc.check(0 < f["cost_share"] < 0.5 and "a step (" in f["evidence"], "the share of the step is stated: %s"
              % f["evidence"][f["evidence"].rfind(";") + 2:])
+    # Inside the replica, the diagnosis reports the stage as longer than the other (a run finding):
+    # the slow GPUs make the imbalance the model's split already has larger.
+    pipes = {}
+    for name, out in (("slow", "slow-fleet"), ("twin", "twin-fleet")):
+        with open(os.path.join(a.work, out, "replica-1", "stats.json"), encoding="utf-8") as h:
+            found = json.load(h)["peer"]["pipeline_imbalance"]
+        fc.check(len(found) == 1 and found[0]["stages"][found[0]["longest"]]["ranks"] == [6, 7]
+                 and found[0]["steps_longest"] == found[0]["steps"],
+                 "%s run: the diagnosis names ranks 6-7 the longest pipeline stage in every step: %s"
+                 % (name, [f["evidence"][:90] for f in found]))
+        pipes[name] = found[0]
+    fc.check(pipes["slow"]["saving_ns"] > 1.3 * pipes["twin"]["saving_ns"],
+             "the slow GPUs widen the stage's imbalance: an even split saves %.0f us a step against %.0f us"
+             % (pipes["slow"]["saving_ns"] / 1e3, pipes["twin"]["saving_ns"] / 1e3))
     with open(os.path.join(a.work, "slow-fleet", "fleet.html"), encoding="utf-8") as h:
         page = h.read()
     table = page[page.find("<h2>Slowest replicas</h2>"):]
