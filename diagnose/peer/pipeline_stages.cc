@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "peer/format_ns.h"
@@ -44,9 +45,10 @@ struct Pipeline {
 
 // The stages of horizontal logical step `members` (ranks that shared a matched collective),
 // as sorted rank lists in order of their lowest rank; empty unless the step is a pipeline (two
-// stages or more, and a send/recv between ranks).
+// stages or more, and a send/recv between ranks). `p2p_of_family`: per family id, whether it is a
+// send/recv (2: not yet known), filled as families are met.
 std::vector<std::vector<uint32_t>> Stages(const InstanceTable& t, const std::vector<uint32_t>& members,
-                                          const std::vector<CommTiming>& comm) {
+                                          const std::vector<CommTiming>& comm, std::vector<uint8_t>* p2p_of_family) {
   std::vector<int> parent(members.size());
   std::iota(parent.begin(), parent.end(), 0);
   std::map<uint32_t, int> first_of_match;
@@ -55,7 +57,9 @@ std::vector<std::vector<uint32_t>> Stages(const InstanceTable& t, const std::vec
     const StepInfo& s = t.steps[members[static_cast<size_t>(m)]];
     for (uint32_t i = s.first_instance; i < s.first_instance + s.instance_count && i < comm.size(); ++i) {
       if (comm[i].participants == 0) continue;
-      if (IsPointToPoint(t.strings.Get(t.family[i]))) {
+      uint8_t& is_p2p = (*p2p_of_family)[t.family[i]];  // 2: not yet known
+      if (is_p2p == 2) is_p2p = IsPointToPoint(t.strings.Get(t.family[i])) ? 1 : 0;
+      if (is_p2p) {
         p2p = true;
         continue;
       }
@@ -137,9 +141,10 @@ std::vector<PipelineImbalance> FindPipelineImbalance(const InstanceTable& t, con
     if (t.steps[u].view != View::kHorizontal) vertical[{t.steps[u].rank.value_or(-1), t.steps[u].step_index}] = u;
   }
   std::map<std::vector<std::vector<int64_t>>, Pipeline> pipelines;  // by its stages' ranks
+  std::vector<uint8_t> p2p_of_family(t.strings.size(), 2);
   for (const std::vector<uint32_t>& members : groups.members) {
     if (members.size() < 2 || t.steps[members[0]].view != View::kHorizontal) continue;
-    const std::vector<std::vector<uint32_t>> stages = Stages(t, members, comm);
+    const std::vector<std::vector<uint32_t>> stages = Stages(t, members, comm, &p2p_of_family);
     if (stages.empty()) continue;
     std::vector<std::vector<int64_t>> key;
     StepLoads loads;
