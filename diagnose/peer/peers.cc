@@ -23,10 +23,7 @@ double MetricValue(const InstanceTable& t, const std::vector<CommTiming>& comm, 
 }
 
 std::vector<UnitWorkload> ComputeWorkloads(const InstanceTable& t) {
-  std::map<std::pair<int64_t, int64_t>, uint32_t> vertical;
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    if (t.steps[u].view != View::kHorizontal) vertical[{t.steps[u].rank.value_or(-1), t.steps[u].step_index}] = u;
-  }
+  const std::map<std::pair<int64_t, int64_t>, uint32_t> vertical = VerticalUnits(t);
   std::vector<UnitWorkload> w(t.steps.size());
   for (uint32_t u = 0; u < t.steps.size(); ++u) {
     auto it = vertical.find({t.steps[u].rank.value_or(-1), t.steps[u].step_index});

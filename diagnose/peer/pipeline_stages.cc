@@ -136,10 +136,7 @@ std::optional<PipelineImbalance> Judge(const std::vector<std::vector<int64_t>>& 
 std::vector<PipelineImbalance> FindPipelineImbalance(const InstanceTable& t, const UnitGroups& groups,
                                                      const std::vector<CommTiming>& comm, double min_share) {
   if (t.detail.size() != t.size() || comm.size() != t.size()) return {};
-  std::map<std::pair<int64_t, int64_t>, uint32_t> vertical;  // (rank, step index) -> unit
-  for (uint32_t u = 0; u < t.steps.size(); ++u) {
-    if (t.steps[u].view != View::kHorizontal) vertical[{t.steps[u].rank.value_or(-1), t.steps[u].step_index}] = u;
-  }
+  const std::map<std::pair<int64_t, int64_t>, uint32_t> vertical = VerticalUnits(t);
   std::map<std::vector<std::vector<int64_t>>, Pipeline> pipelines;  // by its stages' ranks
   std::vector<uint8_t> p2p_of_family(t.strings.size(), 2);
   for (const std::vector<uint32_t>& members : groups.members) {

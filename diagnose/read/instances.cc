@@ -25,6 +25,14 @@ bool IsSendFamily(std::string_view family) {
   return f.find("send") != std::string::npos && f.find("recv") == std::string::npos;
 }
 
+std::map<std::pair<int64_t, int64_t>, uint32_t> VerticalUnits(const InstanceTable& t) {
+  std::map<std::pair<int64_t, int64_t>, uint32_t> vertical;
+  for (uint32_t u = 0; u < t.steps.size(); ++u) {
+    if (t.steps[u].view != View::kHorizontal) vertical[{t.steps[u].rank.value_or(-1), t.steps[u].step_index}] = u;
+  }
+  return vertical;
+}
+
 int64_t BetweenStepsInstance(const InstanceTable& t, uint32_t u) {
   if (t.detail.size() != t.size()) return -1;
   const StepInfo& s = t.steps[u];

@@ -12,10 +12,12 @@
 #include "truffld/verdict.h"
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace truffld::diagnose {
@@ -201,6 +203,10 @@ struct InstanceTable {
 // Unit `u`'s (between steps) pseudo-instance (outside_time.h): its table index, or -1 when it
 // has none (or the table has no detail to mark it). Pure.
 int64_t BetweenStepsInstance(const InstanceTable& t, uint32_t u);
+
+// The vertical unit of each (rank, step index) of `t` (rank -1 when the process had none): how
+// a horizontal unit, or any unit, finds its step's vertical view. Pure.
+std::map<std::pair<int64_t, int64_t>, uint32_t> VerticalUnits(const InstanceTable& t);
 
 // Identity of a step across runs and label files.
 struct StepKey {

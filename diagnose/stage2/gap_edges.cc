@@ -1,8 +1,6 @@
 // What borders a host gap or an idle stretch (see gap_edges.h).
 #include "stage2/gap_edges.h"
 
-#include <limits>
-
 namespace truffld::diagnose {
 namespace {
 
