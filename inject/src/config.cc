@@ -172,6 +172,7 @@ Config ParseConfig(const EnvLookup& env, std::vector<std::string>* w) {
   }
   c.verbose = BoolVar(env, "TRUFFLD_VERBOSE", false, w);
   c.use_counter = BoolVar(env, "TRUFFLD_TSC", true, w);
+  c.direct_io = BoolVar(env, "TRUFFLD_DIRECT_IO", true, w);
   if (c.thread_buffer_kb * 1024 > c.max_buffer_mb * 1024 * 1024 / 2) {
     c.thread_buffer_kb = c.max_buffer_mb * 1024 / 2;
     w->push_back("TRUFFLD_THREAD_BUFFER_KB exceeds half of TRUFFLD_MAX_BUFFER_MB; using " +
@@ -198,6 +199,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
           {"cupti_api_set", api_set == ApiSet::kAll ? "all" : api_set == ApiSet::kEssential ? "essential" : "tiered"},
           {"file_mode", mode},
           {"tsc", use_counter ? "1" : "0"},
+          {"direct_io", direct_io ? "1" : "0"},
           {"device_windows", DescribeWindowPlan(device_windows)},
           {"window_slow", FormatFactor(device_windows.slow_factor)},
           {"window_steps", std::to_string(device_windows.request_steps)},

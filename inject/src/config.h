@@ -54,6 +54,7 @@ struct Config {
   unsigned file_mode = 0640;              // TRUFFLD_FILE_MODE (octal)
   bool verbose = false;                   // TRUFFLD_VERBOSE=1
   bool use_counter = true;                // TRUFFLD_TSC=1|0: hardware counter timestamps
+  bool direct_io = true;                  // TRUFFLD_DIRECT_IO=1|0: plain dumps bypass the page cache
   WindowPlan device_windows;              // TRUFFLD_DEVICE_WINDOWS (default all), with
                                           // TRUFFLD_WINDOW_SLOW and TRUFFLD_WINDOW_STEPS
   std::string window_control;             // TRUFFLD_WINDOW_CONTROL (default <output_dir>/truffld.detail)

@@ -233,7 +233,6 @@ class Tracer {
   void WriterMain();
   void DrainOnce(std::string& out, std::string& scratch);
   void DrainRings(std::string& out, std::string& scratch);  // DrainOnce's ring part
-  void WriteOutAndStage(std::string& out);  // both to the dump, in order; empties them
   void OpenDumpAndWriteMeta(std::string& out);
   void WriteStats(std::string& out);
   // Under window_mu_: applies a window edge (switch, then its record).
@@ -299,10 +298,6 @@ class Tracer {
   // The writer's text buffers; members (not locals) so that a fork child still owns them.
   std::string writer_out_, writer_scratch_;
   LineTail line_tail_;  // writer thread only: the end of plain NVTX lines (format.h)
-  // Writer thread only: plain NVTX lines formatted in place (FormatPlainNvtxTo), after the
-  // text in writer_out_; kWriteChunk + kPlainNvtxLineMax bytes, allocated by the writer.
-  std::unique_ptr<char[]> stage_;
-  size_t stage_len_ = 0;
 };
 
 }  // namespace truffld::inject

@@ -17,13 +17,13 @@ const char* kInjectorVersion = "0.1.0";
 
 void Tracer::OpenDumpAndWriteMeta(std::string& out) {
   sink_ = std::make_unique<DumpSink>(config_.output_dir, config_.compress, config_.file_mode,
-                                     [](const std::string& m) { Log(m); });
+                                     [](const std::string& m) { Log(m); }, config_.direct_io);
   const std::string host = host_;
   const auto rank = rank_.rank;
   const int64_t pid = pid_;
   const Compression c = config_.compress;
   if (!sink_->Open([&](int attempt) { return DumpFileName(host, rank, pid, c, attempt); })) return;
-  if (config_.verbose) Log("tracing to " + sink_->path());
+  if (config_.verbose) Log("tracing to " + sink_->path() + (sink_->direct_io() ? " (direct I/O)" : ""));
   MetaInfo m;
   m.host = host_;
   m.pid = pid_;
@@ -44,19 +44,12 @@ void Tracer::OpenDumpAndWriteMeta(std::string& out) {
   FormatMeta(m, out);
 }
 
-void Tracer::WriteOutAndStage(std::string& out) {
-  if (sink_) {
-    sink_->Write(out);
-    sink_->Write(std::string_view(stage_.get(), stage_len_));
-  }
-  out.clear();
-  stage_len_ = 0;
-}
-
-// Plain NVTX lines go straight into the stage; any other record's line goes to `out`, after
-// the stage's lines were moved there (the order of the lines is the order of the ring).
+// Plain NVTX lines are formatted straight into the sink's block (DumpSink::Room); any other
+// record's line goes through `out`, written to the sink at once, so the lines keep the ring's
+// order. `out` may hold the META line on entry.
 void Tracer::DrainRings(std::string& out, std::string& scratch) {
-  if (!stage_) stage_.reset(new char[kWriteChunk + kPlainNvtxLineMax]);
+  if (sink_ && !out.empty()) sink_->Write(out);
+  out.clear();
   tick_clock_.Anchor(ReadTicks(), Now());
   registry_.ForEach([&](RecordRing& ring) {
     ring.Drain(
@@ -64,14 +57,15 @@ void Tracer::DrainRings(std::string& out, std::string& scratch) {
           r.t0 = tick_clock_.ToNs(static_cast<uint64_t>(r.t0));
           if (r.t1) r.t1 = tick_clock_.ToNs(static_cast<uint64_t>(r.t1));
           ++written_[static_cast<int>(r.kind)];
-          if (char* end = FormatPlainNvtxTo(stage_.get() + stage_len_, r, data, pid_, line_tail_)) {
-            stage_len_ = static_cast<size_t>(end - stage_.get());
-          } else {
-            out.append(stage_.get(), stage_len_);
-            stage_len_ = 0;
-            FormatRecord(r, data, pid_, nvtx_, out, &line_tail_);
+          if (char* room = sink_ ? sink_->Room(kPlainNvtxLineMax) : nullptr) {
+            if (char* end = FormatPlainNvtxTo(room, r, data, pid_, line_tail_)) {
+              sink_->Advance(static_cast<size_t>(end - room));
+              return;
+            }
           }
-          if (out.size() + stage_len_ >= kWriteChunk) WriteOutAndStage(out);
+          FormatRecord(r, data, pid_, nvtx_, out, &line_tail_);
+          if (sink_) sink_->Write(out);  // a sink that cannot take it counts the loss
+          out.clear();
         },
         scratch);
   });
@@ -85,7 +79,6 @@ void Tracer::DrainOnce(std::string& out, std::string& scratch) {
     }
   };
   DrainRings(out, scratch);
-  if (stage_len_) WriteOutAndStage(out);
   FormatWindowMarks(out);
   QueuedEnd qe;
   while (end_queue_.Pop(&qe)) {  // ends whose own ring was full (range_balance.h)
@@ -175,7 +168,6 @@ void Tracer::WriterMain() {
   std::string& scratch = writer_scratch_;
   out.clear();
   out.reserve(kWriteChunk + 4096);
-  stage_len_ = 0;  // a fork child: what the parent's writer had staged is the parent's
   bool opened = false;
   int next_window_ms = -1;  // time-mode windows: wake for their edges too
   if (sampling()) ControlFileChanged();  // the control file's baseline: only changes ask

@@ -22,9 +22,12 @@ turns in an order that rotates each round; the report adds B's cost and the pair
 folder); --compare-dump-dir puts B's there instead (B is A's injector when --compare is not
 given), so that one injector on two file systems (tmpfs /dev/shm against a disk) is an A/B pair
 and the kernel's share of the cost, which depends on the file system, shows apart.
+--compare-env VAR=VALUE (repeatable) sets a variable for B's runs only (B = A's injector unless
+--compare is given): one injector with a switch on and off, e.g. TRUFFLD_DIRECT_IO=0.
 
 Usage: inject_pair_cost_bench.py --app PATH --injector PATH [--compare PATH]
                                  [--dump-dir DIR] [--compare-dump-dir DIR]
+                                 [--compare-env VAR=VALUE ...]
                                  [--pairs 1000000] [--rounds 10]
                                  [--burst 10000] [--sleep-us 20000] [--cpu 0] [--json FILE]
                                  [--max-ns NS]
@@ -58,12 +61,13 @@ def read_stats(out_dir):
             sum(stats["records_dropped"][k] for k in kinds))
 
 
-def run_once(app, injector, args, traced, dump_dir=None):
+def run_once(app, injector, args, traced, dump_dir=None, extra_env=None):
     """CPU seconds (user + system) of one run, and its (written, dropped) when traced; the dump
-    goes to a new folder in dump_dir (None: the system's temporary folder)."""
+    goes to a new folder in dump_dir (None: the system's temporary folder); extra_env: more
+    variables for this run."""
     out_dir = tempfile.mkdtemp(prefix="truffld-pair-", dir=dump_dir)
     try:
-        env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir)
+        env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir, **(extra_env or {}))
         env.pop("NVTX_INJECTION64_PATH", None)
         env.pop("CUDA_INJECTION64_PATH", None)  # NVTX only: no CUPTI in either setting
         if traced:
@@ -101,12 +105,21 @@ def main():
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--dump-dir", help="folder for the dumps (its file system is measured too)")
     ap.add_argument("--compare-dump-dir", help="B's dumps go here (B = A's injector unless --compare)")
+    ap.add_argument("--compare-env", action="append", default=[], metavar="VAR=VALUE",
+                    help="a variable set for B's runs only (B = A's injector unless --compare)")
     ap.add_argument("--json", help="write the per-round figures here")
     ap.add_argument("--max-ns", type=float, help="fail when the median added ns/pair exceeds this")
     args = ap.parse_args()
 
-    if args.compare_dump_dir and not args.compare:
+    if (args.compare_dump_dir or args.compare_env) and not args.compare:
         args.compare = args.injector
+    b_env = {}
+    for item in args.compare_env:
+        var, sep, value = item.partition("=")
+        if not sep or not var:
+            ap.error(f"--compare-env '{item}' is not VAR=VALUE")
+        b_env[var] = value
+    envs = [None, None, b_env]
     settings = [None, args.injector] + ([args.compare] if args.compare else [])
     dump_dirs = [args.dump_dir, args.dump_dir, args.compare_dump_dir or args.dump_dir]
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
@@ -117,7 +130,7 @@ def main():
         line = []
         for i in order:
             seconds, stats = run_once(args.app, settings[i], args, settings[i] is not None,
-                                      dump_dirs[i])
+                                      dump_dirs[i], envs[i])
             ns[i].append(1e9 * seconds / args.pairs)
             if stats:
                 dropped += stats[1]
@@ -130,7 +143,8 @@ def main():
               "added_a": summary(f"added by tracing (A {args.injector})",
                                  [v - b for b, v in zip(ns[0], ns[1])])}
     if args.compare:
-        report["added_b"] = summary(f"added by tracing (B {args.compare})",
+        b_label = args.compare + "".join(f" {k}={v}" for k, v in b_env.items())
+        report["added_b"] = summary(f"added by tracing (B {b_label})",
                                     [v - b for b, v in zip(ns[0], ns[2])])
         report["b_minus_a"] = summary("B - A", [b - a for a, b in zip(ns[1], ns[2])])
     print(f"{args.pairs} pairs a run in bursts of {args.burst}, CPU {args.cpu}, "
