@@ -95,7 +95,9 @@ bool DumpSink::Open(const std::function<std::string(int)>& name_for_attempt) {
         ZSTD_initCStream(zstd_->stream, 3);
         zstd_->out.resize(ZSTD_CStreamOutSize());
       } else if (want_direct_ && !InMemoryFileSystem(fd)) {
-        positional_ = direct_ = SetDirect(true);
+        const long page = ::sysconf(_SC_PAGESIZE);
+        unit_ = std::max<size_t>(kAlign, page > 0 ? static_cast<size_t>(page) : kAlign);
+        positional_ = direct_ = unit_ <= kMaxUnit && SetFdDirect(true);
       }
       return true;
     }
@@ -137,23 +139,34 @@ bool DumpSink::Compress(const char* p, size_t n) {
   return true;
 }
 
-bool DumpSink::SetDirect(bool on) {
+bool DumpSink::SetFdDirect(bool on) {
+  if (fd_direct_ == on) return true;
   const int fl = ::fcntl(fd_, F_GETFL);
-  return fl >= 0 && ::fcntl(fd_, F_SETFL, on ? (fl | O_DIRECT) : (fl & ~O_DIRECT)) == 0;
+  if (fl < 0 || ::fcntl(fd_, F_SETFL, on ? (fl | O_DIRECT) : (fl & ~O_DIRECT)) != 0) return false;
+  fd_direct_ = on;
+  return true;
+}
+
+void DumpSink::DirectOff() {
+  direct_ = false;
+  SetFdDirect(false);  // if fcntl refuses, PWriteAll tries again before a cached write
 }
 
 bool DumpSink::PWriteAll(const char* p, size_t n, uint64_t offset, bool direct) {
-  bool fd_direct = direct_;  // the descriptor is in direct mode exactly while direct_ holds
-  if (fd_direct && !direct) {
-    if (!SetDirect(false)) { Fail("writing " + path_ + " failed", errno); broken_ = true; return false; }
-    fd_direct = false;
+  direct = direct && direct_;
+  if (!SetFdDirect(direct)) {
+    if (!direct) { Fail("writing " + path_ + " failed (cannot turn O_DIRECT off)", errno); broken_ = true; return false; }
+    DirectOff();  // cannot turn it back on: the rest through the cache
+    direct = false;
   }
   while (n > 0) {
     const ssize_t w = pwrite_(fd_, p, n, static_cast<off_t>(offset));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EINVAL && fd_direct) {  // the device wants another alignment
-      direct_ = fd_direct = false;
-      if (SetDirect(false)) continue;
+    if (w < 0 && errno == EINVAL && direct) {  // the device wants another alignment
+      DirectOff();
+      direct = false;
+      if (fd_direct_) { Fail("writing " + path_ + " failed (cannot turn O_DIRECT off)", EINVAL); broken_ = true; return false; }
+      continue;
     }
     if (w <= 0) { Fail("writing " + path_ + " failed", w < 0 ? errno : EIO); broken_ = true; return false; }
     p += w;
@@ -161,16 +174,15 @@ bool DumpSink::PWriteAll(const char* p, size_t n, uint64_t offset, bool direct) 
     offset += static_cast<uint64_t>(w);
     bytes_written_ = std::max(bytes_written_, offset);
   }
-  if (direct_ && !fd_direct && !SetDirect(true)) direct_ = false;  // goes on through the cache
   return true;
 }
 
 bool DumpSink::EmitUnits(bool tail) {
-  const size_t whole = block_len_ & ~(kAlign - 1), rest = block_len_ - whole;
+  const size_t whole = block_len_ & ~(unit_ - 1), rest = block_len_ - whole;
   size_t done = 0;
-  if (head_cached_ && whole > 0) {  // never write a cached page directly: the kernel would flush it
-    if (!PWriteAll(block_, kAlign, block_offset_, false)) return false;
-    done = kAlign;
+  if (cached_len_ > 0 && whole > 0) {  // never write a cached page directly: the kernel would flush it
+    if (!PWriteAll(block_, unit_, block_offset_, false)) return false;
+    done = unit_;
   }
   if (whole > done) {
     const bool direct = direct_;
@@ -181,19 +193,21 @@ bool DumpSink::EmitUnits(bool tail) {
     const int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     if (direct && direct_ && ns > kSlowDirectWriteNs) {
       // A busy disk: a direct write waits for it while the rings fill; the page cache does not.
-      direct_ = false;
-      if (!SetDirect(false)) { Fail("writing " + path_ + " failed", errno); broken_ = true; return false; }
+      DirectOff();
       ++slow_direct_writes_;
     }
   }
-  if (tail && rest > 0 && !PWriteAll(block_ + whole, rest, block_offset_ + whole, false)) return false;
   if (whole > 0) {
     std::memmove(block_, block_ + whole, rest);
     block_offset_ += whole;
     block_len_ = rest;
-    head_cached_ = false;
+    cached_len_ = 0;
   }
-  head_cached_ = head_cached_ || (tail && rest > 0);
+  // The partial unit through the cache, unless it is there already (an idle flush).
+  if (tail && rest > cached_len_) {
+    if (!PWriteAll(block_, rest, block_offset_, false)) return false;
+    cached_len_ = rest;
+  }
   return true;
 }
 

@@ -14,10 +14,11 @@
 // time (an NVTX push+pop pair cost 159 ns that way against 121 direct, on ext4), and the dump
 // evicts what the node keeps in its cache (model weights). Every mode collects text in one
 // 4 KiB-aligned 1 MiB block, which the writer formats plain NVTX lines straight into
-// (Room/Advance); direct writes take its whole 4 KiB units. Flush() still leaves every byte in
-// the file, so a killed process loses nothing flushed: the last partial unit is written through
-// the page cache, and the next write of that unit goes through the cache again (a direct write
-// never covers a cached page, which the kernel would first write back and drop). The page cache
+// (Room/Advance); direct writes take its whole units (4 KiB, or the memory page if larger).
+// Flush() still leaves every byte in the file, so a killed process loses nothing flushed: the
+// last partial unit is written through the page cache, and the next write of that unit goes
+// through the cache again (a direct write never covers a cached page, which the kernel would
+// first write back and drop); a flush with nothing new writes nothing. The page cache
 // is used instead on tmpfs (where direct writes cost more), where O_DIRECT is refused at open,
 // and for the rest of the file after a direct write is refused with EINVAL (an alignment the
 // device does not accept) or takes longer than kSlowDirectWriteNs (a disk busy with other
@@ -74,14 +75,22 @@ class DumpSink {
   // Whether the dump is being written with direct I/O now.
   bool direct_io() const { return direct_; }
 
-  static constexpr size_t kAlign = 4096;       // offsets and lengths of direct writes
+  // Direct writes cover whole units of the memory page size (at least kAlign, the O_DIRECT
+  // alignment, and at most kMaxUnit: a larger page keeps the page cache), so that a direct write
+  // never shares a page with the unit written through the cache.
+  static constexpr size_t kAlign = 4096;
+  static constexpr size_t kMaxUnit = 64 << 10;
   static constexpr size_t kBlock = 1 << 20;    // the aligned block text collects in
-  static constexpr size_t kMaxRoom = kBlock - kAlign;
-  // A direct write slower than this (1 MiB at under 50 MB/s: a disk busy with other writers)
-  // turns direct I/O off for the rest of the file, so the writer never waits on the disk again.
+  static constexpr size_t kMaxRoom = kBlock - kMaxUnit;
+  // A direct write slower than this (1 MiB at under 50 MB/s: a disk busy with other writers;
+  // or the writer thread preempted meanwhile) turns direct I/O off for the rest of the file, so
+  // the writer never waits on the disk again.
   static constexpr int64_t kSlowDirectWriteNs = 20000000;
   // Direct writes that were that slow (0 or 1).
   uint64_t slow_direct_writes() const { return slow_direct_writes_; }
+  // Whether the descriptor has O_DIRECT set now: set or cleared before each write as the write
+  // needs (a flush leaves it clear), and clear for good once direct_io() is false.
+  bool fd_direct() const { return fd_direct_; }
 
   // The positional write system call (pwrite); tests pass one that fails.
   using PWrite = ssize_t (*)(int fd, const void* buf, size_t n, off_t offset);
@@ -93,14 +102,17 @@ class DumpSink {
   bool Spill(bool flush);
   bool WriteRaw(const char* p, size_t n);
   bool Compress(const char* p, size_t n);
-  // Direct I/O: writes the block's whole units (the first one through the page cache when it
-  // was written so before) and, with `tail`, the partial unit after them through the page
-  // cache; keeps that partial unit at the block's start.
+  // Direct I/O: writes the block's whole units (the first one through the page cache when part
+  // of it was written so before) and, with `tail`, the partial unit after them through the page
+  // cache unless it is there already; keeps that partial unit at the block's start.
   bool EmitUnits(bool tail);
-  // pwrite of [p, p + n) at `offset`, through the page cache when !direct (O_DIRECT toggled off
-  // for it). A direct write refused with EINVAL turns direct I/O off for good and retries.
+  // pwrite of [p, p + n) at `offset`, direct when `direct` and direct I/O is on, else through
+  // the page cache (O_DIRECT set or cleared on the descriptor first). A direct write refused
+  // with EINVAL turns direct I/O off for good and is retried through the cache.
   bool PWriteAll(const char* p, size_t n, uint64_t offset, bool direct);
-  bool SetDirect(bool on);
+  // Sets or clears O_DIRECT on the descriptor; false (flag unchanged) when fcntl refuses.
+  bool SetFdDirect(bool on);
+  void DirectOff();  // direct I/O off for the rest of the file
   void Fail(const std::string& what, int err);
 
   std::string dir_;
@@ -116,10 +128,12 @@ class DumpSink {
   bool want_direct_ = true;
   bool positional_ = false;      // opened for direct I/O: block_ sits at block_offset_
   bool direct_ = false;          // ... and direct I/O is still on
+  bool fd_direct_ = false;       // the descriptor's O_DIRECT flag
+  size_t unit_ = kAlign;         // whole units of direct writes: the page size
+  size_t cached_len_ = 0;        // bytes of block_'s first unit written through the cache
   char* block_ = nullptr;        // kBlock bytes aligned to kAlign
   size_t block_len_ = 0;         // bytes of text in block_
   uint64_t block_offset_ = 0;    // file offset of block_[0] (a multiple of kAlign)
-  bool head_cached_ = false;     // block_'s first unit was written through the page cache
   PWrite pwrite_ = ::pwrite;
   uint64_t slow_direct_writes_ = 0;
   struct Zstd;

@@ -67,7 +67,8 @@ def run_once(app, injector, args, traced, dump_dir=None, extra_env=None):
     variables for this run."""
     out_dir = tempfile.mkdtemp(prefix="truffld-pair-", dir=dump_dir)
     try:
-        env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir, **(extra_env or {}))
+        env = dict(os.environ, TRUFFLD_OUTPUT_DIR=out_dir)
+        env.update(extra_env or {})
         env.pop("NVTX_INJECTION64_PATH", None)
         env.pop("CUDA_INJECTION64_PATH", None)  # NVTX only: no CUPTI in either setting
         if traced:
