@@ -3,6 +3,8 @@
 // "refused" and callers write the usual way.
 #include "truffld/direct_writer.h"
 
+#include "truffld/direct_io.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
@@ -36,13 +38,9 @@ Result<std::unique_ptr<DirectWriter>> DirectWriter::Open(const std::string& path
 
 Result<std::unique_ptr<DirectWriter>> DirectWriter::Adopt(int fd, const std::string& name, Options opt) {
 #if defined(__linux__) && defined(O_DIRECT)
-  if (opt.o_direct) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    if (flags < 0) return IoError(name + ": cannot read the file's flags: " + std::strerror(errno));
-    if (::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
-      if (errno == EINVAL) return std::unique_ptr<DirectWriter>();  // refused
-      return IoError(name + ": cannot turn on direct I/O: " + std::strerror(errno));
-    }
+  if (opt.o_direct && !SetDirectIo(fd, true)) {
+    if (errno == EINVAL) return std::unique_ptr<DirectWriter>();  // refused
+    return IoError(name + ": cannot turn on direct I/O: " + std::strerror(errno));
   }
   return std::unique_ptr<DirectWriter>(new DirectWriter(fd, name, opt));
 #else
@@ -191,9 +189,7 @@ Status DirectWriter::WriteAll(const char* p, size_t n, uint64_t offset) {
 Status DirectWriter::DirectOff() {
 #if defined(__linux__)
   if (!direct_) return Status::Ok();
-  const int fl = ::fcntl(fd_, F_GETFL);
-  if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0)
-    return IoError(name_ + ": cannot turn direct I/O off: " + std::strerror(errno));
+  if (!SetDirectIo(fd_, false)) return IoError(name_ + ": cannot turn direct I/O off: " + std::strerror(errno));
 #endif
   direct_ = false;
   return Status::Ok();

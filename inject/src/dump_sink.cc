@@ -1,6 +1,8 @@
 // DumpSink: see dump_sink.h.
 #include "dump_sink.h"
 
+#include "truffld/direct_io.h"
+
 #include <fcntl.h>
 #include <time.h>
 #include <linux/magic.h>
@@ -51,15 +53,18 @@ bool InMemoryFileSystem(int fd) {
   struct statfs fs;
   return ::fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
 }
+
+int64_t MonotonicNs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 }  // namespace
 
 DumpSink::DumpSink(std::string dir, Compression c, unsigned mode, Log log, bool direct)
     : dir_(std::move(dir)), compression_(c), mode_(mode), log_(std::move(log)), want_direct_(direct) {}
 
-DumpSink::~DumpSink() {
-  Close();
-  std::free(block_);
-}
+DumpSink::~DumpSink() { Close(); }
 
 void DumpSink::Fail(const std::string& what, int err) {
   ++write_errors_;
@@ -76,7 +81,7 @@ bool DumpSink::Open(const std::function<std::string(int)>& name_for_attempt) {
     broken_ = true;
     return false;
   }
-  if (!block_) block_ = static_cast<char*>(std::aligned_alloc(kAlign, kBlock));
+  if (!block_) block_.reset(static_cast<char*>(std::aligned_alloc(kAlign, kBlock)));
   if (!block_) {
     Fail("no memory for the trace file's buffer", ENOMEM);
     broken_ = true;
@@ -141,8 +146,7 @@ bool DumpSink::Compress(const char* p, size_t n) {
 
 bool DumpSink::SetFdDirect(bool on) {
   if (fd_direct_ == on) return true;
-  const int fl = ::fcntl(fd_, F_GETFL);
-  if (fl < 0 || ::fcntl(fd_, F_SETFL, on ? (fl | O_DIRECT) : (fl & ~O_DIRECT)) != 0) return false;
+  if (!SetDirectIo(fd_, on)) return false;
   fd_direct_ = on;
   return true;
 }
@@ -181,31 +185,28 @@ bool DumpSink::EmitUnits(bool tail) {
   const size_t whole = block_len_ & ~(unit_ - 1), rest = block_len_ - whole;
   size_t done = 0;
   if (cached_len_ > 0 && whole > 0) {  // never write a cached page directly: the kernel would flush it
-    if (!PWriteAll(block_, unit_, block_offset_, false)) return false;
+    if (!PWriteAll(block_.get(), unit_, block_offset_, false)) return false;
     done = unit_;
   }
   if (whole > done) {
-    const bool direct = direct_;
-    timespec t0, t1;
-    ::clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!PWriteAll(block_ + done, whole - done, block_offset_ + done, direct)) return false;
-    ::clock_gettime(CLOCK_MONOTONIC, &t1);
-    const int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    if (direct && direct_ && ns > kSlowDirectWriteNs) {
+    const bool direct = direct_;  // only direct writes are timed
+    const int64_t t0 = direct ? MonotonicNs() : 0;
+    if (!PWriteAll(block_.get() + done, whole - done, block_offset_ + done, direct)) return false;
+    if (direct && direct_ && MonotonicNs() - t0 > kSlowDirectWriteNs) {
       // A busy disk: a direct write waits for it while the rings fill; the page cache does not.
       DirectOff();
       ++slow_direct_writes_;
     }
   }
   if (whole > 0) {
-    std::memmove(block_, block_ + whole, rest);
+    std::memmove(block_.get(), block_.get() + whole, rest);
     block_offset_ += whole;
     block_len_ = rest;
     cached_len_ = 0;
   }
   // The partial unit through the cache, unless it is there already (an idle flush).
   if (tail && rest > cached_len_) {
-    if (!PWriteAll(block_, rest, block_offset_, false)) return false;
+    if (!PWriteAll(block_.get(), rest, block_offset_, false)) return false;
     cached_len_ = rest;
   }
   return true;
@@ -213,7 +214,7 @@ bool DumpSink::EmitUnits(bool tail) {
 
 bool DumpSink::Spill(bool flush) {
   if (positional_) return EmitUnits(flush);
-  const bool ok = zstd_ ? Compress(block_, block_len_) : WriteRaw(block_, block_len_);
+  const bool ok = zstd_ ? Compress(block_.get(), block_len_) : WriteRaw(block_.get(), block_len_);
   block_len_ = 0;
   return ok;
 }
@@ -221,7 +222,7 @@ bool DumpSink::Spill(bool flush) {
 char* DumpSink::Room(size_t n) {
   if (fd_ < 0 || broken_ || n > kMaxRoom) return nullptr;
   if (block_len_ + n > kBlock && !Spill(false)) return nullptr;
-  return block_ + block_len_;
+  return block_.get() + block_len_;
 }
 
 bool DumpSink::Write(std::string_view bytes) {
@@ -230,7 +231,7 @@ bool DumpSink::Write(std::string_view bytes) {
   while (!bytes.empty()) {
     if (block_len_ == kBlock && !Spill(false)) return false;
     const size_t k = std::min(bytes.size(), kBlock - block_len_);
-    std::memcpy(block_ + block_len_, bytes.data(), k);
+    std::memcpy(block_.get() + block_len_, bytes.data(), k);
     block_len_ += k;
     bytes.remove_prefix(k);
   }

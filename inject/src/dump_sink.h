@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -131,7 +132,10 @@ class DumpSink {
   bool fd_direct_ = false;       // the descriptor's O_DIRECT flag
   size_t unit_ = kAlign;         // whole units of direct writes: the page size
   size_t cached_len_ = 0;        // bytes of block_'s first unit written through the cache
-  char* block_ = nullptr;        // kBlock bytes aligned to kAlign
+  struct FreeBlock {
+    void operator()(char* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<char, FreeBlock> block_;  // kBlock bytes aligned to kAlign (aligned_alloc)
   size_t block_len_ = 0;         // bytes of text in block_
   uint64_t block_offset_ = 0;    // file offset of block_[0] (a multiple of kAlign)
   PWrite pwrite_ = ::pwrite;

@@ -225,15 +225,23 @@ ssize_t RefuseDirectPWrite(int fd, const void* buf, size_t n, off_t off) {
   return ::pwrite(fd, buf, n, off);
 }
 
-TEST(DumpSink, RefusedDirectWritesGoThroughTheCacheWithoutLoss) {
-  const SinkTestDir tmp("refused");
-  const std::string& dir = tmp.path;
-  DumpSink sink(dir, Compression::kNone, 0640, [](const std::string&) {}, true);
-  sink.set_pwrite(RefuseDirectPWrite);
-  ASSERT_TRUE(sink.Open([](int) { return std::string("dump.jsonl"); }));
-  if (!sink.direct_io()) GTEST_SKIP() << dir << " does not take O_DIRECT: nothing to refuse";
-  WriteAndCheck(sink, 3);
+// A direct sink whose pwrite is `hook`: WriteAndCheck loses nothing and leaves direct I/O off.
+// Returns the sink's slow direct writes, or -1 (skipped) where the folder takes no O_DIRECT.
+int64_t FallsBackWithoutLoss(const std::string& name, DumpSink::PWrite hook, uint32_t seed) {
+  const SinkTestDir dir(name);
+  DumpSink sink(dir.path, Compression::kNone, 0640, [](const std::string&) {}, true);
+  sink.set_pwrite(hook);
+  EXPECT_TRUE(sink.Open([](int) { return std::string("dump.jsonl"); }));
+  if (!sink.direct_io()) return -1;
+  WriteAndCheck(sink, seed);
   EXPECT_FALSE(sink.direct_io());
+  return static_cast<int64_t>(sink.slow_direct_writes());
+}
+
+TEST(DumpSink, RefusedDirectWritesGoThroughTheCacheWithoutLoss) {
+  const int64_t slow = FallsBackWithoutLoss("refused", RefuseDirectPWrite, 3);
+  if (slow < 0) GTEST_SKIP() << "the build folder does not take O_DIRECT: nothing to refuse";
+  EXPECT_EQ(slow, 0);  // refused, not slow
 }
 
 // A disk busy with other writers: each direct write takes longer than the sink accepts.
@@ -246,15 +254,9 @@ ssize_t SlowDirectPWrite(int fd, const void* buf, size_t n, off_t off) {
 }
 
 TEST(DumpSink, ASlowDiskTurnsDirectWritesOffWithoutLoss) {
-  const SinkTestDir tmp("slow");
-  const std::string& dir = tmp.path;
-  DumpSink sink(dir, Compression::kNone, 0640, [](const std::string&) {}, true);
-  sink.set_pwrite(SlowDirectPWrite);
-  ASSERT_TRUE(sink.Open([](int) { return std::string("dump.jsonl"); }));
-  if (!sink.direct_io()) GTEST_SKIP() << dir << " does not take O_DIRECT: nothing to slow down";
-  WriteAndCheck(sink, 5);
-  EXPECT_FALSE(sink.direct_io());
-  EXPECT_EQ(sink.slow_direct_writes(), 1u);  // one slow write, then the page cache
+  const int64_t slow = FallsBackWithoutLoss("slow", SlowDirectPWrite, 5);
+  if (slow < 0) GTEST_SKIP() << "the build folder does not take O_DIRECT: nothing to slow down";
+  EXPECT_EQ(slow, 1);  // one slow write, then the page cache
 }
 
 size_t g_failing_calls = 0;

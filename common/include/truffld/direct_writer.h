@@ -16,8 +16,9 @@
 // Finish writes the last partial unit without O_DIRECT and closes the file.
 //
 // Where direct I/O is refused, nothing is lost: Open returns null when the file system does not
-// accept O_DIRECT (tmpfs), so the caller writes the usual way, and a write refused with EINVAL
-// later (an alignment the device does not accept) turns O_DIRECT off for the rest of the file.
+// accept O_DIRECT (tmpfs before Linux 6.6), so the caller writes the usual way, and a write
+// refused with EINVAL later (an alignment the device does not accept) turns O_DIRECT off for the
+// rest of the file.
 // A disk error (EIO, ENOSPC) stops the writing and is returned by Finish, naming the file.
 // Units: bytes. Thread-safety: one owner thread calls Commit/Append/Finish; the background
 // thread is internal.
