@@ -151,7 +151,8 @@ bool DumpSink::SetFdDirect(bool on) {
   return true;
 }
 
-void DumpSink::DirectOff() {
+void DumpSink::DirectOff(const char* why) {
+  if (direct_ && *direct_stopped_ == '\0') direct_stopped_ = why;
   direct_ = false;
   SetFdDirect(false);  // if fcntl refuses, PWriteAll tries again before a cached write
 }
@@ -160,14 +161,14 @@ bool DumpSink::PWriteAll(const char* p, size_t n, uint64_t offset, bool direct) 
   direct = direct && direct_;
   if (!SetFdDirect(direct)) {
     if (!direct) { Fail("writing " + path_ + " failed (cannot turn O_DIRECT off)", errno); broken_ = true; return false; }
-    DirectOff();  // cannot turn it back on: the rest through the cache
+    DirectOff("fcntl");  // cannot turn it back on: the rest through the cache
     direct = false;
   }
   while (n > 0) {
     const ssize_t w = pwrite_(fd_, p, n, static_cast<off_t>(offset));
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno == EINVAL && direct) {  // the device wants another alignment
-      DirectOff();
+      DirectOff("refused");
       direct = false;
       if (fd_direct_) { Fail("writing " + path_ + " failed (cannot turn O_DIRECT off)", EINVAL); broken_ = true; return false; }
       continue;
@@ -194,7 +195,7 @@ bool DumpSink::EmitUnits(bool tail) {
     if (!PWriteAll(block_.get() + done, whole - done, block_offset_ + done, direct)) return false;
     if (direct && direct_ && MonotonicNs() - t0 > kSlowDirectWriteNs) {
       // A busy disk: a direct write waits for it while the rings fill; the page cache does not.
-      DirectOff();
+      DirectOff("slow_write");
       ++slow_direct_writes_;
     }
   }

@@ -89,6 +89,14 @@ class DumpSink {
   static constexpr int64_t kSlowDirectWriteNs = 20000000;
   // Direct writes that were that slow (0 or 1).
   uint64_t slow_direct_writes() const { return slow_direct_writes_; }
+  // How the dump's bytes reach the file now: "direct", "page_cache" or "zstd" (compressed,
+  // through the page cache). STATS.dump_io.
+  const char* io_mode() const { return zstd_ ? "zstd" : direct_ ? "direct" : "page_cache"; }
+  // Why direct I/O stopped before the end of the file: "" while it is on or when it never was,
+  // "slow_write" (a direct write took over kSlowDirectWriteNs), "refused" (a direct write failed
+  // with EINVAL: the device wants another alignment) or "fcntl" (O_DIRECT could not be set
+  // again). STATS.direct_io_stopped.
+  const char* direct_stopped() const { return direct_stopped_; }
   // Whether the descriptor has O_DIRECT set now: set or cleared before each write as the write
   // needs (a flush leaves it clear), and clear for good once direct_io() is false.
   bool fd_direct() const { return fd_direct_; }
@@ -113,7 +121,7 @@ class DumpSink {
   bool PWriteAll(const char* p, size_t n, uint64_t offset, bool direct);
   // Sets or clears O_DIRECT on the descriptor; false (flag unchanged) when fcntl refuses.
   bool SetFdDirect(bool on);
-  void DirectOff();  // direct I/O off for the rest of the file
+  void DirectOff(const char* why);  // direct I/O off for the rest of the file (direct_stopped())
   void Fail(const std::string& what, int err);
 
   std::string dir_;
@@ -130,6 +138,7 @@ class DumpSink {
   bool positional_ = false;      // opened for direct I/O: block_ sits at block_offset_
   bool direct_ = false;          // ... and direct I/O is still on
   bool fd_direct_ = false;       // the descriptor's O_DIRECT flag
+  const char* direct_stopped_ = "";
   size_t unit_ = kAlign;         // whole units of direct writes: the page size
   size_t cached_len_ = 0;        // bytes of block_'s first unit written through the cache
   struct FreeBlock {

@@ -323,6 +323,8 @@ void FormatStats(const StatsInfo& s, std::string& out) {
       .UInt("payloads_too_large", s.payloads_too_large).UInt("names_truncated", s.names_truncated)
       .Str("cupti_status", s.cupti_status);
   if (s.window_period) j.UInt("window_period", s.window_period);
+  if (*s.dump_io) j.Str("dump_io", s.dump_io);
+  if (*s.direct_io_stopped) j.Str("direct_io_stopped", s.direct_io_stopped);
   j.End();
 }
 

@@ -133,6 +133,8 @@ struct StatsInfo {
   uint64_t cupti_dropped = 0;
   uint64_t api_unpaired = 0;                // API calls left out: one callback of the pair not seen
   uint64_t write_errors = 0;
+  const char* dump_io = "";          // DumpSink::io_mode() ("": not written)
+  const char* direct_io_stopped = "";  // DumpSink::direct_stopped() ("": not written)
   uint64_t payloads_too_large = 0;
   uint64_t names_truncated = 0;
   uint64_t ranges_dropped_push_pop = 0;    // NVTX push/pop ranges dropped whole

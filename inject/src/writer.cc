@@ -158,6 +158,10 @@ void Tracer::WriteStats(std::string& out) {
   // Errors so far plus the write of this very line cannot be known in advance; report the
   // count before it (a failing STATS write is by definition not in the file).
   s.write_errors = sink_ ? sink_->write_errors() : 0;
+  if (sink_) {
+    s.dump_io = sink_->io_mode();
+    s.direct_io_stopped = sink_->direct_stopped();
+  }
   FormatStats(s, out);
 }
 

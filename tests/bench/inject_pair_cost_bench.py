@@ -14,7 +14,8 @@ each run comes from wait4's rusage. The paired difference (traced - untraced) / 
 that tracing adds per pair, with the median over rounds and a bootstrap 95 % interval
 (paired_ratio.bootstrap_median_ci). The process start-up (loading and starting the tracer,
 META) is included and spread over the N pairs; `--pairs` makes it small.
-A traced run whose STATS counts drops is reported (the pair cost is then not comparable).
+A traced run whose STATS counts drops is reported (the pair cost is then not comparable), and each
+traced run's STATS.dump_io (direct, page_cache, zstd; and why direct I/O stopped part-way).
 
 With --compare PATH a second injector (B) runs in the same rounds, the three settings taking
 turns in an order that rotates each round; the report adds B's cost and the paired B - A.
@@ -46,7 +47,9 @@ from paired_ratio import bootstrap_median_ci  # noqa: E402
 
 
 def read_stats(out_dir):
-    """(written, dropped) NVTX_PUSH+NVTX_POP records of the one dump in out_dir."""
+    """(written, dropped, how) of the one dump in out_dir: its NVTX_PUSH+NVTX_POP records
+    written and dropped, and how they reached the file (STATS.dump_io, with
+    direct_io_stopped when direct I/O stopped part-way: a run that mixes modes)."""
     dumps = [f for f in os.listdir(out_dir) if f.endswith(".jsonl")]
     if len(dumps) != 1:
         raise RuntimeError(f"expected one dump in {out_dir}, found {dumps}")
@@ -57,8 +60,11 @@ def read_stats(out_dir):
     if stats.get("type") != "STATS":
         raise RuntimeError("the dump does not end with STATS")
     kinds = ("NVTX_PUSH", "NVTX_POP")
+    how = stats.get("dump_io", "?")
+    if stats.get("direct_io_stopped"):
+        how += f" (direct stopped: {stats['direct_io_stopped']})"
     return (sum(stats["records_written"][k] for k in kinds),
-            sum(stats["records_dropped"][k] for k in kinds))
+            sum(stats["records_dropped"][k] for k in kinds), how)
 
 
 def run_once(app, injector, args, traced, dump_dir=None, extra_env=None):
@@ -135,7 +141,7 @@ def main():
             ns[i].append(1e9 * seconds / args.pairs)
             if stats:
                 dropped += stats[1]
-                line.append(f"{'AB'[i - 1]} dropped {stats[1]}")
+                line.append(f"{'AB'[i - 1]} dropped {stats[1]}, {stats[2]}")
         print(f"round {rnd + 1:>2}: ns/pair " +
               ", ".join(f"{'untraced A B'.split()[i]} {ns[i][-1]:.1f}" for i in range(len(settings))) +
               "; " + ", ".join(line))

@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -191,6 +192,7 @@ TEST(DumpSink, ZstdDecodesToEverythingGivenAfterEachFlush) {
   DumpSink sink(dir.path, Compression::kZstd, 0640, [](const std::string&) {}, true);
   ASSERT_TRUE(sink.Open([](int) { return std::string("dump.jsonl.zst"); }));
   EXPECT_FALSE(sink.direct_io());
+  EXPECT_STREQ(sink.io_mode(), "zstd");
   std::mt19937 rng(6);
   std::string expected;
   for (int i = 0; i < 60; ++i) {
@@ -225,23 +227,28 @@ ssize_t RefuseDirectPWrite(int fd, const void* buf, size_t n, off_t off) {
   return ::pwrite(fd, buf, n, off);
 }
 
-// A direct sink whose pwrite is `hook`: WriteAndCheck loses nothing and leaves direct I/O off.
-// Returns the sink's slow direct writes, or -1 (skipped) where the folder takes no O_DIRECT.
-int64_t FallsBackWithoutLoss(const std::string& name, DumpSink::PWrite hook, uint32_t seed) {
+// A direct sink whose pwrite is `hook`: WriteAndCheck loses nothing and leaves direct I/O off
+// (STATS then says the page cache, and why). Returns the sink's slow direct writes and why
+// direct I/O stopped, or -1 (skipped) where the folder takes no O_DIRECT.
+std::pair<int64_t, std::string> FallsBackWithoutLoss(const std::string& name, DumpSink::PWrite hook, uint32_t seed) {
   const SinkTestDir dir(name);
   DumpSink sink(dir.path, Compression::kNone, 0640, [](const std::string&) {}, true);
   sink.set_pwrite(hook);
   EXPECT_TRUE(sink.Open([](int) { return std::string("dump.jsonl"); }));
-  if (!sink.direct_io()) return -1;
+  if (!sink.direct_io()) return {-1, ""};
+  EXPECT_STREQ(sink.io_mode(), "direct");
+  EXPECT_STREQ(sink.direct_stopped(), "");
   WriteAndCheck(sink, seed);
   EXPECT_FALSE(sink.direct_io());
-  return static_cast<int64_t>(sink.slow_direct_writes());
+  EXPECT_STREQ(sink.io_mode(), "page_cache");
+  return {static_cast<int64_t>(sink.slow_direct_writes()), sink.direct_stopped()};
 }
 
 TEST(DumpSink, RefusedDirectWritesGoThroughTheCacheWithoutLoss) {
-  const int64_t slow = FallsBackWithoutLoss("refused", RefuseDirectPWrite, 3);
+  const auto [slow, why] = FallsBackWithoutLoss("refused", RefuseDirectPWrite, 3);
   if (slow < 0) GTEST_SKIP() << "the build folder does not take O_DIRECT: nothing to refuse";
   EXPECT_EQ(slow, 0);  // refused, not slow
+  EXPECT_EQ(why, "refused");
 }
 
 // A disk busy with other writers: each direct write takes longer than the sink accepts.
@@ -254,9 +261,10 @@ ssize_t SlowDirectPWrite(int fd, const void* buf, size_t n, off_t off) {
 }
 
 TEST(DumpSink, ASlowDiskTurnsDirectWritesOffWithoutLoss) {
-  const int64_t slow = FallsBackWithoutLoss("slow", SlowDirectPWrite, 5);
+  const auto [slow, why] = FallsBackWithoutLoss("slow", SlowDirectPWrite, 5);
   if (slow < 0) GTEST_SKIP() << "the build folder does not take O_DIRECT: nothing to slow down";
   EXPECT_EQ(slow, 1);  // one slow write, then the page cache
+  EXPECT_EQ(why, "slow_write");
 }
 
 size_t g_failing_calls = 0;
@@ -295,6 +303,8 @@ TEST(DumpSink, TmpfsStaysOnThePageCache) {
   DumpSink sink(dir.path, Compression::kNone, 0640, [](const std::string&) {}, true);
   ASSERT_TRUE(sink.Open([](int) { return std::string("dump.jsonl"); }));
   EXPECT_FALSE(sink.direct_io());
+  EXPECT_STREQ(sink.io_mode(), "page_cache");
+  EXPECT_STREQ(sink.direct_stopped(), "");  // never on: nothing stopped
   WriteAndCheck(sink, 4);
 }
 

@@ -280,6 +280,15 @@ TEST(Format, MetaStatsAndClock) {
   EXPECT_EQ(j["records_written"]["KERNEL"], 4);
   EXPECT_EQ(j["records_dropped"]["NVTX_PUSH"], 2);
   EXPECT_EQ(j["cupti_dropped"], 7);
+  EXPECT_FALSE(j.contains("dump_io"));  // no sink: nothing to say
+  EXPECT_FALSE(j.contains("direct_io_stopped"));
+  s.dump_io = "page_cache";
+  s.direct_io_stopped = "slow_write";
+  out.clear();
+  FormatStats(s, out);
+  j = Line(out);
+  EXPECT_EQ(j["dump_io"], "page_cache");
+  EXPECT_EQ(j["direct_io_stopped"], "slow_write");
   out.clear();
   FormatClock(5, 6, out);
   j = Line(out);
