@@ -127,6 +127,17 @@ def label_truth(path, scen):
     return truth
 
 
+def label_cost_shares(path):
+    """labels.jsonl -> {view: [share]}: what each unit labelled abnormal cost its step, as a share of
+    the step without the fault (cost_ns / counterfactual_ns; units without them are left out)."""
+    out = {v: [] for v in VIEWS}
+    for lab in read_jsonl(path):
+        cf = lab.get("counterfactual_ns")
+        if lab.get("abnormal") and lab.get("cost_ns") is not None and cf:
+            out.setdefault(lab["view"], []).append(lab["cost_ns"] / cf)
+    return out
+
+
 def read_diagnosis(path, scen):
     """diagnosis.jsonl -> {view: {key: unit}}; unit = {label, fams (set), blames [(family, excess_ns)],
     evidence, top_blame_evidence (of the faulty operator with the largest excess), phase, requests,

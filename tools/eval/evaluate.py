@@ -57,6 +57,7 @@ def run_scenario(tools, name, sdir, sargs, info, truth, units, features, log):
                 faults=summ["faults"], merged=os.path.join(sdir, "merged"))
     labels = os.path.join(sdir, "dump", "labels.jsonl")
     common.merge_nested(truth, common.label_truth(labels, name))
+    info["cost_shares"] = common.label_cost_shares(labels)
     for method, mode in MODES:
         ddir = os.path.join(sdir, f"diag-{mode}")
         extra = ["--export-features", os.path.join(sdir, "features.csv")] if mode == "peer" else []
@@ -115,7 +116,7 @@ def evaluate_suite(tools, work, suite, entries, quick, log, no_baselines):
     tables = score.methods_table(truth, units, base, families)
     names = [n for n, _, _ in entries if "failed" not in infos[n]]
     scen = score.per_scenario(names, truth, units)
-    classes = {m: score.per_class(entries, scen, m) for m, _ in MODES}
+    classes = {m: score.per_class(entries, scen, m, infos) for m, _ in MODES}
     stats = {}
     for v in VIEWS:
         n = len(truth[v])

@@ -27,8 +27,10 @@ READING = [
     "## How to read these tables", "",
     "- **Unit**: one (rank, step) in one **view**. The *vertical* view holds a step's compute, copy and host "
     "operators on that rank; the *horizontal* view its communication (NCCL collectives, pipeline send/recv). "
-    "A synthetic fault labels a unit abnormal when its slowdown is at least 1.25x; a slowed shared transfer "
-    "labels every participant in the horizontal view.",
+    "A synthetic fault labels a unit abnormal when its slowdown is at least 1.25x and it cost the step at least 1% "
+    "of the step's time without it (the generator re-simulates the step without faults; `--label-min-cost-share`): "
+    "a cheaper one, such as a host stall the GPU queue absorbed, is labelled normal, as truffld-diagnose's 1% "
+    "impact floor would judge it. A slowed shared transfer labels every participant in the horizontal view.",
     "- **Family**: an operator name (e.g. `aten::mm`, `ncclAllReduce`); the labels name the faulty families of "
     "each abnormal unit.",
     "- **Step metrics** (Acc, Prec, Rec, F1): a unit counts as predicted abnormal when the method says so; "

@@ -116,18 +116,28 @@ def _seed_range(x):
     return "" if len(x.get("seed_f1", [])) < 2 else f" ({min(x['seed_f1']):.2f}–{max(x['seed_f1']):.2f})"
 
 
+def _pct(x):
+    return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
+
+
+def _share_cell(x):
+    cs = x.get("cost_share")
+    return "–" if not cs else f"{_pct(cs['median'])} ({_pct(cs['min'])}–{_pct(cs['max'])})"
+
+
 def per_class(s, method=PEER):
     rows = s.get("per_class", {}).get(method, [])
     if not rows:
         return []
-    md = ["| class | intensity | seeds | labelled abnormal V / H of units | V step F1 (seed range) | H step F1 (seed range) "
+    md = ["| class | intensity | seeds | labelled abnormal V / H of units | what the labelled faults cost their step, "
+          "V / H: median (min–max) | V step F1 (seed range) | H step F1 (seed range) "
           "| false alarms V / H | insufficient V / H | op precision V / H (blames) | mean excess of correct blames "
-          "V / H |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "V / H |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for cls, level, views in rows:
         vv, hh = views["vertical"], views["horizontal"]
         ex = " / ".join("–" if x["excess_us"] is None else f"{x['excess_us']:.1f} µs" for x in (vv, hh))
         md.append(f"| {cls} | {level} | {vv['seeds']} | {vv['positives']} / {hh['positives']} of {vv['units']} | "
-                  f"{f3(vv['f1'])}{_seed_range(vv)} | {f3(hh['f1'])}{_seed_range(hh)} | {vv['fp']} / {hh['fp']} | "
+                  f"{_share_cell(vv)} / {_share_cell(hh)} | {f3(vv['f1'])}{_seed_range(vv)} | {f3(hh['f1'])}{_seed_range(hh)} | {vv['fp']} / {hh['fp']} | "
                   f"{vv['insufficient']} / {hh['insufficient']} | {f3(vv['op_prec'])} ({vv['blames']}) / "
                   f"{f3(hh['op_prec'])} ({hh['blames']}) | {ex} |")
     return md + [""]
@@ -293,8 +303,11 @@ def targets(res, healthy, real, cost):
               for view, x in views.items() if x["f1"] is not None]
     if strong:
         worst = min(strong, key=lambda t: t[2]["f1"])
+        cost = "" if not worst[2].get("cost_share") else (
+            f"; its labelled faults cost their steps {_share_cell(worst[2])}, the 1% impact floor is "
+            "`--min-impact-share`")
         rows.append(("every fault class at strong intensity: step F1 >= 0.80 (per view with labelled units)",
-                     f"lowest {worst[2]['f1']:.3f} ({worst[0]}, {worst[1]})", _met(worst[2]["f1"] >= 0.80)))
+                     f"lowest {worst[2]['f1']:.3f} ({worst[0]}, {worst[1]}{cost})", _met(worst[2]["f1"] >= 0.80)))
         blames = sum(x["blames"] for _, _, views in d["per_class"][PEER] for x in views.values())
         missing = sum(x.get("no_excess", 0) for _, _, views in d["per_class"][PEER] for x in views.values())
         rows.append(("every faulty operator carries its excess time", f"{missing} of {blames} blames without excess_ns",

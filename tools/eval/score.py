@@ -119,8 +119,19 @@ def per_scenario(names, truth, units):
     return out
 
 
-def per_class(entries, scen_scores, method):
-    """[(class, intensity, {view: finished counts pooled over seeds, with per-seed F1 list})]."""
+def _share_summary(shares):
+    """Median, min and max of cost shares (None when there are none)."""
+    if not shares:
+        return None
+    xs = sorted(shares)
+    mid = len(xs) // 2
+    med = xs[mid] if len(xs) % 2 else 0.5 * (xs[mid - 1] + xs[mid])
+    return {"median": med, "min": xs[0], "max": xs[-1], "n": len(xs)}
+
+
+def per_class(entries, scen_scores, method, infos=None):
+    """[(class, intensity, {view: finished counts pooled over seeds, with per-seed F1 list and
+    `cost_share`: what the labelled faults cost their steps (infos[name]["cost_shares"]))})]."""
     groups = defaultdict(list)
     for name, _, meta in entries:
         if name in scen_scores and method in scen_scores[name]:
@@ -137,7 +148,8 @@ def per_class(entries, scen_scores, method):
                                                    "excess_sum_ns", "excess_n", "no_excess")})
                 if c["f1"] is not None:
                     seed_f1.append(c["f1"])
-            views[v] = finish(tot) | {"seed_f1": seed_f1, "seeds": len(names)}
+            shares = [x for n in names for x in ((infos or {}).get(n, {}).get("cost_shares") or {}).get(v, [])]
+            views[v] = finish(tot) | {"seed_f1": seed_f1, "seeds": len(names), "cost_share": _share_summary(shares)}
         rows.append((cls, level, views))
     return rows
 
@@ -157,4 +169,10 @@ if __name__ == "__main__":  # self-check on a hand-made case
     rows = per_class([("s", [], {"class": "x", "intensity": "mild", "seed": 1})],
                      per_scenario(["s"], truth, units), PEER_NAME)
     assert rows[0][2]["vertical"]["f1"] == c["f1"] and rows[0][2]["horizontal"]["f1"] is None
+    assert rows[0][2]["vertical"]["cost_share"] is None
+    rows = per_class([("s", [], {"class": "x", "intensity": "mild", "seed": 1})],
+                     per_scenario(["s"], truth, units), PEER_NAME,
+                     {"s": {"cost_shares": {"vertical": [0.03, 0.01, 0.02, 0.5]}}})
+    cs = rows[0][2]["vertical"]["cost_share"]
+    assert (cs["min"], cs["max"], cs["n"]) == (0.01, 0.5, 4) and abs(cs["median"] - 0.025) < 1e-12, cs
     print("score.py self-check ok")
