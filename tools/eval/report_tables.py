@@ -303,11 +303,11 @@ def targets(res, healthy, real, cost):
               for view, x in views.items() if x["f1"] is not None]
     if strong:
         worst = min(strong, key=lambda t: t[2]["f1"])
-        cost = "" if not worst[2].get("cost_share") else (
+        paid = "" if not worst[2].get("cost_share") else (
             f"; its labelled faults cost their steps {_share_cell(worst[2])}, the 1% impact floor is "
             "`--min-impact-share`")
         rows.append(("every fault class at strong intensity: step F1 >= 0.80 (per view with labelled units)",
-                     f"lowest {worst[2]['f1']:.3f} ({worst[0]}, {worst[1]}{cost})", _met(worst[2]["f1"] >= 0.80)))
+                     f"lowest {worst[2]['f1']:.3f} ({worst[0]}, {worst[1]}{paid})", _met(worst[2]["f1"] >= 0.80)))
         blames = sum(x["blames"] for _, _, views in d["per_class"][PEER] for x in views.values())
         missing = sum(x.get("no_excess", 0) for _, _, views in d["per_class"][PEER] for x in views.values())
         rows.append(("every faulty operator carries its excess time", f"{missing} of {blames} blames without excess_ns",
