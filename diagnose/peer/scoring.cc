@@ -11,6 +11,7 @@
 #include "read/hash_mix.h"
 #include "peer/robust_stats.h"
 #include "peer/decision.h"
+#include "peer/slow_regimes.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -302,6 +303,7 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     for (int s = 0; s < kPeerSourceCount; ++s) p_of[s][r] = rows[r].p[static_cast<size_t>(s)];
     p_group[r] = rows[r].p_group;
   }
+  std::vector<std::vector<RegimeRow>> regimes(groups.size());
   ParallelFor(groups.size(), o.threads, [&](size_t idx) {
     const GroupKey& k = groups[idx].key;
     const std::vector<uint32_t>& list = groups[idx].rows;
@@ -332,6 +334,8 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
       if (k.source == static_cast<int>(PeerSource::kTime) && !std::isnan(groups[idx].group_r[i]))
         p_group[list[i]] = tail(groups[idx].group_r[i], floor);
     }
+    if (k.source == static_cast<int>(PeerSource::kTime) && !k.family_row)
+      regimes[idx] = SlowerRegimeRows(f.info, o, list, r, rows);
     f.info.view = k.horizontal ? "horizontal" : "vertical";
     f.info.family = t.strings.Get(k.family);
     f.info.metric = MetricName(static_cast<Metric>(k.metric));
@@ -350,6 +354,7 @@ ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, cons
     judged_units[rows[r].unit] |= Judged(rows[r]);
   }
   ScoringResult out;
+  for (auto& g : regimes) out.regime_rows.insert(out.regime_rows.end(), g.begin(), g.end());
   for (auto& m : models) {
     (m.method == "gmm" ? out.fits : out.fallbacks) += 1;
     out.models.push_back(std::move(m));

@@ -75,10 +75,26 @@ struct ResidualModel {
   std::string method;                          // "gmm" | "median-mad"
 };
 
+// A row in a slower mode its population's null takes as a normal regime (slow_regimes.h): its
+// observed cost over what the population's main mode expects, in ns.
+struct RegimeRow {
+  uint32_t row = 0;
+  float excess_ns = 0;
+};
+
 struct ScoringResult {
   std::vector<ResidualModel> models;
   uint64_t fits = 0, fallbacks = 0;
+  // Rows of similar-steps instance populations whose residual lies in a mode of the mixture at
+  // least kRegimeShift slower than its heaviest mode and holding at least regime_weight of the
+  // mass (past halfway between the two): a slower regime no row of which is flagged. In
+  // population order.
+  std::vector<RegimeRow> regime_rows;
 };
+
+// How much slower than a population's main mode a common slower mode must be to be listed in
+// ScoringResult::regime_rows: log(1.25), the slowdown the generator calls a fault.
+inline constexpr double kRegimeShift = 0.22314355131420976;
 
 // Fills TestRow::p and TestRow::p_value of every row.
 ScoringResult ScoreRows(const InstanceTable& t, std::vector<TestRow>& rows, const ScoringOptions& o);

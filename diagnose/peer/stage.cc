@@ -39,6 +39,9 @@ PeerStageResult RunPeerStage(const InstanceTable& t, const PeerStageOptions& opt
   r.decision = std::move(judged.decision);
   r.blame = std::move(judged.blame);
   r.findings = std::move(judged.findings);
+  SlowRegimeOptions sr = o.slow_regimes;
+  sr.min_share = o.decision.min_impact_share;  // the floor a verdict needs, the same for a regime
+  r.slow_regimes = FindSlowRegimes(t, r.rows, r.scoring, r.decision, sr, &r.cycles);
   r.warmup_tally = TallyWarmup(t, r.warmup, o.decision.min_impact_share);
   r.stragglers = FindStragglers(t, r.groups, r.comm, o.straggler_share);
   r.pipelines = FindPipelineImbalance(t, r.groups, r.comm, o.pipeline_share);

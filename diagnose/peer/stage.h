@@ -11,6 +11,7 @@
 #include "read/instances.h"
 #include "peer/decision.h"
 #include "peer/scoring.h"
+#include "peer/slow_regimes.h"
 #include "peer/peers.h"
 #include "peer/pipeline_stages.h"
 #include "peer/stragglers.h"
@@ -27,6 +28,7 @@ struct PeerStageOptions {
   RunPatternOptions run_patterns; // what counts as a pattern of the run (run_patterns.h)
   double straggler_share = 0.02;  // report stragglers causing at least this share of a step
   double pipeline_share = 0.05;   // report a pipeline stage whose even split would save this share of a step
+  SlowRegimeOptions slow_regimes; // slower modes many steps share, reported once (slow_regimes.h)
   int threads = 1;
 };
 
@@ -44,6 +46,7 @@ struct PeerStageResult {
   WarmupTally warmup_tally;
   StragglerResult stragglers;
   std::vector<PipelineImbalance> pipelines;     // stages longer than the others (run findings)
+  std::vector<SlowRegime> slow_regimes;         // slower modes many steps share (run findings)
 };
 
 // Runs the stage. The log-ratio floor (PeerOptions::floor_ns) is raised to five ticks of the

@@ -100,6 +100,7 @@ ReportRunData BuildReportRunData(const InstanceTable& t, const PeerStageResult& 
   for (const RunFinding& f : r.findings) out.run_findings.push_back(f.sentence);
   for (const PersistentStraggler& p : r.stragglers.persistent) out.run_findings.push_back(PersistentStragglerSentence(p));
   for (const PipelineImbalance& p : r.pipelines) out.run_findings.push_back(PipelineImbalanceSentence(p));
+  for (const SlowRegime& g : r.slow_regimes) out.run_findings.push_back(g.sentence);
   for (const StragglerRow& s : r.stragglers.stragglers) {
     ReportRunData::Straggler row{s.rank, s.step_index, s.caused_ns, s.step_ns, s.last_in, s.collectives, 0,
                                  StragglerCause(t, r, s)};

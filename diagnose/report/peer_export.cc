@@ -135,6 +135,7 @@ std::string FormatPeerSummary(const PeerStageResult& r) {
     if (!note.empty()) out += "\n  note: " + note;
   }
   for (const RunFinding& f : r.findings) out += "\n  run finding: " + EscapeForTerminal(f.sentence);
+  for (const SlowRegime& g : r.slow_regimes) out += "\n  run finding: " + EscapeForTerminal(g.sentence);
   for (const PersistentStraggler& p : r.stragglers.persistent)
     out += "\n  persistent straggler: " + EscapeForTerminal(PersistentStragglerSentence(p));
   for (const PipelineImbalance& p : r.pipelines) out += "\n  pipeline: " + EscapeForTerminal(PipelineImbalanceSentence(p));

@@ -76,6 +76,20 @@ nlohmann::json RunFindingsJson(const InstanceTable& t, const PeerStageResult& r)
   return out;
 }
 
+nlohmann::json SlowRegimesJson(const InstanceTable& t, const PeerStageResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SlowRegime& g : r.slow_regimes) {
+    out.push_back({{"view", ViewName(g.view)}, {"rank", g.rank >= 0 ? nlohmann::json(g.rank) : nlohmann::json(nullptr)},
+                   {"family", t.strings.Get(g.family)}, {"metric", MetricName(g.metric)}, {"units", g.units},
+                   {"judged", g.judged}, {"typical_excess_ns", std::llround(g.typical_excess_ns)},
+                   {"min_excess_ns", std::llround(g.min_excess_ns)}, {"max_excess_ns", std::llround(g.max_excess_ns)},
+                   {"typical_share", g.typical_share}, {"total_ns", std::llround(g.total_ns)},
+                   {"absorbed_ns", std::llround(g.absorbed_ns)}, {"steps", g.steps},
+                   {"evidence", g.sentence}});
+  }
+  return out;
+}
+
 nlohmann::json WarmupStatsJson(const WarmupTally& w, int i) {
   return {{"units", w.units[i]}, {"above_impact_floor", w.material[i]}, {"excess_ns", std::llround(w.excess_ns[i])}};
 }

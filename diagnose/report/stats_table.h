@@ -87,7 +87,9 @@ namespace truffld::diagnose {
   X(pipeline_imbalance, "array", PipelinesJson(r),                                                      \
     "Pipeline replicas with a stage longer than the others (a run finding): each stage's ranks, hosts and median device compute a step (load_ns), the longest stage (index), the steps compared and those it was longest in, the median saving of an even split (saving_ns) against the median step (step_ns, share).") \
   X(run_findings, "array", RunFindingsJson(t, r),                                                        \
-    "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost (impact_ns: the step time it cost; absorbed_ns: the excess the steps never paid), families, sentence.")
+    "Cost patterns most steps of a lane share, reported once: lane, units, typical and range of excess, cost (impact_ns: the step time it cost; absorbed_ns: the excess the steps never paid), families, sentence.") \
+  X(slower_regimes, "array", SlowRegimesJson(t, r),                                                     \
+    "Slower modes that a quarter or more of a family's similar steps share, which scoring takes as a normal regime and so flags no step for (a run finding): per lane and family, the units where it cost at least the impact floor of their step (its extra time over the main mode, or less where the step's cycle was not that much longer than its similar steps'), the typical and range of the extra time, the median share of those steps it cost, the run's total (total_ns) and what the steps did not pay (absorbed_ns), their step indices (steps) and a sentence.")
 
 // One view of the peer detector (parameters: r, v = View, i = its index).
 #define TRUFFLD_DIAGNOSE_PEER_VIEW_STATS(X)                                                                \

@@ -18,7 +18,8 @@ Outputs (in OUTDIR):
                    the abnormal units it went through and what they cost it
   stats.json       input problems, per-view thresholds and residual models, stragglers,
                    run findings (patterns in most steps, persistent stragglers, a pipeline
-                   stage longer than the others), Stage II requests/tokens/cache
+                   stage longer than the others, slower regimes of the time outside
+                   operators), Stage II requests/tokens/cache
   metrics.json     with --labels: step Accuracy/Precision/F1, operator Macro and Macro+ per view
   step_features.jsonl  with --step-features (peer mode): one compact line per (rank, step):
                    replica/host/rank, phase, batch, tokens, context, step time, time since the
