@@ -178,6 +178,16 @@ def instances(stats_path):
         return None
 
 
+def slower_regime_steps(stats_path):
+    """stats.json peer.slower_regimes -> [(rank as unit_key writes it, step_index)] of every step a
+    slower-regime finding names (empty when there is none or no stats)."""
+    try:
+        regimes = json.load(open(stats_path))["peer"].get("slower_regimes", [])
+    except (OSError, ValueError, KeyError):
+        return []
+    return [("" if g["rank"] is None else str(g["rank"]), st) for g in regimes for st in g.get("steps", [])]
+
+
 def merge_nested(dst, src):
     """dst[view].update(src[view]) for {view: {key: value}} dicts."""
     for v, d in src.items():

@@ -68,6 +68,10 @@ def run_scenario(tools, name, sdir, sargs, info, truth, units, features, log):
             continue
         if mode == "peer":
             info["instances"] = common.instances(os.path.join(ddir, "stats.json"))
+            named = common.slower_regime_steps(os.path.join(ddir, "stats.json"))
+            vt = truth.get("vertical", {})
+            info["slower_regimes"] = {"steps": len(named),
+                                      "faulty": sum(1 for r, st in named if vt.get((name, r, st)))}
             if os.path.exists(os.path.join(sdir, "features.csv")):
                 features.append((name, os.path.join(sdir, "features.csv")))
         common.merge_nested(units[method], common.read_diagnosis(os.path.join(ddir, "diagnosis.jsonl"), name))

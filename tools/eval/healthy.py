@@ -51,6 +51,10 @@ def run_shape(tools, work, name, args, seed, log):
         if mode == "peer":
             out["workload"] = workload(units["vertical"])
             out["instances"] = common.instances(os.path.join(ddir, "stats.json"))
+            try:
+                out["slower_regimes"] = len(json.load(open(os.path.join(ddir, "stats.json")))["peer"]["slower_regimes"])
+            except (OSError, ValueError, KeyError):
+                out["slower_regimes"] = None
             # A few false alarms, with their evidence, so a reader can see what fired.
             out["examples"] = [u["evidence"][:300] for v in VIEWS for u in units[v].values()
                                if u["label"] == "abnormal"][:3]
@@ -80,6 +84,8 @@ def summarise(runs):
     out["rank_steps"] = sum(r["rank_steps"] for r in ok)
     out["workload"] = ok[0].get("workload")
     out["examples"] = [e for r in ok for e in r.get("examples", [])][:3]
+    found = [r.get("slower_regimes") for r in ok]
+    out["slower_regimes"] = None if any(x is None for x in found) else sum(found)
     for mode in MODES:
         per = [r[mode] for r in ok if mode in r]
         if not per:

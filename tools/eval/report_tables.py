@@ -132,14 +132,14 @@ def per_class(s, method=PEER):
     md = ["| class | intensity | seeds | labelled abnormal V / H of units | what the labelled faults cost their step, "
           "V / H: median (min–max) | V step F1 (seed range) | H step F1 (seed range) "
           "| false alarms V / H | insufficient V / H | op precision V / H (blames) | mean excess of correct blames "
-          "V / H |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "V / H | steps slower-regime findings named (labelled faulty) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cls, level, views in rows:
         vv, hh = views["vertical"], views["horizontal"]
         ex = " / ".join("–" if x["excess_us"] is None else f"{x['excess_us']:.1f} µs" for x in (vv, hh))
         md.append(f"| {cls} | {level} | {vv['seeds']} | {vv['positives']} / {hh['positives']} of {vv['units']} | "
                   f"{_share_cell(vv)} / {_share_cell(hh)} | {f3(vv['f1'])}{_seed_range(vv)} | {f3(hh['f1'])}{_seed_range(hh)} | {vv['fp']} / {hh['fp']} | "
                   f"{vv['insufficient']} / {hh['insufficient']} | {f3(vv['op_prec'])} ({vv['blames']}) / "
-                  f"{f3(hh['op_prec'])} ({hh['blames']}) | {ex} |")
+                  f"{f3(hh['op_prec'])} ({hh['blames']}) | {ex} | {vv.get('regime_steps', 0)} ({vv.get('regime_faulty', 0)}) |")
     return md + [""]
 
 
@@ -177,11 +177,11 @@ def healthy_table(h):
     if not h or not h.get("shapes"):
         return ["Not run." if not h else f"Not run: {h.get('missing_tools', '')}", ""]
     md = ["| shape | synth flags | seeds | units V / H | peer abnormal V / H | peer insufficient V / H | peer FA V | "
-          "peer FA H | worst seed FA V / H | pooled (legacy) FA V / H | flag every step FA |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "peer FA H | worst seed FA V / H | pooled (legacy) FA V / H | flag every step FA | peer slower-regime findings |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in h["shapes"]:
         if "peer" not in s:
-            md.append(f"| {s['name']} | `{s['flags']}` | {s['seeds']} | failed | | | | | | | |")
+            md.append(f"| {s['name']} | `{s['flags']}` | {s['seeds']} | failed | | | | | | | | |")
             continue
         p, q = s["peer"], s.get("pooled")
         units = " / ".join(str(sum(p[v][lab] for lab in ("normal", "abnormal", "insufficient_evidence"))) for v in VIEWS)
@@ -191,7 +191,8 @@ def healthy_table(h):
             f"{p['vertical']['insufficient_evidence']} / {p['horizontal']['insufficient_evidence']} | "
             f"{pct(p['vertical']['fa'], 2)} | {pct(p['horizontal']['fa'], 2)} | "
             f"{pct(p['vertical']['worst_seed_fa'], 2)} / {pct(p['horizontal']['worst_seed_fa'], 2)} | "
-            + (f"{pct(q['vertical']['fa'])} / {pct(q['horizontal']['fa'])}" if q else "–") + " | 100% |")
+            + (f"{pct(q['vertical']['fa'])} / {pct(q['horizontal']['fa'])}" if q else "–") + " | 100% | "
+            + str(s.get("slower_regimes", "–")) + " |")
     md += ["", "Workload each shape produced (first seed, vertical units, from the diagnosed step names) and topology:", "",
            "| shape | covers | ranks (TP x hosts, PP) | phases; requests per step; tokens per non-decode step |",
            "|---|---|---|---|"]

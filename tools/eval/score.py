@@ -150,6 +150,11 @@ def per_class(entries, scen_scores, method, infos=None):
                     seed_f1.append(c["f1"])
             shares = [x for n in names for x in ((infos or {}).get(n, {}).get("cost_shares") or {}).get(v, [])]
             views[v] = finish(tot) | {"seed_f1": seed_f1, "seeds": len(names), "cost_share": _share_summary(shares)}
+        # Steps that slower-regime findings named (vertical: the time outside operators), and how
+        # many of them were labelled faulty.
+        reg = [(infos or {}).get(n, {}).get("slower_regimes") for n in names]
+        views["vertical"]["regime_steps"] = sum(x["steps"] for x in reg if x)
+        views["vertical"]["regime_faulty"] = sum(x["faulty"] for x in reg if x)
         rows.append((cls, level, views))
     return rows
 
@@ -173,6 +178,7 @@ if __name__ == "__main__":  # self-check on a hand-made case
     rows = per_class([("s", [], {"class": "x", "intensity": "mild", "seed": 1})],
                      per_scenario(["s"], truth, units), PEER_NAME,
                      {"s": {"cost_shares": {"vertical": [0.03, 0.01, 0.02, 0.5]}}})
+    assert rows[0][2]["vertical"]["regime_steps"] == 0
     cs = rows[0][2]["vertical"]["cost_share"]
     assert (cs["min"], cs["max"], cs["n"]) == (0.01, 0.5, 4) and abs(cs["median"] - 0.025) < 1e-12, cs
     print("score.py self-check ok")
