@@ -117,14 +117,17 @@ std::vector<SlowRegime> FindSlowRegimes(const InstanceTable& t, const std::vecto
       paid_sum += paid;
       excess_sum += ns;
     }
-    if (static_cast<int>(excess.size()) < std::max(o.min_units, 1)) continue;
+    const int lane_judged = judged[{std::get<0>(key), std::get<1>(key)}];
+    if (static_cast<int>(excess.size()) < std::max(o.min_units, 1) ||
+        static_cast<double>(excess.size()) < o.min_lane_share * lane_judged)
+      continue;
     SlowRegime r;
     r.view = std::get<0>(key) == ViewIndex(View::kHorizontal) ? View::kHorizontal : View::kVertical;
     r.rank = std::get<1>(key);
     r.family = std::get<2>(key);
     r.metric = static_cast<Metric>(std::get<3>(key));
     r.units = static_cast<int>(excess.size());
-    r.judged = judged[{std::get<0>(key), r.rank}];
+    r.judged = lane_judged;
     r.total_ns = paid_sum;
     r.absorbed_ns = excess_sum - paid_sum;
     std::sort(excess.begin(), excess.end());

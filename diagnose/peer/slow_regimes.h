@@ -32,8 +32,11 @@
 namespace truffld::diagnose {
 
 struct SlowRegimeOptions {
-  int min_units = 3;         // a regime needs at least this many units in a lane ...
-  double min_share = 0.01;   // ... whose regime excess is at least this share of their step
+  int min_units = 3;         // a regime needs at least this many units in a lane, and ...
+  double min_lane_share = 0.1;  // ... at least this share of the lane's judged units, ...
+  double min_share = 0.01;   // ... whose regime excess is at least this share of their step.
+  // A handful of steps is not how the run behaves: in the default suite's seed-3 workload a
+  // (device idle) mode cost 15-20% of 5-8% of each rank's steps where the generator put no fault.
   size_t max_per_lane = 3;   // the costliest regimes of a lane (summed excess) are reported
 };
 

@@ -106,6 +106,16 @@ TEST(SlowRegimes, OperatorsOwnModesAndRegimesUnderTheFloorAreNotReported) {
   SlowRegimeOptions many;
   many.min_units = 101;
   EXPECT_TRUE(FindSlowRegimes(r.t, r.rows, s, AllJudged(300), many).empty());
+  // 100 units of a lane judged in 1,200 steps: under a tenth of the lane, a handful, not a regime.
+  EXPECT_TRUE(FindSlowRegimes(r.t, r.rows, s, AllJudged(300), SlowRegimeOptions{}).size() == 1u);
+  DecisionResult wide = AllJudged(300);
+  for (int k = 0; k < 900; ++k) {
+    r.t.steps.push_back(r.t.steps[0]);
+    UnitVerdict v;
+    v.verdict = Verdict::kNormal;
+    wide.units.push_back(v);
+  }
+  EXPECT_TRUE(FindSlowRegimes(r.t, r.rows, s, wide, SlowRegimeOptions{}).empty());
 }
 
 TEST(SlowRegimes, WhatTheStepsDidNotPayIsNotCounted) {
