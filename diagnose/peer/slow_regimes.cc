@@ -10,6 +10,7 @@
 
 #include "peer/format_ns.h"
 #include "peer/impact.h"
+#include "peer/robust_stats.h"
 
 namespace truffld::diagnose {
 namespace {
@@ -20,11 +21,6 @@ std::string StepList(const std::vector<int64_t>& steps) {
   for (size_t k = 0; k < steps.size() && k < 5; ++k) s += (k ? ", " : "") + std::to_string(steps[k]);
   if (steps.size() > 5) s += ", ...";
   return s;
-}
-
-double MedianOfSorted(const std::vector<double>& v) {
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string Sentence(const InstanceTable& t, const SlowRegime& r) {
@@ -39,7 +35,7 @@ std::string Sentence(const InstanceTable& t, const SlowRegime& r) {
                 "the run behaves rather than as a fault of each step; see what those steps have in common",
                 r.rank >= 0 ? ("rank " + std::to_string(r.rank) + ", ").c_str() : "", ViewName(r.view),
                 t.strings.Get(r.family).c_str(), FormatNs(r.typical_excess_ns).c_str(),
-                FormatNs(r.min_excess_ns).c_str(), FormatNs(r.max_excess_ns).c_str(), r.units, r.judged,
+                FormatNs(r.min_excess_ns).c_str(), FormatNs(r.max_excess_ns).c_str(), r.units(), r.judged,
                 StepList(r.steps).c_str(), 100 * r.typical_share, FormatNs(r.total_ns).c_str(), absorbed.c_str());
   return b;
 }
@@ -126,16 +122,14 @@ std::vector<SlowRegime> FindSlowRegimes(const InstanceTable& t, const std::vecto
     r.rank = std::get<1>(key);
     r.family = std::get<2>(key);
     r.metric = static_cast<Metric>(std::get<3>(key));
-    r.units = static_cast<int>(excess.size());
     r.judged = lane_judged;
     r.total_ns = paid_sum;
     r.absorbed_ns = excess_sum - paid_sum;
-    std::sort(excess.begin(), excess.end());
-    std::sort(share.begin(), share.end());
-    r.typical_excess_ns = MedianOfSorted(excess);
-    r.min_excess_ns = excess.front();
-    r.max_excess_ns = excess.back();
-    r.typical_share = MedianOfSorted(share);
+    const auto [lo, hi] = std::minmax_element(excess.begin(), excess.end());
+    r.min_excess_ns = *lo;
+    r.max_excess_ns = *hi;
+    r.typical_excess_ns = MedianInPlace(excess.data(), excess.size());
+    r.typical_share = MedianInPlace(share.data(), share.size());
     std::sort(steps.begin(), steps.end());
     r.steps = std::move(steps);
     r.sentence = Sentence(t, r);

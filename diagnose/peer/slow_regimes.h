@@ -46,7 +46,6 @@ struct SlowRegime {
   int64_t rank = -1;           // -1: the process had no rank
   uint32_t family = 0;
   Metric metric = Metric::kHost;
-  int units = 0;               // units in the regime at or past min_share of their step
   int judged = 0;              // judged units of the lane
   double typical_excess_ns = 0, min_excess_ns = 0, max_excess_ns = 0;  // per unit, over the main mode
   double typical_share = 0;    // median paid / step duration over its units
@@ -54,6 +53,8 @@ struct SlowRegime {
   double absorbed_ns = 0;      // summed excess its steps did not pay
   std::vector<int64_t> steps;  // the step index of each of its units, ascending
   std::string sentence;        // the finding in one sentence with numbers
+  // Units in the regime at or past min_share of their step.
+  int units() const { return static_cast<int>(steps.size()); }
 };
 
 // ScoreRows' part, for one similar-steps instance population modelled by `m` (its rows `list`,

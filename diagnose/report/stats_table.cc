@@ -80,7 +80,7 @@ nlohmann::json SlowRegimesJson(const InstanceTable& t, const PeerStageResult& r)
   nlohmann::json out = nlohmann::json::array();
   for (const SlowRegime& g : r.slow_regimes) {
     out.push_back({{"view", ViewName(g.view)}, {"rank", g.rank >= 0 ? nlohmann::json(g.rank) : nlohmann::json(nullptr)},
-                   {"family", t.strings.Get(g.family)}, {"metric", MetricName(g.metric)}, {"units", g.units},
+                   {"family", t.strings.Get(g.family)}, {"metric", MetricName(g.metric)}, {"units", g.units()},
                    {"judged", g.judged}, {"typical_excess_ns", std::llround(g.typical_excess_ns)},
                    {"min_excess_ns", std::llround(g.min_excess_ns)}, {"max_excess_ns", std::llround(g.max_excess_ns)},
                    {"typical_share", g.typical_share}, {"total_ns", std::llround(g.total_ns)},

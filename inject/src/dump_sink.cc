@@ -196,7 +196,6 @@ bool DumpSink::EmitUnits(bool tail) {
     if (direct && direct_ && MonotonicNs() - t0 > kSlowDirectWriteNs) {
       // A busy disk: a direct write waits for it while the rings fill; the page cache does not.
       DirectOff("slow_write");
-      ++slow_direct_writes_;
     }
   }
   if (whole > 0) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -87,8 +88,8 @@ class DumpSink {
   // or the writer thread preempted meanwhile) turns direct I/O off for the rest of the file, so
   // the writer never waits on the disk again.
   static constexpr int64_t kSlowDirectWriteNs = 20000000;
-  // Direct writes that were that slow (0 or 1).
-  uint64_t slow_direct_writes() const { return slow_direct_writes_; }
+  // Direct writes that were that slow (0 or 1: the first turns direct I/O off).
+  uint64_t slow_direct_writes() const { return std::strcmp(direct_stopped_, "slow_write") == 0; }
   // How the dump's bytes reach the file now: "direct", "page_cache" or "zstd" (compressed,
   // through the page cache). STATS.dump_io.
   const char* io_mode() const { return zstd_ ? "zstd" : direct_ ? "direct" : "page_cache"; }
@@ -148,7 +149,6 @@ class DumpSink {
   size_t block_len_ = 0;         // bytes of text in block_
   uint64_t block_offset_ = 0;    // file offset of block_[0] (a multiple of kAlign)
   PWrite pwrite_ = ::pwrite;
-  uint64_t slow_direct_writes_ = 0;
   struct Zstd;
   std::unique_ptr<Zstd> zstd_;
 };

@@ -9,6 +9,7 @@ A unit labelled insufficient_evidence counts as "not abnormal" and is counted in
 "Flag every step" predicts every unit abnormal and blames nothing; "flag no step" predicts none.
 """
 import os
+import statistics
 import sys
 from collections import defaultdict
 
@@ -123,10 +124,7 @@ def _share_summary(shares):
     """Median, min and max of cost shares (None when there are none)."""
     if not shares:
         return None
-    xs = sorted(shares)
-    mid = len(xs) // 2
-    med = xs[mid] if len(xs) % 2 else 0.5 * (xs[mid - 1] + xs[mid])
-    return {"median": med, "min": xs[0], "max": xs[-1], "n": len(xs)}
+    return {"median": statistics.median(shares), "min": min(shares), "max": max(shares), "n": len(shares)}
 
 
 def per_class(entries, scen_scores, method, infos=None):

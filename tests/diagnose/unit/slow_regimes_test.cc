@@ -70,7 +70,7 @@ TEST(SlowRegimes, AThirdOfTheStepsSlowerIsAListedRegimeAndOneFinding) {
   const auto found = FindSlowRegimes(r.t, r.rows, s, AllJudged(300), SlowRegimeOptions{});
   ASSERT_EQ(found.size(), 1u);
   const SlowRegime& g = found[0];
-  EXPECT_EQ(g.units, 100);
+  EXPECT_EQ(g.units(), 100);
   EXPECT_EQ(g.judged, 300);
   EXPECT_EQ(g.rank, 0);
   EXPECT_NEAR(g.typical_excess_ns, 60000, 3000);
@@ -129,7 +129,7 @@ TEST(SlowRegimes, WhatTheStepsDidNotPayIsNotCounted) {
   for (int u = 0; u < 300; u += 6) c.ns[static_cast<size_t>(u)] = 1.04e6;
   const auto found = FindSlowRegimes(r.t, r.rows, s, AllJudged(300), SlowRegimeOptions{}, &c);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].units, 50);
+  EXPECT_EQ(found[0].units(), 50);
   EXPECT_NEAR(found[0].typical_share, 0.04, 1e-9);
   EXPECT_NEAR(found[0].total_ns, 50 * 40000.0, 1);
   EXPECT_NEAR(found[0].absorbed_ns, 50 * 20000.0, 50 * 3000.0);
@@ -139,7 +139,7 @@ TEST(SlowRegimes, WhatTheStepsDidNotPayIsNotCounted) {
   c.similar_ns.assign(300, std::nan(""));
   const auto all = FindSlowRegimes(r.t, r.rows, s, AllJudged(300), SlowRegimeOptions{}, &c);
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].units, 100);
+  EXPECT_EQ(all[0].units(), 100);
   EXPECT_EQ(all[0].absorbed_ns, 0);
 }
 
@@ -177,7 +177,7 @@ TEST(SlowRegimes, EachLaneKeepsItsCostliestRegimes) {
   EXPECT_EQ(t.strings.Get(found[0].family), kDeviceIdleFamily);  // 80 us a step
   EXPECT_EQ(t.strings.Get(found[1].family), kStepCallsFamily);   // 60 us
   EXPECT_EQ(found[0].rank, 3);
-  EXPECT_EQ(found[0].units, 10);
+  EXPECT_EQ(found[0].units(), 10);
   EXPECT_DOUBLE_EQ(found[0].total_ns, 800000);
 }
 
